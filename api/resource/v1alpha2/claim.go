@@ -1,0 +1,156 @@
+package v1alpha2
+
+import (
+	corev1 "allot.dev/allot/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Limits from the seeds, enforced by validation.
+const (
+	ResourceClaimReservedForMaxSize        = 32
+	AllocationResultResourceHandlesMaxSize = 32
+	ResourceHandleDataMaxSize              = 16 * 1024
+	PodSchedulingNodeListMaxSize           = 128
+)
+
+// DeleteProtectionFinalizer is set on a claim whose structured allocation
+// the scheduler wrote; the claim controller clears the allocation and the
+// finalizer together once the claim is unused (seed 002).
+const DeleteProtectionFinalizer = "semantic.dra.k8s.io/delete-protection"
+
+// +genclient
+// +kubebuilder:object:root=true
+
+// ResourceClaim asks for resources. Its spec is immutable after creation.
+type ResourceClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ResourceClaimSpec   `json:"spec"`
+	Status            ResourceClaimStatus `json:"status,omitempty"`
+}
+
+// ResourceClaimSpec says what is asked for.
+type ResourceClaimSpec struct {
+	ResourceClassName string                            `json:"resourceClassName"`
+	ParametersRef     *ResourceClaimParametersReference `json:"parametersRef,omitempty"`
+	// AllocationMode defaults to WaitForFirstConsumer.
+	AllocationMode AllocationMode `json:"allocationMode,omitempty"`
+}
+
+// AllocationMode says when a claim is allocated.
+type AllocationMode string
+
+// Allocation modes.
+const (
+	AllocationModeWaitForFirstConsumer AllocationMode = "WaitForFirstConsumer"
+	AllocationModeImmediate            AllocationMode = "Immediate"
+)
+
+// ResourceClaimParametersReference points at claim parameters in the claim's
+// namespace: a ResourceClaimParameters object or a vendor kind.
+type ResourceClaimParametersReference struct {
+	APIGroup string `json:"apiGroup,omitempty"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+}
+
+// ResourceClaimStatus is the claim's allocation and reservations.
+type ResourceClaimStatus struct {
+	DriverName string `json:"driverName,omitempty"`
+	// ControllerName is the driver controller that allocated the claim;
+	// empty for structured allocations (seed 003).
+	ControllerName string            `json:"controllerName,omitempty"`
+	Allocation     *AllocationResult `json:"allocation,omitempty"`
+	// ReservedFor lists the consumers that may use the claim, at most 32.
+	ReservedFor []ResourceClaimConsumerReference `json:"reservedFor,omitempty"`
+	// DeallocationRequested asks the driver controller to deallocate.
+	DeallocationRequested bool `json:"deallocationRequested,omitempty"`
+}
+
+// AllocationResult is where and how a claim was allocated.
+type AllocationResult struct {
+	// ResourceHandles hold per-driver data for the kubelet plugins, at most 32.
+	ResourceHandles []ResourceHandle `json:"resourceHandles,omitempty"`
+	// AvailableOnNodes are the nodes where the allocated resources are usable.
+	AvailableOnNodes *corev1.NodeSelector `json:"availableOnNodes,omitempty"`
+	// Shareable claims may be reserved for several consumers at once.
+	Shareable bool `json:"shareable,omitempty"`
+}
+
+// ResourceHandle carries one driver's allocation to its kubelet plugin.
+type ResourceHandle struct {
+	DriverName string `json:"driverName,omitempty"`
+	// Data is opaque to allot, at most 16 KiB.
+	Data string `json:"data,omitempty"`
+	// StructuredData is set instead of Data by the scheduler for structured
+	// allocations.
+	StructuredData *StructuredResourceHandle `json:"structuredData,omitempty"`
+}
+
+// StructuredResourceHandle is seed 002's SemanticResourceHandle, named as in
+// Kubernetes 1.30: what the scheduler allocated and the parameters it used.
+type StructuredResourceHandle struct {
+	VendorClassParameters *runtime.RawExtension `json:"vendorClassParameters,omitempty"`
+	VendorClaimParameters *runtime.RawExtension `json:"vendorClaimParameters,omitempty"`
+	// NodeName is the node that provides the allocated instances.
+	NodeName string `json:"nodeName,omitempty"`
+	// Partitionable is the allocation in the partitionable model.
+	Partitionable *PartitionableAllocationResult `json:"partitionable,omitempty"`
+}
+
+// PartitionableAllocationResult lists the allocated instances.
+type PartitionableAllocationResult struct {
+	Instances []AllocatedResourceInstance `json:"instances"`
+}
+
+// AllocatedResourceInstance is one allocated instance: the names from the
+// slice's root instance down, instance and partition-group names alternating,
+// joined by "/".
+type AllocatedResourceInstance struct {
+	ID string `json:"id"`
+}
+
+// ResourceClaimConsumerReference names a consumer (normally a pod).
+type ResourceClaimConsumerReference struct {
+	APIGroup string    `json:"apiGroup,omitempty"`
+	Resource string    `json:"resource"`
+	Name     string    `json:"name"`
+	UID      types.UID `json:"uid"`
+}
+
+// +kubebuilder:object:root=true
+
+// ResourceClaimList is a list of claims.
+type ResourceClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceClaim `json:"items"`
+}
+
+// +genclient
+// +kubebuilder:object:root=true
+
+// ResourceClaimTemplate produces one ResourceClaim per pod that references
+// it. Its spec is immutable.
+type ResourceClaimTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ResourceClaimTemplateSpec `json:"spec"`
+}
+
+// ResourceClaimTemplateSpec is the metadata and spec copied into each claim.
+type ResourceClaimTemplateSpec struct {
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              ResourceClaimSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// ResourceClaimTemplateList is a list of templates.
+type ResourceClaimTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceClaimTemplate `json:"items"`
+}
