@@ -100,8 +100,8 @@ type NodeSystemInfo struct {
 type NodeStatus struct {
 	Capacity        ResourceList        `json:"capacity,omitempty"`
 	Allocatable     ResourceList        `json:"allocatable,omitempty"`
-	Conditions      []NodeCondition     `json:"conditions,omitempty"`
-	Addresses       []NodeAddress       `json:"addresses,omitempty"`
+	Conditions      []NodeCondition     `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	Addresses       []NodeAddress       `json:"addresses,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 	DaemonEndpoints NodeDaemonEndpoints `json:"daemonEndpoints,omitempty"`
 	NodeInfo        NodeSystemInfo      `json:"nodeInfo,omitempty"`
 }

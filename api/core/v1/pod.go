@@ -25,8 +25,8 @@ const (
 
 // PodSpec is the subset of Kubernetes' pod spec that allot runs.
 type PodSpec struct {
-	InitContainers                []Container       `json:"initContainers,omitempty"`
-	Containers                    []Container       `json:"containers"`
+	InitContainers                []Container       `json:"initContainers,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	Containers                    []Container       `json:"containers" patchStrategy:"merge" patchMergeKey:"name"`
 	RestartPolicy                 RestartPolicy     `json:"restartPolicy,omitempty"`
 	TerminationGracePeriodSeconds *int64            `json:"terminationGracePeriodSeconds,omitempty"`
 	ActiveDeadlineSeconds         *int64            `json:"activeDeadlineSeconds,omitempty"`
@@ -42,7 +42,7 @@ type PodSpec struct {
 	Priority                      *int32            `json:"priority,omitempty"`
 	EnableServiceLinks            *bool             `json:"enableServiceLinks,omitempty"`
 	// ResourceClaims names the claims the pod's containers may use.
-	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty"`
+	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty" patchStrategy:"merge,retainKeys" patchMergeKey:"name"`
 }
 
 // PodResourceClaim names one claim of the pod: either an existing
@@ -66,8 +66,8 @@ type Container struct {
 	Command                  []string             `json:"command,omitempty"`
 	Args                     []string             `json:"args,omitempty"`
 	WorkingDir               string               `json:"workingDir,omitempty"`
-	Ports                    []ContainerPort      `json:"ports,omitempty"`
-	Env                      []EnvVar             `json:"env,omitempty"`
+	Ports                    []ContainerPort      `json:"ports,omitempty" patchStrategy:"merge" patchMergeKey:"containerPort"`
+	Env                      []EnvVar             `json:"env,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 	Resources                ResourceRequirements `json:"resources,omitempty"`
 	ImagePullPolicy          PullPolicy           `json:"imagePullPolicy,omitempty"`
 	TerminationMessagePath   string               `json:"terminationMessagePath,omitempty"`
@@ -160,7 +160,7 @@ type PodCondition struct {
 // PodStatus is the pod's observed state.
 type PodStatus struct {
 	Phase                 PodPhase                 `json:"phase,omitempty"`
-	Conditions            []PodCondition           `json:"conditions,omitempty"`
+	Conditions            []PodCondition           `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 	Message               string                   `json:"message,omitempty"`
 	Reason                string                   `json:"reason,omitempty"`
 	NominatedNodeName     string                   `json:"nominatedNodeName,omitempty"`
@@ -170,7 +170,7 @@ type PodStatus struct {
 	InitContainerStatuses []ContainerStatus        `json:"initContainerStatuses,omitempty"`
 	ContainerStatuses     []ContainerStatus        `json:"containerStatuses,omitempty"`
 	QOSClass              string                   `json:"qosClass,omitempty"`
-	ResourceClaimStatuses []PodResourceClaimStatus `json:"resourceClaimStatuses,omitempty"`
+	ResourceClaimStatuses []PodResourceClaimStatus `json:"resourceClaimStatuses,omitempty" patchStrategy:"merge,retainKeys" patchMergeKey:"name"`
 }
 
 // PodResourceClaimStatus records the name of the claim generated for a

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "allot",
+		Short:         "allot hands accelerators to workloads",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newUpCommand(), newAPIServerCommand(), newTokenCommand())
+	addClientCommands(root)
+	return root
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"allot.dev/allot/internal/apiserver/auth"
+)
+
+func newTokenCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "token", Short: "Manage bearer tokens"}
+	var role, name, dataDir, file string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Add a token to the cluster's tokens file and print it",
+		Long: `Add a token for a role: admin, user, scheduler, controller-manager,
+node (--name is the node's name) or driver (--name is the driver's name).
+The API server picks it up without a restart.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				file = filepath.Join(dataDir, "tokens.csv")
+			}
+			tok, err := auth.AppendToken(file, name, auth.Role(role))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), tok)
+			return nil
+		},
+	}
+	f := create.Flags()
+	f.StringVar(&role, "role", "user", "role of the token")
+	f.StringVar(&name, "name", "", "name of the user, node or driver")
+	f.StringVar(&dataDir, "data-dir", defaultDataDir(), "data dir of the cluster")
+	f.StringVar(&file, "tokens-file", "", "tokens file (default DATA-DIR/tokens.csv)")
+	_ = create.MarkFlagRequired("name")
+	cmd.AddCommand(create)
+	return cmd
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"allot.dev/allot/internal/cluster"
+)
+
+func newUpCommand() *cobra.Command {
+	var o cluster.Options
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start an all-in-one cluster: etcd, API server and the other components",
+		Long: `Start an all-in-one cluster in one process. State lives in --data-dir:
+etcd's data (unless --etcd-servers points at an external cluster), the
+tokens file, the certificates, and DIR/kubeconfig for clients.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cluster.Up(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for the cluster's state")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "API server address (host:port; port 0 picks a free one)")
+	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
+	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	f.StringSliceVar(&o.NodeNames, "node-name", nil, "names of the nodes to create tokens for (default: the host name)")
+	return cmd
+}
+
+func newAPIServerCommand() *cobra.Command {
+	var o cluster.Options
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Run the API server alone",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.APIServerOnly = true
+			return cluster.Up(cmd.Context(), o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for tokens, certificates and (without --etcd-servers) etcd data")
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "address to listen on (host:port)")
+	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd endpoints; without them an embedded etcd runs in --data-dir")
+	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	f.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens file (default DATA-DIR/tokens.csv)")
+	return cmd
+}

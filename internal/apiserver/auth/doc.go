@@ -1,0 +1,88 @@
+// Package auth authenticates API requests by bearer token and authorizes
+// them by role.
+//
+// # Tokens file
+//
+// Identities live in one file, one token per line, as CSV:
+//
+//	# token,name,role
+//	3f9a...,admin,admin
+//	8c21...,node-1,node
+//	d07e...,gpu.example.com,driver
+//	55b0...,alice,user
+//
+// Blank lines and lines starting with '#' are ignored; fields are trimmed of
+// surrounding spaces. The role is one of admin, user, scheduler,
+// controller-manager, node and driver. The name of a node token is the node's
+// name and the name of a driver token is the driver's name; both must be DNS
+// subdomains, because the authorizer compares them with spec.nodeName and
+// ResourceClass.driverName. Other names must not contain commas or control
+// characters. A token may appear only once; a name may have several tokens
+// (for rotation). The file holds secrets: keep it mode 0600. A file that
+// other users can read is loaded, with a warning.
+//
+// [NewTokenAuthenticator] loads the file and fails on the first bad line,
+// naming its number (never its token). [TokenAuthenticator.Run] reloads the
+// file when it changes; a reload that fails keeps the previous tokens and
+// logs why. [AppendToken] and [EnsureTokens] write the file atomically
+// (temporary file, fsync, rename), so a reader never sees half a file. They
+// serialise writers within one process only.
+//
+// Tokens are kept as SHA-256 hashes and a presented token is looked up by its
+// hash, so lookup time does not depend on how much of a token matches.
+//
+// # Authorization
+//
+// [Authorize] decides one request from its [Attributes] by the caller's role:
+//
+//   - admin: everything.
+//   - user: reads everything; writes the main resource of namespaced objects
+//     (pods, events, resourceclaims, resourceclaimtemplates,
+//     resourceclaimparameters, namespaced custom resources with any
+//     subresource) and namespaces. Never status or binding subresources of
+//     built-in kinds, nodes, resourceclasses, resourceclassparameters,
+//     noderesourceslices, podschedulingcontexts, resourcequotas or
+//     customresourcedefinitions.
+//   - scheduler: reads everything; writes pods/binding, pods/status, events,
+//     podschedulingcontexts, resourceclaims/status, and finalizer-only
+//     updates of resourceclaims (the structured-allocation delete
+//     protection).
+//   - controller-manager: reads everything; writes resourceclaims and their
+//     status, pods/status, podschedulingcontexts, events, nodes/status,
+//     namespaces (with status and finalize), resourcequotas/status, and may
+//     delete objects of any kind (garbage collection).
+//   - node NAME: reads nodes, pods, resourceclaims, resourceclasses,
+//     noderesourceslices, resourceclaimtemplates and namespaces; writes its
+//     own Node and nodes/status, NodeResourceSlices whose spec.nodeName is
+//     NAME before and after the write, events, and pods/status and deletion
+//     of pods whose stored spec.nodeName is NAME.
+//   - driver NAME: reads everything; writes events; updates resourceclaims
+//     status (and their finalizers, through the main resource, when nothing
+//     else changes) for claims whose ResourceClass has driverName NAME;
+//     updates podschedulingcontexts/status when one of the pod's claims
+//     belongs to such a class; writes ResourceClaimParameters and
+//     ResourceClassParameters whose generatedFrom.apiGroup belongs to it
+//     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot).
+//
+// Events may be created, updated and patched by every role except user
+// (which writes them like any namespaced object): event recorders patch a
+// repeated event to bump its count.
+//
+// Known broadenings, accepted for simplicity: a node may list and watch
+// pods, claims and slices of the whole cluster (field selectors narrow what
+// it asks for, not what it may ask for), and a node may change any field of
+// its own Node. A custom resource is any resource outside the groups "",
+// *.k8s.io and *.kubernetes.io; the API server must refuse
+// CustomResourceDefinitions in those groups.
+//
+// # The caller's duties
+//
+// The API server calls Authorize after decoding the request and, for
+// update and patch, after applying the patch and copying server-owned
+// metadata (uid, creationTimestamp, generation) from the stored object, so
+// that Object and OldObject differ only in what the client asked to change.
+// It ignores status in writes of a main resource and spec in writes of a
+// status subresource, as Kubernetes does; the rules above rely on it. It
+// decides anonymous requests itself, allowing only [IsPublicPath] paths and
+// discovery.
+package auth

@@ -1,0 +1,157 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+func authorizeDriver(a Attributes, lk Lookup) Decision {
+	switch {
+	case isRead(a.Verb):
+		return allow("%s may read everything", a.User)
+	case a.is(grEvents, "") && slices.Contains(eventVerbs, a.Verb):
+		return allow("%s may write events", a.User)
+	case a.is(grClaims, "status") && slices.Contains(updateVerbs, a.Verb):
+		return driverClaim(a, lk)
+	case a.is(grClaims, "") && slices.Contains(updateVerbs, a.Verb):
+		if d := claimFinalizersOnly(a, lk); !d.Allowed {
+			return d
+		}
+		return driverClaim(a, lk)
+	case a.is(grSchedContexts, "status") && slices.Contains(updateVerbs, a.Verb):
+		return driverSchedulingContext(a, lk)
+	case (a.is(grClaimParameters, "") || a.is(grClassParameters, "")) && slices.Contains(crudVerbs, a.Verb):
+		return driverParameters(a)
+	}
+	return deny("%s may not %s %s: drivers write only events, status and finalizers of claims of their classes, "+
+		"status of scheduling contexts of their pods, and parameters generated from their API group",
+		a.User, a.Verb, a.resourceString())
+}
+
+// driverClaim allows a write of a claim whose class names the driver. When
+// the class is gone, a claim the driver already allocated (stored
+// status.driverName) stays its own, so it can still deallocate it.
+func driverClaim(a Attributes, lk Lookup) Decision {
+	claim, err := storedClaim(a, lk)
+	if err != nil {
+		return deny("%s: look up resourceclaim %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	}
+	className := claim.Spec.ResourceClassName
+	class, err := lookupClass(lk, className)
+	switch {
+	case err != nil && claim.Status.DriverName == a.User.Name:
+		return allow("%s may write resourceclaims it allocated", a.User)
+	case err != nil:
+		return deny("%s: look up resourceclass %q: %v", a.User, className, err)
+	case class.DriverName != a.User.Name:
+		return deny("%s may only write resourceclaims of classes with driverName %q; class %q of claim %s/%s names %q",
+			a.User, a.User.Name, className, a.Namespace, a.Name, class.DriverName)
+	}
+	return allow("%s may write %s of claims of its classes", a.User, a.resourceString())
+}
+
+// driverSchedulingContext allows a status update of a PodSchedulingContext
+// when one of its pod's claims has a class of the driver. The context is
+// named after its pod.
+func driverSchedulingContext(a Attributes, lk Lookup) Decision {
+	pod, err := lookupPod(lk, a.Namespace, a.Name)
+	if err != nil {
+		return deny("%s: look up pod %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	}
+	var errs []error
+	for _, claimName := range podClaimNames(pod) {
+		claim, err := lookupClaim(lk, a.Namespace, claimName)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("look up resourceclaim %s: %w", claimName, err))
+			continue
+		}
+		class, err := lookupClass(lk, claim.Spec.ResourceClassName)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("look up resourceclass %s: %w", claim.Spec.ResourceClassName, err))
+			continue
+		}
+		if class.DriverName == a.User.Name {
+			return allow("%s may update scheduling contexts of pods with claims of its classes", a.User)
+		}
+	}
+	reason := fmt.Sprintf("%s may only update the status of scheduling contexts of pods with a claim of its classes; pod %s/%s has none",
+		a.User, a.Namespace, a.Name)
+	if err := errors.Join(errs...); err != nil {
+		reason += " (" + strings.ReplaceAll(err.Error(), "\n", "; ") + ")"
+	}
+	return Decision{Reason: reason}
+}
+
+// podClaimNames lists the ResourceClaim names of a pod: named directly, or
+// generated from a template and recorded in the pod's status.
+func podClaimNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimName != nil {
+			names = append(names, *rc.ResourceClaimName)
+			continue
+		}
+		for _, st := range pod.Status.ResourceClaimStatuses {
+			if st.Name == rc.Name && st.ResourceClaimName != nil {
+				names = append(names, *st.ResourceClaimName)
+			}
+		}
+	}
+	return names
+}
+
+// driverParameters allows writes of claim and class parameters generated
+// from an API group of the driver, judged on both the new and the stored
+// object, so a driver can neither create nor take over another's.
+func driverParameters(a Attributes) Decision {
+	var objs []runtime.Object
+	if a.Verb != "delete" {
+		objs = append(objs, a.Object)
+	}
+	if a.Verb != "create" {
+		objs = append(objs, a.OldObject)
+	}
+	for _, obj := range objs {
+		group, err := generatedFromGroup(a.groupResource(), obj)
+		if err != nil {
+			return deny("%s: read %s: %v", a.User, a.resourceString(), err)
+		}
+		if !driverOwnsGroup(a.User.Name, group) {
+			return deny("%s may only write %s generated from its own API group; generatedFrom.apiGroup is %q",
+				a.User, a.resourceString(), group)
+		}
+	}
+	return allow("%s may write %s generated from its API group", a.User, a.resourceString())
+}
+
+func generatedFromGroup(gr groupResource, obj runtime.Object) (string, error) {
+	if gr == grClaimParameters {
+		p, err := as[resourcev1alpha2.ResourceClaimParameters](obj)
+		if err != nil || p.GeneratedFrom == nil {
+			return "", err
+		}
+		return p.GeneratedFrom.APIGroup, nil
+	}
+	p, err := as[resourcev1alpha2.ResourceClassParameters](obj)
+	if err != nil || p.GeneratedFrom == nil {
+		return "", err
+	}
+	return p.GeneratedFrom.APIGroup, nil
+}
+
+// driverOwnsGroup reports whether driver may write objects generated from
+// group: the same name, or driver is a subdomain of group
+// (cards.dra.example.com owns dra.example.com). A group without a dot only
+// matches exactly, so no driver owns a top-level domain like "com".
+func driverOwnsGroup(driver, group string) bool {
+	if group == "" {
+		return false
+	}
+	return driver == group || (strings.Contains(group, ".") && strings.HasSuffix(driver, "."+group))
+}

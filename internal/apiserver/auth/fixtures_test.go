@@ -1,0 +1,195 @@
+package auth
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// fakeLookup is an in-memory Lookup.
+type fakeLookup struct {
+	classes map[string]*resourcev1alpha2.ResourceClass
+	pods    map[string]*corev1.Pod
+	claims  map[string]*resourcev1alpha2.ResourceClaim
+}
+
+func newFakeLookup() *fakeLookup {
+	return &fakeLookup{
+		classes: map[string]*resourcev1alpha2.ResourceClass{},
+		pods:    map[string]*corev1.Pod{},
+		claims:  map[string]*resourcev1alpha2.ResourceClaim{},
+	}
+}
+
+func (f *fakeLookup) withClass(c *resourcev1alpha2.ResourceClass) *fakeLookup {
+	f.classes[c.Name] = c
+	return f
+}
+
+func (f *fakeLookup) withPod(p *corev1.Pod) *fakeLookup {
+	f.pods[p.Namespace+"/"+p.Name] = p
+	return f
+}
+
+func (f *fakeLookup) withClaim(c *resourcev1alpha2.ResourceClaim) *fakeLookup {
+	f.claims[c.Namespace+"/"+c.Name] = c
+	return f
+}
+
+func (f *fakeLookup) GetResourceClass(name string) (*resourcev1alpha2.ResourceClass, error) {
+	if c, ok := f.classes[name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("resourceclass %q not found", name)
+}
+
+func (f *fakeLookup) GetPod(namespace, name string) (*corev1.Pod, error) {
+	if p, ok := f.pods[namespace+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("pod %s/%s not found", namespace, name)
+}
+
+func (f *fakeLookup) GetResourceClaim(namespace, name string) (*resourcev1alpha2.ResourceClaim, error) {
+	if c, ok := f.claims[namespace+"/"+name]; ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("resourceclaim %s/%s not found", namespace, name)
+}
+
+const testNS = "default"
+
+func makeClass(name, driver string) *resourcev1alpha2.ResourceClass {
+	return &resourcev1alpha2.ResourceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, DriverName: driver}
+}
+
+// claimBuilder builds a ResourceClaim in testNS.
+type claimBuilder struct {
+	c *resourcev1alpha2.ResourceClaim
+}
+
+func makeClaim(name, class string) claimBuilder {
+	return claimBuilder{&resourcev1alpha2.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, ResourceVersion: "1"},
+		Spec:       resourcev1alpha2.ResourceClaimSpec{ResourceClassName: class},
+	}}
+}
+
+func (b claimBuilder) finalizer(f string) claimBuilder {
+	b.c = b.c.DeepCopy()
+	b.c.Finalizers = append(b.c.Finalizers, f)
+	b.c.ResourceVersion = "2"
+	return b
+}
+
+func (b claimBuilder) allocatedBy(driver string) claimBuilder {
+	b.c = b.c.DeepCopy()
+	b.c.Status.DriverName = driver
+	b.c.Status.Allocation = &resourcev1alpha2.AllocationResult{}
+	return b
+}
+
+func (b claimBuilder) label(k, v string) claimBuilder {
+	b.c = b.c.DeepCopy()
+	if b.c.Labels == nil {
+		b.c.Labels = map[string]string{}
+	}
+	b.c.Labels[k] = v
+	return b
+}
+
+func (b claimBuilder) obj() *resourcev1alpha2.ResourceClaim { return b.c }
+
+// podBuilder builds a Pod in testNS.
+type podBuilder struct{ p *corev1.Pod }
+
+func makePod(name string) podBuilder {
+	return podBuilder{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}}}
+}
+
+func (b podBuilder) node(n string) podBuilder {
+	b.p.Spec.NodeName = n
+	return b
+}
+
+// claim adds a spec.resourceClaims entry naming an existing claim.
+func (b podBuilder) claim(entry, claimName string) podBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims,
+		corev1.PodResourceClaim{Name: entry, ResourceClaimName: &claimName})
+	return b
+}
+
+// templateClaim adds an entry from a template; generated, if not empty, is
+// the claim name recorded in the pod's status.
+func (b podBuilder) templateClaim(entry, template, generated string) podBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims,
+		corev1.PodResourceClaim{Name: entry, ResourceClaimTemplateName: &template})
+	if generated != "" {
+		b.p.Status.ResourceClaimStatuses = append(b.p.Status.ResourceClaimStatuses,
+			corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &generated})
+	}
+	return b
+}
+
+func (b podBuilder) obj() *corev1.Pod { return b.p }
+
+func makeSlice(name, node string) *resourcev1alpha2.NodeResourceSlice {
+	return &resourcev1alpha2.NodeResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       resourcev1alpha2.NodeResourceSliceSpec{NodeName: node, DriverName: "gpu.example.com"},
+	}
+}
+
+func makeNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// claimParams returns ResourceClaimParameters generated from group ("" for
+// none).
+func claimParams(group string) *resourcev1alpha2.ResourceClaimParameters {
+	p := &resourcev1alpha2.ResourceClaimParameters{ObjectMeta: metav1.ObjectMeta{Name: "params", Namespace: testNS}}
+	if group != "" {
+		p.GeneratedFrom = &resourcev1alpha2.ResourceClaimParametersReference{APIGroup: group, Kind: "CardParameters", Name: "p"}
+	}
+	return p
+}
+
+func classParams(group string) *resourcev1alpha2.ResourceClassParameters {
+	p := &resourcev1alpha2.ResourceClassParameters{ObjectMeta: metav1.ObjectMeta{Name: "params"}}
+	if group != "" {
+		p.GeneratedFrom = &resourcev1alpha2.ResourceClassParametersReference{APIGroup: group, Kind: "CardClassParameters", Name: "p"}
+	}
+	return p
+}
+
+// clusterScoped are the built-in cluster-scoped resources.
+var clusterScoped = map[string]bool{
+	"nodes": true, "namespaces": true, "resourceclasses": true, "noderesourceslices": true,
+	"resourceclassparameters": true, "customresourcedefinitions": true,
+}
+
+// attrs builds Attributes. The resource is written like kubectl's:
+// "pods", "pods/status", "noderesourceslices.resource.k8s.io".
+type attrs Attributes
+
+func req(u User, verb, resource string) attrs {
+	a := attrs{User: u, Verb: verb}
+	rest, sub, _ := strings.Cut(resource, "/")
+	a.Resource, a.APIGroup, _ = strings.Cut(rest, ".")
+	a.Subresource = sub
+	a.Namespaced = !clusterScoped[a.Resource]
+	if a.Namespaced {
+		a.Namespace = testNS
+	}
+	return a
+}
+
+func (a attrs) named(name string) attrs          { a.Name = name; return a }
+func (a attrs) inNS(ns string) attrs             { a.Namespace = ns; return a }
+func (a attrs) cluster() attrs                   { a.Namespaced = false; a.Namespace = ""; return a }
+func (a attrs) object(o runtime.Object) attrs    { a.Object = o; return a }
+func (a attrs) oldObject(o runtime.Object) attrs { a.OldObject = o; return a }

@@ -1,0 +1,110 @@
+package auth
+
+import (
+	"slices"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// nodeReadable are the resources a node agent reads: what its pods need.
+var nodeReadable = []groupResource{grNodes, grPods, grClaims, grClasses, grSlices, grClaimTemplates, grNamespaces}
+
+func authorizeNode(a Attributes, lk Lookup) Decision {
+	if isRead(a.Verb) {
+		if slices.Contains(nodeReadable, a.groupResource()) && (a.Subresource == "" || a.Subresource == "status") {
+			return allow("%s may read %s", a.User, a.resourceString())
+		}
+		return deny("%s may only read nodes, pods, resourceclaims, resourceclasses, noderesourceslices, resourceclaimtemplates and namespaces, not %s",
+			a.User, a.resourceString())
+	}
+	switch {
+	case a.is(grNodes, "") && slices.Contains([]string{"create", "update", "patch"}, a.Verb),
+		a.is(grNodes, "status") && slices.Contains(updateVerbs, a.Verb):
+		return nodeOwnNode(a)
+	case a.is(grSlices, "") && slices.Contains(crudVerbs, a.Verb):
+		return nodeOwnSlice(a)
+	case a.is(grEvents, "") && slices.Contains(eventVerbs, a.Verb):
+		return allow("%s may write events", a.User)
+	case a.is(grPods, "status") && slices.Contains(updateVerbs, a.Verb),
+		a.is(grPods, "") && a.Verb == "delete":
+		return nodeBoundPod(a, lk)
+	}
+	return deny("%s may not %s %s: nodes write only their own Node, their NodeResourceSlices, events, and status and deletion of their pods",
+		a.User, a.Verb, a.resourceString())
+}
+
+// nodeOwnNode allows writes of the Node named like the node's user. The name
+// comes from the URL, or from the object on create.
+func nodeOwnNode(a Attributes) Decision {
+	name := a.Name
+	if a.Object != nil {
+		objName, err := objectName(a.Object)
+		if err != nil {
+			return deny("%s: read new Node: %v", a.User, err)
+		}
+		if name == "" {
+			name = objName
+		} else if objName != "" && objName != name {
+			return deny("%s: Node name %q in the body does not match %q in the path", a.User, objName, name)
+		}
+	}
+	if name != a.User.Name {
+		return deny("%s may only write its own Node %q, not %q", a.User, a.User.Name, name)
+	}
+	return allow("%s may write its own Node", a.User)
+}
+
+func objectName(obj runtime.Object) (string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	return m.GetName(), nil
+}
+
+// nodeOwnSlice allows writes of NodeResourceSlices whose spec.nodeName is the
+// node, both as stored and as written, so a node can neither touch another
+// node's slice nor move a slice between nodes.
+func nodeOwnSlice(a Attributes) Decision {
+	var objs []runtime.Object
+	if a.Verb != "delete" {
+		objs = append(objs, a.Object)
+	}
+	if a.Verb != "create" {
+		objs = append(objs, a.OldObject)
+	}
+	for _, obj := range objs {
+		s, err := as[resourcev1alpha2.NodeResourceSlice](obj)
+		if err != nil {
+			return deny("%s: read NodeResourceSlice: %v", a.User, err)
+		}
+		if s.Spec.NodeName != a.User.Name {
+			return deny("%s may only write NodeResourceSlices with spec.nodeName %q, not %q",
+				a.User, a.User.Name, s.Spec.NodeName)
+		}
+	}
+	return allow("%s may write NodeResourceSlices with spec.nodeName %q", a.User, a.User.Name)
+}
+
+// nodeBoundPod allows status updates and deletion of pods bound to the node,
+// judged by the stored pod: a node cannot claim a pod by writing its spec.
+func nodeBoundPod(a Attributes, lk Lookup) Decision {
+	var pod *corev1.Pod
+	var err error
+	if a.OldObject != nil {
+		pod, err = as[corev1.Pod](a.OldObject)
+	} else {
+		pod, err = lookupPod(lk, a.Namespace, a.Name)
+	}
+	if err != nil {
+		return deny("%s: look up pod %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	}
+	if pod.Spec.NodeName != a.User.Name {
+		return deny("%s may only update the status of and delete pods with spec.nodeName %q; pod %s/%s has %q",
+			a.User, a.User.Name, a.Namespace, a.Name, pod.Spec.NodeName)
+	}
+	return allow("%s may update the status of and delete pods bound to it", a.User)
+}

@@ -1,0 +1,136 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// errNoObject is returned by as for a nil object.
+var errNoObject = errors.New("no object given")
+
+// as returns obj as a *T, converting unstructured objects.
+func as[T any](obj runtime.Object) (*T, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u != nil {
+		t := new(T)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), t); err != nil {
+			return nil, fmt.Errorf("convert %s: %w", u.GetKind(), err)
+		}
+		return t, nil
+	}
+	if obj == nil {
+		return nil, errNoObject
+	}
+	t, ok := any(obj).(*T)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object type %T", obj)
+	}
+	if t == nil {
+		return nil, errNoObject
+	}
+	return t, nil
+}
+
+// claimFinalizersOnly checks that an update of a claim's main resource
+// changes at most metadata.finalizers (and fields the server owns or
+// ignores there: resourceVersion, managedFields, status).
+func claimFinalizersOnly(a Attributes, lk Lookup) Decision {
+	old, err := storedClaim(a, lk)
+	if err != nil {
+		return deny("%s: look up resourceclaim %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	}
+	updated, err := as[resourcev1alpha2.ResourceClaim](a.Object)
+	if err != nil {
+		return deny("%s: read new resourceclaim: %v", a.User, err)
+	}
+	if !equality.Semantic.DeepEqual(withoutFinalizers(old), withoutFinalizers(updated)) {
+		return deny("%s may only change metadata.finalizers of resourceclaims, and their status through resourceclaims/status", a.User)
+	}
+	return Decision{Allowed: true}
+}
+
+func withoutFinalizers(c *resourcev1alpha2.ResourceClaim) *resourcev1alpha2.ResourceClaim {
+	c = c.DeepCopy()
+	c.TypeMeta = metav1.TypeMeta{}
+	c.Finalizers = nil
+	c.ResourceVersion = ""
+	c.ManagedFields = nil
+	c.Status = resourcev1alpha2.ResourceClaimStatus{}
+	return c
+}
+
+// storedClaim returns the request's stored claim: OldObject, or the cache.
+func storedClaim(a Attributes, lk Lookup) (*resourcev1alpha2.ResourceClaim, error) {
+	if a.OldObject != nil {
+		return as[resourcev1alpha2.ResourceClaim](a.OldObject)
+	}
+	return lookupClaim(lk, a.Namespace, a.Name)
+}
+
+// errNoLookup is returned when a rule needs a Lookup and has none.
+var errNoLookup = errors.New("no lookup to read objects")
+
+// errNotFound stands in for a Lookup that returns neither object nor error.
+var errNotFound = errors.New("not found")
+
+func lookupPod(lk Lookup, namespace, name string) (*corev1.Pod, error) {
+	if lk == nil {
+		return nil, errNoLookup
+	}
+	p, err := lk.GetPod(namespace, name)
+	if err == nil && p == nil {
+		err = errNotFound
+	}
+	return p, err
+}
+
+func lookupClaim(lk Lookup, namespace, name string) (*resourcev1alpha2.ResourceClaim, error) {
+	if lk == nil {
+		return nil, errNoLookup
+	}
+	c, err := lk.GetResourceClaim(namespace, name)
+	if err == nil && c == nil {
+		err = errNotFound
+	}
+	return c, err
+}
+
+func lookupClass(lk Lookup, name string) (*resourcev1alpha2.ResourceClass, error) {
+	if lk == nil {
+		return nil, errNoLookup
+	}
+	c, err := lk.GetResourceClass(name)
+	if err == nil && c == nil {
+		err = errNotFound
+	}
+	return c, err
+}
+
+// metadataOnlyChange reports whether an update changes nothing but
+// metadata.ownerReferences, metadata.finalizers and fields the server owns
+// (resourceVersion, managedFields): what the garbage collector writes.
+func metadataOnlyChange(obj, old runtime.Object) bool {
+	if obj == nil || old == nil {
+		return false
+	}
+	a, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	b, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(old)
+	if errA != nil || errB != nil {
+		return false
+	}
+	strip := func(m map[string]any) {
+		md, _ := m["metadata"].(map[string]any)
+		for _, f := range []string{"ownerReferences", "finalizers", "resourceVersion", "managedFields"} {
+			delete(md, f)
+		}
+	}
+	strip(a)
+	strip(b)
+	return equality.Semantic.DeepEqual(a, b)
+}

@@ -1,0 +1,197 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/internal/storage"
+)
+
+// AllocationRevisionKey is the etcd key of the per-(node, driver)
+// allocation revision: its ModRevision is the revision of the last
+// structured allocation committed for that driver on that node.
+func AllocationRevisionKey(node, driver string) string {
+	return "/registry/allot.dev/allocationrevisions/" + node + "/" + driver
+}
+
+// serveBinding commits a pod's node together with the allocation and
+// reservation of its claims in one etcd transaction.
+func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	j, err := scheme.ToJSON(body)
+	if err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	b := &corev1.Binding{}
+	if err := scheme.DecodeStrictInto(j, b); err != nil {
+		writeError(w, apierrors.NewBadRequest("decode Binding: "+err.Error()))
+		return
+	}
+	if b.Name != "" && b.Name != ri.name {
+		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("the binding names pod %q but the URL names %q", b.Name, ri.name)))
+		return
+	}
+	if err := s.authorize(r.Context(), k, ri, "create", b, nil); err != nil {
+		writeError(w, err)
+		return
+	}
+	var rev int64
+	for i := 0; ; i++ {
+		rev, err = s.bind(r.Context(), k, ri.namespace, ri.name, b)
+		if errors.Is(err, errPodMoved) && i < maxUpdateRetries {
+			continue
+		}
+		break
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	st := statusSuccess(&metav1.StatusDetails{Name: ri.name, Kind: "pods"})
+	st.ResourceVersion = strconv.FormatInt(rev, 10)
+	writeObject(w, http.StatusCreated, st)
+}
+
+// errPodMoved is a conflict on the pod alone, retried with a fresh read
+// when the binding carries no claims.
+var errPodMoved = errors.New("pod changed during binding")
+
+func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *corev1.Binding) (int64, error) {
+	gr := podKind.groupResource()
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		return 0, apierrors.NewBadRequest("binding target kind must be Node")
+	}
+	node := b.Target.Name
+	if node == "" {
+		return 0, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "the node to bind to")})
+	}
+	obj, err := s.getObj(ctx, podKind, ns, name)
+	if err != nil {
+		return 0, err
+	}
+	pod := obj.(*corev1.Pod)
+	podRev, _ := revisionOf(pod)
+	switch {
+	case pod.DeletionTimestamp != nil:
+		return 0, apierrors.NewConflict(gr, name, errors.New("pod is being deleted"))
+	case pod.Spec.NodeName != "" && pod.Spec.NodeName != node:
+		return 0, apierrors.NewConflict(gr, name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+	case pod.Spec.NodeName == node && len(b.ResourceClaims) == 0:
+		return 0, apierrors.NewConflict(gr, name, fmt.Errorf("pod %s is already assigned to node %q", name, node))
+	}
+	nodeObj, err := s.getObj(ctx, s.reg.get(gvrOf(corev1.SchemeGroupVersion, "nodes")), "", node)
+	if err != nil {
+		return 0, err
+	}
+	ops, err := s.claimBindingOps(ctx, pod, nodeObj.(*corev1.Node), b)
+	if err != nil {
+		return 0, err
+	}
+	if pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = node
+		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+	}
+	data, err := encodeForStorage(podKind, pod)
+	if err != nil {
+		return 0, apierrors.NewInternalError(err)
+	}
+	ops = append([]storage.Op{storage.Update(podKind.storageKey(ns, name), data, podRev)}, ops...)
+	rev, err := s.store.Txn(ctx, ops)
+	if err != nil {
+		var te *storage.TxnError
+		if errors.As(err, &te) && te.Index == 0 && len(b.ResourceClaims) == 0 {
+			return 0, errPodMoved
+		}
+		if errors.As(err, &te) {
+			return 0, apierrors.NewConflict(gr, name, fmt.Errorf("binding failed: %s changed concurrently (%v); recompute and try again", te.Key, te.Reason))
+		}
+		return 0, apiError(podKind, name, err)
+	}
+	return rev, nil
+}
+
+// claimBindingOps prepares the claim writes and allocation fences.
+func (s *Server) claimBindingOps(ctx context.Context, pod *corev1.Pod, node *corev1.Node, b *corev1.Binding) ([]storage.Op, error) {
+	ck := s.reg.get(gvrOf(resourcev1alpha2.SchemeGroupVersion, "resourceclaims"))
+	fences := map[[2]string]int64{}
+	for i, f := range b.AllocationFences {
+		rev, err := parseRV(f.Revision)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("allocationFences[%d].revision: %v", i, err))
+		}
+		fences[[2]string{f.NodeName, f.DriverName}] = rev
+	}
+	used := map[[2]string]bool{}
+	var ops []storage.Op
+	for i, bc := range b.ResourceClaims {
+		path := field.NewPath("resourceClaims").Index(i)
+		op, structured, err := s.bindClaim(ctx, ck, pod, node, bc, path)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+		for _, key := range structured {
+			used[key] = true
+		}
+	}
+	keys := make([][2]string, 0, len(used))
+	for key := range used {
+		keys = append(keys, key)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+"/"+keys[i][1] < keys[j][0]+"/"+keys[j][1] })
+	for _, key := range keys {
+		rev, ok := fences[key]
+		if !ok {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("a structured allocation for driver %q on node %q needs an allocationFences entry with the allocation revision the writer has seen", key[1], key[0]))
+		}
+		fk := AllocationRevisionKey(key[0], key[1])
+		ops = append(ops, storage.CheckModRevisionAtMost(fk, rev), storage.Put(fk, []byte(pod.Namespace+"/"+pod.Name)))
+	}
+	return ops, nil
+}
+
+// podUsesClaim reports whether the pod references the claim by name,
+// directly or through a template's generated claim.
+func podUsesClaim(pod *corev1.Pod, claim string) bool {
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimName != nil && *rc.ResourceClaimName == claim {
+			return true
+		}
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.ResourceClaimName != nil && *st.ResourceClaimName == claim {
+			return true
+		}
+	}
+	return false
+}
+
+func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == c.Type {
+			if pod.Status.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+			}
+			pod.Status.Conditions[i] = c
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}

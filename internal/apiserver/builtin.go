@@ -1,0 +1,125 @@
+package apiserver
+
+import (
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	apiextv1 "allot.dev/allot/api/apiextensions/v1"
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/api/validation"
+)
+
+// builtinKinds lists every kind served without a CRD.
+func builtinKinds() []*kind {
+	core := corev1.SchemeGroupVersion
+	res := resourcev1alpha2.SchemeGroupVersion
+	ext := apiextv1.SchemeGroupVersion
+	kinds := []*kind{
+		{gvk: core.WithKind("Namespace"), resource: "namespaces", shortNames: []string{"ns"}, hasStatus: true,
+			newObj: func() runtime.Object { return &corev1.Namespace{} }, prepareCreate: prepareNamespace,
+			columns: namespaceColumns, row: namespaceRow},
+		{gvk: core.WithKind("Node"), resource: "nodes", shortNames: []string{"no"}, hasStatus: true,
+			newObj: func() runtime.Object { return &corev1.Node{} }, columns: nodeColumns, row: nodeRow},
+		{gvk: core.WithKind("Pod"), resource: "pods", shortNames: []string{"po"}, namespaced: true, hasStatus: true,
+			categories: []string{"all"}, newObj: func() runtime.Object { return &corev1.Pod{} },
+			prepareCreate: preparePod, fields: podFields, columns: podColumns, row: podRow},
+		{gvk: core.WithKind("Event"), resource: "events", shortNames: []string{"ev"}, namespaced: true,
+			newObj: func() runtime.Object { return &corev1.Event{} }, fields: eventFields, columns: eventColumns, row: eventRow},
+		{gvk: core.WithKind("ResourceQuota"), resource: "resourcequotas", shortNames: []string{"quota"}, namespaced: true, hasStatus: true,
+			newObj: func() runtime.Object { return &corev1.ResourceQuota{} }, columns: quotaColumns, row: quotaRow},
+		{gvk: res.WithKind("ResourceClass"), resource: "resourceclasses",
+			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClass{} }, columns: classColumns, row: classRow},
+		{gvk: res.WithKind("ResourceClaim"), resource: "resourceclaims", namespaced: true, hasStatus: true,
+			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClaim{} }, fields: claimFields,
+			columns: claimColumns, row: claimRow},
+		{gvk: res.WithKind("ResourceClaimTemplate"), resource: "resourceclaimtemplates", namespaced: true,
+			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClaimTemplate{} }, columns: ageColumns, row: ageRow},
+		{gvk: res.WithKind("PodSchedulingContext"), resource: "podschedulingcontexts", namespaced: true, hasStatus: true,
+			newObj: func() runtime.Object { return &resourcev1alpha2.PodSchedulingContext{} }, columns: schedCtxColumns, row: schedCtxRow},
+		{gvk: res.WithKind("NodeResourceSlice"), resource: "noderesourceslices",
+			newObj: func() runtime.Object { return &resourcev1alpha2.NodeResourceSlice{} }, fields: sliceFields,
+			columns: sliceColumns, row: sliceRow},
+		{gvk: res.WithKind("ResourceClaimParameters"), resource: "resourceclaimparameters", namespaced: true,
+			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClaimParameters{} }, columns: paramsColumns, row: claimParamsRow},
+		{gvk: res.WithKind("ResourceClassParameters"), resource: "resourceclassparameters",
+			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClassParameters{} }, columns: paramsColumns, row: classParamsRow},
+		{gvk: ext.WithKind("CustomResourceDefinition"), resource: "customresourcedefinitions", shortNames: []string{"crd", "crds"}, hasStatus: true,
+			newObj: func() runtime.Object { return &apiextv1.CustomResourceDefinition{} }, prepareCreate: prepareCRD,
+			columns: crdColumns, row: crdRow},
+	}
+	for _, k := range kinds {
+		k.singular = lowerKind(k.gvk.Kind)
+		finishBuiltin(k)
+	}
+	return kinds
+}
+
+// finishBuiltin wires defaulting and validation of typed kinds.
+func finishBuiltin(k *kind) {
+	prep := k.prepareCreate
+	hasStatus := k.hasStatus
+	k.prepareCreate = func(obj runtime.Object) {
+		if prep != nil {
+			prep(obj)
+		}
+		validation.Default(obj)
+	}
+	k.prepareUpdate = func(obj, old runtime.Object) {
+		if hasStatus {
+			keepStatus(obj, old)
+		}
+		validation.Default(obj)
+	}
+	k.validate = func(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
+	k.validateUpd = func(obj, old runtime.Object) field.ErrorList { return validation.ValidateUpdate(obj, old) }
+	k.validateStat = func(obj, old runtime.Object) field.ErrorList { return validation.ValidateStatusUpdate(obj, old) }
+}
+
+// preparePod clears the status a client sent: a new pod is Pending.
+func preparePod(obj runtime.Object) {
+	pod := obj.(*corev1.Pod)
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+}
+
+func prepareNamespace(obj runtime.Object) {
+	ns := obj.(*corev1.Namespace)
+	ns.Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
+	if len(ns.Spec.Finalizers) == 0 {
+		ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+	}
+}
+
+func podFields(obj runtime.Object) fields.Set {
+	p := obj.(*corev1.Pod)
+	return fields.Set{
+		"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
+		"status.phase": string(p.Status.Phase), "spec.restartPolicy": string(p.Spec.RestartPolicy),
+	}
+}
+
+func eventFields(obj runtime.Object) fields.Set {
+	e := obj.(*corev1.Event)
+	return fields.Set{
+		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.name": e.InvolvedObject.Name,
+		"involvedObject.namespace": e.InvolvedObject.Namespace, "involvedObject.uid": e.InvolvedObject.UID,
+		"reason": e.Reason, "type": e.Type, "source": e.Source.Component,
+	}
+}
+
+func claimFields(obj runtime.Object) fields.Set {
+	c := obj.(*resourcev1alpha2.ResourceClaim)
+	return fields.Set{"spec.resourceClassName": c.Spec.ResourceClassName, "status.driverName": c.Status.DriverName}
+}
+
+func sliceFields(obj runtime.Object) fields.Set {
+	s := obj.(*resourcev1alpha2.NodeResourceSlice)
+	return fields.Set{"spec.nodeName": s.Spec.NodeName, "spec.driverName": s.Spec.DriverName}
+}
+
+// gvrOf is a shorthand for registry lookups of built-in kinds.
+func gvrOf(gv schema.GroupVersion, resource string) schema.GroupVersionResource {
+	return gv.WithResource(resource)
+}

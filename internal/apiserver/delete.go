@@ -1,0 +1,219 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/internal/storage"
+)
+
+// Finalizers the garbage collector acts on.
+const (
+	finalizerOrphan     = "orphan"
+	finalizerForeground = "foregroundDeletion"
+)
+
+func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		j, err := scheme.ToJSON(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if err := scheme.DecodeStrictInto(j, opts); err != nil {
+			return nil, apierrors.NewBadRequest("decode DeleteOptions: " + err.Error())
+		}
+	}
+	q := r.URL.Query()
+	if g := q.Get("gracePeriodSeconds"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest("invalid gracePeriodSeconds")
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if p := q.Get("propagationPolicy"); p != "" {
+		pp := metav1.DeletionPropagation(p)
+		opts.PropagationPolicy = &pp
+	}
+	if q.Get("dryRun") == "All" {
+		opts.DryRun = []string{"All"}
+	}
+	return opts, nil
+}
+
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	if ri.subresource != "" {
+		writeError(w, apierrors.NewMethodNotSupported(k.groupResource(), "delete "+ri.subresource))
+		return
+	}
+	opts, err := s.deleteOptions(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, deleted, err := s.deleteObj(r.Context(), k, ri, ri.namespace, ri.name, opts)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if deleted {
+		writeObject(w, http.StatusOK, statusSuccess(&metav1.StatusDetails{Name: ri.name, Group: k.gvk.Group, Kind: k.resource}))
+		return
+	}
+	writeObject(w, http.StatusAccepted, out)
+}
+
+// deleteObj deletes at once, or starts a graceful deletion: an object with
+// finalizers, or a pod bound to a node (the node agent completes it), only
+// gets its deletionTimestamp.
+func (s *Server) deleteObj(ctx context.Context, k *kind, ri *requestInfo, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	var deleted bool
+	out, err := s.guaranteedUpdate(ctx, k, ns, name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
+		acc, _ := meta.Accessor(cur)
+		if err := checkPreconditions(k, acc, opts); err != nil {
+			return nil, nil, err
+		}
+		if err := s.authorize(ctx, k, ri, "delete", nil, cur); err != nil {
+			return nil, nil, err
+		}
+		addPropagationFinalizer(acc, opts)
+		grace, graceSet := graceFrom(opts)
+		if pod, ok := cur.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			if !graceSet {
+				grace = 30
+				if pod.Spec.TerminationGracePeriodSeconds != nil {
+					grace = *pod.Spec.TerminationGracePeriodSeconds
+				}
+			}
+			if acc.GetDeletionTimestamp() == nil || grace == 0 {
+				acc.SetDeletionGracePeriodSeconds(&grace)
+			}
+		}
+		if acc.GetDeletionTimestamp() == nil {
+			acc.SetDeletionTimestamp(now())
+		}
+		if ns, ok := cur.(*corev1.Namespace); ok {
+			ns.Status.Phase = corev1.NamespaceTerminating
+		}
+		if len(acc.GetFinalizers()) == 0 && !s.blocksDeletion(k, cur) {
+			deleted = true
+		}
+		if len(opts.DryRun) > 0 {
+			return nil, nil, errDryRun{cur}
+		}
+		return cur, nil, nil
+	})
+	if dr, ok := err.(errDryRun); ok {
+		return dr.obj, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return out, deleted || out == nil, nil
+}
+
+type errDryRun struct{ obj runtime.Object }
+
+func (errDryRun) Error() string { return "dry run" }
+
+// blocksDeletion is true for objects that stay after their finalizers are
+// gone: a pod bound to a node whose deletion the node agent has not
+// completed (it deletes with a zero grace period once the containers are
+// stopped and the claims unprepared), and a namespace whose
+// spec.finalizers the namespace controller has not cleared.
+func (s *Server) blocksDeletion(k *kind, obj runtime.Object) bool {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if o.Spec.NodeName == "" {
+			return false
+		}
+		g := o.DeletionGracePeriodSeconds
+		return g == nil || *g > 0
+	case *corev1.Namespace:
+		return len(o.Spec.Finalizers) > 0
+	}
+	return false
+}
+
+func checkPreconditions(k *kind, acc metav1.Object, opts *metav1.DeleteOptions) error {
+	if opts == nil || opts.Preconditions == nil {
+		return nil
+	}
+	p := opts.Preconditions
+	if p.UID != nil && *p.UID != acc.GetUID() {
+		return apierrors.NewConflict(k.groupResource(), acc.GetName(), fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, acc.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+		return apierrors.NewConflict(k.groupResource(), acc.GetName(), fmt.Errorf("precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *p.ResourceVersion, acc.GetResourceVersion()))
+	}
+	return nil
+}
+
+func addPropagationFinalizer(acc metav1.Object, opts *metav1.DeleteOptions) {
+	if acc.GetDeletionTimestamp() != nil {
+		return
+	}
+	var f string
+	switch {
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationForeground:
+		f = finalizerForeground
+	case opts.PropagationPolicy != nil && *opts.PropagationPolicy == metav1.DeletePropagationOrphan,
+		opts.OrphanDependents != nil && *opts.OrphanDependents:
+		f = finalizerOrphan
+	default:
+		return
+	}
+	for _, x := range acc.GetFinalizers() {
+		if x == f {
+			return
+		}
+	}
+	acc.SetFinalizers(append(acc.GetFinalizers(), f))
+}
+
+func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	opts, err := s.deleteOptions(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	pred, err := selectors(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	items, _, err := s.listFromCache(r.Context(), k, ri.namespace, "", pred)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	for _, it := range items {
+		obj, err := decodeStored(k, it.value, it.rev)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		acc, _ := meta.Accessor(obj)
+		sub := *ri
+		sub.name = acc.GetName()
+		if _, _, err := s.deleteObj(r.Context(), k, &sub, acc.GetNamespace(), acc.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+			writeError(w, err)
+			return
+		}
+	}
+	writeObject(w, http.StatusOK, statusSuccess(nil))
+}

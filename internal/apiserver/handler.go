@@ -1,0 +1,145 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"allot.dev/allot/internal/apiserver/auth"
+)
+
+type userKey struct{}
+
+// userFrom returns the authenticated user of a request context.
+func userFrom(ctx context.Context) auth.User {
+	u, _ := ctx.Value(userKey{}).(auth.User)
+	return u
+}
+
+func (s *Server) withAuth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Authenticator == nil {
+			r = r.WithContext(context.WithValue(r.Context(), userKey{}, auth.User{Name: "admin", Role: auth.RoleAdmin}))
+			next.ServeHTTP(w, r)
+			return
+		}
+		u, ok := s.cfg.Authenticator.AuthenticateRequest(r)
+		if !ok {
+			if auth.IsPublicPath(r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeError(w, apierrors.NewUnauthorized("a valid bearer token is required"))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	ri := parseRequest(r)
+	if !ri.isResource {
+		s.serveDiscovery(w, r, ri)
+		return
+	}
+	k := s.reg.get(ri.gvr())
+	if k == nil {
+		writeError(w, apierrors.NewNotFound(ri.gvr().GroupResource(), ri.name))
+		return
+	}
+	if k.namespaced != (ri.namespace != "") && ri.name != "" {
+		if k.namespaced {
+			writeError(w, apierrors.NewBadRequest("the resource "+k.resource+" is namespaced: use /namespaces/NAMESPACE/"+k.resource))
+		} else {
+			writeError(w, apierrors.NewNotFound(ri.gvr().GroupResource(), ri.name))
+		}
+		return
+	}
+	if len(ri.parts) > 3 || (ri.subresource != "" && !s.knownSubresource(k, ri.subresource)) {
+		writeError(w, apierrors.NewNotFound(ri.gvr().GroupResource(), ri.name+"/"+ri.subresource))
+		return
+	}
+	s.dispatch(w, r, k, &ri)
+}
+
+func (s *Server) knownSubresource(k *kind, sub string) bool {
+	switch sub {
+	case "status":
+		return k.hasStatus
+	case "binding", "log":
+		return k.gvk.Group == "" && k.resource == "pods"
+	case "finalize":
+		return k.gvk.Group == "" && k.resource == "namespaces"
+	}
+	return false
+}
+
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	switch {
+	case ri.subresource == "binding":
+		if ri.verb != "create" {
+			writeError(w, apierrors.NewMethodNotSupported(k.groupResource(), ri.verb))
+			return
+		}
+		s.serveBinding(w, r, k, ri)
+	case ri.subresource == "log":
+		s.serveLog(w, r, k, ri)
+	case ri.verb == "get":
+		s.serveGet(w, r, k, ri)
+	case ri.verb == "list":
+		s.serveList(w, r, k, ri)
+	case ri.verb == "watch":
+		s.serveWatch(w, r, k, ri)
+	case ri.verb == "create" && ri.name == "":
+		s.serveCreate(w, r, k, ri)
+	case ri.verb == "update":
+		s.serveUpdate(w, r, k, ri)
+	case ri.verb == "patch":
+		s.servePatch(w, r, k, ri)
+	case ri.verb == "delete":
+		s.serveDelete(w, r, k, ri)
+	case ri.verb == "deletecollection":
+		s.serveDeleteCollection(w, r, k, ri)
+	default:
+		writeError(w, apierrors.NewMethodNotSupported(k.groupResource(), ri.verb))
+	}
+}
+
+// readBody reads a request body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apierrors.NewRequestEntityTooLargeError("request body exceeds the limit")
+		}
+		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
+	}
+	return data, nil
+}
+
+// authorize checks the request with the object(s) it touches.
+func (s *Server) authorize(ctx context.Context, k *kind, ri *requestInfo, verb string, obj, old runtime.Object) error {
+	u := userFrom(ctx)
+	a := auth.Attributes{
+		User: u, Verb: verb, APIGroup: k.gvk.Group, Resource: k.resource,
+		Subresource: ri.subresource, Namespace: ri.namespace, Name: ri.name,
+		Namespaced: k.namespaced, Object: obj, OldObject: old,
+	}
+	d := auth.Authorize(ctx, a, s.lookup())
+	if d.Allowed {
+		return nil
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "not allowed"
+	}
+	return apierrors.NewForbidden(k.groupResource(), ri.name, errors.New(strings.TrimSpace(reason)))
+}

@@ -1,0 +1,159 @@
+package apiserver
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	apiextv1 "allot.dev/allot/api/apiextensions/v1"
+)
+
+// kind describes one served resource: its names, scope, and the hooks that
+// differ per kind.
+type kind struct {
+	gvk        schema.GroupVersionKind
+	resource   string // plural, lowercase
+	singular   string
+	shortNames []string
+	categories []string
+	namespaced bool
+	hasStatus  bool
+
+	newObj func() runtime.Object
+
+	// prepareCreate resets what a client may not set on create (status of
+	// most kinds) and fills server-side defaults.
+	prepareCreate func(obj runtime.Object)
+	// prepareUpdate carries over from old what a main-resource update may
+	// not change (status).
+	prepareUpdate func(obj, old runtime.Object)
+	validate      func(obj runtime.Object) field.ErrorList
+	validateUpd   func(obj, old runtime.Object) field.ErrorList
+	validateStat  func(obj, old runtime.Object) field.ErrorList
+	// fields are the values usable in field selectors, besides
+	// metadata.name and metadata.namespace.
+	fields func(obj runtime.Object) fields.Set
+	// columns and row produce `get` tables.
+	columns []column
+	row     func(obj runtime.Object) []any
+
+	// crd is set for custom resources.
+	crd    *apiextv1.CustomResourceDefinition
+	schema *apiextv1.JSONSchemaProps
+}
+
+func (k *kind) groupResource() schema.GroupResource {
+	return schema.GroupResource{Group: k.gvk.Group, Resource: k.resource}
+}
+
+// registry holds the served kinds. Built-in kinds are fixed; custom
+// resources come and go with their CRDs.
+type registry struct {
+	mu         sync.RWMutex
+	byResource map[schema.GroupVersionResource]*kind
+}
+
+func newRegistry() *registry {
+	return &registry{byResource: map[schema.GroupVersionResource]*kind{}}
+}
+
+func (r *registry) add(k *kind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byResource[k.gvk.GroupVersion().WithResource(k.resource)] = k
+}
+
+func (r *registry) remove(gvr schema.GroupVersionResource) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byResource, gvr)
+}
+
+func (r *registry) get(gvr schema.GroupVersionResource) *kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byResource[gvr]
+}
+
+// byKind finds a kind by group, version and Kind.
+func (r *registry) byKind(gvk schema.GroupVersionKind) *kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, k := range r.byResource {
+		if k.gvk == gvk {
+			return k
+		}
+	}
+	return nil
+}
+
+// all returns the kinds sorted by group, version, resource.
+func (r *registry) all() []*kind {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*kind, 0, len(r.byResource))
+	for _, k := range r.byResource {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.gvk.Group != b.gvk.Group {
+			return a.gvk.Group < b.gvk.Group
+		}
+		if a.gvk.Version != b.gvk.Version {
+			return a.gvk.Version < b.gvk.Version
+		}
+		return a.resource < b.resource
+	})
+	return out
+}
+
+// groupVersions returns the served group versions, core first.
+func (r *registry) groupVersions() []schema.GroupVersion {
+	seen := map[schema.GroupVersion]bool{}
+	var out []schema.GroupVersion
+	for _, k := range r.all() {
+		gv := k.gvk.GroupVersion()
+		if !seen[gv] {
+			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+// storageKey is where an object lives in etcd.
+func (k *kind) storageKey(namespace, name string) string {
+	return k.prefix() + keyTail(k.namespaced, namespace, name)
+}
+
+// prefix is the etcd prefix of every object of the kind.
+func (k *kind) prefix() string {
+	g := k.gvk.Group
+	if g == "" {
+		g = "core"
+	}
+	return "/registry/" + g + "/" + k.resource + "/"
+}
+
+func (k *kind) nsPrefix(namespace string) string {
+	if !k.namespaced || namespace == "" {
+		return k.prefix()
+	}
+	return k.prefix() + namespace + "/"
+}
+
+func keyTail(namespaced bool, namespace, name string) string {
+	if namespaced {
+		return namespace + "/" + name
+	}
+	return name
+}
+
+// lowerKind is the lowercase kind name used in discovery singular names.
+func lowerKind(k string) string { return strings.ToLower(k) }

@@ -1,0 +1,138 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/storage"
+)
+
+// Claim quotas are enforced in the transaction that creates or deletes a
+// claim: each quota of the namespace is compared by revision and written
+// with its new usage, and a per-namespace epoch key is bumped. A quota that
+// is created or changed recounts the claims and commits only if the epoch
+// did not move meanwhile. So usage never drifts, without a controller.
+
+func (s *Server) quotas(ctx context.Context, ns string) ([]*corev1.ResourceQuota, error) {
+	qk := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "resourcequotas"))
+	res, err := s.store.List(ctx, qk.nsPrefix(ns), storage.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list quotas: %w", err)
+	}
+	out := make([]*corev1.ResourceQuota, 0, len(res.Items))
+	for _, kv := range res.Items {
+		obj, err := decodeStored(qk, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, obj.(*corev1.ResourceQuota))
+	}
+	return out, nil
+}
+
+// chargeClaimQuota checks the namespace's quotas for one more claim and
+// returns the operations that record it.
+func (s *Server) chargeClaimQuota(ctx context.Context, c *resourcev1alpha2.ResourceClaim) ([]storage.Op, error) {
+	return s.claimQuotaOps(ctx, c, 1)
+}
+
+// releaseQuota returns the operations that give back a deleted object's
+// quota.
+func (s *Server) releaseQuota(ctx context.Context, k *kind, obj runtime.Object) ([]storage.Op, error) {
+	c, ok := obj.(*resourcev1alpha2.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	return s.claimQuotaOps(ctx, c, -1)
+}
+
+func (s *Server) claimQuotaOps(ctx context.Context, c *resourcev1alpha2.ResourceClaim, delta int64) ([]storage.Op, error) {
+	qs, err := s.quotas(ctx, c.Namespace)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	ops := []storage.Op{storage.Put(claimEpochPrefix+c.Namespace, []byte(c.Name))}
+	qk := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "resourcequotas"))
+	for _, q := range qs {
+		changed := false
+		for _, name := range quotaNamesFor(c.Spec.ResourceClassName) {
+			hard, limited := q.Spec.Hard[name]
+			if !limited {
+				continue
+			}
+			used := q.Status.Used[name]
+			next := used.Value() + delta
+			if next < 0 {
+				next = 0
+			}
+			if delta > 0 && next > hard.Value() {
+				return nil, apierrors.NewForbidden(resourcev1alpha2.Resource("resourceclaims"), c.Name,
+					fmt.Errorf("exceeded quota: %s, requested: %s=1, used: %s=%d, limited: %s=%s",
+						q.Name, name, name, used.Value(), name, hard.String()))
+			}
+			if q.Status.Used == nil {
+				q.Status.Used = corev1.ResourceList{}
+			}
+			q.Status.Used[name] = *resource.NewQuantity(next, resource.DecimalSI)
+			changed = true
+		}
+		if !changed {
+			continue
+		}
+		rev, _ := revisionOf(q)
+		data, err := encodeForStorage(qk, q)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		ops = append(ops, storage.Update(qk.storageKey(q.Namespace, q.Name), data, rev))
+	}
+	return ops, nil
+}
+
+// computeQuotaUsage recounts the claims a quota limits, and guards the
+// count with the namespace's claim epoch.
+func (s *Server) computeQuotaUsage(ctx context.Context, q *corev1.ResourceQuota) ([]storage.Op, error) {
+	epoch, err := s.store.Get(ctx, claimEpochPrefix+q.Namespace)
+	epochRev := epoch.ModRevision
+	if err != nil {
+		epochRev = 0
+	}
+	ck := s.reg.get(gvrOf(resourcev1alpha2.SchemeGroupVersion, "resourceclaims"))
+	res, err := s.store.List(ctx, ck.nsPrefix(q.Namespace), storage.ListOptions{})
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("count claims: %w", err))
+	}
+	counts := map[corev1.ResourceName]int64{}
+	for _, kv := range res.Items {
+		obj, err := decodeStored(ck, kv.Value, kv.ModRevision)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		for _, n := range quotaNamesFor(obj.(*resourcev1alpha2.ResourceClaim).Spec.ResourceClassName) {
+			counts[n]++
+		}
+	}
+	q.Status.Hard = corev1.ResourceList{}
+	q.Status.Used = corev1.ResourceList{}
+	names := make([]string, 0, len(q.Spec.Hard))
+	for n := range q.Spec.Hard {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		name := corev1.ResourceName(n)
+		q.Status.Hard[name] = q.Spec.Hard[name]
+		if isClaimQuotaName(name) || strings.HasPrefix(n, "count/") {
+			q.Status.Used[name] = *resource.NewQuantity(counts[name], resource.DecimalSI)
+		}
+	}
+	return []storage.Op{storage.Check(claimEpochPrefix+q.Namespace, epochRev)}, nil
+}

@@ -1,0 +1,199 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/apiserver/auth"
+	"allot.dev/allot/internal/storage"
+)
+
+// Authenticator identifies the user of a request.
+type Authenticator interface {
+	AuthenticateRequest(r *http.Request) (auth.User, bool)
+}
+
+// Config configures a Server.
+type Config struct {
+	Store *storage.Store
+	// Authenticator identifies callers; nil serves every request as admin
+	// (only for tests and loopback-only development).
+	Authenticator Authenticator
+	Logger        *slog.Logger
+	// MaxRequestBytes bounds request bodies (default 3 MiB).
+	MaxRequestBytes int64
+	// WatchCacheEvents is the event ring size of each watch cache.
+	WatchCacheEvents int
+	// MinWatchTimeout is the base of the randomized watch timeout given to
+	// watches that set no timeoutSeconds.
+	MinWatchTimeout time.Duration
+	// NodeTransport reaches node agents for pods/log; nil uses
+	// http.DefaultTransport.
+	NodeTransport http.RoundTripper
+	// NodeAuthToken is sent to node agents as a bearer token.
+	NodeAuthToken string
+}
+
+// Server is the allot API server.
+type Server struct {
+	cfg     Config
+	store   *storage.Store
+	log     *slog.Logger
+	reg     *registry
+	metrics *metrics
+
+	mu           sync.RWMutex
+	cacheStartMu sync.Mutex                 // serializes creating watch caches
+	caches       map[string]*storage.Cacher // by etcd prefix
+	ctx          context.Context
+	started      chan struct{}
+	ready        bool
+}
+
+// New creates a server over the store. Call Start before serving.
+func New(cfg Config) *Server {
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = 3 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MinWatchTimeout == 0 {
+		cfg.MinWatchTimeout = 30 * time.Minute
+	}
+	if cfg.WatchCacheEvents == 0 {
+		cfg.WatchCacheEvents = 10000
+	}
+	s := &Server{
+		cfg: cfg, store: cfg.Store, log: cfg.Logger, reg: newRegistry(),
+		metrics: newMetrics(), caches: map[string]*storage.Cacher{},
+		started: make(chan struct{}),
+	}
+	for _, k := range builtinKinds() {
+		s.reg.add(k)
+	}
+	return s
+}
+
+// Start fills the watch caches of every kind and starts following CRDs. It
+// returns once the caches are ready.
+func (s *Server) Start(ctx context.Context) error {
+	s.ctx = ctx
+	for _, k := range s.reg.all() {
+		if err := s.startCache(ctx, k); err != nil {
+			return err
+		}
+	}
+	if err := s.loadCRDs(ctx); err != nil {
+		return err
+	}
+	go s.followCRDs(ctx)
+	s.mu.Lock()
+	s.ready = true
+	s.mu.Unlock()
+	close(s.started)
+	return nil
+}
+
+func (s *Server) startCache(ctx context.Context, k *kind) error {
+	s.cacheStartMu.Lock()
+	defer s.cacheStartMu.Unlock()
+	s.mu.RLock()
+	_, have := s.caches[k.prefix()]
+	s.mu.RUnlock()
+	if have {
+		return nil
+	}
+	c := storage.NewCacher(s.store, k.prefix(), s.decoderFor(k), storage.CacherOptions{EventBuffer: s.cfg.WatchCacheEvents, Logger: s.log, BookmarkInterval: time.Minute})
+	if err := c.Start(ctx); err != nil {
+		return fmt.Errorf("start watch cache of %s: %w", k.resource, err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		return fmt.Errorf("fill watch cache of %s: %w", k.resource, err)
+	}
+	s.mu.Lock()
+	s.caches[k.prefix()] = c
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) cacheFor(k *kind) (*storage.Cacher, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	c := s.caches[k.prefix()]
+	if c == nil {
+		return nil, apierrors.NewServiceUnavailable("the watch cache of " + k.resource + " is not ready")
+	}
+	return c, nil
+}
+
+// Handler returns the HTTP handler with authentication, limits and metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", s.serveHealth)
+	mux.HandleFunc("/livez", s.serveHealth)
+	mux.HandleFunc("/readyz", s.serveReady)
+	mux.HandleFunc("/version", s.serveVersion)
+	mux.Handle("/metrics", s.metrics.handler())
+	mux.HandleFunc("/openapi/", s.serveOpenAPI)
+	mux.HandleFunc("/api", s.serveAPI)
+	mux.HandleFunc("/api/", s.serveAPI)
+	mux.HandleFunc("/apis", s.serveAPI)
+	mux.HandleFunc("/apis/", s.serveAPI)
+	return s.withAuth(s.metrics.instrument(mux))
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if _, err := s.store.CurrentRevision(ctx); err != nil {
+		http.Error(w, "etcd: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	s.mu.RLock()
+	ready := s.ready
+	s.mu.RUnlock()
+	if !ready {
+		http.Error(w, "watch caches are filling", http.StatusServiceUnavailable)
+		return
+	}
+	s.serveHealth(w, r)
+}
+
+// Version is reported by /version.
+var Version = "v0.1.0"
+
+func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{
+		"major": "1", "minor": "32", "gitVersion": "v1.32.0-allot-" + Version,
+		"platform": "linux/amd64", "goVersion": "go",
+	})
+}
+
+// EnsureNamespaces creates the named namespaces if they do not exist.
+func (s *Server) EnsureNamespaces(ctx context.Context, names ...string) error {
+	k := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "namespaces"))
+	for _, n := range names {
+		ns := &corev1.Namespace{}
+		ns.Name = n
+		ri := &requestInfo{verb: "create", resource: "namespaces"}
+		actx := context.WithValue(ctx, userKey{}, auth.User{Name: "system", Role: auth.RoleAdmin})
+		if _, err := s.create(actx, k, ri, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", n, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"allot.dev/allot/internal/storage"
+)
+
+// serveWatch streams watch events as JSON lines, as kube-apiserver does.
+// resourceVersion "" or "0" starts with synthetic ADDED events for every
+// current object; a given version replays the changes after it, or answers
+// 410 Gone (in an ERROR event) when it is older than the cache remembers.
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	ctx := r.Context()
+	if err := s.authorize(ctx, k, ri, "watch", nil, nil); err != nil {
+		writeError(w, err)
+		return
+	}
+	pred, err := selectors(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := s.cacheFor(k)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	q := r.URL.Query()
+	timeout := s.cfg.MinWatchTimeout + time.Duration(rand.Int64N(int64(s.cfg.MinWatchTimeout)))
+	if ts := q.Get("timeoutSeconds"); ts != "" {
+		if n, err := strconv.ParseInt(ts, 10, 64); err == nil && n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	rvParam := q.Get("resourceVersion")
+	var initial []storage.CachedObject
+	from, err := parseRV(rvParam)
+	if err != nil {
+		writeError(w, apierrors.NewBadRequest(err.Error()))
+		return
+	}
+	if from == 0 {
+		initial, from, err = c.List(ctx, k.nsPrefix(ri.namespace), 0, pred)
+		if err != nil {
+			writeError(w, apiError(k, "", err))
+			return
+		}
+	}
+	events, err := c.Watch(ctx, k.nsPrefix(ri.namespace), from, pred)
+	if err != nil {
+		if errors.Is(err, storage.ErrCompacted) {
+			s.writeWatchStart(w)
+			s.writeWatchError(w, apierrors.NewResourceExpired("too old resource version: "+rvParam))
+			return
+		}
+		writeError(w, apiError(k, "", err))
+		return
+	}
+	ww := &watchWriter{s: s, w: w, r: r, k: k, table: wantsTable(r), metadata: wantsMetadata(r), bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	s.writeWatchStart(w)
+	for _, o := range initial {
+		if !ww.send("ADDED", o.KV.Value, o.KV.ModRevision) {
+			return
+		}
+	}
+	ww.flush()
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if !ww.event(ev) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) writeWatchStart(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Transfer-Encoding", "chunked")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *Server) writeWatchError(w http.ResponseWriter, err error) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		se = apierrors.NewInternalError(err)
+	}
+	st := se.Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	data, _ := marshalObj(&st)
+	_, _ = w.Write([]byte(`{"type":"ERROR","object":`))
+	_, _ = w.Write(data)
+	_, _ = w.Write([]byte("}\n"))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+type watchWriter struct {
+	s         *Server
+	w         http.ResponseWriter
+	r         *http.Request
+	k         *kind
+	table     bool
+	metadata  bool
+	bookmarks bool
+	buf       bytes.Buffer
+}
+
+func (ww *watchWriter) event(ev storage.CacheEvent) bool {
+	switch ev.Type {
+	case storage.Added, storage.Modified, storage.Deleted:
+		ok := ww.send(string(ev.Type), ev.Object.KV.Value, ev.Object.KV.ModRevision)
+		ww.flush()
+		return ok
+	case storage.Bookmark:
+		if !ww.bookmarks {
+			return true
+		}
+		obj := `{"kind":` + strconv.Quote(ww.k.gvk.Kind) + `,"apiVersion":` + strconv.Quote(ww.k.gvk.GroupVersion().String()) +
+			`,"metadata":{"resourceVersion":"` + strconv.FormatInt(ev.Revision, 10) + `"}}`
+		ww.buf.WriteString(`{"type":"BOOKMARK","object":` + obj + "}\n")
+		ww.flush()
+		return true
+	}
+	return true
+}
+
+func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
+	ww.buf.WriteString(`{"type":"` + typ + `","object":`)
+	if ww.metadata {
+		data, err := metadataJSON(ww.k, []listed{{stored, rev}}, "", "", false)
+		if err != nil {
+			return false
+		}
+		ww.buf.Write(data)
+	} else if ww.table {
+		obj, err := decodeStored(ww.k, stored, rev)
+		if err != nil {
+			return false
+		}
+		data, err := ww.s.tableJSON(ww.r, ww.k, []runtime.Object{obj}, "", "", false)
+		if err != nil {
+			return false
+		}
+		ww.buf.Write(data)
+	} else {
+		ww.buf.Write(withRV(stored, rev))
+	}
+	ww.buf.WriteString("}\n")
+	if ww.buf.Len() > 64<<10 {
+		return ww.flush()
+	}
+	return true
+}
+
+func (ww *watchWriter) flush() bool {
+	if ww.buf.Len() == 0 {
+		return true
+	}
+	_, err := ww.w.Write(ww.buf.Bytes())
+	ww.buf.Reset()
+	if f, ok := ww.w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return err == nil
+}

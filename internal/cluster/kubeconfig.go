@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// WriteKubeconfig writes a kubeconfig for the server with a bearer token.
+func WriteKubeconfig(path, server, token string, caPEM []byte) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["allot"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["allot"] = &clientcmdapi.Context{Cluster: "allot", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "allot"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// lastKubeconfigFile records the kubeconfig of the last `allot up`.
+func lastKubeconfigFile() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("find config dir: %w", err)
+	}
+	return filepath.Join(dir, "allot", "last-kubeconfig"), nil
+}
+
+// RememberKubeconfig records path as the last `allot up`'s kubeconfig.
+func RememberKubeconfig(path string) error {
+	f, err := lastKubeconfigFile()
+	if err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("resolve kubeconfig path: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+		return fmt.Errorf("create config dir: %w", err)
+	}
+	return os.WriteFile(f, []byte(abs+"\n"), 0o600)
+}
+
+// DefaultKubeconfig is $KUBECONFIG, else the last `allot up`'s kubeconfig.
+func DefaultKubeconfig() string {
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		return env
+	}
+	f, err := lastKubeconfigFile()
+	if err != nil {
+		return ""
+	}
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func sanitizeNodeName(h string) string {
+	h = strings.ToLower(h)
+	var b strings.Builder
+	for _, r := range h {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "node"
+	}
+	return strings.Trim(b.String(), "-.")
+}

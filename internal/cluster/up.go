@@ -1,0 +1,193 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"allot.dev/allot/internal/apiserver"
+	"allot.dev/allot/internal/apiserver/auth"
+	"allot.dev/allot/internal/pki"
+	"allot.dev/allot/internal/storage"
+)
+
+// Options configure Up.
+type Options struct {
+	DataDir            string
+	Listen             string
+	EtcdServers        []string
+	CompactionInterval time.Duration
+	NodeNames          []string
+	TokensFile         string
+	// APIServerOnly runs only the API server (allot apiserver).
+	APIServerOnly bool
+	Logger        *slog.Logger
+}
+
+// DefaultCompaction is the default etcd compaction interval.
+func (Options) DefaultCompaction() time.Duration { return 5 * time.Minute }
+
+// Up runs until ctx ends. It prints where the cluster listens and where its
+// kubeconfig is.
+func Up(ctx context.Context, o Options, out io.Writer) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if o.TokensFile == "" {
+		o.TokensFile = filepath.Join(o.DataDir, "tokens.csv")
+	}
+	nodes := o.NodeNames
+	if len(nodes) == 0 {
+		h, _ := os.Hostname()
+		nodes = []string{sanitizeNodeName(h)}
+	}
+	tokens, err := auth.EnsureTokens(o.TokensFile, nodes)
+	if err != nil {
+		return fmt.Errorf("set up tokens: %w", err)
+	}
+	store, closeStore, err := openStore(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	authn, err := auth.NewTokenAuthenticator(o.TokensFile, o.Logger)
+	if err != nil {
+		return fmt.Errorf("load tokens: %w", err)
+	}
+	go authn.Run(ctx)
+	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger})
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("start API server: %w", err)
+	}
+	if o.CompactionInterval > 0 {
+		go storage.RunCompactor(ctx, store, o.CompactionInterval, o.Logger)
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Listen, err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	tlsCfg, caPEM, err := serverTLS(o.DataDir, addr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	scheme := "http"
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+		scheme = "https"
+	}
+	url := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(clientHost(addr), fmt.Sprint(addr.Port)))
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	if err := srv.EnsureNamespaces(ctx, "default", "kube-system"); err != nil {
+		return fmt.Errorf("create default namespaces: %w", err)
+	}
+	kc := filepath.Join(o.DataDir, "kubeconfig")
+	if err := WriteKubeconfig(kc, url, tokens["admin"], caPEM); err != nil {
+		return err
+	}
+	if err := RememberKubeconfig(kc); err != nil {
+		o.Logger.Warn("remember kubeconfig", "err", err)
+	}
+	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\n", url, kc)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}
+
+func openStore(ctx context.Context, o Options) (*storage.Store, func(), error) {
+	if len(o.EtcdServers) > 0 {
+		c, err := storage.NewClient(ctx, o.EtcdServers, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to etcd %v: %w", o.EtcdServers, err)
+		}
+		return storage.New(c), func() { c.Close() }, nil
+	}
+	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, "etcd"), Logger: o.Logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	c, err := storage.NewClient(ctx, e.Endpoints(), nil)
+	if err != nil {
+		e.Close()
+		return nil, nil, fmt.Errorf("connect to embedded etcd: %w", err)
+	}
+	return storage.New(c), func() { c.Close(); e.Close() }, nil
+}
+
+// serverTLS creates a CA and a serving certificate for the listening
+// address. The server always speaks TLS, even on loopback, because kubectl
+// and client-go never send bearer tokens over plain HTTP.
+func serverTLS(dataDir string, addr *net.TCPAddr) (*tls.Config, []byte, error) {
+	dir := filepath.Join(dataDir, "pki")
+	ca, err := pki.EnsureCA(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("set up CA: %w", err)
+	}
+	hosts := []string{}
+	if h, err := os.Hostname(); err == nil {
+		hosts = append(hosts, h)
+	}
+	hosts = append(hosts, localIPs()...)
+	if !addr.IP.IsUnspecified() {
+		hosts = append(hosts, addr.IP.String())
+	}
+	certFile, keyFile, err := ca.EnsureServingCert(dir, hosts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("set up serving certificate: %w", err)
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load serving certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, ca.CertPEM(), nil
+}
+
+func localIPs() []string {
+	var out []string
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out
+}
+
+// clientHost is the host clients should dial for a listening address.
+func clientHost(addr *net.TCPAddr) string {
+	if addr.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			return h
+		}
+		return "127.0.0.1"
+	}
+	return addr.IP.String()
+}

@@ -1,0 +1,514 @@
+package storage_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"allot.dev/allot/internal/storage"
+	"allot.dev/allot/internal/storage/storagetest"
+)
+
+type testObj struct {
+	Labels map[string]string `json:"labels,omitempty"`
+	Data   string            `json:"data"`
+}
+
+func encodeObj(labels map[string]string, data string) []byte {
+	b, err := json.Marshal(testObj{Labels: labels, Data: data})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func decodeObj(_ string, value []byte) (storage.Decoded, error) {
+	var o testObj
+	if err := json.Unmarshal(value, &o); err != nil {
+		return storage.Decoded{}, fmt.Errorf("decode test object: %w", err)
+	}
+	return storage.Decoded{Labels: o.Labels, Fields: map[string]string{"data": o.Data}, Object: o}, nil
+}
+
+// startCacher starts a cacher that stops with the test.
+func startCacher(t testing.TB, s *storage.Store, prefix string, opts storage.CacherOptions) *storage.Cacher {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = storagetest.QuietLogger()
+	}
+	c := storage.NewCacher(s, prefix, decodeObj, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type evKey struct {
+	typ storage.EventType
+	key string
+	rev int64
+}
+
+// collect reads n events from ch.
+func collect(t testing.TB, ch <-chan storage.CacheEvent, n int) []evKey {
+	t.Helper()
+	out := make([]evKey, 0, n)
+	for len(out) < n {
+		ev := recv(t, ch)
+		if ev.Type == storage.Bookmark {
+			continue
+		}
+		out = append(out, evKey{ev.Type, ev.Object.Key, ev.Revision})
+	}
+	return out
+}
+
+// randomOps applies n random creates, updates, deletes and multi-key
+// transactions under p and returns the number of events they produce.
+func randomOps(t testing.TB, s *storage.Store, p string, n int, seed uint64) int {
+	ctx := testCtx(t)
+	r := rand.New(rand.NewPCG(seed, 1))
+	events := 0
+	for i := range n {
+		key := fmt.Sprintf("%sns%d/o%02d", p, r.IntN(3), r.IntN(15))
+		val := encodeObj(map[string]string{"app": fmt.Sprint(r.IntN(2))}, fmt.Sprint(i))
+		var err error
+		switch r.IntN(4) {
+		case 0:
+			_, err = s.Create(ctx, key, val)
+		case 1:
+			_, err = s.Update(ctx, key, val, 0)
+		case 2:
+			_, _, err = s.Delete(ctx, key, 0)
+		case 3:
+			k2 := fmt.Sprintf("%sns%d/t%03d", p, r.IntN(3), i)
+			_, err = s.Txn(ctx, []storage.Op{storage.Put(key, val), storage.Create(k2, val)})
+			if err == nil {
+				events++ // two events at one revision
+			}
+		}
+		switch {
+		case err == nil:
+			events++
+		case errors.Is(err, storage.ErrExists), errors.Is(err, storage.ErrNotFound):
+		default:
+			t.Fatal(err)
+		}
+	}
+	return events
+}
+
+func TestCacherMatchesEtcd(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	randomOps(t, s, p, 40, 1) // initial state, picked up by the first list
+	c := startCacher(t, s, p, storage.CacherOptions{ListPageSize: 7})
+	rev0 := c.Revision()
+	cw, err := c.Watch(ctx, "", rev0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := s.Watch(ctx, p, rev0)
+
+	n := randomOps(t, s, p, 300, 2)
+	want := make([]evKey, 0, n)
+	for range n {
+		ev := recv(t, sw)
+		want = append(want, evKey{ev.Type, ev.KV.Key, ev.Revision})
+	}
+	if got := collect(t, cw, n); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("cacher watch events differ from etcd:\n got %v\nwant %v", got, want)
+	}
+	// A late watcher replays the same history from the ring buffer.
+	replay, err := c.Watch(ctx, "", rev0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, replay, n); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("replayed events differ from etcd:\n got %v\nwant %v", got, want)
+	}
+
+	cur := must[int64](t)(s.CurrentRevision(ctx))
+	for _, sub := range []string{"", "ns1/", p + "ns2/"} {
+		objs, rev, err := c.List(ctx, sub, cur, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := sub
+		if sub == "" || sub[0] != '/' {
+			full = p + sub
+		}
+		res := must[storage.ListResult](t)(s.List(ctx, full, storage.ListOptions{Revision: rev}))
+		if len(objs) != len(res.Items) {
+			t.Fatalf("list %q: cacher has %d objects, etcd %d", sub, len(objs), len(res.Items))
+		}
+		for i, o := range objs {
+			kv := res.Items[i]
+			if o.Key != kv.Key || o.ModRevision != kv.ModRevision || string(o.Value) != string(kv.Value) {
+				t.Fatalf("list %q item %d: cacher %s@%d, etcd %s@%d", sub, i, o.Key, o.ModRevision, kv.Key, kv.ModRevision)
+			}
+		}
+	}
+	// Predicates filter lists.
+	objs, _, err := c.List(ctx, "", cur, func(d storage.Decoded) bool { return d.Labels["app"] == "1" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.Labels["app"] != "1" {
+			t.Fatalf("predicate let %s through", o.Key)
+		}
+	}
+}
+
+func TestCacherPredicateTransitions(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{})
+	pred := func(d storage.Decoded) bool { return d.Labels["app"] == "x" }
+	ch, err := c.Watch(ctx, "", 0, pred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := map[string]string{"app": "x"}
+	y := map[string]string{"app": "y"}
+	key := p + "ns/a"
+	must[int64](t)(s.Create(ctx, p+"ns/other", encodeObj(y, "never matches")))
+	r1 := must[int64](t)(s.Create(ctx, key, encodeObj(x, "1")))
+	r2 := must[int64](t)(s.Update(ctx, key, encodeObj(y, "2"), 0))
+	r3 := must[int64](t)(s.Update(ctx, key, encodeObj(y, "3"), 0)) // invisible
+	r4 := must[int64](t)(s.Update(ctx, key, encodeObj(x, "4"), 0))
+	r5 := must[int64](t)(s.Update(ctx, key, encodeObj(x, "5"), 0))
+	r6, _, err := s.Delete(ctx, key, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r3
+	want := []struct {
+		typ  storage.EventType
+		rev  int64
+		data string
+	}{
+		{storage.Added, r1, "1"},
+		{storage.Deleted, r2, "1"}, // stopped matching: last matching state
+		{storage.Added, r4, "4"},   // started matching again
+		{storage.Modified, r5, "5"},
+		{storage.Deleted, r6, "5"},
+	}
+	for i, w := range want {
+		ev := recv(t, ch)
+		got := ev.Object.Fields["data"]
+		if ev.Type != w.typ || ev.Revision != w.rev || ev.Object.ModRevision != w.rev || got != w.data || ev.Object.Key != key {
+			t.Fatalf("event %d: got %s %s@%d data %q, want %s@%d data %q", i, ev.Type, ev.Object.Key, ev.Revision, got, w.typ, w.rev, w.data)
+		}
+	}
+}
+
+func TestCacherManyWatchersGetEveryEvent(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{})
+	const watchers, events = 100, 200
+	chans := make([]<-chan storage.CacheEvent, watchers)
+	for i := range chans {
+		ch, err := c.Watch(ctx, "", 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans[i] = ch
+	}
+	errc := make(chan error, watchers)
+	for i, ch := range chans {
+		go func() {
+			var last int64
+			for n := 0; n < events; {
+				ev, ok := <-ch
+				if !ok {
+					errc <- fmt.Errorf("watcher %d closed after %d events", i, n)
+					return
+				}
+				if ev.Revision <= last {
+					errc <- fmt.Errorf("watcher %d: revision %d after %d", i, ev.Revision, last)
+					return
+				}
+				last = ev.Revision
+				n++
+			}
+			errc <- nil
+		}()
+	}
+	for i := range events {
+		must[int64](t)(s.Create(ctx, fmt.Sprintf("%sns/o%04d", p, i), encodeObj(nil, "")))
+	}
+	for range watchers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestCacherSlowWatcherTerminated(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{WatcherBuffer: 5})
+	slow, err := c.Watch(ctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := c.Watch(ctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const events = 50
+	for i := range events {
+		rev := must[int64](t)(s.Create(ctx, fmt.Sprintf("%so%03d", p, i), encodeObj(nil, "")))
+		// Lockstep with the fast watcher: it must get every event even
+		// while the slow one is stuck.
+		if ev := recv(t, fast); ev.Revision != rev {
+			t.Fatalf("fast watcher got %+v, want revision %d", ev, rev)
+		}
+	}
+	// The slow watcher never read; its queue overflowed and it was closed.
+	if got := waitClosed(t, slow); len(got) >= events {
+		t.Fatalf("slow watcher received all %d events, want termination", len(got))
+	}
+}
+
+func TestCacherWatchTooOldRevision(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{EventBuffer: 5})
+	start := c.Revision()
+	_, err := c.Watch(ctx, "", start-1, nil)
+	mustErrIs(t, err, storage.ErrCompacted) // older than the cache's start
+	var revs []int64
+	for i := range 20 {
+		revs = append(revs, must[int64](t)(s.Create(ctx, fmt.Sprintf("%so%02d", p, i), encodeObj(nil, ""))))
+	}
+	eventually(t, "cache catches up", func() error {
+		if c.Revision() < revs[19] {
+			return fmt.Errorf("cache at %d", c.Revision())
+		}
+		return nil
+	})
+	_, err = c.Watch(ctx, "", revs[0], nil)
+	mustErrIs(t, err, storage.ErrCompacted)
+	ch, err := c.Watch(ctx, "", revs[15], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, ch, 4)
+	for i, ev := range got {
+		if ev.rev != revs[16+i] {
+			t.Fatalf("replayed %v, want revisions %v", got, revs[16:])
+		}
+	}
+}
+
+func TestCacherListWaitsForRevision(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{})
+	// A write outside the prefix moves etcd's revision but not the
+	// cacher's; List must still reach it through a progress notification.
+	outside := must[int64](t)(s.Create(ctx, "/outside"+p, nil))
+	var rev int64
+	eventually(t, "list at a revision written elsewhere", func() error {
+		var err error
+		_, rev, err = c.List(ctx, "", outside, nil)
+		return err
+	})
+	if rev < outside {
+		t.Fatalf("list revision %d < %d", rev, outside)
+	}
+
+	short := startCacher(t, s, p, storage.CacherOptions{WaitTimeout: 200 * time.Millisecond})
+	_, _, err := short.List(ctx, "", outside+1000, nil)
+	mustErrIs(t, err, storage.ErrFutureRevision)
+}
+
+func TestCacherBookmarks(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{BookmarkInterval: 50 * time.Millisecond})
+	ch, err := c.Watch(ctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := must[int64](t)(s.Create(ctx, p+"a", encodeObj(nil, "")))
+	outside := must[int64](t)(s.Create(ctx, "/outside"+p, nil))
+	if ev := recv(t, ch); ev.Type != storage.Added || ev.Revision != inside {
+		t.Fatalf("got %+v, want ADDED at %d", ev, inside)
+	}
+	for {
+		ev := recv(t, ch)
+		if ev.Type != storage.Bookmark {
+			t.Fatalf("got %+v, want only bookmarks", ev)
+		}
+		if ev.Revision >= outside {
+			break
+		}
+	}
+}
+
+func TestCacherRelistAfterCompaction(t *testing.T) {
+	ctx := testCtx(t)
+	s := storagetest.NewStore(t) // compacts: own etcd
+	p := storagetest.Prefix(t)
+	for i := range 5 {
+		must[int64](t)(s.Create(ctx, fmt.Sprintf("%so%d", p, i), encodeObj(nil, "0")))
+	}
+	c := startCacher(t, s, p, storage.CacherOptions{})
+	before := c.Revision()
+	w, err := c.Watch(ctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	release := make(chan struct{})
+	<-c.PauseWatchForTest(release)
+	must[int64](t)(s.Update(ctx, p+"o1", encodeObj(nil, "1"), 0))
+	if _, _, err := s.Delete(ctx, p+"o2", 0); err != nil {
+		t.Fatal(err)
+	}
+	must[int64](t)(s.Create(ctx, p+"o9", encodeObj(nil, "9")))
+	cur := must[int64](t)(s.CurrentRevision(ctx))
+	if err := s.Compact(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+
+	// The re-list terminates watchers of the old generation.
+	waitClosed(t, w)
+	objs, _, err := c.List(ctx, "", cur, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := must[storage.ListResult](t)(s.List(ctx, p, storage.ListOptions{}))
+	if fmt.Sprint(keysOf(objs)) != fmt.Sprint(kvKeys(res.Items)) {
+		t.Fatalf("after re-list cacher has %v, etcd %v", keysOf(objs), kvKeys(res.Items))
+	}
+	_, err = c.Watch(ctx, "", before, nil)
+	mustErrIs(t, err, storage.ErrCompacted)
+	w2, err := c.Watch(ctx, "", c.Revision(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := must[int64](t)(s.Update(ctx, p+"o9", encodeObj(nil, "10"), 0))
+	if ev := recv(t, w2); ev.Type != storage.Modified || ev.Revision != rev {
+		t.Fatalf("after re-list got %+v, want MODIFIED at %d", ev, rev)
+	}
+}
+
+func keysOf(objs []storage.CachedObject) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, fmt.Sprintf("%s@%d", o.Key, o.ModRevision))
+	}
+	return out
+}
+
+func kvKeys(kvs []storage.KV) []string {
+	var out []string
+	for _, kv := range kvs {
+		out = append(out, fmt.Sprintf("%s@%d", kv.Key, kv.ModRevision))
+	}
+	return out
+}
+
+func TestCacherStopEndsWatchers(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := storage.NewCacher(s, p, decodeObj, storage.CacherOptions{Logger: storagetest.QuietLogger()})
+	cctx, cancel := context.WithCancel(ctx)
+	if err := c.Start(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(cctx); err == nil {
+		t.Fatal("second Start succeeded")
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	w1, err := c.Watch(wctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := c.Watch(ctx, "", 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wcancel()
+	waitClosed(t, w1) // watcher context ended
+	cancel()
+	waitClosed(t, w2) // cacher stopped
+	eventually(t, "stopped cacher refuses lists", func() error {
+		_, _, err := c.List(ctx, "", 0, nil)
+		if errors.Is(err, storage.ErrNotReady) {
+			return nil
+		}
+		return fmt.Errorf("list on stopped cacher: %v", err)
+	})
+}
+
+func TestCacherNoGoroutineLeak(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	base := runtime.NumGoroutine()
+	dump("/tmp/g-base.txt")
+	cctx, cancel := context.WithCancel(ctx)
+	c := storage.NewCacher(s, p, decodeObj, storage.CacherOptions{BookmarkInterval: 10 * time.Millisecond, Logger: storagetest.QuietLogger()})
+	if err := c.Start(cctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	var chans []<-chan storage.CacheEvent
+	for range 20 {
+		ch, err := c.Watch(wctx, "", 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans = append(chans, ch)
+	}
+	rev := must[int64](t)(s.Create(ctx, p+"a", encodeObj(nil, "")))
+	for _, ch := range chans {
+		for ev := recv(t, ch); ev.Revision < rev; ev = recv(t, ch) {
+		}
+	}
+	wcancel()
+	for _, ch := range chans {
+		waitClosed(t, ch)
+	}
+	cancel()
+	eventually(t, "cacher stops", func() error {
+		if _, _, err := c.List(ctx, "", 0, nil); !errors.Is(err, storage.ErrNotReady) {
+			return fmt.Errorf("list: %v", err)
+		}
+		return nil
+	})
+	// A progress request racing with the end of the last watch can leave
+	// the client's shared watch stream open without watchers; the next
+	// watch adopts it and closes it when done.
+	rctx, rcancel := context.WithCancel(ctx)
+	sw := s.Watch(rctx, p, 0)
+	rcancel()
+	waitClosed(t, sw)
+	eventually(t, "goroutines return to the baseline", func() error {
+		if n := runtime.NumGoroutine(); n > base {
+			dump("/tmp/g-final.txt")
+			return fmt.Errorf("%d goroutines, baseline %d", n, base)
+		}
+		return nil
+	})
+}
+
+func dump(path string) {
+	buf := make([]byte, 1<<20)
+	os.WriteFile(path, buf[:runtime.Stack(buf, true)], 0o644)
+}

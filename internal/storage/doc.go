@@ -1,0 +1,42 @@
+// Package storage is allot's etcd v3 storage layer: a byte-level,
+// type-agnostic key/value store for a Kubernetes-style API server, an
+// embedded single-member etcd, and an in-memory watch cache.
+//
+// # Contract
+//
+// Values are opaque bytes (the API server stores JSON); keys are chosen by
+// the caller, conventionally /registry/<group>/<resource>/<namespace>/<name>.
+// A resourceVersion is an etcd revision: the ModRevision of a key for a
+// single object, and the store revision a List was read at for a list.
+//
+// Errors are reported through sentinels that callers test with errors.Is:
+//
+//   - ErrNotFound: the key does not exist (404).
+//   - ErrExists: Create of an existing key (409 AlreadyExists).
+//   - ErrConflict: the key's ModRevision differs from the expected one
+//     (409 Conflict).
+//   - ErrCompacted: the requested revision was compacted; for a List with a
+//     continue token the caller answers 410 Gone "continue token expired",
+//     for a watch 410 Gone "too old resource version".
+//   - ErrTooLarge: a value exceeds the configured maximum (413).
+//   - ErrFutureRevision: a revision newer than the store (or a watch cache)
+//     has reached was requested; retry later (504 "Too large resource
+//     version").
+//   - ErrInvalidContinue: a continue token is malformed or does not belong
+//     to the listed prefix (400).
+//
+// Transactions (Store.Txn) apply many Ops atomically; a failed compare is
+// reported as a *TxnError naming the failing Op, which unwraps to
+// ErrConflict, ErrExists or ErrNotFound.
+//
+// Lists are consistent snapshots: every page of a paginated List is read at
+// the revision of the first page. Watches deliver every change with a
+// revision greater than the requested one, in revision order; deletes carry
+// the last value of the object.
+//
+// A Cacher keeps one etcd watch per resource prefix and serves List and
+// Watch from memory, so N API watchers cost etcd a single watch.
+//
+// Every etcd call gets a deadline (Options.RequestTimeout) when the caller's
+// context has none; watches are bounded only by the caller's context.
+package storage

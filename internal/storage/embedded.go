@@ -1,0 +1,295 @@
+package storage
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap/zapcore"
+)
+
+// EndpointFile is the file in the data directory that holds the client URL
+// of a running embedded etcd, so operators can find it.
+const EndpointFile = "etcd-endpoint"
+
+// EmbeddedConfig configures StartEmbedded.
+type EmbeddedConfig struct {
+	// DataDir holds etcd's data; it is created if missing. Required.
+	DataDir string
+	// ClientURL and PeerURL (e.g. http://127.0.0.1:23790) are optional;
+	// when empty a free 127.0.0.1 port is chosen at start.
+	ClientURL, PeerURL string
+	// Logger receives etcd's warnings and errors (default slog.Default()).
+	Logger *slog.Logger
+	// QuotaBackendBytes is the backend size quota (0 = etcd default, 2 GiB).
+	QuotaBackendBytes int64
+	// MaxRequestBytes is the largest request etcd accepts (0 = 2 MiB, which
+	// fits a DefaultMaxValueBytes value plus its key).
+	MaxRequestBytes uint
+	// StartTimeout bounds the wait for the server to become ready (0 = 60s).
+	StartTimeout time.Duration
+	// UnsafeNoFsync disables fsync; for tests only, data may be lost on
+	// power failure.
+	UnsafeNoFsync bool
+}
+
+// Embedded is a running single-member etcd inside this process.
+type Embedded struct {
+	etcd      *embed.Etcd
+	closing   *atomic.Bool // demotes shutdown noise in etcd's log
+	dataDir   string
+	endpoints []string
+	closeOnce sync.Once
+}
+
+const (
+	defaultMaxRequestBytes = 2 << 20
+	defaultStartTimeout    = 60 * time.Second
+	bindAttempts           = 5
+)
+
+// StartEmbedded starts a single-member etcd in cfg.DataDir and waits until
+// it serves clients. Restarting on the same DataDir keeps the data (the
+// auto-chosen ports may differ). The client endpoint is written to
+// DataDir/etcd-endpoint.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("start embedded etcd: DataDir is required")
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create etcd data dir: %w", err)
+	}
+	// etcd warns unless its data directory is private.
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict etcd data dir: %w", err)
+	}
+	autoPorts := cfg.ClientURL == "" || cfg.PeerURL == ""
+	var lastErr error
+	for attempt := 0; attempt < bindAttempts; attempt++ {
+		closing := new(atomic.Bool)
+		ecfg, err := embedConfig(cfg, closing)
+		if err != nil {
+			return nil, err
+		}
+		e, err := embed.StartEtcd(ecfg)
+		if err == nil {
+			return finishStart(ctx, cfg, e, closing)
+		}
+		lastErr = err
+		if !autoPorts || !isAddrInUse(err) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.DataDir, lastErr)
+}
+
+func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing *atomic.Bool) (*Embedded, error) {
+	timeout := cfg.StartTimeout
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		closing.Store(true)
+		e.Close()
+		return nil, fmt.Errorf("wait for embedded etcd: %w", err)
+	case <-e.Server.StopNotify():
+		closing.Store(true)
+		e.Close()
+		return nil, errors.New("wait for embedded etcd: server stopped during start")
+	case <-timer.C:
+		closing.Store(true)
+		e.Close()
+		return nil, fmt.Errorf("wait for embedded etcd: not ready after %s", timeout)
+	case <-ctx.Done():
+		closing.Store(true)
+		e.Close()
+		return nil, fmt.Errorf("wait for embedded etcd: %w", ctx.Err())
+	}
+	em := &Embedded{etcd: e, closing: closing, dataDir: cfg.DataDir}
+	for _, u := range e.Config().AdvertiseClientUrls {
+		em.endpoints = append(em.endpoints, u.String())
+	}
+	if err := em.updatePeerURLs(ctx); err != nil {
+		em.Close()
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(cfg.DataDir, EndpointFile), []byte(strings.Join(em.endpoints, ",")+"\n")); err != nil {
+		em.Close()
+		return nil, err
+	}
+	return em, nil
+}
+
+// updatePeerURLs records the current peer URL in the cluster membership
+// when a restart picked a different port than the one stored in DataDir.
+func (e *Embedded) updatePeerURLs(ctx context.Context) error {
+	var want []string
+	for _, u := range e.etcd.Config().AdvertisePeerUrls {
+		want = append(want, u.String())
+	}
+	id := uint64(e.etcd.Server.MemberID())
+	m := e.etcd.Server.Cluster().Member(e.etcd.Server.MemberID())
+	if m == nil || slices.Equal(m.PeerURLs, want) {
+		return nil
+	}
+	c, err := NewClient(ctx, e.endpoints, nil)
+	if err != nil {
+		return fmt.Errorf("update embedded etcd peer URL: %w", err)
+	}
+	defer c.Close()
+	uctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+	defer cancel()
+	if _, err := c.MemberUpdate(uctx, id, want); err != nil {
+		return fmt.Errorf("update embedded etcd peer URL to %v: %w", want, err)
+	}
+	return nil
+}
+
+// embedConfig translates cfg into etcd's configuration, picking free
+// ports for unset URLs.
+func embedConfig(cfg EmbeddedConfig, closing *atomic.Bool) (*embed.Config, error) {
+	clientURL, peerURL := cfg.ClientURL, cfg.PeerURL
+	if clientURL == "" || peerURL == "" {
+		ports, err := FreePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		if clientURL == "" {
+			clientURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		}
+		if peerURL == "" {
+			peerURL = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+		}
+	}
+	cu, err := url.Parse(clientURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse client URL %q: %w", clientURL, err)
+	}
+	pu, err := url.Parse(peerURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse peer URL %q: %w", peerURL, err)
+	}
+	ec := embed.NewConfig()
+	ec.Name = "allot"
+	ec.Dir = cfg.DataDir
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.InitialClusterToken = "allot-embedded"
+	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
+	ec.MaxRequestBytes = cfg.MaxRequestBytes
+	if ec.MaxRequestBytes == 0 {
+		ec.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	ec.Metrics = "basic"
+	ec.LogLevel = "warn"
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(cfg.Logger, "etcd", zapcore.WarnLevel, closing))
+	return ec, nil
+}
+
+// Endpoints returns the client URLs of the embedded etcd.
+func (e *Embedded) Endpoints() []string { return append([]string(nil), e.endpoints...) }
+
+// DataDir returns the data directory.
+func (e *Embedded) DataDir() string { return e.dataDir }
+
+// Close stops etcd and waits for it to release the data directory.
+func (e *Embedded) Close() error {
+	e.closeOnce.Do(func() {
+		e.closing.Store(true)
+		e.etcd.Close()
+		<-e.etcd.Server.StopNotify()
+	})
+	return nil
+}
+
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a
+// moment ago. Another process may take them before they are used; callers
+// retry on bind conflicts.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	listeners := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// Client connection defaults for NewClient.
+const (
+	clientDialTimeout      = 5 * time.Second
+	clientKeepAliveTime    = 30 * time.Second
+	clientKeepAliveTimeout = 10 * time.Second
+)
+
+// NewClient connects to etcd at endpoints (one member or a whole cluster)
+// with a dial timeout and keepalives, and checks that at least one member
+// answers. tlsCfg may be nil for plain HTTP endpoints.
+func NewClient(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("connect to etcd: no endpoints")
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          clientDialTimeout,
+		DialKeepAliveTime:    clientKeepAliveTime,
+		DialKeepAliveTimeout: clientKeepAliveTimeout,
+		TLS:                  tlsCfg,
+		Logger:               newZapLogger(nil, "etcd-client", zapcore.ErrorLevel, nil),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd %v: %w", endpoints, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, clientDialTimeout)
+	defer cancel()
+	// A serializable read is answered by any member, quorum or not.
+	if _, err := c.Get(pctx, "\x00", clientv3.WithSerializable(), clientv3.WithCountOnly()); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("reach etcd %v: %w", endpoints, err)
+	}
+	return c, nil
+}

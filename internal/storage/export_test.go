@@ -1,0 +1,23 @@
+package storage
+
+// PauseWatchForTest cancels the cacher's etcd watch and holds the next
+// (re)watch until release is closed, so a test can write and compact while
+// the cacher is not watching. The returned channel is closed once the
+// previous watch has ended and the cacher is held.
+func (c *Cacher) PauseWatchForTest(release <-chan struct{}) <-chan struct{} {
+	paused := make(chan struct{})
+	c.mu.Lock()
+	cancel := c.watchCancel
+	c.beforeWatch = func() {
+		close(paused)
+		<-release
+		c.mu.Lock()
+		c.beforeWatch = nil
+		c.mu.Unlock()
+	}
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return paused
+}
