@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds allot and starts the all-in-one cluster in ./_output/cluster.
+# Once it is up, in another shell:
+#   export KUBECONFIG=$PWD/_output/cluster/kubeconfig
+#   ./bin/allot get nodes      # or kubectl get nodes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./hack/setup.sh
+go build -o bin/allot ./cmd/allot
+mkdir -p _output/cluster
+exec ./bin/allot up --data-dir _output/cluster --listen 127.0.0.1:6443 "$@"
