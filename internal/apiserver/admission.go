@@ -49,7 +49,12 @@ func (s *Server) admit(ctx context.Context, k *kind, op admitOp, obj, old runtim
 func (s *Server) admitNamespace(ctx context.Context, k *kind, obj runtime.Object) error {
 	acc, _ := meta.Accessor(obj)
 	nsKind := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "namespaces"))
-	cur, err := s.getObj(ctx, nsKind, "", acc.GetNamespace())
+	// The watch cache answers without an etcd round trip; a namespace it
+	// does not know yet (just created) is looked up in etcd.
+	cur, err := s.cachedGet(ctx, nsKind, "", acc.GetNamespace())
+	if apierrors.IsNotFound(err) {
+		cur, err = s.getObj(ctx, nsKind, "", acc.GetNamespace())
+	}
 	if apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(nsKind.groupResource(), acc.GetNamespace())
 	}

@@ -57,6 +57,29 @@ func (s *Server) getObj(ctx context.Context, k *kind, ns, name string) (runtime.
 	return obj, nil
 }
 
+// cachedGet reads one object from the watch cache (possibly slightly
+// stale); NotFound when the cache does not have it.
+func (s *Server) cachedGet(ctx context.Context, k *kind, ns, name string) (runtime.Object, error) {
+	c, err := s.cacheFor(k)
+	if err != nil {
+		return nil, err
+	}
+	objs, _, err := c.List(ctx, k.storageKey(ns, name), 0, func(d storage.Decoded) bool {
+		return d.Fields["metadata.name"] == name
+	})
+	if err != nil {
+		return nil, apiError(k, name, err)
+	}
+	if len(objs) == 0 {
+		return nil, apierrors.NewNotFound(k.groupResource(), name)
+	}
+	obj, err := decodeStored(k, objs[0].KV.Value, objs[0].KV.ModRevision)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
+}
+
 // revisionOf reads an object's resourceVersion as a number.
 func revisionOf(obj runtime.Object) (int64, error) {
 	acc, err := meta.Accessor(obj)

@@ -1,9 +1,13 @@
 package apiserver
 
 import (
+	"fmt"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	openapiv2 "github.com/google/gnostic-models/openapiv2"
+	"google.golang.org/protobuf/proto"
 	"net/http"
 	"reflect"
 	"strings"
@@ -11,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 )
 
 // serveOpenAPI answers /openapi/v2 (one document) and /openapi/v3 (an index
@@ -24,6 +26,10 @@ func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case p == "/openapi/v2":
+		if strings.Contains(r.Header.Get("Accept"), "application/com.github.proto-openapi.spec.v2") {
+			s.serveOpenAPIv2Proto(w)
+			return
+		}
 		writeJSON(w, http.StatusOK, s.openAPIv2())
 	case p == "/openapi/v3":
 		writeJSON(w, http.StatusOK, s.openAPIv3Index())
@@ -122,6 +128,10 @@ func (s *Server) kindSchema(b *schemaBuilder, k *kind) map[string]any {
 			props = map[string]any{}
 			def["properties"] = props
 		}
+		if b.v2 {
+			def = swagger2Schema(def).(map[string]any)
+			props, _ = def["properties"].(map[string]any)
+		}
 		props["metadata"] = b.schemaOf(reflect.TypeOf(metav1.ObjectMeta{}))
 		props["apiVersion"] = map[string]any{"type": "string"}
 		props["kind"] = map[string]any{"type": "string"}
@@ -143,4 +153,26 @@ func crdDefName(k *kind) string {
 	return strings.Join(parts, ".") + "." + k.gvk.Version + "." + k.gvk.Kind
 }
 
-var _ = apiextv1.SchemeGroupVersion
+// serveOpenAPIv2Proto answers kubectl's request for the protobuf form of
+// the v2 document (gnostic's openapi_v2.Document), which it falls back to
+// for client-side validation of kinds it cannot validate on the server.
+func (s *Server) serveOpenAPIv2Proto(w http.ResponseWriter) {
+	data, err := json.Marshal(s.openAPIv2())
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	doc, err := openapiv2.ParseDocument(data)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(fmt.Errorf("convert OpenAPI v2 to protobuf: %w", err)))
+		return
+	}
+	pb, err := proto.Marshal(doc)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(pb)
+}

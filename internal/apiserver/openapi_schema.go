@@ -18,10 +18,11 @@ import (
 type schemaBuilder struct {
 	refPrefix string // "#/components/schemas/" or "#/definitions/"
 	defs      map[string]map[string]any
+	v2        bool // Swagger 2.0: no anyOf, int-or-string as a format
 }
 
 func newSchemaBuilder(refPrefix string) *schemaBuilder {
-	return &schemaBuilder{refPrefix: refPrefix, defs: map[string]map[string]any{}}
+	return &schemaBuilder{refPrefix: refPrefix, defs: map[string]map[string]any{}, v2: refPrefix == "#/definitions/"}
 }
 
 var (
@@ -58,6 +59,9 @@ func (b *schemaBuilder) schemaOf(t reflect.Type) map[string]any {
 	case timeType, microTimeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case quantityType, intOrStrType:
+		if b.v2 {
+			return map[string]any{"type": "string", "format": "int-or-string"}
+		}
 		return map[string]any{"x-kubernetes-int-or-string": true,
 			"anyOf": []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}}
 	case rawExtType:
@@ -158,4 +162,28 @@ func withExtras(s map[string]any, extras map[string]any) map[string]any {
 		s[k] = v
 	}
 	return s
+}
+
+// swagger2Schema drops what Swagger 2.0 cannot express (anyOf, oneOf, not,
+// nullable), as Kubernetes does when it publishes CRD schemas in v2.
+func swagger2Schema(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			switch k {
+			case "anyOf", "oneOf", "not", "nullable":
+				continue
+			}
+			out[k] = swagger2Schema(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = swagger2Schema(val)
+		}
+		return out
+	}
+	return v
 }
