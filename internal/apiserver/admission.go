@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,49 +26,65 @@ const (
 // admit applies the admission rules that need the cluster's state and
 // returns extra operations to commit in the same transaction as the write.
 func (s *Server) admit(ctx context.Context, k *kind, op admitOp, obj, old runtime.Object) ([]storage.Op, error) {
+	var ops []storage.Op
 	if op == admitCreate && k.namespaced {
-		if err := s.admitNamespace(ctx, k, obj); err != nil {
+		check, err := s.admitNamespace(ctx, k, obj, ctx.Value(freshKey{}) != nil)
+		if err != nil {
 			return nil, err
 		}
+		ops = append(ops, check)
 	}
 	switch o := obj.(type) {
 	case *resourcev1alpha2.ResourceClaim:
 		if op == admitCreate {
-			return s.chargeClaimQuota(ctx, o)
+			quota, err := s.chargeClaimQuota(ctx, o)
+			return append(ops, quota...), err
 		}
 		if err := onlyBindingAllocatesStructured(o, old.(*resourcev1alpha2.ResourceClaim)); err != nil {
 			return nil, err
 		}
 	case *corev1.ResourceQuota:
-		return s.computeQuotaUsage(ctx, o)
+		quota, err := s.computeQuotaUsage(ctx, o)
+		return append(ops, quota...), err
 	}
-	return nil, nil
+	return ops, nil
 }
 
 // admitNamespace refuses objects in a namespace that does not exist or is
-// being deleted (events excepted, so deletion can still be reported).
-func (s *Server) admitNamespace(ctx context.Context, k *kind, obj runtime.Object) error {
+// being deleted (events excepted, so deletion can still be reported). It
+// reads the watch cache and returns a check of the namespace's revision for
+// the create's transaction: if the cached copy was stale the transaction
+// fails and the create is admitted again from etcd (fresh).
+func (s *Server) admitNamespace(ctx context.Context, k *kind, obj runtime.Object, fresh bool) (storage.Op, error) {
 	acc, _ := meta.Accessor(obj)
 	nsKind := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "namespaces"))
-	// The watch cache answers without an etcd round trip; a namespace it
-	// does not know yet (just created) is looked up in etcd.
-	cur, err := s.cachedGet(ctx, nsKind, "", acc.GetNamespace())
-	if apierrors.IsNotFound(err) {
+	var cur runtime.Object
+	err := errNotCached
+	if !fresh {
+		cur, err = s.cachedGet(ctx, nsKind, "", acc.GetNamespace())
+	}
+	if err != nil {
 		cur, err = s.getObj(ctx, nsKind, "", acc.GetNamespace())
 	}
 	if apierrors.IsNotFound(err) {
-		return apierrors.NewNotFound(nsKind.groupResource(), acc.GetNamespace())
+		return storage.Op{}, apierrors.NewNotFound(nsKind.groupResource(), acc.GetNamespace())
 	}
 	if err != nil {
-		return err
+		return storage.Op{}, err
 	}
 	ns := cur.(*corev1.Namespace)
 	if ns.DeletionTimestamp != nil && !(k.gvk.Group == "" && k.resource == "events") {
-		return apierrors.NewForbidden(k.groupResource(), acc.GetName(),
+		return storage.Op{}, apierrors.NewForbidden(k.groupResource(), acc.GetName(),
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns.Name))
 	}
-	return nil
+	rev, _ := revisionOf(ns)
+	return storage.Check(nsKind.storageKey("", ns.Name), rev), nil
 }
+
+var errNotCached = errors.New("not read from the cache")
+
+// freshKey in a context makes admission read etcd instead of the caches.
+type freshKey struct{}
 
 // Quota resource names for claims.
 const (

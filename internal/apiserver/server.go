@@ -112,7 +112,8 @@ func (s *Server) startCache(ctx context.Context, k *kind) error {
 		return nil
 	}
 	c := storage.NewCacher(s.store, k.prefix(), s.decoderFor(k), storage.CacherOptions{EventBuffer: s.cfg.WatchCacheEvents, Logger: s.log, BookmarkInterval: time.Minute})
-	if err := c.Start(ctx); err != nil {
+	// The cache lives as long as the server, whatever request started it.
+	if err := c.Start(s.ctx); err != nil {
 		return fmt.Errorf("start watch cache of %s: %w", k.resource, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)

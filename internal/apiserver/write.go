@@ -73,7 +73,11 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 		return nil, err
 	}
 	for i := 0; ; i++ {
-		extra, err := s.admit(ctx, k, admitCreate, obj, nil)
+		actx := ctx
+		if i > 0 {
+			actx = context.WithValue(ctx, freshKey{}, true)
+		}
+		extra, err := s.admit(actx, k, admitCreate, obj, nil)
 		if err != nil {
 			return nil, err
 		}
