@@ -30,6 +30,12 @@ func apiError(k *kind, name string, err error) error {
 		return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	case errors.Is(err, storage.ErrTooLarge):
 		return apierrors.NewRequestEntityTooLargeError("object exceeds the maximum stored size")
+	case errors.Is(err, storage.ErrFutureRevision):
+		return apierrors.NewTimeoutError("too large resource version: "+err.Error(), 1)
+	case errors.Is(err, storage.ErrInvalidContinue):
+		return apierrors.NewBadRequest("invalid continue token: " + err.Error())
+	case errors.Is(err, storage.ErrNotReady):
+		return apierrors.NewServiceUnavailable("the watch cache is not ready: " + err.Error())
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired("resourceVersion too old: " + err.Error())
 	}

@@ -23,7 +23,9 @@ type Decoded struct {
 	Object any
 }
 
-// DecodeFunc decodes a stored value. It must not retain or modify value.
+// DecodeFunc decodes a stored value. It must not modify value. The cacher
+// calls it from one goroutine at a time. Objects it rejects are invisible
+// through the cache (and logged).
 type DecodeFunc func(key string, value []byte) (Decoded, error)
 
 // Predicate selects objects (built by the API server from label and field
@@ -234,9 +236,13 @@ func (c *Cacher) run(ctx context.Context) {
 			needList = false
 			backoff = 100 * time.Millisecond
 		}
+		started := time.Now()
 		err := c.watch(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(started) > 2*maxBackoff {
+			backoff = 100 * time.Millisecond // the watch was healthy for a while
 		}
 		if errors.Is(err, ErrCompacted) {
 			c.log.Warn("watch cache fell behind compaction; re-listing", "err", err)
@@ -365,25 +371,31 @@ func (c *Cacher) wantProgress() {
 }
 
 // apply records one etcd watch response atomically: readers never see a
-// revision half applied.
+// revision half applied. Values are decoded before taking the lock.
 func (c *Cacher) apply(b watchBatch) {
+	decoded := make([]Decoded, len(b.events))
+	failed := make([]bool, len(b.events))
+	for i, ev := range b.events {
+		if ev.Type == Deleted {
+			continue
+		}
+		var err error
+		if decoded[i], err = c.decode(ev.KV.Key, ev.KV.Value); err != nil {
+			// Undecodable objects are invisible through the cache.
+			c.log.Error("drop undecodable object", "key", ev.KV.Key, "revision", ev.Revision, "err", err)
+			failed[i] = true
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rev := b.progress
-	for _, ev := range b.events {
+	for i, ev := range b.events {
 		rev = max(rev, ev.Revision)
-		if ev.Type == Deleted {
+		if ev.Type == Deleted || failed[i] {
 			c.deleteLocked(ev.KV.Key, ev.Revision)
 			continue
 		}
-		dec, err := c.decode(ev.KV.Key, ev.KV.Value)
-		if err != nil {
-			// Undecodable objects are invisible through the cache.
-			c.log.Error("drop undecodable object", "key", ev.KV.Key, "revision", ev.Revision, "err", err)
-			c.deleteLocked(ev.KV.Key, ev.Revision)
-			continue
-		}
-		c.upsertLocked(CachedObject{KV: ev.KV, Decoded: dec})
+		c.upsertLocked(CachedObject{KV: ev.KV, Decoded: decoded[i]})
 	}
 	c.setRevLocked(rev)
 }

@@ -39,6 +39,7 @@ func (x *objectIndex) upsert(obj CachedObject) *CachedObject {
 	*o = obj
 	x.byKey[obj.Key] = o
 	x.added = append(x.added, o)
+	x.maybeMerge()
 	return nil
 }
 
@@ -50,7 +51,17 @@ func (x *objectIndex) remove(key string) *CachedObject {
 	}
 	delete(x.byKey, key)
 	x.deletions++
+	x.maybeMerge()
 	return cur
+}
+
+// maybeMerge merges once pending changes are a sizeable fraction of the
+// index, so that churn without Lists cannot grow added (and keep deleted
+// objects alive) without bound; the cost is amortized over the changes.
+func (x *objectIndex) maybeMerge() {
+	if p := len(x.added) + x.deletions; p > 1024 && p > len(x.sorted)/4 {
+		x.merge()
+	}
 }
 
 func (x *objectIndex) dirty() bool { return len(x.added) > 0 || x.deletions > 0 }

@@ -35,8 +35,16 @@
 // the last value of the object.
 //
 // A Cacher keeps one etcd watch per resource prefix and serves List and
-// Watch from memory, so N API watchers cost etcd a single watch.
+// Watch from memory, so N API watchers cost etcd a single watch. Its
+// watchers see predicate transitions as Added/Deleted, are replayed from a
+// ring buffer (ErrCompacted when too old), and are closed rather than
+// allowed to block the cache when they fall behind; after a re-list
+// (compaction) all watchers are closed and clients re-watch.
 //
-// Every etcd call gets a deadline (Options.RequestTimeout) when the caller's
-// context has none; watches are bounded only by the caller's context.
+// Every etcd call gets a deadline (WithRequestTimeout, default 30s) when
+// the caller's context has none; watches are bounded only by the caller's
+// context.
+//
+// StartEmbedded runs a single-member etcd in-process; NewClient connects to
+// it or to an external cluster. Package storagetest has helpers for tests.
 package storage

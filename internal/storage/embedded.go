@@ -63,9 +63,9 @@ const (
 )
 
 // StartEmbedded starts a single-member etcd in cfg.DataDir and waits until
-// it serves clients. Restarting on the same DataDir keeps the data (the
-// auto-chosen ports may differ). The client endpoint is written to
-// DataDir/etcd-endpoint.
+// it serves clients. Restarting on the same DataDir keeps the data; an
+// auto-chosen client port is reused when still free, else another is
+// picked. The client endpoint is written to DataDir/etcd-endpoint.
 func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("start embedded etcd: DataDir is required")
@@ -80,8 +80,12 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	autoPorts := cfg.ClientURL == "" || cfg.PeerURL == ""
 	var lastErr error
 	for attempt := 0; attempt < bindAttempts; attempt++ {
+		try := cfg
+		if attempt == 0 && try.ClientURL == "" {
+			try.ClientURL = previousClientURL(cfg.DataDir)
+		}
 		closing := new(atomic.Bool)
-		ecfg, err := embedConfig(cfg, closing)
+		ecfg, err := embedConfig(try, closing)
 		if err != nil {
 			return nil, err
 		}
@@ -97,31 +101,25 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	return nil, fmt.Errorf("start embedded etcd in %s: %w", cfg.DataDir, lastErr)
 }
 
-func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing *atomic.Bool) (*Embedded, error) {
-	timeout := cfg.StartTimeout
-	if timeout <= 0 {
-		timeout = defaultStartTimeout
+// previousClientURL returns the loopback client URL recorded by the last
+// run in dataDir, or "".
+func previousClientURL(dataDir string) string {
+	b, err := os.ReadFile(filepath.Join(dataDir, EndpointFile))
+	if err != nil {
+		return "" // first start, or unreadable: pick a fresh port
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
+	u := strings.TrimSpace(string(b))
+	if strings.Contains(u, ",") || !strings.HasPrefix(u, "http://127.0.0.1:") {
+		return ""
+	}
+	return u
+}
+
+func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing *atomic.Bool) (*Embedded, error) {
+	if err := waitServing(ctx, e, cfg.StartTimeout); err != nil {
 		closing.Store(true)
 		e.Close()
 		return nil, fmt.Errorf("wait for embedded etcd: %w", err)
-	case <-e.Server.StopNotify():
-		closing.Store(true)
-		e.Close()
-		return nil, errors.New("wait for embedded etcd: server stopped during start")
-	case <-timer.C:
-		closing.Store(true)
-		e.Close()
-		return nil, fmt.Errorf("wait for embedded etcd: not ready after %s", timeout)
-	case <-ctx.Done():
-		closing.Store(true)
-		e.Close()
-		return nil, fmt.Errorf("wait for embedded etcd: %w", ctx.Err())
 	}
 	em := &Embedded{etcd: e, closing: closing, dataDir: cfg.DataDir}
 	for _, u := range e.Config().AdvertiseClientUrls {
@@ -161,6 +159,27 @@ func (e *Embedded) updatePeerURLs(ctx context.Context) error {
 		return fmt.Errorf("update embedded etcd peer URL to %v: %w", want, err)
 	}
 	return nil
+}
+
+// waitServing waits until e serves clients.
+func waitServing(ctx context.Context, e *embed.Etcd, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = defaultStartTimeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+		return nil
+	case err := <-e.Err():
+		return err
+	case <-e.Server.StopNotify():
+		return errors.New("server stopped during start")
+	case <-timer.C:
+		return fmt.Errorf("not ready after %s", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // embedConfig translates cfg into etcd's configuration, picking free

@@ -3,6 +3,8 @@ package storage_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,19 +39,47 @@ func TestEmbeddedRestartKeepsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e2.Close()
 	checkEndpointFile(t, dir, e2.Endpoints())
 	c2, err := storage.NewClient(ctx, e2.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c2.Close()
 	kv := must[storage.KV](t)(storage.New(c2).Get(ctx, "/restart/key"))
 	if string(kv.Value) != "kept" || kv.ModRevision != rev {
 		t.Fatalf("after restart got %+v, want kept@%d", kv, rev)
 	}
 	// Still writable after the restart.
-	must[int64](t)(storage.New(c2).Update(ctx, "/restart/key", []byte("v2"), rev))
+	rev2 := must[int64](t)(storage.New(c2).Update(ctx, "/restart/key", []byte("v2"), rev))
+	c2.Close()
+	if err := e2.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Logf("endpoints: first %v, after restart %v", e1.Endpoints(), e2.Endpoints())
+	// The recorded client port is taken: the restart picks another one.
+	u, err := url.Parse(e2.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", u.Host)
+	if err != nil {
+		t.Fatalf("occupy %s: %v", u.Host, err)
+	}
+	defer l.Close()
+	e3, err := storage.StartEmbedded(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e3.Close()
+	if e3.Endpoints()[0] == e2.Endpoints()[0] {
+		t.Fatalf("restart reused occupied endpoint %s", e2.Endpoints()[0])
+	}
+	checkEndpointFile(t, dir, e3.Endpoints())
+	c3 := storagetest.NewClient(t, e3.Endpoints())
+	kv = must[storage.KV](t)(storage.New(c3).Get(ctx, "/restart/key"))
+	if string(kv.Value) != "v2" || kv.ModRevision != rev2 {
+		t.Fatalf("after second restart got %+v, want v2@%d", kv, rev2)
+	}
 }
 
 func checkEndpointFile(t *testing.T, dir string, endpoints []string) {

@@ -26,10 +26,11 @@ const EnvEtcdBinary = "ALLOT_ETCD_BINARY"
 
 // EtcdBinary returns the etcd server binary to use, or "" if none is found.
 func EtcdBinary() string {
+	name := "etcd"
 	if p := os.Getenv(EnvEtcdBinary); p != "" {
-		return p
+		name = p
 	}
-	p, err := exec.LookPath("etcd")
+	p, err := exec.LookPath(name)
 	if err != nil {
 		return ""
 	}
