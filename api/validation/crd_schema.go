@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"regexp"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
@@ -9,10 +10,15 @@ import (
 
 var schemaTypes = []string{"object", "array", "string", "integer", "number", "boolean"}
 
+// SchemaMaxDepth bounds how deeply schema nodes nest (through properties,
+// items, additionalProperties and junctors), which bounds the work of
+// validating and defaulting custom resources.
+const SchemaMaxDepth = 128
+
 // validateRootSchema checks a version's schema: structural, with an object
 // at the root.
 func validateRootSchema(s *apiextv1.JSONSchemaProps, path *field.Path) field.ErrorList {
-	errs := validateSchema(s, path, false)
+	errs := validateSchema(s, path, false, 1)
 	if s.Type != "object" {
 		errs = append(errs, field.Invalid(path.Child("type"), s.Type, "must be object at the root of a schema"))
 	}
@@ -22,19 +28,22 @@ func validateRootSchema(s *apiextv1.JSONSchemaProps, path *field.Path) field.Err
 // validateSchema checks one node of a schema and everything below it.
 // Inside allOf, anyOf, oneOf and not (a junctor) a node only adds value
 // checks, so it may leave out type and items.
-func validateSchema(s *apiextv1.JSONSchemaProps, path *field.Path, inJunctor bool) field.ErrorList {
+func validateSchema(s *apiextv1.JSONSchemaProps, path *field.Path, inJunctor bool, depth int) field.ErrorList {
+	if depth > SchemaMaxDepth {
+		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("schemas may nest at most %d levels deep", SchemaMaxDepth))}
+	}
 	errs := validateSchemaType(s, path, inJunctor)
 	errs = append(errs, validateSchemaBounds(s, path)...)
 	errs = append(errs, validateSchemaValues(s, path, inJunctor)...)
 	for _, k := range sortedKeys(s.Properties) {
 		p := s.Properties[k]
-		errs = append(errs, validateSchema(&p, path.Child("properties").Key(k), inJunctor)...)
+		errs = append(errs, validateSchema(&p, path.Child("properties").Key(k), inJunctor, depth+1)...)
 	}
 	if s.Items != nil {
-		errs = append(errs, validateSchema(s.Items, path.Child("items"), inJunctor)...)
+		errs = append(errs, validateSchema(s.Items, path.Child("items"), inJunctor, depth+1)...)
 	}
 	if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
-		errs = append(errs, validateSchema(ap.Schema, path.Child("additionalProperties"), inJunctor)...)
+		errs = append(errs, validateSchema(ap.Schema, path.Child("additionalProperties"), inJunctor, depth+1)...)
 	}
 	junctors := []struct {
 		name string
@@ -42,11 +51,11 @@ func validateSchema(s *apiextv1.JSONSchemaProps, path *field.Path, inJunctor boo
 	}{{"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf}}
 	for _, j := range junctors {
 		for i := range j.list {
-			errs = append(errs, validateSchema(&j.list[i], path.Child(j.name).Index(i), true)...)
+			errs = append(errs, validateSchema(&j.list[i], path.Child(j.name).Index(i), true, depth+1)...)
 		}
 	}
 	if s.Not != nil {
-		errs = append(errs, validateSchema(s.Not, path.Child("not"), true)...)
+		errs = append(errs, validateSchema(s.Not, path.Child("not"), true, depth+1)...)
 	}
 	return errs
 }
@@ -141,8 +150,8 @@ func validateSchemaValues(s *apiextv1.JSONSchemaProps, path *field.Path, inJunct
 	if err != nil {
 		return append(errs, field.Invalid(dp, omit, "must be a JSON value: "+err.Error()))
 	}
-	for _, e := range newCRValidator().validate(s, val, dp, true) {
-		errs = append(errs, field.Invalid(dp, omit, "does not match the schema: "+e.Error()))
-	}
-	return errs
+	// As in Kubernetes, the default's own nested defaults apply before it
+	// is checked, so `default: {}` may rely on its properties' defaults.
+	defaultValue(s, val)
+	return append(errs, newCRValidator().validate(s, val, dp, true).PrefixDetail("the default does not match the schema: ")...)
 }

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strings"
 	"testing"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
@@ -72,32 +73,50 @@ func TestValidateCRDSchema(t *testing.T) {
 		mutate func(*props)
 		want   []string
 	}{
-		"root not object":       {mutate: func(s *props) { s.Type = "array"; s.Items = &props{Type: "string"} }, want: []string{root + ".type: must be object at the root", root + ".properties: only allowed for type object"}},
-		"unknown type":          {mutate: prop("x", props{Type: "date"}), want: []string{spec + ".properties[x].type: Unsupported"}},
-		"missing type":          {mutate: prop("x", props{}), want: []string{spec + ".properties[x].type: Required"}},
-		"int-or-string":         {mutate: prop("x", props{XIntOrString: true})},
-		"int-or-string typed":   {mutate: prop("x", props{XIntOrString: true, Type: "string"}), want: []string{spec + ".properties[x].type: must be empty"}},
-		"preserve untyped":      {mutate: prop("x", props{XPreserveUnknownFields: ptr(true)})},
-		"array without items":   {mutate: prop("x", props{Type: "array"}), want: []string{spec + ".properties[x].items: Required"}},
-		"items on string":       {mutate: prop("x", props{Type: "string", Items: &props{Type: "string"}}), want: []string{spec + ".properties[x].items: only allowed for type array"}},
-		"properties on string":  {mutate: prop("x", props{Type: "string", Properties: map[string]props{"a": {Type: "string"}}}), want: []string{spec + ".properties[x].properties: only allowed for type object"}},
-		"additional and props":  {mutate: prop("x", props{Type: "object", Properties: map[string]props{"a": {Type: "string"}}, AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &props{Type: "string"}}}), want: []string{spec + ".properties[x].additionalProperties: together with properties"}},
-		"map of strings":        {mutate: prop("x", props{Type: "object", AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &props{Type: "string"}}})},
-		"nested bad type":       {mutate: prop("x", props{Type: "array", Items: &props{Type: "list"}}), want: []string{spec + ".properties[x].items.type"}},
-		"pattern ok":            {mutate: prop("x", props{Type: "string", Pattern: `^[a-z]+$`})},
-		"pattern bad":           {mutate: prop("x", props{Type: "string", Pattern: `([a-z]`}), want: []string{spec + ".properties[x].pattern: valid regular expression"}},
-		"bounds inverted":       {mutate: prop("x", props{Type: "string", MinLength: ptr(int64(3)), MaxLength: ptr(int64(2))}), want: []string{spec + ".properties[x].minLength: must not be greater than maxLength"}},
-		"negative maxItems":     {mutate: prop("x", props{Type: "array", Items: &props{Type: "string"}, MaxItems: ptr(int64(-1))}), want: []string{spec + ".properties[x].maxItems"}},
-		"junctor without types": {mutate: prop("x", props{Type: "string", AnyOf: []props{{Pattern: "^a"}, {Pattern: "^b"}}})},
-		"default matches":       {mutate: prop("x", props{Type: "integer", Default: raw(`3`)})},
-		"default wrong type":    {mutate: prop("x", props{Type: "integer", Default: raw(`"three"`)}), want: []string{spec + ".properties[x].default: must be of type integer"}},
-		"default in junctor":    {mutate: prop("x", props{Type: "integer", AllOf: []props{{Default: raw(`1`)}}}), want: []string{spec + ".properties[x].allOf[0].default: may not be set inside"}},
-		"enum not json":         {mutate: prop("x", props{Type: "string", Enum: []runtime.RawExtension{*raw(`{`)}}), want: []string{spec + ".properties[x].enum[0]"}},
+		"root not object":              {mutate: func(s *props) { s.Type = "array"; s.Items = &props{Type: "string"} }, want: []string{root + ".type: must be object at the root", root + ".properties: only allowed for type object"}},
+		"unknown type":                 {mutate: prop("x", props{Type: "date"}), want: []string{spec + ".properties[x].type: Unsupported"}},
+		"missing type":                 {mutate: prop("x", props{}), want: []string{spec + ".properties[x].type: Required"}},
+		"int-or-string":                {mutate: prop("x", props{XIntOrString: true})},
+		"int-or-string typed":          {mutate: prop("x", props{XIntOrString: true, Type: "string"}), want: []string{spec + ".properties[x].type: must be empty"}},
+		"preserve untyped":             {mutate: prop("x", props{XPreserveUnknownFields: ptr(true)})},
+		"array without items":          {mutate: prop("x", props{Type: "array"}), want: []string{spec + ".properties[x].items: Required"}},
+		"items on string":              {mutate: prop("x", props{Type: "string", Items: &props{Type: "string"}}), want: []string{spec + ".properties[x].items: only allowed for type array"}},
+		"properties on string":         {mutate: prop("x", props{Type: "string", Properties: map[string]props{"a": {Type: "string"}}}), want: []string{spec + ".properties[x].properties: only allowed for type object"}},
+		"additional and props":         {mutate: prop("x", props{Type: "object", Properties: map[string]props{"a": {Type: "string"}}, AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &props{Type: "string"}}}), want: []string{spec + ".properties[x].additionalProperties: together with properties"}},
+		"map of strings":               {mutate: prop("x", props{Type: "object", AdditionalProperties: &apiextv1.JSONSchemaPropsOrBool{Allows: true, Schema: &props{Type: "string"}}})},
+		"nested bad type":              {mutate: prop("x", props{Type: "array", Items: &props{Type: "list"}}), want: []string{spec + ".properties[x].items.type"}},
+		"pattern ok":                   {mutate: prop("x", props{Type: "string", Pattern: `^[a-z]+$`})},
+		"pattern bad":                  {mutate: prop("x", props{Type: "string", Pattern: `([a-z]`}), want: []string{spec + ".properties[x].pattern: valid regular expression"}},
+		"bounds inverted":              {mutate: prop("x", props{Type: "string", MinLength: ptr(int64(3)), MaxLength: ptr(int64(2))}), want: []string{spec + ".properties[x].minLength: must not be greater than maxLength"}},
+		"negative maxItems":            {mutate: prop("x", props{Type: "array", Items: &props{Type: "string"}, MaxItems: ptr(int64(-1))}), want: []string{spec + ".properties[x].maxItems"}},
+		"junctor without types":        {mutate: prop("x", props{Type: "string", AnyOf: []props{{Pattern: "^a"}, {Pattern: "^b"}}})},
+		"default matches":              {mutate: prop("x", props{Type: "integer", Default: raw(`3`)})},
+		"default wrong type":           {mutate: prop("x", props{Type: "integer", Default: raw(`"three"`)}), want: []string{spec + ".properties[x].default: must be of type integer"}},
+		"default uses nested defaults": {mutate: prop("x", props{Type: "object", Required: []string{"a"}, Default: raw(`{}`), Properties: map[string]props{"a": {Type: "integer", Default: raw(`1`)}}})},
+		"default in junctor":           {mutate: prop("x", props{Type: "integer", AllOf: []props{{Default: raw(`1`)}}}), want: []string{spec + ".properties[x].allOf[0].default: may not be set inside"}},
+		"enum not json":                {mutate: prop("x", props{Type: "string", Enum: []runtime.RawExtension{*raw(`{`)}}), want: []string{spec + ".properties[x].enum[0]"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expectErrs(t, ValidateCustomResourceDefinition(makeCRD().schema(tc.mutate).obj()), tc.want...)
 		})
 	}
+}
+
+func TestValidateCRDSchemaDepth(t *testing.T) {
+	nest := func(levels int) *props {
+		leaf := props{Type: "string"}
+		for i := 1; i < levels; i++ {
+			leaf = props{Type: "object", Properties: map[string]props{"a": leaf}}
+		}
+		return &leaf
+	}
+	at := func(levels int) string {
+		return "spec.versions[0].schema.openAPIV3Schema" + strings.Repeat(".properties[a]", levels-1)
+	}
+	ok := makeCRD().with(func(c *crd) { c.Spec.Versions[0].Schema.OpenAPIV3Schema = nest(SchemaMaxDepth) }).obj()
+	expectErrs(t, ValidateCustomResourceDefinition(ok))
+	deep := makeCRD().with(func(c *crd) { c.Spec.Versions[0].Schema.OpenAPIV3Schema = nest(SchemaMaxDepth + 1) }).obj()
+	expectErrs(t, ValidateCustomResourceDefinition(deep), at(SchemaMaxDepth+1)+": at most 128 levels")
 }
 
 func TestValidateCRDUpdates(t *testing.T) {

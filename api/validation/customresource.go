@@ -46,7 +46,7 @@ func validateCustomResourceBody(schema *apiextv1.JSONSchemaProps, obj map[string
 			body[k] = v
 		}
 	}
-	return newCRValidator().object(schema, body, nil, true)
+	return newCRValidator().validate(schema, body, nil, true)
 }
 
 func validateCustomResourceMeta(obj map[string]interface{}) (field.ErrorList, *metav1.ObjectMeta) {
@@ -103,29 +103,38 @@ func child(path *field.Path, name string) *field.Path {
 	return path.Child(name)
 }
 
+// self names path in an error, the root included.
+func self(path *field.Path) *field.Path {
+	if path == nil {
+		return field.NewPath("<root>")
+	}
+	return path
+}
+
 // validate checks v against s. strict reports fields the schema does not
 // declare; it is off inside junctors, whose nodes declare only part of an
 // object.
 func (c *crValidator) validate(s *apiextv1.JSONSchemaProps, v interface{}, path *field.Path, strict bool) field.ErrorList {
+	at := self(path)
 	if v == nil {
 		if s.Nullable || (s.Type == "" && !s.XIntOrString) {
 			return nil
 		}
-		return field.ErrorList{field.Invalid(path, nil, "must not be null")}
+		return field.ErrorList{field.Invalid(at, nil, "must not be null")}
 	}
-	if errs := checkType(s, v, path); len(errs) > 0 {
+	if errs := checkType(s, v, at); len(errs) > 0 {
 		return errs
 	}
-	errs := c.checkEnum(s, v, path)
+	errs := c.checkEnum(s, v, at)
 	switch val := v.(type) {
 	case map[string]interface{}:
 		errs = append(errs, c.object(s, val, path, strict)...)
 	case []interface{}:
 		errs = append(errs, c.array(s, val, path, strict)...)
 	case string:
-		errs = append(errs, c.str(s, val, path)...)
+		errs = append(errs, c.str(s, val, at)...)
 	default:
-		errs = append(errs, checkNumber(s, v, path)...)
+		errs = append(errs, checkNumber(s, v, at)...)
 	}
 	return append(errs, c.junctors(s, v, path)...)
 }
@@ -133,13 +142,14 @@ func (c *crValidator) validate(s *apiextv1.JSONSchemaProps, v interface{}, path 
 func (c *crValidator) object(s *apiextv1.JSONSchemaProps, m map[string]interface{}, path *field.Path, strict bool) field.ErrorList {
 	var errs field.ErrorList
 	if s.MinProperties != nil && int64(len(m)) < *s.MinProperties {
-		errs = append(errs, field.Invalid(path, len(m), fmt.Sprintf("must have at least %d properties", *s.MinProperties)))
+		errs = append(errs, field.Invalid(self(path), len(m), fmt.Sprintf("must have at least %d properties", *s.MinProperties)))
 	}
 	if s.MaxProperties != nil && int64(len(m)) > *s.MaxProperties {
-		errs = append(errs, field.TooMany(path, len(m), int(min(*s.MaxProperties, 1<<31-1))))
+		errs = append(errs, field.TooMany(self(path), len(m), int(min(*s.MaxProperties, 1<<31-1))))
 	}
 	for _, r := range s.Required {
-		if _, ok := m[r]; !ok {
+		// apiVersion, kind and metadata are checked apart from the body.
+		if _, ok := m[r]; !ok && !(path == nil && rootMetaFields[r]) {
 			errs = append(errs, field.Required(child(path, r), ""))
 		}
 	}
@@ -164,10 +174,10 @@ func (c *crValidator) object(s *apiextv1.JSONSchemaProps, m map[string]interface
 func (c *crValidator) array(s *apiextv1.JSONSchemaProps, a []interface{}, path *field.Path, strict bool) field.ErrorList {
 	var errs field.ErrorList
 	if s.MinItems != nil && int64(len(a)) < *s.MinItems {
-		errs = append(errs, field.Invalid(path, len(a), fmt.Sprintf("must have at least %d items", *s.MinItems)))
+		errs = append(errs, field.Invalid(self(path), len(a), fmt.Sprintf("must have at least %d items", *s.MinItems)))
 	}
 	if s.MaxItems != nil && int64(len(a)) > *s.MaxItems {
-		errs = append(errs, field.TooMany(path, len(a), int(min(*s.MaxItems, 1<<31-1))))
+		errs = append(errs, field.TooMany(self(path), len(a), int(min(*s.MaxItems, 1<<31-1))))
 	}
 	if s.UniqueItems {
 		seen := make(map[string]bool, len(a))
@@ -255,15 +265,15 @@ func (c *crValidator) junctors(s *apiextv1.JSONSchemaProps, v interface{}, path 
 		errs = append(errs, c.validate(&s.AllOf[i], v, path, false)...)
 	}
 	if len(s.AnyOf) > 0 && c.matches(s.AnyOf, v, path, 1) == 0 {
-		errs = append(errs, field.Invalid(path, shortValue(v), "must match at least one of the schemas in anyOf"))
+		errs = append(errs, field.Invalid(self(path), shortValue(v), "must match at least one of the schemas in anyOf"))
 	}
 	if len(s.OneOf) > 0 {
 		if n := c.matches(s.OneOf, v, path, 2); n != 1 {
-			errs = append(errs, field.Invalid(path, shortValue(v), fmt.Sprintf("must match exactly one of the schemas in oneOf, matches %s", map[int]string{0: "none", 2: "more than one"}[n])))
+			errs = append(errs, field.Invalid(self(path), shortValue(v), fmt.Sprintf("must match exactly one of the schemas in oneOf, matches %s", map[int]string{0: "none", 2: "more than one"}[n])))
 		}
 	}
 	if s.Not != nil && len(c.validate(s.Not, v, path, false)) == 0 {
-		errs = append(errs, field.Invalid(path, shortValue(v), "must not match the schema in not"))
+		errs = append(errs, field.Invalid(self(path), shortValue(v), "must not match the schema in not"))
 	}
 	return errs
 }

@@ -125,6 +125,13 @@ func TestValidateCustomResourceRoot(t *testing.T) {
 		})
 	}
 	expectErrs(t, ValidateCustomResource(nil, widget(obj{"anything": true})))
+	rootRules := widgetSchema()
+	rootRules.OneOf = []props{{Required: []string{"spec"}}, {Required: []string{"data"}}}
+	rootRules.MaxProperties = ptr(int64(0))
+	rootRules.Required = []string{"apiVersion", "kind", "metadata"}
+	withData := widget(spec)
+	withData["data"] = "x"
+	expectErrs(t, ValidateCustomResource(rootRules, withData), "data: unknown field", "<root>: matches more than one", "<root>: must have at most 0 items")
 	old := widget(spec)
 	renamed := widget(spec)
 	renamed["metadata"].(obj)["name"] = "w2"

@@ -14,9 +14,8 @@ import (
 
 // Reasons shared by several kinds.
 const (
-	msgImmutable   = "field is immutable"
-	msgNegative    = "must be greater than or equal to 0"
-	msgMustBeKnown = "must be one of the supported values"
+	msgImmutable = "field is immutable"
+	msgNegative  = "must be greater than or equal to 0"
 )
 
 // omit hides a bulky value (a whole spec) from an error message.
@@ -87,7 +86,7 @@ func quoteJoin(names []string) string {
 }
 
 // unique reports the second and later occurrences of a key among a list's
-// items. path(i) is where item i's key lives.
+// items, at the path of the repeated item's key.
 type unique struct {
 	seen map[string]bool
 }

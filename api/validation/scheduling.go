@@ -2,9 +2,9 @@ package validation
 
 import (
 	"strconv"
+	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -132,20 +132,24 @@ func validateTolerations(tols []corev1.Toleration, path *field.Path) field.Error
 
 // tolerationsOnlyAdded checks that an update keeps every old toleration.
 func tolerationsOnlyAdded(newT, oldT []corev1.Toleration, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, o := range oldT {
-		found := false
-		for _, n := range newT {
-			if apiequality.Semantic.DeepEqual(n, o) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			errs = append(errs, field.Forbidden(path, "existing tolerations may not be changed or removed, only new ones added (missing former entry "+strconv.Itoa(i)+")"))
+	kept := make(map[string]bool, len(newT))
+	for _, t := range newT {
+		kept[tolerationKey(t)] = true
+	}
+	for i, t := range oldT {
+		if !kept[tolerationKey(t)] {
+			return field.ErrorList{field.Forbidden(path, "existing tolerations may not be changed or removed, only new ones added (former entry "+strconv.Itoa(i)+" is missing)")}
 		}
 	}
-	return errs
+	return nil
+}
+
+func tolerationKey(t corev1.Toleration) string {
+	secs := "-"
+	if t.TolerationSeconds != nil {
+		secs = strconv.FormatInt(*t.TolerationSeconds, 10)
+	}
+	return strings.Join([]string{t.Key, string(t.Operator), t.Value, string(t.Effect), secs}, "\x00")
 }
 
 // validateTaints: key a qualified name, value a label value, effect one of

@@ -105,6 +105,7 @@ func TestSeedExampleCorruptions(t *testing.T) {
 			want: []string{
 				"spec.versions[0].schema.openAPIV3Schema.type: must be object at the root",
 				"spec.versions[0].schema.openAPIV3Schema.properties: only allowed for type object",
+				"<root>: must be of type string", // the CardParameters against the broken schema
 			},
 		},
 		"card count zero":    {corrupt: onCR(func(o map[string]interface{}) { spec(o)["count"] = int64(0) }), want: []string{"spec.count: greater than or equal to 1"}},
