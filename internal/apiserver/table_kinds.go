@@ -27,9 +27,9 @@ func nodeRow(obj runtime.Object) []any {
 	status := "Unknown"
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			status = map[corev1.ConditionStatus]string{corev1.ConditionTrue: "Ready", corev1.ConditionFalse: "NotReady"}[c.Status]
-			if status == "" {
-				status = "Unknown"
+			status = "NotReady" // False or Unknown, as kubectl shows them
+			if c.Status == corev1.ConditionTrue {
+				status = "Ready"
 			}
 		}
 	}

@@ -1,0 +1,136 @@
+// Package nodelifecycle marks nodes whose agent stopped heartbeating: when
+// a node's Ready condition has not been renewed (lastHeartbeatTime) for the
+// grace period, its Ready condition becomes Unknown with reason
+// NodeStatusUnknown, so the scheduler stops placing pods there. The node
+// agent's next heartbeat sets it back to True.
+//
+// The controller reads nodes from an informer and writes only through the
+// nodes/status subresource, retrying on conflicts at the next check.
+package nodelifecycle
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/client"
+)
+
+// Reason set on the Ready condition of a node that stopped heartbeating.
+const (
+	ReasonNodeStatusUnknown = "NodeStatusUnknown"
+	messageStopped          = "Node agent stopped posting node status."
+)
+
+// Options tune the controller.
+type Options struct {
+	// GracePeriod is how long a heartbeat stays valid (default 40s).
+	GracePeriod time.Duration
+	// MonitorPeriod is how often nodes are checked (default 5s).
+	MonitorPeriod time.Duration
+	Logger        *slog.Logger
+	// Now returns the current time (tests).
+	Now func() time.Time
+}
+
+// Controller marks stale nodes.
+type Controller struct {
+	c     *client.Client
+	nodes client.Informer[*corev1.Node]
+	opts  Options
+}
+
+// New creates a controller reading nodes from the factory's informer.
+func New(c *client.Client, f *client.Factory, opts Options) *Controller {
+	if opts.GracePeriod == 0 {
+		opts.GracePeriod = 40 * time.Second
+	}
+	if opts.MonitorPeriod == 0 {
+		opts.MonitorPeriod = 5 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Controller{c: c, nodes: f.Nodes(), opts: opts}
+}
+
+// Run checks nodes every MonitorPeriod until ctx ends. The factory must be
+// started by the caller.
+func (c *Controller) Run(ctx context.Context) {
+	t := time.NewTicker(c.opts.MonitorPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if c.nodes.HasSynced() {
+				c.checkAll(ctx)
+			}
+		}
+	}
+}
+
+func (c *Controller) checkAll(ctx context.Context) {
+	nodes, err := c.nodes.Lister().List(labels.Everything())
+	if err != nil {
+		c.opts.Logger.Error("list nodes", "err", err)
+		return
+	}
+	for _, n := range nodes {
+		if err := c.check(ctx, n); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			c.opts.Logger.Error("mark node", "node", n.Name, "err", err)
+		}
+	}
+}
+
+// Stale reports whether a node's last heartbeat is older than grace at now,
+// and the index of its Ready condition (-1 if it has none).
+func Stale(n *corev1.Node, grace time.Duration, now time.Time) (bool, int) {
+	for i, cond := range n.Status.Conditions {
+		if cond.Type != corev1.NodeReady {
+			continue
+		}
+		last := cond.LastHeartbeatTime.Time
+		if last.IsZero() {
+			last = n.CreationTimestamp.Time
+		}
+		return now.Sub(last) > grace, i
+	}
+	return now.Sub(n.CreationTimestamp.Time) > grace, -1
+}
+
+func (c *Controller) check(ctx context.Context, n *corev1.Node) error {
+	now := c.opts.Now()
+	stale, i := Stale(n, c.opts.GracePeriod, now)
+	if !stale || (i >= 0 && n.Status.Conditions[i].Status == corev1.ConditionUnknown) {
+		return nil
+	}
+	n = n.DeepCopy()
+	cond := corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: ReasonNodeStatusUnknown,
+		Message: messageStopped, LastTransitionTime: metav1.NewTime(now),
+	}
+	if i >= 0 {
+		cond.LastHeartbeatTime = n.Status.Conditions[i].LastHeartbeatTime
+		n.Status.Conditions[i] = cond
+	} else {
+		n.Status.Conditions = append(n.Status.Conditions, cond)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.c.Nodes().UpdateStatus(cctx, n); err != nil {
+		return fmt.Errorf("mark node %s not ready: %w", n.Name, err)
+	}
+	c.opts.Logger.Info("node stopped heartbeating", "node", n.Name, "grace", c.opts.GracePeriod)
+	return nil
+}
