@@ -184,6 +184,9 @@ func (s *Server) followCRDs(ctx context.Context) {
 }
 
 func (s *Server) applyCRDEvent(ctx context.Context, ev storage.CacheEvent) {
+	if ev.Type != storage.Added && ev.Type != storage.Modified && ev.Type != storage.Deleted {
+		return // bookmarks carry no object
+	}
 	obj, err := decodeStored(s.crdKind(), ev.Object.KV.Value, ev.Object.KV.ModRevision)
 	if err != nil {
 		s.log.Error("decode CRD", "err", err)

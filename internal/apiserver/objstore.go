@@ -124,7 +124,8 @@ func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, ext
 
 // writeObj replaces a stored object whose stored revision must be
 // expectedRev, or deletes it when the object is being deleted and has no
-// finalizers left. It returns the written object, or nil if it was deleted.
+// finalizers left. It returns the written object, or its last state if it
+// was deleted.
 func (s *Server) writeObj(ctx context.Context, k *kind, obj runtime.Object, expectedRev int64, extra []storage.Op) (runtime.Object, error) {
 	acc, _ := meta.Accessor(obj)
 	key := k.storageKey(acc.GetNamespace(), acc.GetName())
@@ -134,10 +135,12 @@ func (s *Server) writeObj(ctx context.Context, k *kind, obj runtime.Object, expe
 			return nil, err
 		}
 		ops := append([]storage.Op{storage.Delete(key, expectedRev)}, release...)
-		if _, err := s.store.Txn(ctx, ops); err != nil {
+		rev, err := s.store.Txn(ctx, ops)
+		if err != nil {
 			return nil, apiError(k, acc.GetName(), unwrapFirst(err))
 		}
-		return nil, nil
+		setRV(obj, rev)
+		return obj, nil // the last state, as Kubernetes answers
 	}
 	data, err := encodeForStorage(k, obj)
 	if err != nil {

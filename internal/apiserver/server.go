@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/storage"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // Authenticator identifies the user of a request.
@@ -76,6 +78,7 @@ func New(cfg Config) *Server {
 		metrics: newMetrics(), caches: map[string]*storage.Cacher{},
 		started: make(chan struct{}),
 	}
+	validation.SetSelectorCompiler(allocator.CompileSelector)
 	for _, k := range builtinKinds() {
 		s.reg.add(k)
 	}

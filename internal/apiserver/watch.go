@@ -52,8 +52,19 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		writeError(w, apierrors.NewBadRequest(err.Error()))
 		return
 	}
-	if from == 0 {
-		initial, from, err = c.List(ctx, k.nsPrefix(ri.namespace), 0, pred)
+	// sendInitialEvents (client-go's streaming list): the state at least as
+	// new as resourceVersion ("" = consistent), then a bookmark marking the
+	// end of the initial events, then changes.
+	sendInitial := isTrue(q.Get("sendInitialEvents"))
+	if sendInitial || from == 0 {
+		minRev := from
+		if sendInitial && rvParam == "" {
+			if minRev, err = s.store.CurrentRevision(ctx); err != nil {
+				writeError(w, apiError(k, "", err))
+				return
+			}
+		}
+		initial, from, err = c.List(ctx, k.nsPrefix(ri.namespace), minRev, pred)
 		if err != nil {
 			writeError(w, apiError(k, "", err))
 			return
@@ -75,6 +86,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		if !ww.send("ADDED", o.KV.Value, o.KV.ModRevision) {
 			return
 		}
+	}
+	if sendInitial {
+		ww.bookmark(from, true)
 	}
 	ww.flush()
 	s.metrics.watchers.Inc()
@@ -140,9 +154,7 @@ func (ww *watchWriter) event(ev storage.CacheEvent) bool {
 		if !ww.bookmarks {
 			return true
 		}
-		obj := `{"kind":` + strconv.Quote(ww.k.gvk.Kind) + `,"apiVersion":` + strconv.Quote(ww.k.gvk.GroupVersion().String()) +
-			`,"metadata":{"resourceVersion":"` + strconv.FormatInt(ev.Revision, 10) + `"}}`
-		ww.buf.WriteString(`{"type":"BOOKMARK","object":` + obj + "}\n")
+		ww.bookmark(ev.Revision, false)
 		ww.flush()
 		return true
 	}
@@ -187,4 +199,16 @@ func (ww *watchWriter) flush() bool {
 		f.Flush()
 	}
 	return err == nil
+}
+
+// bookmark writes a BOOKMARK event at rev; endOfInitial marks the end of
+// the initial events of a sendInitialEvents watch.
+func (ww *watchWriter) bookmark(rev int64, endOfInitial bool) {
+	ann := ""
+	if endOfInitial {
+		ann = `,"annotations":{"k8s.io/initial-events-end":"true"}`
+	}
+	obj := `{"kind":` + strconv.Quote(ww.k.gvk.Kind) + `,"apiVersion":` + strconv.Quote(ww.k.gvk.GroupVersion().String()) +
+		`,"metadata":{"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"` + ann + `}}`
+	ww.buf.WriteString(`{"type":"BOOKMARK","object":` + obj + "}\n")
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"allot.dev/allot/pkg/client"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
@@ -31,18 +33,10 @@ func WriteKubeconfig(path, server, token string, caPEM []byte) error {
 	return nil
 }
 
-// lastKubeconfigFile records the kubeconfig of the last `allot up`.
-func lastKubeconfigFile() (string, error) {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("find config dir: %w", err)
-	}
-	return filepath.Join(dir, "allot", "last-kubeconfig"), nil
-}
-
-// RememberKubeconfig records path as the last `allot up`'s kubeconfig.
+// RememberKubeconfig records path as the last `allot up`'s kubeconfig, where
+// client.DefaultKubeconfigPath finds it.
 func RememberKubeconfig(path string) error {
-	f, err := lastKubeconfigFile()
+	f, err := client.LastKubeconfigRecord()
 	if err != nil {
 		return err
 	}
@@ -54,22 +48,6 @@ func RememberKubeconfig(path string) error {
 		return fmt.Errorf("create config dir: %w", err)
 	}
 	return os.WriteFile(f, []byte(abs+"\n"), 0o600)
-}
-
-// DefaultKubeconfig is $KUBECONFIG, else the last `allot up`'s kubeconfig.
-func DefaultKubeconfig() string {
-	if env := os.Getenv("KUBECONFIG"); env != "" {
-		return env
-	}
-	f, err := lastKubeconfigFile()
-	if err != nil {
-		return ""
-	}
-	data, err := os.ReadFile(f)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(data))
 }
 
 func sanitizeNodeName(h string) string {

@@ -44,6 +44,11 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	release, err := lockDataDir(o.DataDir)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if o.TokensFile == "" {
 		o.TokensFile = filepath.Join(o.DataDir, "tokens.csv")
 	}

@@ -1,0 +1,59 @@
+package controllerutil
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/cache"
+)
+
+// MetadataListWatch lists and watches the PartialObjectMetadata of one
+// resource in namespace ns ("" for all).
+func MetadataListWatch(c metadata.Interface, gvr schema.GroupVersionResource, ns string) cache.ListerWatcher {
+	r := c.Resource(gvr).Namespace(ns)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return r.Watch(ctx, o)
+		},
+	}
+}
+
+// DynamicListWatch lists and watches whole objects of one resource in
+// namespace ns ("" for all) as unstructured objects.
+func DynamicListWatch(c dynamic.Interface, gvr schema.GroupVersionResource, ns string) cache.ListerWatcher {
+	r := c.Resource(gvr).Namespace(ns)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return r.Watch(ctx, o)
+		},
+	}
+}
+
+// NewInformer builds a shared informer over lw for objects like example,
+// resyncing every resync (0: never).
+func NewInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ResyncPeriod: resync})
+}
+
+// ObjectMeta returns the metadata of an informer event's object, looking
+// through the tombstone a delete event may carry. ok is false for objects
+// without metadata.
+func ObjectMeta(obj any) (m metav1.Object, ok bool) {
+	if t, isTomb := obj.(cache.DeletedFinalStateUnknown); isTomb {
+		obj = t.Obj
+	}
+	m, ok = obj.(metav1.Object)
+	return m, ok
+}

@@ -1,0 +1,379 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Errors of the simulation API that callers branch on.
+var (
+	// ErrNodeExists is returned by AddNode for a name already in use.
+	ErrNodeExists = errors.New("node already exists")
+	// ErrNodeNotFound is returned for operations on an unknown node.
+	ErrNodeNotFound = errors.New("node not found")
+	// ErrNodeInUse is returned by RemoveNode while pods hold claims
+	// allocated on the node; evict them first.
+	ErrNodeInUse = errors.New("node has claims in use")
+	// ErrDoesNotFit is wrapped by BindPod when the pod's claims do not fit;
+	// the error is a *ReasonError with the reasons.
+	ErrDoesNotFit = errors.New("pod does not fit")
+	// ErrClaimExists is returned by AddClaim for a name already in use.
+	ErrClaimExists = errors.New("claim already exists")
+)
+
+// NodeFilter is an extra node-level check run by Filter before the
+// allocator, such as node selectors and taints. It returns the reasons the
+// pod may not run on the node, or none. The scheduler framework does this
+// itself and passes no filter.
+type NodeFilter func(pod *corev1.Pod, node *corev1.Node) []Reason
+
+// Options configure a simulation.
+type Options struct {
+	NodeFilter NodeFilter
+}
+
+// Simulation is seed 002's autoscaler interface as a library: a cluster
+// state that pods can be bound to and evicted from and nodes added to and
+// removed from, without touching the real cluster.
+//
+// A Simulation is not safe for concurrent mutation. Filter only reads and
+// may run concurrently with other Filter calls. Clone is O(1) and the clone
+// is independent: changes to one are never visible in the other; Clone
+// itself counts as a mutation of the receiver. Objects returned by
+// accessors are shared; do not modify them.
+type Simulation struct {
+	opts   Options
+	cat    *catalog
+	nodes  *layered[string, *simNode]
+	claims *layered[string, *resourceapi.ResourceClaim]
+}
+
+type simNode struct {
+	node  *corev1.Node
+	state *NodeState
+}
+
+// NewSimulation starts a simulation from a snapshot (seed 002's
+// StartSimulation).
+func NewSimulation(snap *Snapshot, opts Options) *Simulation {
+	s := &Simulation{
+		opts:   opts,
+		cat:    newCatalog(snap),
+		nodes:  newLayered[string, *simNode](),
+		claims: newLayered[string, *resourceapi.ResourceClaim](),
+	}
+	for _, c := range snap.Claims {
+		s.claims.set(claimKey(c), c)
+	}
+	slicesByNode := map[string][]*resourceapi.NodeResourceSlice{}
+	for _, sl := range snap.Slices {
+		slicesByNode[sl.Spec.NodeName] = append(slicesByNode[sl.Spec.NodeName], sl)
+	}
+	claimsByNode := s.allocatedByNode()
+	for _, n := range snap.Nodes {
+		model := NewModel(n.Name, slicesByNode[n.Name])
+		s.nodes.set(n.Name, &simNode{node: n, state: NewNodeState(model, n, claimsByNode[n.Name])})
+	}
+	return s
+}
+
+// allocatedByNode groups allocated claims by the nodes their structured
+// handles name.
+func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
+	out := map[string][]*resourceapi.ResourceClaim{}
+	for _, k := range s.claims.keys() {
+		c, _ := s.claims.get(k)
+		for _, n := range allocatedNodes(c) {
+			out[n] = append(out[n], c)
+		}
+	}
+	return out
+}
+
+// allocatedNodes lists the nodes named by a claim's structured handles.
+func allocatedNodes(c *resourceapi.ResourceClaim) []string {
+	var out []string
+	if c.Status.Allocation == nil {
+		return nil
+	}
+	for _, h := range c.Status.Allocation.ResourceHandles {
+		if h.StructuredData != nil && !slices.Contains(out, h.StructuredData.NodeName) {
+			out = append(out, h.StructuredData.NodeName)
+		}
+	}
+	return out
+}
+
+// Clone returns an independent copy in O(1).
+func (s *Simulation) Clone() *Simulation {
+	return &Simulation{opts: s.opts, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone()}
+}
+
+// Nodes returns the names of the nodes, sorted.
+func (s *Simulation) Nodes() []string { return s.nodes.keys() }
+
+// Node returns a node and its current allocation state.
+func (s *Simulation) Node(name string) (*corev1.Node, *NodeState, bool) {
+	n, ok := s.nodes.get(name)
+	if !ok {
+		return nil, nil, false
+	}
+	return n.node, n.state, true
+}
+
+// Claim returns the current state of a claim.
+func (s *Simulation) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	return s.claims.get(namespace + "/" + name)
+}
+
+// Claims returns all claims, sorted by namespace and name.
+func (s *Simulation) Claims() []*resourceapi.ResourceClaim {
+	keys := s.claims.keys()
+	out := make([]*resourceapi.ResourceClaim, 0, len(keys))
+	for _, k := range keys {
+		c, _ := s.claims.get(k)
+		out = append(out, c)
+	}
+	return out
+}
+
+// AddNode adds a node with its slices (seed 002's SimulateAddNode). Claims
+// already allocated on a node of that name count against it.
+func (s *Simulation) AddNode(node *corev1.Node, slices []*resourceapi.NodeResourceSlice) error {
+	if _, ok := s.nodes.get(node.Name); ok {
+		return fmt.Errorf("add node %s: %w", node.Name, ErrNodeExists)
+	}
+	model := NewModel(node.Name, slices)
+	s.nodes.set(node.Name, &simNode{node: node, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
+	return nil
+}
+
+// RemoveNode removes a node (seed 002's SimulateRemoveNode). It fails with
+// ErrNodeInUse while claims allocated on the node are reserved for pods;
+// evict those pods first. Claims allocated there without consumers stay
+// allocated (to a node that no longer exists).
+func (s *Simulation) RemoveNode(name string) error {
+	if _, ok := s.nodes.get(name); !ok {
+		return fmt.Errorf("remove node %s: %w", name, ErrNodeNotFound)
+	}
+	var users []string
+	for _, c := range s.allocatedByNode()[name] {
+		for _, r := range c.Status.ReservedFor {
+			users = append(users, fmt.Sprintf("%s/%s (claim %s)", r.Resource, r.Name, claimKey(c)))
+		}
+	}
+	if len(users) > 0 {
+		return fmt.Errorf("remove node %s: %w: %s", name, ErrNodeInUse, strings.Join(users, ", "))
+	}
+	s.nodes.del(name)
+	return nil
+}
+
+// AddClaim adds a claim, such as one generated for a pod.
+func (s *Simulation) AddClaim(c *resourceapi.ResourceClaim) error {
+	if _, ok := s.claims.get(claimKey(c)); ok {
+		return fmt.Errorf("add claim %s: %w", claimKey(c), ErrClaimExists)
+	}
+	s.claims.set(claimKey(c), c)
+	for _, n := range allocatedNodes(c) {
+		if sn, ok := s.nodes.get(n); ok {
+			s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithAllocated(c)})
+		}
+	}
+	return nil
+}
+
+// Prepare resolves and compiles the claims of a pod for Allocate. Claims
+// that are missing, or whose parameters are, become pod-level reasons.
+func (s *Simulation) Prepare(pod *corev1.Pod) *Request {
+	var claims []Claim
+	var reasons []Reason
+	for _, name := range podClaimNames(pod) {
+		if name.template != "" {
+			msg := fmt.Sprintf("claim for entry %s not generated yet", name.name)
+			if s.cat.templates[pod.Namespace+"/"+name.template] == nil {
+				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
+			}
+			reasons = append(reasons, newReason(ReasonClaimNotFound, "", "", nil, "", msg))
+			continue
+		}
+		c, ok := s.claims.get(pod.Namespace + "/" + name.name)
+		if !ok {
+			reasons = append(reasons, newReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
+			continue
+		}
+		resolved, r := s.cat.resolve(c)
+		if r != nil {
+			reasons = append(reasons, *r)
+			continue
+		}
+		claims = append(claims, resolved)
+	}
+	req := Prepare(pod, claims)
+	req.reasons = append(reasons, req.reasons...)
+	return req
+}
+
+type podClaimName struct {
+	name     string
+	template string // set when the entry's claim is not generated yet
+}
+
+// podClaimNames lists the claims a pod uses: named claims directly, and
+// for template entries the claim recorded in the pod's status.
+func podClaimNames(pod *corev1.Pod) []podClaimName {
+	var out []podClaimName
+	for _, pc := range pod.Spec.ResourceClaims {
+		switch {
+		case pc.ResourceClaimName != nil:
+			out = append(out, podClaimName{name: *pc.ResourceClaimName})
+		case pc.ResourceClaimTemplateName != nil:
+			st := slices.IndexFunc(pod.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool { return s.Name == pc.Name })
+			switch {
+			case st < 0:
+				out = append(out, podClaimName{name: pc.Name, template: *pc.ResourceClaimTemplateName})
+			case pod.Status.ResourceClaimStatuses[st].ResourceClaimName != nil:
+				out = append(out, podClaimName{name: *pod.Status.ResourceClaimStatuses[st].ResourceClaimName})
+			}
+		}
+	}
+	return out
+}
+
+// Filter decides whether a pod fits on a node (seed 002's PreFilter and
+// Filter against the simulated state). It changes nothing.
+func (s *Simulation) Filter(ctx context.Context, pod *corev1.Pod, nodeName string) (*Result, error) {
+	return s.filter(ctx, s.Prepare(pod), pod, nodeName)
+}
+
+func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, nodeName string) (*Result, error) {
+	sn, ok := s.nodes.get(nodeName)
+	if !ok {
+		return finish(&Result{Node: nodeName, Reasons: []Reason{
+			newReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
+	}
+	if s.opts.NodeFilter != nil {
+		if reasons := s.opts.NodeFilter(pod, sn.node); len(reasons) > 0 {
+			return finish(&Result{Node: nodeName, Reasons: reasons, CapacityBefore: sn.state.Capacity()}), nil
+		}
+	}
+	return Allocate(ctx, req, sn.state)
+}
+
+// BindPod binds a pod to a node (seed 002's SimulateBindPod): its pending
+// claims are allocated there, and every claim is reserved for the pod. When
+// the claims do not fit, nothing changes and the error wraps ErrDoesNotFit.
+func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName string) (*Result, error) {
+	req := s.Prepare(pod)
+	res, err := s.filter(ctx, req, pod, nodeName)
+	if err != nil {
+		return nil, fmt.Errorf("bind pod %s/%s to %s: %w", pod.Namespace, pod.Name, nodeName, err)
+	}
+	if !res.Fits {
+		return res, fmt.Errorf("bind pod %s/%s to %s: %w: %w", pod.Namespace, pod.Name, nodeName,
+			ErrDoesNotFit, &ReasonError{Reasons: res.Reasons})
+	}
+	var allocated []*resourceapi.ResourceClaim
+	for i, c := range req.Claims() {
+		claim := c.Claim.DeepCopy()
+		if a := res.Allocations[i]; a != nil {
+			claim.Status.Allocation = a
+			claim.Status.DriverName = c.Class.DriverName
+			if !slices.Contains(claim.Finalizers, resourceapi.DeleteProtectionFinalizer) {
+				claim.Finalizers = append(claim.Finalizers, resourceapi.DeleteProtectionFinalizer)
+			}
+			allocated = append(allocated, claim)
+		}
+		if !reservedFor(claim, pod) {
+			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+				Resource: "pods", Name: pod.Name, UID: pod.UID,
+			})
+		}
+		s.claims.set(c.Key(), claim)
+	}
+	if len(allocated) > 0 {
+		sn, _ := s.nodes.get(nodeName)
+		s.nodes.set(nodeName, &simNode{node: sn.node, state: sn.state.WithAllocated(allocated...)})
+	}
+	return res, nil
+}
+
+// EvictPod removes a pod from a node (seed 002's SimulateEvictPod): it is
+// removed from its claims' reservedFor, and claims no other pod uses are
+// deallocated so the pod can be placed elsewhere. Claims with allocation
+// mode Immediate stay allocated, as seed 002 prescribes. nodeName mirrors
+// seed 002's signature; the claims themselves say where they are allocated.
+func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
+	for _, name := range podClaimNames(pod) {
+		if name.template != "" {
+			continue
+		}
+		old, ok := s.claims.get(pod.Namespace + "/" + name.name)
+		if !ok || !reservedFor(old, pod) {
+			continue
+		}
+		claim := old.DeepCopy()
+		claim.Status.ReservedFor = slices.DeleteFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
+			return isPod(r, pod)
+		})
+		if len(claim.Status.ReservedFor) == 0 && claim.Status.Allocation != nil &&
+			claim.Spec.AllocationMode != resourceapi.AllocationModeImmediate {
+			for _, n := range allocatedNodes(old) {
+				if sn, ok := s.nodes.get(n); ok {
+					s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithoutAllocated(old)})
+				}
+			}
+			claim.Status.Allocation = nil
+			claim.Status.DriverName = ""
+			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
+		}
+		s.claims.set(claimKey(claim), claim)
+	}
+	return nil
+}
+
+// GenerateClaims creates the claims of a pod's template entries that do not
+// exist yet, named POD-ENTRY (deterministic, unlike the real controller's
+// random suffix), owned by the pod, and returns a copy of the pod with
+// status.resourceClaimStatuses recording them. An existing claim of that
+// name is used as is. Entries whose template does not exist are left out;
+// Prepare reports them.
+func (s *Simulation) GenerateClaims(pod *corev1.Pod) *corev1.Pod {
+	out := pod.DeepCopy()
+	for _, pc := range pod.Spec.ResourceClaims {
+		if pc.ResourceClaimTemplateName == nil ||
+			slices.ContainsFunc(out.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool { return s.Name == pc.Name }) {
+			continue
+		}
+		tmpl := s.cat.templates[pod.Namespace+"/"+*pc.ResourceClaimTemplateName]
+		if tmpl == nil {
+			continue // Prepare reports the missing template
+		}
+		name := pod.Name + "-" + pc.Name
+		if _, exists := s.claims.get(pod.Namespace + "/" + name); !exists {
+			claim := &resourceapi.ResourceClaim{
+				TypeMeta:   metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim"},
+				ObjectMeta: *tmpl.Spec.ObjectMeta.DeepCopy(),
+				Spec:       tmpl.Spec.Spec,
+			}
+			claim.Name, claim.Namespace = name, pod.Namespace
+			claim.OwnerReferences = []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+			}}
+			s.claims.set(claimKey(claim), claim)
+		}
+		out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
+			corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr(name)})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

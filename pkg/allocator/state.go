@@ -1,0 +1,152 @@
+package allocator
+
+import (
+	"strings"
+	"sync"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+)
+
+// NodeState is a node's Model together with what is already allocated on
+// it. It is immutable: WithAllocated and WithoutAllocated return new states
+// that share unchanged parts, so a scheduler cycle or a simulation can keep
+// many of them cheaply.
+type NodeState struct {
+	model   *Model
+	node    *corev1.Node
+	drivers map[string]*driverState // drivers with no entry have nothing allocated
+
+	capOnce  sync.Once
+	capTotal int
+}
+
+// driverState counts allocations in one driver's forest.
+type driverState struct {
+	used []int32 // per instance: allocations of the instance itself
+	lock []int32 // per partition group: allocations inside the group
+}
+
+// NewNodeState returns the state of a node with the given claims allocated.
+// node may be nil; it is needed only for claims and classes whose node
+// selectors look at labels. Claims are applied by the handles whose
+// structuredData.nodeName is this node; others are ignored.
+func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.ResourceClaim) *NodeState {
+	s := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
+	return s.apply(allocated, 1)
+}
+
+// Model returns the node's model.
+func (s *NodeState) Model() *Model { return s.model }
+
+// Node returns the node object, which may be nil.
+func (s *NodeState) Node() *corev1.Node { return s.node }
+
+// WithAllocated returns the state with the claims' allocations added.
+func (s *NodeState) WithAllocated(claims ...*resourceapi.ResourceClaim) *NodeState {
+	return s.apply(claims, 1)
+}
+
+// WithoutAllocated returns the state with the claims' allocations removed,
+// releasing partition locks that no other allocation holds.
+func (s *NodeState) WithoutAllocated(claims ...*resourceapi.ResourceClaim) *NodeState {
+	return s.apply(claims, -1)
+}
+
+func (s *NodeState) apply(claims []*resourceapi.ResourceClaim, sign int32) *NodeState {
+	out := &NodeState{model: s.model, node: s.node, drivers: make(map[string]*driverState, len(s.drivers))}
+	for d, ds := range s.drivers {
+		out.drivers[d] = ds
+	}
+	copied := map[string]bool{}
+	for _, c := range claims {
+		for _, h := range handlesOn(c, s.model.node) {
+			dm := s.model.drivers[h.DriverName]
+			if dm == nil {
+				continue
+			}
+			ds := out.drivers[h.DriverName]
+			switch {
+			case ds == nil:
+				ds = newDriverState(dm)
+			case !copied[h.DriverName]:
+				ds = ds.clone()
+			}
+			copied[h.DriverName] = true
+			out.drivers[h.DriverName] = ds
+			for _, inst := range h.StructuredData.Partitionable.Instances {
+				groups, in := dm.resolve(inst.ID)
+				ds.add(groups, in, sign)
+			}
+		}
+	}
+	return out
+}
+
+// handlesOn returns the structured handles of a claim's allocation that
+// allocate instances on node.
+func handlesOn(c *resourceapi.ResourceClaim, node string) []resourceapi.ResourceHandle {
+	if c == nil || c.Status.Allocation == nil {
+		return nil
+	}
+	var out []resourceapi.ResourceHandle
+	for _, h := range c.Status.Allocation.ResourceHandles {
+		sd := h.StructuredData
+		if sd == nil || sd.NodeName != node || sd.Partitionable == nil {
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func newDriverState(dm *driverModel) *driverState {
+	return &driverState{used: make([]int32, len(dm.insts)), lock: make([]int32, len(dm.groups))}
+}
+
+func (ds *driverState) clone() *driverState {
+	return &driverState{used: append([]int32(nil), ds.used...), lock: append([]int32(nil), ds.lock...)}
+}
+
+func (ds *driverState) add(groups []int32, inst int32, sign int32) {
+	for _, g := range groups {
+		ds.lock[g] = max(ds.lock[g]+sign, 0)
+	}
+	if inst >= 0 {
+		ds.used[inst] = max(ds.used[inst]+sign, 0)
+	}
+}
+
+// resolve maps an allocated instance ID to the partition groups on its path
+// and the instance itself. IDs that the current model knows only in part
+// (the driver changed its slice) are applied conservatively: a known prefix
+// still locks its groups, and an instance whose named group is gone counts
+// as used as a whole. An unknown root affects nothing.
+func (dm *driverModel) resolve(id string) (groups []int32, inst int32) {
+	comps := strings.Split(id, "/")
+	cur, ok := dm.byID[comps[0]]
+	if !ok {
+		return nil, -1
+	}
+	for i := 1; ; i += 2 {
+		if i >= len(comps) {
+			return groups, cur
+		}
+		g, ok := dm.groupByID[dm.insts[cur].id+"/"+comps[i]]
+		if !ok {
+			return groups, cur
+		}
+		groups = append(groups, g)
+		if i+1 >= len(comps) {
+			return groups, -1
+		}
+		c, ok := dm.byID[dm.groups[g].id+"/"+comps[i+1]]
+		if !ok {
+			return groups, -1
+		}
+		cur = c
+	}
+}
+
+// stateOf returns the driver's counts, or nil when nothing is allocated.
+func (s *NodeState) stateOf(driver string) *driverState { return s.drivers[driver] }

@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TweakListOptions narrows what an informer lists and watches, for
+// example a field selector spec.nodeName=NODE for a node agent's pods.
+type TweakListOptions func(*metav1.ListOptions)
+
+// WithFieldSelector returns a tweak that sets a field selector.
+func WithFieldSelector(sel string) TweakListOptions {
+	return func(o *metav1.ListOptions) { o.FieldSelector = sel }
+}
+
+// WithLabelSelector returns a tweak that sets a label selector.
+func WithLabelSelector(sel string) TweakListOptions {
+	return func(o *metav1.ListOptions) { o.LabelSelector = sel }
+}
+
+// ListWatch is a cache.ListerWatcher over a typed Resource.
+type ListWatch struct {
+	cache.ListWatch
+}
+
+// ListWatch returns a lister-watcher over r for informers and reflectors;
+// tweaks adjust every list and watch request.
+func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
+	apply := func(o *metav1.ListOptions) {
+		for _, t := range tweaks {
+			if t != nil {
+				t(o)
+			}
+		}
+	}
+	return &ListWatch{ListWatch: cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			apply(&o)
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			apply(&o)
+			return r.Watch(ctx, o)
+		},
+	}}
+}
+
+// NewInformer builds a shared index informer for r's kind, listing and
+// watching r's namespace with tweaks applied. indexers may be nil; the
+// namespace index (cache.NamespaceIndex) is always added.
+func NewInformer[T runtime.Object, L runtime.Object](r *Resource[T, L], resync time.Duration, indexers cache.Indexers, tweaks ...TweakListOptions) cache.SharedIndexInformer {
+	idx := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	for k, v := range indexers {
+		idx[k] = v
+	}
+	return cache.NewSharedIndexInformerWithOptions(r.ListWatch(tweaks...), r.NewObject(), cache.SharedIndexInformerOptions{
+		ResyncPeriod:      resync,
+		Indexers:          idx,
+		ObjectDescription: r.gvr.Resource,
+	})
+}
+
+// Lister reads typed objects from an informer's indexer. The objects are
+// shared with the cache: callers must not modify them (DeepCopy first).
+type Lister[T runtime.Object] struct {
+	indexer  cache.Indexer
+	resource schema.GroupResource
+}
+
+// NewLister returns a typed view of indexer; resource names the kind in
+// NotFound errors.
+func NewLister[T runtime.Object](indexer cache.Indexer, resource schema.GroupResource) Lister[T] {
+	return Lister[T]{indexer: indexer, resource: resource}
+}
+
+// Get returns the object ns/name (ns "" for cluster-scoped kinds), or a
+// NotFound error.
+func (l Lister[T]) Get(ns, name string) (T, error) {
+	var zero T
+	key := name
+	if ns != "" {
+		key = ns + "/" + name
+	}
+	obj, ok, err := l.indexer.GetByKey(key)
+	if err != nil {
+		return zero, fmt.Errorf("read %s %s from cache: %w", l.resource, key, err)
+	}
+	if !ok {
+		return zero, apierrors.NewNotFound(l.resource, name)
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("cache of %s holds a %T", l.resource, obj)
+	}
+	return t, nil
+}
+
+// List returns every cached object that matches selector (nil: all).
+func (l Lister[T]) List(selector labels.Selector) ([]T, error) {
+	return l.collect(l.indexer.List(), selector)
+}
+
+// ListNamespace returns the cached objects of one namespace that match
+// selector (nil: all).
+func (l Lister[T]) ListNamespace(ns string, selector labels.Selector) ([]T, error) {
+	objs, err := l.indexer.ByIndex(cache.NamespaceIndex, ns)
+	if err != nil {
+		return nil, fmt.Errorf("list %s in %s from cache: %w", l.resource, ns, err)
+	}
+	return l.collect(objs, selector)
+}
+
+// ByIndex returns the cached objects whose index value is value.
+func (l Lister[T]) ByIndex(index, value string) ([]T, error) {
+	objs, err := l.indexer.ByIndex(index, value)
+	if err != nil {
+		return nil, fmt.Errorf("list %s by %s from cache: %w", l.resource, index, err)
+	}
+	return l.collect(objs, nil)
+}
+
+func (l Lister[T]) collect(objs []any, selector labels.Selector) ([]T, error) {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		t, ok := o.(T)
+		if !ok {
+			return nil, fmt.Errorf("cache of %s holds a %T", l.resource, o)
+		}
+		if selector != nil && !selector.Empty() {
+			acc, err := metaAccessor(t)
+			if err != nil {
+				return nil, err
+			}
+			if !selector.Matches(labels.Set(acc.GetLabels())) {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
