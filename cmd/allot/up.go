@@ -25,6 +25,8 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
 	f.StringSliceVar(&o.NodeNames, "node-name", nil, "names of the nodes to create tokens for (default: the host name)")
+	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager")
+	addControllerFlags(f, &o.Controllers)
 	return cmd
 }
 

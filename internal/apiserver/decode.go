@@ -18,6 +18,13 @@ import (
 // naming their paths; Warn accepts them with a Warning header; Ignore drops
 // them silently.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, k *kind, body []byte) (runtime.Object, error) {
+	if isProtobuf(r) {
+		data, err := protobufToJSON(body)
+		if err != nil {
+			return nil, err
+		}
+		return s.decodeJSON(w, r, k, data)
+	}
 	data, err := scheme.ToJSON(body)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

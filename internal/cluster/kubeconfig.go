@@ -23,6 +23,9 @@ func WriteKubeconfig(path, server, token string, caPEM []byte) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create kubeconfig dir: %w", err)
+	}
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)

@@ -15,6 +15,7 @@ import (
 
 	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/apiserver/auth"
+	"allot.dev/allot/internal/controller/manager"
 	"allot.dev/allot/internal/pki"
 	"allot.dev/allot/internal/storage"
 )
@@ -29,7 +30,24 @@ type Options struct {
 	TokensFile         string
 	// APIServerOnly runs only the API server (allot apiserver).
 	APIServerOnly bool
-	Logger        *slog.Logger
+	// Disable names components not to run in-process
+	// ("controller-manager").
+	Disable []string
+	// Controllers configures the in-process controller manager.
+	Controllers manager.Config
+	Logger      *slog.Logger
+}
+
+func (o Options) enabled(component string) bool {
+	if o.APIServerOnly {
+		return false
+	}
+	for _, d := range o.Disable {
+		if d == component {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultCompaction is the default etcd compaction interval.
@@ -110,6 +128,11 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		o.Logger.Warn("remember kubeconfig", "err", err)
 	}
 	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\n", url, kc)
+	comps, err := startComponents(ctx, o, url, tokens, caPEM)
+	if err != nil {
+		return err
+	}
+	defer comps.wait()
 
 	select {
 	case <-ctx.Done():

@@ -20,7 +20,9 @@ import (
 func TestFoundationEmbedded(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t)
-	c.start(t)
+	// The suite compares every object before and after a restart, so the
+	// seed's agent-less worker-1 must not be marked NotReady meanwhile.
+	c.start(t, "--node-monitor-grace-period", "1h")
 	requireDataDir(t, c, true)
 	runFoundationSuite(t, c)
 }
@@ -33,7 +35,7 @@ func TestFoundationExternalEtcd(t *testing.T) {
 	requireEtcdBinary(t)
 	endpoints, stopMember := storagetest.StartExternalCluster(t, 3)
 	c := newCluster(t)
-	c.start(t, "--etcd-servers", strings.Join(endpoints, ","))
+	c.start(t, "--etcd-servers", strings.Join(endpoints, ","), "--node-monitor-grace-period", "1h")
 	requireDataDir(t, c, false)
 	if !runFoundationSuite(t, c) {
 		return

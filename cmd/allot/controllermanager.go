@@ -1,0 +1,39 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/pkg/client"
+)
+
+func newControllerManagerCommand() *cobra.Command {
+	var cfg manager.Config
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rc, err := client.LoadRESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			cfg.REST = rc
+			return manager.Run(cmd.Context(), cfg)
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with a controller-manager token (default $KUBECONFIG, then the last allot up's)")
+	addControllerFlags(cmd.Flags(), &cfg)
+	return cmd
+}
+
+// addControllerFlags adds the controller manager's timers and sizes.
+func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
+	f.DurationVar(&cfg.NodeMonitorGracePeriod, "node-monitor-grace-period", 0, "how long a node may go without a heartbeat before it is NotReady (default 40s)")
+	f.DurationVar(&cfg.NodeMonitorPeriod, "node-monitor-period", 0, "how often node heartbeats are checked (default 5s)")
+	f.DurationVar(&cfg.GCResync, "gc-resync", 0, "how often the garbage collector re-examines every object (default 10m)")
+	f.DurationVar(&cfg.GCRediscovery, "gc-rediscovery", 0, "how often the garbage collector re-discovers resources (default 30s)")
+	f.IntVar(&cfg.GCWorkers, "gc-workers", 0, "garbage collector workers (default 4)")
+}

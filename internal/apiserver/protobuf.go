@@ -1,0 +1,49 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	kcorev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
+// protobufType is the content type Kubernetes clients use for core kinds;
+// kubectl sends it for some commands (create namespace, for example).
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protoScheme knows Kubernetes' own core/v1 types, which carry the
+// protobuf encoding; allot's types are JSON only.
+var protoScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := kcorev1.AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("register Kubernetes core types: %v", err))
+	}
+	return s
+}()
+
+var protoSerializer = protobuf.NewSerializer(protoScheme, protoScheme)
+
+func isProtobuf(r *http.Request) bool {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == protobufType
+}
+
+// protobufToJSON decodes a protobuf body of a Kubernetes core kind and
+// re-encodes it as JSON, which allot then decodes strictly like any other
+// body.
+func protobufToJSON(body []byte) ([]byte, error) {
+	obj, _, err := protoSerializer.Decode(body, nil, nil)
+	if err != nil {
+		return nil, apierrors.NewBadRequest("decode " + protobufType + " body: " + err.Error())
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return data, nil
+}

@@ -1,0 +1,95 @@
+// Package manager runs allot's controllers in one process: the garbage
+// collector, namespace deletion and node lifecycle (and, later, the claim
+// controllers). `allot controller-manager` and `allot up` both use it.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"allot.dev/allot/internal/controller/gc"
+	"allot.dev/allot/internal/controller/namespace"
+	"allot.dev/allot/internal/controller/nodelifecycle"
+	"allot.dev/allot/pkg/client"
+)
+
+// Config configures the controllers. Zero durations take each
+// controller's default.
+type Config struct {
+	REST   *rest.Config
+	Logger *slog.Logger
+	// NodeMonitorGracePeriod is how long a node may go without a heartbeat
+	// before it is marked NotReady; NodeMonitorPeriod how often nodes are
+	// checked.
+	NodeMonitorGracePeriod time.Duration
+	NodeMonitorPeriod      time.Duration
+	// GCWorkers and NamespaceWorkers size the work queues' worker pools.
+	GCWorkers        int
+	NamespaceWorkers int
+	// GCResync and GCRediscovery tune the garbage collector.
+	GCResync      time.Duration
+	GCRediscovery time.Duration
+}
+
+// Run runs every controller until ctx ends or one fails.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.GCWorkers == 0 {
+		cfg.GCWorkers = 4
+	}
+	if cfg.NamespaceWorkers == 0 {
+		cfg.NamespaceWorkers = 2
+	}
+	c, err := client.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("create client: %w", err)
+	}
+	collector, err := gc.New(cfg.REST, gc.Options{ResyncInterval: cfg.GCResync, RediscoveryInterval: cfg.GCRediscovery,
+		Logger: cfg.Logger.With("controller", "garbage-collector")})
+	if err != nil {
+		return fmt.Errorf("create garbage collector: %w", err)
+	}
+	nsc, err := namespace.New(cfg.REST, namespace.Options{Logger: cfg.Logger.With("controller", "namespace")})
+	if err != nil {
+		return fmt.Errorf("create namespace controller: %w", err)
+	}
+	factory := client.NewFactory(c, 0)
+	nodes := nodelifecycle.New(c, factory, nodelifecycle.Options{
+		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
+		Logger: cfg.Logger.With("controller", "node-lifecycle"),
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(name string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	run("garbage collector", func() error { return collector.Run(ctx, cfg.GCWorkers) })
+	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
+	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
+	wg.Wait()
+	factory.Shutdown()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
