@@ -1,6 +1,9 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,6 +13,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/validation"
+	"allot.dev/allot/internal/storage"
 )
 
 // builtinKinds lists every kind served without a CRD.
@@ -25,7 +29,7 @@ func builtinKinds() []*kind {
 			newObj: func() runtime.Object { return &corev1.Node{} }, columns: nodeColumns, row: nodeRow},
 		{gvk: core.WithKind("Pod"), resource: "pods", shortNames: []string{"po"}, namespaced: true, hasStatus: true,
 			categories: []string{"all"}, newObj: func() runtime.Object { return &corev1.Pod{} },
-			prepareCreate: preparePod, fields: podFields, columns: podColumns, row: podRow},
+			prepareCreate: preparePod, fields: podFields, lightDecode: lightPodDecode, columns: podColumns, row: podRow},
 		{gvk: core.WithKind("Event"), resource: "events", shortNames: []string{"ev"}, namespaced: true,
 			newObj: func() runtime.Object { return &corev1.Event{} }, fields: eventFields, columns: eventColumns, row: eventRow},
 		{gvk: core.WithKind("ResourceQuota"), resource: "resourcequotas", shortNames: []string{"quota"}, namespaced: true, hasStatus: true,
@@ -122,4 +126,35 @@ func sliceFields(obj runtime.Object) fields.Set {
 // gvrOf is a shorthand for registry lookups of built-in kinds.
 func gvrOf(gv schema.GroupVersion, resource string) schema.GroupVersionResource {
 	return gv.WithResource(resource)
+}
+
+// lightPod is what the watch cache needs of a stored pod.
+type lightPod struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName      string `json:"nodeName"`
+		SchedulerName string `json:"schedulerName"`
+		RestartPolicy string `json:"restartPolicy"`
+	} `json:"spec"`
+	Status struct {
+		Phase string `json:"phase"`
+	} `json:"status"`
+}
+
+// lightPodDecode yields the same labels and fields as podFields without
+// building a whole Pod; pods are the most written kind.
+func lightPodDecode(stored []byte) (storage.Decoded, error) {
+	var p lightPod
+	if err := json.Unmarshal(stored, &p); err != nil {
+		return storage.Decoded{}, fmt.Errorf("decode stored pod: %w", err)
+	}
+	return storage.Decoded{Labels: p.Metadata.Labels, Fields: map[string]string{
+		"metadata.name": p.Metadata.Name, "metadata.namespace": p.Metadata.Namespace,
+		"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
+		"status.phase": p.Status.Phase, "spec.restartPolicy": p.Spec.RestartPolicy,
+	}}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
+	"allot.dev/allot/internal/storage"
 )
 
 // kind describes one served resource: its names, scope, and the hooks that
@@ -38,6 +39,9 @@ type kind struct {
 	// fields are the values usable in field selectors, besides
 	// metadata.name and metadata.namespace.
 	fields func(obj runtime.Object) fields.Set
+	// lightDecode, when set, extracts labels and fields for the watch
+	// cache without decoding the whole object.
+	lightDecode func(stored []byte) (storage.Decoded, error)
 	// columns and row produce `get` tables.
 	columns []column
 	row     func(obj runtime.Object) []any

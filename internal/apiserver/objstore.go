@@ -79,6 +79,11 @@ func (s *Server) cachedGet(ctx context.Context, k *kind, ns, name string) (runti
 	if len(objs) == 0 {
 		return nil, apierrors.NewNotFound(k.groupResource(), name)
 	}
+	if o, ok := objs[0].Decoded.Object.(runtime.Object); ok {
+		cp := o.DeepCopyObject()
+		setRV(cp, objs[0].KV.ModRevision)
+		return cp, nil
+	}
 	obj, err := decodeStored(k, objs[0].KV.Value, objs[0].KV.ModRevision)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -102,8 +107,9 @@ func setRV(obj runtime.Object, rev int64) {
 }
 
 // createObj stores a new object together with extra transaction operations
-// (quota updates). It returns the object with its resourceVersion.
-func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, extra []storage.Op) (runtime.Object, error) {
+// (quota updates). It returns the object with its resourceVersion and its
+// stored form.
+func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, extra []storage.Op) (*created, error) {
 	acc, _ := meta.Accessor(obj)
 	data, err := encodeForStorage(k, obj)
 	if err != nil {
@@ -119,8 +125,18 @@ func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, ext
 		return nil, apiError(k, acc.GetName(), err)
 	}
 	setRV(obj, rev)
-	return obj, nil
+	return &created{obj: obj, stored: data, rev: rev}, nil
 }
+
+// created is a stored new object; its answer is the stored bytes with the
+// resourceVersion spliced in, sparing a second encode.
+type created struct {
+	obj    runtime.Object
+	stored []byte
+	rev    int64
+}
+
+func (c *created) json() []byte { return withRV(c.stored, c.rev) }
 
 // writeObj replaces a stored object whose stored revision must be
 // expectedRev, or deletes it when the object is being deleted and has no

@@ -19,12 +19,21 @@ import (
 // decoderFor builds the watch cache decoder of a kind: labels and
 // selectable fields, from one decode per stored change.
 func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
+	keepObject := k.gvk.Group == "" && k.resource == "namespaces"
 	return func(key string, value []byte) (storage.Decoded, error) {
+		if k.lightDecode != nil {
+			return k.lightDecode(value)
+		}
 		obj, err := decodeStored(k, value, 0)
 		if err != nil {
 			return storage.Decoded{}, err
 		}
-		return storage.Decoded{Labels: labelsOf(obj), Fields: k.fieldSet(obj)}, nil
+		d := storage.Decoded{Labels: labelsOf(obj), Fields: k.fieldSet(obj)}
+		if keepObject {
+			// Admission reads namespaces on every create: keep them decoded.
+			d.Object = obj
+		}
+		return d, nil
 	}
 }
 

@@ -38,14 +38,18 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		writeError(w, err)
 		return
 	}
-	writeObject(w, http.StatusCreated, out)
+	if out.stored == nil { // dry run
+		writeObject(w, http.StatusCreated, out.obj)
+		return
+	}
+	writeRawJSON(w, http.StatusCreated, out.json())
 }
 
 func isDryRun(r *http.Request) bool { return r.URL.Query().Get("dryRun") == "All" }
 
 // create runs a new object through defaulting, validation, admission and
 // authorization and stores it.
-func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runtime.Object, dryRun bool) (*created, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -82,7 +86,7 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 			return nil, err
 		}
 		if dryRun {
-			return obj, nil
+			return &created{obj: obj}, nil
 		}
 		out, err := s.createObj(ctx, k, obj, extra)
 		if errors.Is(err, errExtraConflict) {
@@ -92,7 +96,7 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 			return nil, apierrors.NewConflict(k.groupResource(), acc.GetName(), err)
 		}
 		if err == nil {
-			s.afterWrite(ctx, out)
+			s.afterWrite(ctx, out.obj)
 		}
 		return out, err
 	}
