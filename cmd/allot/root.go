@@ -12,7 +12,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newAPIServerCommand(), newTokenCommand(), newSimulateCommand(), newControllerManagerCommand(),
-		newImageCommand(), newRuncShimCommand())
+		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand())
 	addClientCommands(root)
 	return root
 }

@@ -25,8 +25,11 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
 	f.StringSliceVar(&o.NodeNames, "node-name", nil, "names of the nodes to create tokens for (default: the host name)")
-	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager")
+	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager, scheduler, node")
+	f.StringVar(&o.NodeRuntime, "runtime", "runc", "container runtime of the local node: runc or fake")
+	f.StringVar(&o.NodeRootDir, "node-root-dir", "", "root dir of the local node: logs, images, containers (default DATA-DIR/node)")
 	addControllerFlags(f, &o.Controllers)
+	addNodeTimerFlags(f, &o.Node)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/node"
+	"allot.dev/allot/internal/node/runtime"
+	"allot.dev/allot/internal/node/runtime/fake"
+	"allot.dev/allot/internal/node/runtime/runc"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -34,7 +39,7 @@ func (c *components) run(ctx context.Context, o Options, name string, f func(con
 
 // startComponents writes a kubeconfig per component under
 // DATA-DIR/components and starts the enabled ones.
-func startComponents(ctx context.Context, o Options, url string, tokens map[string]string, caPEM []byte) (*components, error) {
+func startComponents(ctx context.Context, o Options, url string, tokens map[string]string, caPEM []byte, logToken string) (*components, error) {
 	c := &components{}
 	if o.enabled("controller-manager") {
 		rc, err := componentConfig(o.DataDir, url, auth.ControllerManagerName, tokens, caPEM)
@@ -46,7 +51,58 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 		cfg.Logger = o.Logger.With("component", "controller-manager")
 		c.run(ctx, o, "controller-manager", func(ctx context.Context) error { return manager.Run(ctx, cfg) })
 	}
+	if o.enabled("node") {
+		if err := startLocalNode(ctx, c, o, url, tokens, caPEM, logToken); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// startLocalNode runs the node agent of this machine, named after the first
+// --node-name, with its node token.
+func startLocalNode(ctx context.Context, c *components, o Options, url string, tokens map[string]string, caPEM []byte, logToken string) error {
+	cfg := o.Node
+	cfg.NodeName = o.NodeNames[0]
+	rc, err := componentConfig(o.DataDir, url, cfg.NodeName, tokens, caPEM)
+	if err != nil {
+		return err
+	}
+	if cfg.Client, err = client.NewForConfig(rc); err != nil {
+		return fmt.Errorf("create node client: %w", err)
+	}
+	cfg.RootDir = o.NodeRootDir
+	if cfg.RootDir == "" {
+		cfg.RootDir = filepath.Join(o.DataDir, "node")
+	}
+	cfg.Logger = o.Logger.With("component", "node", "node", cfg.NodeName)
+	if cfg.Runtime, err = newRuntime(o.NodeRuntime, cfg.RootDir, cfg.Logger); err != nil {
+		return err
+	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = "127.0.0.1"
+	}
+	if cfg.LogListen == "" {
+		cfg.LogListen = "127.0.0.1:0"
+	}
+	cfg.LogTokens = append(cfg.LogTokens, logToken)
+	c.run(ctx, o, "node", func(ctx context.Context) error { return node.Run(ctx, cfg) })
+	return nil
+}
+
+// newRuntime creates the local node's container runtime.
+func newRuntime(name, rootDir string, log *slog.Logger) (runtime.Runtime, error) {
+	switch name {
+	case "", "runc":
+		rt, err := runc.New(runc.Options{RootDir: rootDir, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start the runc runtime (use --runtime fake to simulate containers): %w", err)
+		}
+		return rt, nil
+	case "fake":
+		return fake.New(fake.Options{StateDir: filepath.Join(rootDir, "fake")})
+	}
+	return nil, fmt.Errorf("unknown runtime %q: want runc or fake", name)
 }
 
 // componentConfig writes DATA-DIR/components/NAME.kubeconfig with NAME's

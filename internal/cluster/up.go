@@ -16,6 +16,7 @@ import (
 	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/node"
 	"allot.dev/allot/internal/pki"
 	"allot.dev/allot/internal/storage"
 )
@@ -35,6 +36,12 @@ type Options struct {
 	Disable []string
 	// Controllers configures the in-process controller manager.
 	Controllers manager.Config
+	// Node configures the local node agent (its timers; identity, client
+	// and runtime are filled in by Up). NodeRuntime is runc or fake;
+	// NodeRootDir defaults to DATA-DIR/node.
+	Node        node.Config
+	NodeRuntime string
+	NodeRootDir string
 	Logger      *slog.Logger
 }
 
@@ -70,12 +77,11 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	if o.TokensFile == "" {
 		o.TokensFile = filepath.Join(o.DataDir, "tokens.csv")
 	}
-	nodes := o.NodeNames
-	if len(nodes) == 0 {
+	if len(o.NodeNames) == 0 {
 		h, _ := os.Hostname()
-		nodes = []string{sanitizeNodeName(h)}
+		o.NodeNames = []string{sanitizeNodeName(h)}
 	}
-	tokens, err := auth.EnsureTokens(o.TokensFile, nodes)
+	tokens, err := auth.EnsureTokens(o.TokensFile, o.NodeNames)
 	if err != nil {
 		return fmt.Errorf("set up tokens: %w", err)
 	}
@@ -90,7 +96,11 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("load tokens: %w", err)
 	}
 	go authn.Run(ctx)
-	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger})
+	logToken, err := ensureSecret(filepath.Join(o.DataDir, "node-log-token"))
+	if err != nil {
+		return err
+	}
+	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeAuthToken: logToken})
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("start API server: %w", err)
 	}
@@ -128,7 +138,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		o.Logger.Warn("remember kubeconfig", "err", err)
 	}
 	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\n", url, kc)
-	comps, err := startComponents(ctx, o, url, tokens, caPEM)
+	comps, err := startComponents(ctx, o, url, tokens, caPEM, logToken)
 	if err != nil {
 		return err
 	}

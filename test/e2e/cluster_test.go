@@ -56,7 +56,13 @@ func (c *cluster) start(t *testing.T, extraArgs ...string) {
 		t.Fatalf("start allot up: already running (pid %d)", c.p.pid())
 	}
 	c.args = extraArgs
-	args := append([]string{"up", "--data-dir", c.dataDir, "--listen", "127.0.0.1:0"}, extraArgs...)
+	args := []string{"up", "--data-dir", c.dataDir, "--listen", "127.0.0.1:0"}
+	if !hasArg(extraArgs, "--disable") {
+		// The control-plane suites run without scheduler and local node;
+		// tests that want them pass their own --disable.
+		args = append(args, "--disable", "scheduler,node")
+	}
+	args = append(args, extraArgs...)
 	p, err := startProc("allot up", childEnv(c.home), allotBin, args...)
 	if err != nil {
 		t.Fatal(err)
@@ -184,4 +190,13 @@ func (c *cluster) run(bin string, args ...string) (stdout, stderr string, err er
 		err = errors.Join(err, ctx.Err())
 	}
 	return out.String(), errOut.String(), err
+}
+
+func hasArg(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }

@@ -77,7 +77,12 @@ func Start(ctx context.Context, binary, dir string, extra ...string) (*Cluster, 
 	if err != nil {
 		return nil, fmt.Errorf("create cluster log: %w", err)
 	}
-	args := append([]string{"up", "--listen", "127.0.0.1:0", "--data-dir", cl.DataDir}, extra...)
+	args := []string{"up", "--listen", "127.0.0.1:0", "--data-dir", cl.DataDir}
+	if !hasFlag(extra, "--disable") {
+		// A bare control plane: tests run their own schedulers and agents.
+		args = append(args, "--disable", "scheduler,node")
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+cl.ConfigHome)
 	cmd.Stderr = logf
@@ -161,4 +166,13 @@ func (cl *Cluster) Stop() {
 		_ = cl.cmd.Process.Kill()
 		<-cl.exited
 	}
+}
+
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }

@@ -60,7 +60,7 @@ func Start(t testing.TB, bin string) *rest.Config {
 	t.Helper()
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "up", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--etcd-compaction-interval", "0")
+		"--etcd-compaction-interval", "0", "--disable", "scheduler,node")
 	// Its own process group, so a terminal's signals reach only the test;
 	// XDG_CONFIG_HOME so it records its kubeconfig in the temp dir, not in
 	// the user's config.

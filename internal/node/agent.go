@@ -1,0 +1,228 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/node/logs"
+	"allot.dev/allot/internal/node/metrics"
+	"allot.dev/allot/internal/node/pods"
+	"allot.dev/allot/pkg/client"
+)
+
+// Agent is one node's agent. Create it with New, then call Run once.
+type Agent struct {
+	cfg     Config
+	podCfg  pods.Config
+	beatNow chan struct{}
+
+	// Set by prepare, before any goroutine reads them.
+	node     nodeState
+	disp     *dispatcher
+	listener net.Listener
+	events   *client.EventRecorder
+}
+
+// New validates cfg and creates an agent.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
+	a.podCfg = pods.Config{
+		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
+		API: pods.ClientAPI(cfg.Client), Hooks: cfg.Hooks, Metrics: cfg.Metrics,
+		Logger: cfg.Logger.With("node", cfg.NodeName), StatusUpdates: !cfg.DisableStatusUpdates,
+		Timing: cfg.Pods,
+	}
+	a.podCfg.SetDefaults()
+	a.cfg.Pods = a.podCfg.Timing
+	return a, nil
+}
+
+// Run runs the agent until ctx ends: see the package documentation. It
+// returns an error only when the agent cannot start.
+func Run(ctx context.Context, cfg Config) error {
+	a, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// Metrics returns the agent's metrics (Metrics.Registry is set unless the
+// caller supplied its own Metrics).
+func (a *Agent) Metrics() *metrics.Metrics { return a.cfg.Metrics }
+
+// UpdateNodeStatus asks for a heartbeat now, to publish what a
+// NodeDecorator changed.
+func (a *Agent) UpdateNodeStatus() {
+	select {
+	case a.beatNow <- struct{}{}:
+	default:
+	}
+}
+
+// Run registers the node and runs its pods until ctx ends. Containers are
+// left running when it returns, for the next agent to adopt.
+func (a *Agent) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := a.prepare(ctx); err != nil {
+		return err
+	}
+	defer a.shutdown()
+	sel := client.WithFieldSelector("spec.nodeName=" + a.cfg.NodeName)
+	f := client.NewFactory(a.cfg.Client, 0, client.WithTweakFor("pods", sel))
+	inf := f.Pods()
+	if _, err := inf.AddEventHandler(a.disp.handler()); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	f.Start(ctx)
+	defer func() { cancel(); f.Shutdown() }()
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		// Only the end of ctx stops the wait: stopped while starting.
+		a.disp.wait()
+		return nil
+	}
+	a.serve(ctx, 0)
+	return nil
+}
+
+// prepare binds the log server, registers the node, lists the runtime's
+// containers for adoption and creates the dispatcher. Pod events may be
+// delivered once it returns.
+func (a *Agent) prepare(ctx context.Context) error {
+	if err := a.listen(); err != nil {
+		return err
+	}
+	if err := a.registerUntilDone(ctx); err != nil {
+		a.closeListener()
+		return err
+	}
+	lctx, cancel := context.WithTimeout(ctx, a.podCfg.Timing.RuntimeTimeout)
+	existing, err := a.cfg.Runtime.List(lctx)
+	cancel()
+	if err != nil {
+		a.closeListener()
+		return fmt.Errorf("list containers for adoption: %w", err)
+	}
+	if !a.cfg.DisableEvents {
+		a.events = client.NewEventRecorder(a.cfg.Client, "allot-node", a.cfg.NodeName)
+		a.podCfg.Events = a.events
+	}
+	a.disp = newDispatcher(ctx, &a.podCfg, existing)
+	return nil
+}
+
+// shutdown releases what prepare acquired; call after the workers ended.
+func (a *Agent) shutdown() {
+	a.closeListener()
+	if a.events != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		a.events.Shutdown(ctx)
+	}
+}
+
+// listen binds the log server and fills in the node's addresses and port.
+func (a *Agent) listen() error {
+	ip := a.cfg.NodeIP
+	if ip == "" {
+		detected, err := DetectNodeIP(a.cfg.Client.RESTConfig().Host)
+		switch {
+		case err != nil && a.cfg.LogListen != "":
+			return err // the API server could not reach the log server
+		case err != nil:
+			a.cfg.Logger.Warn("no InternalIP address", "err", err)
+		}
+		ip = detected
+	}
+	hostname := a.cfg.Hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname()
+	}
+	if ip != "" {
+		a.node.addrs = append(a.node.addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		a.podCfg.HostIP = ip
+	}
+	if hostname != "" {
+		a.node.addrs = append(a.node.addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: hostname})
+	}
+	vctx, cancel := context.WithTimeout(context.Background(), a.podCfg.Timing.RuntimeTimeout)
+	a.node.rtString = a.cfg.Runtime.RuntimeVersion(vctx)
+	cancel()
+	if a.cfg.LogListen == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.LogListen)
+	if err != nil {
+		return fmt.Errorf("listen for logs on %s: %w", a.cfg.LogListen, err)
+	}
+	a.listener = ln
+	a.node.port = int32(ln.Addr().(*net.TCPAddr).Port)
+	return nil
+}
+
+func (a *Agent) closeListener() {
+	if a.listener != nil {
+		a.listener.Close()
+	}
+}
+
+// serve runs the agent's loops once its pods have synced, until ctx ends.
+// firstBeat delays the first heartbeat (spreads simulated nodes).
+func (a *Agent) serve(ctx context.Context, firstBeat time.Duration) {
+	if cs := a.disp.leftovers(); len(cs) > 0 {
+		a.removeOrphans(ctx, cs)
+	}
+	a.removeStalePodDirs()
+	done := make(chan struct{})
+	go func() { defer close(done); a.relistLoop(ctx) }()
+	if a.listener != nil {
+		a.serveLogs(ctx)
+	}
+	a.heartbeatLoop(ctx, firstBeat) // returns when ctx ends
+	<-done
+	a.disp.wait()
+}
+
+// serveLogs serves the log server until ctx ends.
+func (a *Agent) serveLogs(ctx context.Context) {
+	tokens := append([]string{}, a.cfg.LogTokens...)
+	if t := a.cfg.Client.RESTConfig().BearerToken; t != "" {
+		tokens = append(tokens, t)
+	}
+	var metricsHandler http.Handler
+	if reg := a.cfg.Metrics.Registry; reg != nil {
+		metricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	}
+	h := logs.NewHandler(logs.Options{
+		RootDir: a.cfg.RootDir, Lookup: a.disp.lookup, Tokens: tokens,
+		AllowAnonymous: a.cfg.LogAllowAnonymous, Metrics: metricsHandler, Logger: a.cfg.Logger,
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := srv.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.cfg.Logger.Error("serve logs", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
+	}()
+	a.cfg.Logger.Info("serving container logs", "addr", a.listener.Addr().String())
+}

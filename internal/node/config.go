@@ -1,0 +1,136 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/node/metrics"
+	"allot.dev/allot/internal/node/pods"
+	"allot.dev/allot/internal/node/runtime"
+	"allot.dev/allot/pkg/client"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxPods           = 110
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultRelistInterval    = time.Second
+	DefaultAPITimeout        = 30 * time.Second
+)
+
+// NodeDecorator adds to the Node the agent publishes, for example the
+// extended resources of device plugins in capacity and allocatable. It is
+// called at registration and before every heartbeat, from one goroutine,
+// and must be fast (answer from memory). Call Agent.UpdateNodeStatus after
+// a change to publish it before the next heartbeat.
+type NodeDecorator interface {
+	DecorateNode(node *corev1.Node)
+}
+
+// Config configures an Agent. Zero durations take defaults.
+type Config struct {
+	// NodeName is the Node's name (a DNS subdomain). Required.
+	NodeName string
+	// Client talks to the API server with the node's identity (a node
+	// token) or an admin one. Required.
+	Client *client.Client
+	// Runtime runs the containers. Required.
+	Runtime runtime.Runtime
+	// RootDir keeps container logs and pod checkpoints (package
+	// podfiles). Empty keeps neither: for simulated nodes only.
+	RootDir string
+
+	// NodeIP is the InternalIP address; empty detects the address that
+	// routes to the API server. Hostname is the Hostname address; empty is
+	// the host's name.
+	NodeIP   string
+	Hostname string
+	// Labels are added to the Node's, beside kubernetes.io/hostname,
+	// kubernetes.io/os, kubernetes.io/arch and allot.dev/cdi.
+	Labels map[string]string
+	// Capacity overrides detected capacities (cpu, memory) and adds
+	// others; MaxPods is the pods capacity (default 110).
+	Capacity corev1.ResourceList
+	MaxPods  int
+	// NodeDecorators contribute to the published Node.
+	NodeDecorators []NodeDecorator
+
+	// LogListen is the log server's address (host:port, port 0 picks
+	// one); empty runs no log server. LogTokens are the bearer tokens it
+	// accepts besides the client's own; LogAllowAnonymous accepts
+	// requests without one (loopback development only).
+	LogListen         string
+	LogTokens         []string
+	LogAllowAnonymous bool
+
+	// Hooks are the pod admission and container extension points.
+	Hooks pods.Hooks
+	// DisableStatusUpdates skips pod status writes (scheduler benchmarks);
+	// DisableEvents skips events.
+	DisableStatusUpdates bool
+	DisableEvents        bool
+
+	// HeartbeatInterval is how often the Node's Ready condition is renewed
+	// (default 10s). RelistInterval is how often the runtime's containers
+	// are listed to wake the workers of pods whose containers changed
+	// (default 1s). APITimeout bounds each API call (default 30s).
+	HeartbeatInterval time.Duration
+	RelistInterval    time.Duration
+	APITimeout        time.Duration
+	// Pods are the pod workers' timers: restart back-off, resync, grace
+	// period cap, cleanup of finished pods.
+	Pods pods.Timing
+
+	// Metrics may be shared by several agents; nil creates one with its
+	// own registry.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+}
+
+// ErrInvalidConfig is returned (wrapped) by New for a Config it cannot run.
+var ErrInvalidConfig = errors.New("invalid node agent config")
+
+func (c *Config) setDefaults() {
+	if c.MaxPods <= 0 {
+		c.MaxPods = DefaultMaxPods
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.RelistInterval <= 0 {
+		c.RelistInterval = DefaultRelistInterval
+	}
+	if c.APITimeout <= 0 {
+		c.APITimeout = DefaultAPITimeout
+	}
+	if c.Pods.APITimeout <= 0 {
+		c.Pods.APITimeout = c.APITimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New(nil)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.NodeName == "":
+		return fmt.Errorf("%w: a node name is required", ErrInvalidConfig)
+	case len(validation.IsDNS1123Subdomain(c.NodeName)) > 0:
+		return fmt.Errorf("%w: node name %q is not a DNS subdomain", ErrInvalidConfig, c.NodeName)
+	case c.Client == nil:
+		return fmt.Errorf("%w: a client is required", ErrInvalidConfig)
+	case c.Runtime == nil:
+		return fmt.Errorf("%w: a runtime is required", ErrInvalidConfig)
+	case c.LogListen != "" && c.RootDir == "":
+		return fmt.Errorf("%w: a log server needs a root directory", ErrInvalidConfig)
+	}
+	return nil
+}
