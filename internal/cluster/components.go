@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"context"
-	"log/slog"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 
