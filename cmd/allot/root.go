@@ -12,7 +12,8 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newUpCommand(), newAPIServerCommand(), newTokenCommand(), newSimulateCommand(), newControllerManagerCommand(),
-		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand())
+		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand(),
+		newSchedulerCommand(), newExplainCommand())
 	addClientCommands(root)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"allot.dev/allot/internal/cluster"
+	"allot.dev/allot/internal/scheduler"
 )
 
 func newUpCommand() *cobra.Command {
@@ -28,8 +29,13 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager, scheduler, node")
 	f.StringVar(&o.NodeRuntime, "runtime", "runc", "container runtime of the local node: runc or fake")
 	f.StringVar(&o.NodeRootDir, "node-root-dir", "", "root dir of the local node: logs, images, containers (default DATA-DIR/node)")
+	f.StringSliceVar(&o.CDISpecDirs, "cdi-spec-dir", nil, "CDI spec directories of the local node (default /etc/cdi and /var/run/cdi)")
 	addControllerFlags(f, &o.Controllers)
 	addNodeTimerFlags(f, &o.Node)
+	f.StringVar((*string)(&o.Scheduler.ScoreStrategy), "score-strategy", "LeastAllocated", "how the scheduler ranks feasible nodes: LeastAllocated (spread) or MostAllocated (pack)")
+	f.DurationVar(&o.Scheduler.PodInitialBackoff, "pod-initial-backoff", scheduler.DefaultPodInitialBackoff, "scheduler backoff after a pod's first failed attempt; doubles per attempt")
+	f.DurationVar(&o.Scheduler.PodMaxBackoff, "pod-max-backoff", scheduler.DefaultPodMaxBackoff, "longest scheduler backoff between a pod's attempts")
+	f.DurationVar(&o.Scheduler.UnschedulableTimeout, "unschedulable-timeout", scheduler.DefaultUnschedulableTimeout, "retry an unschedulable pod after this long even if no cluster event moved it")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/node/runtime/fake"
 	"allot.dev/allot/internal/node/runtime/runc"
+	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -51,6 +52,18 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 		cfg.Logger = o.Logger.With("component", "controller-manager")
 		c.run(ctx, o, "controller-manager", func(ctx context.Context) error { return manager.Run(ctx, cfg) })
 	}
+	if o.enabled("scheduler") {
+		rc, err := componentConfig(o.DataDir, url, auth.SchedulerName, tokens, caPEM)
+		if err != nil {
+			return nil, err
+		}
+		cfg := o.Scheduler
+		if cfg.Client, err = client.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("create scheduler client: %w", err)
+		}
+		cfg.Logger = o.Logger.With("component", "scheduler")
+		c.run(ctx, o, "scheduler", func(ctx context.Context) error { return scheduler.Run(ctx, cfg) })
+	}
 	if o.enabled("node") {
 		if err := startLocalNode(ctx, c, o, url, tokens, caPEM, logToken); err != nil {
 			return nil, err
@@ -76,7 +89,7 @@ func startLocalNode(ctx context.Context, c *components, o Options, url string, t
 		cfg.RootDir = filepath.Join(o.DataDir, "node")
 	}
 	cfg.Logger = o.Logger.With("component", "node", "node", cfg.NodeName)
-	if cfg.Runtime, err = newRuntime(o.NodeRuntime, cfg.RootDir, cfg.Logger); err != nil {
+	if cfg.Runtime, err = newRuntime(o.NodeRuntime, cfg.RootDir, o.CDISpecDirs, cfg.Logger); err != nil {
 		return err
 	}
 	if cfg.NodeIP == "" {
@@ -91,10 +104,10 @@ func startLocalNode(ctx context.Context, c *components, o Options, url string, t
 }
 
 // newRuntime creates the local node's container runtime.
-func newRuntime(name, rootDir string, log *slog.Logger) (runtime.Runtime, error) {
+func newRuntime(name, rootDir string, cdiDirs []string, log *slog.Logger) (runtime.Runtime, error) {
 	switch name {
 	case "", "runc":
-		rt, err := runc.New(runc.Options{RootDir: rootDir, Logger: log})
+		rt, err := runc.New(runc.Options{RootDir: rootDir, CDISpecDirs: cdiDirs, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("start the runc runtime (use --runtime fake to simulate containers): %w", err)
 		}

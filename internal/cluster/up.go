@@ -18,6 +18,7 @@ import (
 	"allot.dev/allot/internal/controller/manager"
 	"allot.dev/allot/internal/node"
 	"allot.dev/allot/internal/pki"
+	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/internal/storage"
 )
 
@@ -42,7 +43,13 @@ type Options struct {
 	Node        node.Config
 	NodeRuntime string
 	NodeRootDir string
-	Logger      *slog.Logger
+	// CDISpecDirs are the local node's CDI spec directories (default
+	// /etc/cdi and /var/run/cdi).
+	CDISpecDirs []string
+	// Scheduler configures the in-process scheduler (its client is filled
+	// in by Up).
+	Scheduler scheduler.Config
+	Logger    *slog.Logger
 }
 
 func (o Options) enabled(component string) bool {

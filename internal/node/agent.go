@@ -40,7 +40,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
-		API: pods.ClientAPI(cfg.Client), Hooks: cfg.Hooks, Metrics: cfg.Metrics,
+		API: pods.ClientAPI(cfg.Client), Hooks: withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
 		Logger: cfg.Logger.With("node", cfg.NodeName), StatusUpdates: !cfg.DisableStatusUpdates,
 		Timing: cfg.Pods,
 	}
@@ -225,4 +225,11 @@ func (a *Agent) serveLogs(ctx context.Context) {
 		}
 	}()
 	a.cfg.Logger.Info("serving container logs", "addr", a.listener.Addr().String())
+}
+
+// withDefaultHooks adds the hooks every agent has: CDI devices requested by
+// pod annotations.
+func withDefaultHooks(h pods.Hooks) pods.Hooks {
+	h.Configurers = append([]pods.ContainerConfigurer{pods.CDIAnnotations{}}, h.Configurers...)
+	return h
 }

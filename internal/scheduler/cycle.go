@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/queue"
+)
+
+// scheduleOne runs one scheduling cycle. It returns false once the queue
+// is closed.
+func (s *Scheduler) scheduleOne(ctx context.Context) bool {
+	qp, err := s.queue.Pop()
+	if err != nil {
+		return false
+	}
+	pod := qp.Pod
+	if s.skip(pod) {
+		s.queue.Done(pod.UID)
+		return true
+	}
+	start := s.now()
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CycleTimeout)
+	defer cancel()
+	state := framework.NewCycleState()
+	d := s.fw.Schedule(cctx, state, s.cache.Snapshot(), pod)
+	if !d.Status.IsSuccess() {
+		s.scheduleFailed(ctx, cctx, qp, state, d, start)
+		return true
+	}
+	assumed := pod.DeepCopy()
+	assumed.Spec.NodeName = d.Selected
+	if err := s.cache.AssumePod(assumed); err != nil {
+		s.observeAttempt(ResultError, start)
+		s.finish(ctx, qp, failure{status: framework.AsStatus(err)})
+		return true
+	}
+	if st := s.fw.RunReserve(cctx, state, assumed, d.Selected); !st.IsSuccess() {
+		s.forget(assumed)
+		s.observeAttempt(resultOf(st), start)
+		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{st.Plugin()}, condition: st.Code() != framework.Error})
+		return true
+	}
+	s.observeAttempt(ResultScheduled, start)
+	s.log.Debug("assumed pod", "pod", d.Pod, "node", d.Selected, "attempt", qp.Attempts)
+	s.goAsync(func() { s.bind(ctx, qp, state, assumed) })
+	return true
+}
+
+// skip: the pod was deleted, bound, or already assumed since it was
+// queued.
+func (s *Scheduler) skip(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" || s.cache.IsAssumed(pod.UID)
+}
+
+func (s *Scheduler) observeAttempt(result string, start time.Time) {
+	s.metrics.attempts.WithLabelValues(result).Inc()
+	s.metrics.attemptDuration.WithLabelValues(result).Observe(s.now().Sub(start).Seconds())
+}
+
+func resultOf(st *framework.Status) string {
+	if st.Code() == framework.Error {
+		return ResultError
+	}
+	return ResultUnschedulable
+}
+
+// scheduleFailed handles a cycle in which no node was chosen: PostFilter
+// plugins may make room; then the pod's condition, an event, and the
+// queue.
+func (s *Scheduler) scheduleFailed(ctx, cctx context.Context, qp *queue.QueuedPod, state *framework.CycleState, d *framework.Diagnosis, start time.Time) {
+	s.observeAttempt(resultOf(d.Status), start)
+	f := failure{status: d.Status, message: d.Message(), rejectedBy: d.RejectingPlugins(), condition: true}
+	if d.Status.IsRejected() {
+		if pf := s.fw.RunPostFilter(cctx, state, qp.Pod, d); pf.IsSuccess() && pf != nil {
+			f.retrySoon = true
+		}
+	}
+	if d.Status.Code() == framework.Error {
+		s.log.Error("scheduling cycle failed", "pod", d.Pod, "err", d.Status.Err())
+	} else {
+		s.log.Debug("pod is unschedulable", "pod", d.Pod, "code", d.Status.Code(), "message", f.message)
+	}
+	s.finish(ctx, qp, f)
+}
+
+// failure is why an attempt ended without a binding.
+type failure struct {
+	status     *framework.Status
+	message    string   // for people; default status.Message()
+	rejectedBy []string // plugins whose events may help
+	condition  bool     // write PodScheduled=False
+	retrySoon  bool     // retry after backoff instead of waiting for an event
+}
+
+// finish records a failed attempt (condition, event) and requeues the
+// pod, on its own goroutine: API writes never stall the loop, and the pod
+// stays in flight until they are done so that a later attempt's condition
+// cannot be overwritten by this one.
+func (s *Scheduler) finish(ctx context.Context, qp *queue.QueuedPod, f failure) {
+	if f.message == "" {
+		f.message = f.status.Message()
+	}
+	s.goAsync(func() {
+		if f.condition {
+			reason := corev1.PodReasonUnschedulable
+			if f.status.Code() == framework.Error {
+				reason = ReasonSchedulerError
+			}
+			if err := s.setUnscheduled(ctx, qp.Pod, reason, f.message); err != nil {
+				s.log.Warn("update PodScheduled condition", "pod", qp.Pod.Namespace+"/"+qp.Pod.Name, "err", err)
+			}
+		}
+		s.events.Eventf(qp.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "%s", f.message)
+		switch {
+		case f.status.Code() == framework.Error || f.retrySoon:
+			s.queue.Backoff(qp)
+		default:
+			s.queue.Unschedulable(qp, f.rejectedBy, f.status.Code() == framework.Wait)
+		}
+	})
+}
+
+// forget undoes an assume; what the pod held may let parked pods fit.
+func (s *Scheduler) forget(assumed *corev1.Pod) {
+	s.cache.ForgetPod(assumed)
+	s.queue.OnEvent(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, assumed, nil)
+}
+
+// Event and condition reasons.
+const (
+	// ReasonFailedScheduling is the event of an attempt that did not bind.
+	ReasonFailedScheduling = "FailedScheduling"
+	// ReasonScheduled is the event of a successful binding.
+	ReasonScheduled = "Scheduled"
+	// ReasonSchedulerError is the PodScheduled=False reason after an
+	// error (as opposed to Unschedulable).
+	ReasonSchedulerError = "SchedulerError"
+)

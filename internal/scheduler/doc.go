@@ -1,0 +1,41 @@
+// Package scheduler is allot's scheduler: it places pending pods on nodes
+// by running the plugins of package framework over an immutable snapshot
+// of the cluster, one pod at a time, and commits each decision with one
+// POST of the pods/binding subresource. README.md draws the pipeline.
+//
+// A caller running the scheduler does, in order:
+//
+//  1. Fill a Config: a Client (required), optionally a shared
+//     client.Factory (allot up), the SchedulerName whose pods it owns, the
+//     score strategy and every timer (backoff, the unschedulable safety
+//     net, bind, API and cycle deadlines), and a Metrics whose Registry it
+//     serves. ExtraPlugins (the DRA plugin) run after the default ones.
+//  2. Call Run(ctx, cfg), or New then (*Scheduler).Run. New registers the
+//     informer handlers; Run starts the informers, waits for their caches,
+//     and schedules until ctx ends. Run returns only after every binding
+//     and status goroutine has finished.
+//
+// What the scheduler promises:
+//
+//   - Only pods with spec.schedulerName == Config.SchedulerName, no
+//     spec.nodeName, no deletionTimestamp and not terminated are scheduled.
+//     A pod given a node by hand is never touched.
+//   - One scheduling loop; binding is asynchronous (a goroutine per pod,
+//     bounded by BindTimeout), so a slow write never stalls the loop. The
+//     pod is assumed on its node in the cache before binding, so the next
+//     cycle sees the resources taken; a failed binding undoes the
+//     reservation and the assumption and retries the pod with backoff.
+//   - A pod that fits no node gets PodScheduled=False with reason
+//     Unschedulable and kube-scheduler's summary message, written (with the
+//     pod's resourceVersion as a precondition) only when it changes, and a
+//     FailedScheduling event every attempt. It is parked until a cluster
+//     event that a rejecting plugin registered may help it, or until
+//     UnschedulableTimeout passes.
+//   - Every API call carries a deadline.
+//
+// The pure parts are usable alone: framework (the pipeline, no I/O),
+// plugins (the default plugins and NewDefaultFramework), queue and cache.
+// `allot explain` uses ListSnapshot, Explain and WriteExplanation to run
+// the same framework over one List of the cluster; simulations call
+// framework.Diagnose directly.
+package scheduler

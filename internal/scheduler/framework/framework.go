@@ -1,0 +1,191 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+
+	corev1 "allot.dev/allot/api/core/v1"
+)
+
+// Options configure a Framework.
+type Options struct {
+	// Parallelism bounds the goroutines that filter and score nodes in
+	// one cycle; 0 means GOMAXPROCS, 1 runs everything on the caller's
+	// goroutine.
+	Parallelism int
+	// Weights multiply ScorePlugins' normalized scores, by plugin name;
+	// plugins not listed weigh 1.
+	Weights map[string]int64
+}
+
+type weightedScore struct {
+	ScorePlugin
+	weight int64
+}
+
+// Framework runs a fixed list of plugins at the extension points each
+// implements, in list order. It holds no state between calls and is safe
+// for concurrent use by the scheduler, Diagnose and simulations alike.
+type Framework struct {
+	names       []string
+	preFilter   []PreFilterPlugin
+	filter      []FilterPlugin
+	postFilter  []PostFilterPlugin
+	score       []weightedScore
+	reserve     []ReservePlugin
+	bind        []BindContributor
+	events      map[string][]ClusterEventWithHint
+	parallelism int
+}
+
+// New sorts plugins into the extension points they implement. Names must
+// be unique and non-empty; weights must name score plugins and be
+// positive.
+func New(plugins []Plugin, opts Options) (*Framework, error) {
+	f := &Framework{events: map[string][]ClusterEventWithHint{}, parallelism: opts.Parallelism}
+	if f.parallelism <= 0 {
+		f.parallelism = runtime.GOMAXPROCS(0)
+	}
+	for _, p := range plugins {
+		name := p.Name()
+		if name == "" || slices.Contains(f.names, name) {
+			return nil, fmt.Errorf("build framework: plugin name %q is empty or used twice", name)
+		}
+		f.names = append(f.names, name)
+		if err := f.add(p, opts.Weights); err != nil {
+			return nil, err
+		}
+	}
+	for name, w := range opts.Weights {
+		if !slices.ContainsFunc(f.score, func(s weightedScore) bool { return s.Name() == name }) || w <= 0 {
+			return nil, fmt.Errorf("build framework: weight %d for %q: not a score plugin or not positive", w, name)
+		}
+	}
+	return f, nil
+}
+
+func (f *Framework) add(p Plugin, weights map[string]int64) error {
+	used := false
+	if x, ok := p.(PreFilterPlugin); ok {
+		f.preFilter, used = append(f.preFilter, x), true
+	}
+	if x, ok := p.(FilterPlugin); ok {
+		f.filter, used = append(f.filter, x), true
+	}
+	if x, ok := p.(PostFilterPlugin); ok {
+		f.postFilter, used = append(f.postFilter, x), true
+	}
+	if x, ok := p.(ScorePlugin); ok {
+		w := weights[p.Name()]
+		if w == 0 {
+			w = 1
+		}
+		f.score, used = append(f.score, weightedScore{x, w}), true
+	}
+	if x, ok := p.(ReservePlugin); ok {
+		f.reserve, used = append(f.reserve, x), true
+	}
+	if x, ok := p.(BindContributor); ok {
+		f.bind, used = append(f.bind, x), true
+	}
+	if x, ok := p.(EnqueueExtensions); ok {
+		f.events[p.Name()] = x.EventsToRegister()
+	}
+	if !used {
+		return fmt.Errorf("build framework: plugin %q implements no extension point", p.Name())
+	}
+	return nil
+}
+
+// PluginNames returns the plugins in order.
+func (f *Framework) PluginNames() []string { return slices.Clone(f.names) }
+
+// Parallelism is the number of goroutines a cycle uses.
+func (f *Framework) Parallelism() int { return f.parallelism }
+
+// EventsToRegister returns, per plugin name, the cluster events that may
+// make a pod it rejected schedulable. The map is a copy.
+func (f *Framework) EventsToRegister() map[string][]ClusterEventWithHint {
+	out := make(map[string][]ClusterEventWithHint, len(f.events))
+	for k, v := range f.events {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// EventResources lists every resource some plugin registered an event
+// for, so the scheduler watches only what matters.
+func (f *Framework) EventResources() []EventResource {
+	var out []EventResource
+	for _, evs := range f.events {
+		for _, e := range evs {
+			if !slices.Contains(out, e.Event.Resource) {
+				out = append(out, e.Event.Resource)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RunReserve calls every ReservePlugin's Reserve in order. On the first
+// failure it calls every plugin's Unreserve (in reverse order) and
+// returns the failure.
+func (f *Framework) RunReserve(ctx context.Context, state *CycleState, pod *corev1.Pod, node string) *Status {
+	for _, p := range f.reserve {
+		st := p.Reserve(ctx, state, pod, node)
+		if st.IsSuccess() {
+			continue
+		}
+		f.RunUnreserve(ctx, state, pod, node)
+		return normalize(st, p.Name())
+	}
+	return nil
+}
+
+// RunUnreserve calls every ReservePlugin's Unreserve in reverse order.
+func (f *Framework) RunUnreserve(ctx context.Context, state *CycleState, pod *corev1.Pod, node string) {
+	for i := len(f.reserve) - 1; i >= 0; i-- {
+		f.reserve[i].Unreserve(ctx, state, pod, node)
+	}
+}
+
+// RunBindContributors lets each BindContributor add to b, stopping at the
+// first that does not succeed.
+func (f *Framework) RunBindContributors(ctx context.Context, state *CycleState, pod *corev1.Pod, node string, b *corev1.Binding) *Status {
+	for _, p := range f.bind {
+		if st := p.ContributeBinding(ctx, state, pod, node, b); !st.IsSuccess() {
+			return normalize(st, p.Name())
+		}
+	}
+	return nil
+}
+
+// RunPostFilter runs the PostFilter plugins after no node fit, until one
+// succeeds. It returns that success, or the last failure (nil when there
+// are no PostFilter plugins).
+func (f *Framework) RunPostFilter(ctx context.Context, state *CycleState, pod *corev1.Pod, d *Diagnosis) *Status {
+	var last *Status
+	for _, p := range f.postFilter {
+		st := p.PostFilter(ctx, state, pod, d)
+		if st.IsSuccess() {
+			return NewStatus(Success).WithPlugin(p.Name())
+		}
+		last = normalize(st, p.Name())
+		if st.Code() == Error {
+			return last
+		}
+	}
+	return last
+}
+
+// normalize attributes a non-success status to its plugin; a Skip outside
+// PreFilter is an error in the plugin.
+func normalize(st *Status, plugin string) *Status {
+	if st.IsSkip() {
+		st = NewStatus(Error, fmt.Sprintf("plugin %s returned Skip outside PreFilter", plugin))
+	}
+	return st.WithPlugin(plugin)
+}

@@ -1,0 +1,323 @@
+package framework_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	fw "allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins"
+	"allot.dev/allot/internal/scheduler/schedtest"
+)
+
+var (
+	makePod  = schedtest.MakePod
+	makeNode = schedtest.MakeNode
+)
+
+func newFramework(t testing.TB, ps []fw.Plugin, opts fw.Options) *fw.Framework {
+	t.Helper()
+	f, err := fw.New(ps, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return f
+}
+
+func nodes(names ...string) *fw.Snapshot {
+	var ns []*corev1.Node
+	for _, n := range names {
+		ns = append(ns, makeNode(n).Alloc("cpu", "4").Obj())
+	}
+	return fw.NewSnapshot(ns, nil)
+}
+
+func TestUnschedulableMessage(t *testing.T) {
+	f, err := plugins.NewDefaultFramework(plugins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := fw.NewSnapshot([]*corev1.Node{
+		makeNode("a").Alloc("cpu", "4").Obj(),
+		makeNode("b").Alloc("cpu", "1").Label("disk", "ssd").Obj(),
+		makeNode("c").Alloc("cpu", "1").Label("disk", "ssd").Obj(),
+	}, nil)
+	pod := makePod("p").Req("cpu", "2").NodeSelector("disk", "ssd").Obj()
+	d := f.Schedule(context.Background(), fw.NewCycleState(), snap, pod)
+	want := "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu."
+	if got := d.Message(); got != want {
+		t.Fatalf("Message =\n %q\nwant\n %q", got, want)
+	}
+	if d.Status.Code() != fw.Unschedulable {
+		t.Fatalf("code = %v, want Unschedulable (cpu may free up)", d.Status.Code())
+	}
+	if got := d.RejectingPlugins(); !slices.Equal(got, []string{"NodeAffinity", "NodeResourcesFit"}) {
+		t.Fatalf("RejectingPlugins = %v", got)
+	}
+}
+
+func TestNoNodes(t *testing.T) {
+	f := newFramework(t, []fw.Plugin{rejectNodes("A", fw.Unschedulable, "x")}, fw.Options{})
+	d := f.Schedule(context.Background(), fw.NewCycleState(), nodes(), makePod("p").Obj())
+	if d.Status.Code() != fw.UnschedulableAndUnresolvable || d.Message() != fw.NoNodesMessage || len(d.RejectingPlugins()) != 0 {
+		t.Fatalf("diagnosis = %v %q %v", d.Status, d.Message(), d.RejectingPlugins())
+	}
+}
+
+func TestOutcomeCode(t *testing.T) {
+	tests := map[string]struct {
+		filters []fw.Plugin
+		want    fw.Code
+	}{
+		"all unresolvable": {[]fw.Plugin{rejectNodes("A", fw.UnschedulableAndUnresolvable, "no", "n1", "n2")}, fw.UnschedulableAndUnresolvable},
+		"one resolvable": {[]fw.Plugin{
+			rejectNodes("A", fw.UnschedulableAndUnresolvable, "no", "n1"),
+			rejectNodes("B", fw.Unschedulable, "full", "n2"),
+		}, fw.Unschedulable},
+		"a wait wins": {[]fw.Plugin{
+			rejectNodes("A", fw.Unschedulable, "full", "n1"),
+			rejectNodes("B", fw.Wait, "waiting for claim", "n2"),
+		}, fw.Wait},
+		"one node fits": {[]fw.Plugin{rejectNodes("A", fw.Unschedulable, "full", "n1")}, fw.Success},
+		"error":         {[]fw.Plugin{rejectNodes("A", fw.Error, "broken", "n2")}, fw.Error},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			f := newFramework(t, tc.filters, fw.Options{})
+			d := f.Schedule(context.Background(), fw.NewCycleState(), nodes("n1", "n2"), makePod("p").Obj())
+			if d.Status.Code() != tc.want {
+				t.Fatalf("outcome = %v, want %v", d.Status, tc.want)
+			}
+		})
+	}
+}
+
+func TestPreFilterStops(t *testing.T) {
+	for name, tc := range map[string]struct {
+		st      *fw.Status
+		message string
+	}{
+		"rejection": {fw.NewStatus(fw.UnschedulableAndUnresolvable, "pod uses a claim that does not exist"), "0/2 nodes are available: pod uses a claim that does not exist."},
+		"wait":      {fw.NewStatus(fw.Wait, "waiting for claim c to be created"), "waiting for claim c to be created"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFramework(t, []fw.Plugin{&preFilterPlugin{name: "Claims", st: tc.st}}, fw.Options{})
+			d := f.Schedule(context.Background(), fw.NewCycleState(), nodes("n1", "n2"), makePod("p").Obj())
+			if d.PreFilter == nil || d.PreFilter.Plugin() != "Claims" || len(d.Nodes) != 0 {
+				t.Fatalf("diagnosis = %+v", d)
+			}
+			if d.Message() != tc.message || d.Status.Code() != tc.st.Code() {
+				t.Fatalf("message %q code %v", d.Message(), d.Status.Code())
+			}
+			if !slices.Equal(d.RejectingPlugins(), []string{"Claims"}) {
+				t.Fatalf("RejectingPlugins = %v", d.RejectingPlugins())
+			}
+		})
+	}
+}
+
+func TestPreFilterSkip(t *testing.T) {
+	f := newFramework(t, []fw.Plugin{skipFilter{}}, fw.Options{})
+	d := f.Schedule(context.Background(), fw.NewCycleState(), nodes("n1"), makePod("p").Obj())
+	if !d.Status.IsSuccess() || d.Selected != "n1" {
+		t.Fatalf("skipped filter ran: %+v", d.Status)
+	}
+}
+
+func TestDiagnoseReportsEveryRejection(t *testing.T) {
+	ps := []fw.Plugin{
+		rejectNodes("A", fw.UnschedulableAndUnresolvable, "wrong label", "n1"),
+		rejectNodes("B", fw.Unschedulable, "Insufficient cpu", "n1", "n2"),
+	}
+	f := newFramework(t, ps, fw.Options{})
+	snap := nodes("n1", "n2", "n3")
+	sched := f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj())
+	if r, _ := sched.Node("n1"); len(r.Rejections) != 1 || r.Rejections[0].Plugin() != "A" {
+		t.Fatalf("Schedule should stop at the first rejection: %v", r.Rejections)
+	}
+	diag := fw.Diagnose(context.Background(), f, snap, makePod("p").Obj())
+	r, _ := diag.Node("n1")
+	if len(r.Rejections) != 2 || r.Rejections[1].Plugin() != "B" {
+		t.Fatalf("Diagnose should report every rejection: %v", r.Rejections)
+	}
+	if diag.Selected != "n3" {
+		t.Fatalf("Selected = %q", diag.Selected)
+	}
+	// A node counts once per distinct reason; the message stays kube's.
+	if got := diag.Message(); got != "0/3 nodes are available: 1 wrong label, 2 Insufficient cpu." {
+		t.Fatalf("Message = %q", got)
+	}
+}
+
+func TestScoring(t *testing.T) {
+	a := &scorePlugin{name: "A", scores: map[string]int64{"n1": 10, "n2": 20, "n3": 40}}
+	b := &scorePlugin{name: "B", scores: map[string]int64{"n1": 100, "n2": 0, "n3": 0}}
+	f := newFramework(t, []fw.Plugin{normalizedScore{a}, b}, fw.Options{Weights: map[string]int64{"B": 2}})
+	d := fw.Diagnose(context.Background(), f, nodes("n1", "n2", "n3"), makePod("p").Obj())
+	// A normalized: 25, 50, 100. Totals: n1 25+200, n2 50, n3 100.
+	want := map[string]int64{"n1": 225, "n2": 50, "n3": 100}
+	for _, r := range d.Nodes {
+		if r.Score != want[r.Node] {
+			t.Errorf("%s: score %d, want %d (%+v)", r.Node, r.Score, want[r.Node], r.Scores)
+		}
+	}
+	if d.Selected != "n1" {
+		t.Fatalf("Selected = %s", d.Selected)
+	}
+	if s := d.Nodes[0].Scores; len(s) != 2 || s[1] != (fw.PluginScore{Plugin: "B", Score: 100, Weight: 2}) {
+		t.Fatalf("plugin scores = %+v", s)
+	}
+}
+
+func TestTieGoesToFirstName(t *testing.T) {
+	same := &scorePlugin{name: "S", scores: map[string]int64{"a": 5, "b": 5, "c": 5}}
+	f := newFramework(t, []fw.Plugin{same}, fw.Options{})
+	d := f.Schedule(context.Background(), fw.NewCycleState(), nodes("c", "b", "a"), makePod("p").Obj())
+	if d.Selected != "a" {
+		t.Fatalf("Selected = %s, want a", d.Selected)
+	}
+}
+
+func TestScoreOutOfRange(t *testing.T) {
+	bad := &scorePlugin{name: "Bad", scores: map[string]int64{"n1": 500, "n2": 1}}
+	f := newFramework(t, []fw.Plugin{bad}, fw.Options{})
+	d := f.Schedule(context.Background(), fw.NewCycleState(), nodes("n1", "n2"), makePod("p").Obj())
+	if d.Status.Code() != fw.Error || d.Status.Plugin() != "Bad" {
+		t.Fatalf("status = %v", d.Status)
+	}
+}
+
+func TestCancelledContextIsAnError(t *testing.T) {
+	f := newFramework(t, []fw.Plugin{rejectNodes("A", fw.Unschedulable, "x")}, fw.Options{Parallelism: 4})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := f.Schedule(ctx, fw.NewCycleState(), nodes("n1", "n2"), makePod("p").Obj())
+	if d.Status.Code() != fw.Error {
+		t.Fatalf("status = %v, want Error: unjudged nodes must not look feasible", d.Status)
+	}
+}
+
+// TestParallelFilters compares parallel and sequential filtering over many
+// nodes; run with -race.
+func TestParallelFilters(t *testing.T) {
+	var names []string
+	for i := range 1000 {
+		names = append(names, fmt.Sprintf("n%04d", i))
+	}
+	snap := nodes(names...)
+	mod := &filterPlugin{name: "Mod", fn: func(_ *corev1.Pod, ni *fw.NodeInfo) *fw.Status {
+		if i := nodeNum(ni); i%7 != 3 {
+			return fw.NewStatus(fw.Unschedulable, fmt.Sprintf("mod %d", i%7))
+		}
+		return nil
+	}}
+	run := func(par int) *fw.Diagnosis {
+		f := newFramework(t, []fw.Plugin{mod, numScore{}}, fw.Options{Parallelism: par})
+		return f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj())
+	}
+	seq, par := run(1), run(8)
+	if seq.Selected != par.Selected || seq.Selected != "n0990" {
+		t.Fatalf("selected %s (sequential) vs %s (parallel)", seq.Selected, par.Selected)
+	}
+	for i := range seq.Nodes {
+		s, p := seq.Nodes[i], par.Nodes[i]
+		if s.Node != p.Node || s.Feasible() != p.Feasible() || s.Score != p.Score {
+			t.Fatalf("node %d differs: %+v vs %+v", i, s, p)
+		}
+	}
+	if len(par.Feasible()) != 143 || seq.Message() != par.Message() {
+		t.Fatalf("feasible = %d; messages %q vs %q", len(par.Feasible()), seq.Message(), par.Message())
+	}
+}
+
+func nodeNum(ni *fw.NodeInfo) int64 {
+	var i int64
+	fmt.Sscanf(ni.Name(), "n%d", &i)
+	return i
+}
+
+// numScore scores by the node's number, a tenth of it.
+type numScore struct{}
+
+func (numScore) Name() string { return "Num" }
+func (numScore) Score(_ context.Context, _ *fw.CycleState, _ *corev1.Pod, ni *fw.NodeInfo) (int64, *fw.Status) {
+	return nodeNum(ni) / 10, nil
+}
+
+func TestReserveAndBind(t *testing.T) {
+	var calls []string
+	r1 := &recorder{name: "R1", calls: &calls}
+	r2 := &recorder{name: "R2", calls: &calls, reserve: fw.NewStatus(fw.Unschedulable, "gone")}
+	f := newFramework(t, []fw.Plugin{r1, r2}, fw.Options{})
+	ctx, state, pod := context.Background(), fw.NewCycleState(), makePod("p").Obj()
+	st := f.RunReserve(ctx, state, pod, "n1")
+	if st.Code() != fw.Unschedulable || st.Plugin() != "R2" {
+		t.Fatalf("RunReserve = %v", st)
+	}
+	want := "R1.Reserve(n1) R2.Reserve(n1) R2.Unreserve(n1) R1.Unreserve(n1)"
+	if got := strings.Join(calls, " "); got != want {
+		t.Fatalf("calls = %s\nwant  %s", got, want)
+	}
+	calls = nil
+	r1.bind = fw.NewStatus(fw.Wait, "driver is allocating")
+	b := &corev1.Binding{}
+	if st := f.RunBindContributors(ctx, state, pod, "n1", b); st.Code() != fw.Wait || st.Plugin() != "R1" {
+		t.Fatalf("RunBindContributors = %v", st)
+	}
+	if len(calls) != 1 || len(b.ResourceClaims) != 1 {
+		t.Fatalf("contributors should stop at the first failure: %v", calls)
+	}
+	r1.bind = nil
+	b = &corev1.Binding{}
+	if st := f.RunBindContributors(ctx, state, pod, "n1", b); !st.IsSuccess() || len(b.ResourceClaims) != 2 {
+		t.Fatalf("RunBindContributors = %v, claims %v", st, b.ResourceClaims)
+	}
+}
+
+func TestPostFilter(t *testing.T) {
+	f := newFramework(t, []fw.Plugin{postFilter{st: fw.NewStatus(fw.Unschedulable, "nothing to evict")}}, fw.Options{})
+	if st := f.RunPostFilter(context.Background(), nil, makePod("p").Obj(), &fw.Diagnosis{}); st.Code() != fw.Unschedulable || st.Plugin() != "Post" {
+		t.Fatalf("RunPostFilter = %v", st)
+	}
+	f = newFramework(t, []fw.Plugin{postFilter{}}, fw.Options{})
+	if st := f.RunPostFilter(context.Background(), nil, makePod("p").Obj(), &fw.Diagnosis{}); st == nil || !st.IsSuccess() {
+		t.Fatalf("RunPostFilter = %v, want a non-nil Success", st)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	a := rejectNodes("A", fw.Unschedulable, "x")
+	for name, tc := range map[string]struct {
+		ps   []fw.Plugin
+		opts fw.Options
+	}{
+		"duplicate":          {[]fw.Plugin{a, a}, fw.Options{}},
+		"weight, not scorer": {[]fw.Plugin{a}, fw.Options{Weights: map[string]int64{"A": 2}}},
+		"no extension point": {[]fw.Plugin{named("X")}, fw.Options{}},
+	} {
+		if _, err := fw.New(tc.ps, tc.opts); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		}
+	}
+}
+
+type named string
+
+func (n named) Name() string { return string(n) }
+
+func TestEventsToRegister(t *testing.T) {
+	f, err := plugins.NewDefaultFramework(plugins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := f.EventsToRegister()
+	if len(ev["NodeResourcesFit"]) == 0 || len(ev["NodeAffinity"]) == 0 {
+		t.Fatalf("EventsToRegister = %v", ev)
+	}
+	if got := f.EventResources(); !slices.Equal(got, []fw.EventResource{fw.AssignedPod, fw.Node}) {
+		t.Fatalf("EventResources = %v", got)
+	}
+}

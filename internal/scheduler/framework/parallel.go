@@ -1,0 +1,56 @@
+package framework
+
+import (
+	"context"
+	"math"
+	"sync"
+	"sync/atomic"
+)
+
+// parallelize calls fn(i) for i in [0, pieces) on at most workers
+// goroutines, handing out work in chunks, as client-go's
+// workqueue.ParallelizeUntil does. It stops handing out work once ctx
+// ends. With one worker (or one piece) it runs on the caller's goroutine.
+func parallelize(ctx context.Context, workers, pieces int, fn func(i int)) {
+	if pieces <= 0 {
+		return
+	}
+	if workers <= 1 || pieces == 1 {
+		for i := 0; i < pieces && ctx.Err() == nil; i++ {
+			fn(i)
+		}
+		return
+	}
+	chunk := chunkSize(pieces, workers)
+	chunks := (pieces + chunk - 1) / chunk
+	workers = min(workers, chunks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for range workers {
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				c := int(next.Add(1)) - 1
+				if c >= chunks {
+					return
+				}
+				end := min((c+1)*chunk, pieces)
+				for i := c * chunk; i < end; i++ {
+					fn(i)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// chunkSize balances per-chunk overhead against load balance: about
+// sqrt(pieces), but no more than an even share per worker.
+func chunkSize(pieces, workers int) int {
+	s := int(math.Sqrt(float64(pieces)))
+	if r := pieces/workers + 1; r < s {
+		s = r
+	}
+	return max(s, 1)
+}

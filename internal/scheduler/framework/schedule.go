@@ -1,0 +1,199 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "allot.dev/allot/api/core/v1"
+)
+
+// Schedule runs PreFilter, Filter (in parallel across nodes) and Score
+// for pod over snap, and picks the highest-scoring feasible node (the
+// first in name order on a tie). Each node records only its first
+// rejection. It does not reserve or bind; the caller does, and runs
+// RunPostFilter when no node fits.
+func (f *Framework) Schedule(ctx context.Context, state *CycleState, snap *Snapshot, pod *corev1.Pod) *Diagnosis {
+	return f.run(ctx, state, snap, pod, false)
+}
+
+// Diagnose runs the same pipeline as Schedule with a fresh CycleState,
+// but asks every Filter plugin about every node and scores every feasible
+// node, so that each "no" is reported. It has no side effects: PostFilter,
+// Reserve and binding are not run. `allot explain` and simulations use it.
+func Diagnose(ctx context.Context, fw *Framework, snap *Snapshot, pod *corev1.Pod) *Diagnosis {
+	return fw.run(ctx, NewCycleState(), snap, pod, true)
+}
+
+func (f *Framework) run(ctx context.Context, state *CycleState, snap *Snapshot, pod *corev1.Pod, diagnose bool) *Diagnosis {
+	d := &Diagnosis{Pod: pod.Namespace + "/" + pod.Name, NumNodes: snap.Len()}
+	if st := f.runPreFilter(ctx, state, pod, snap); !st.IsSuccess() {
+		d.Status = st
+		if st.Code() != Error {
+			d.PreFilter = st
+		}
+		return d
+	}
+	d.Nodes = make([]NodeResult, snap.Len())
+	if st := f.runFilters(ctx, state, pod, snap, d, diagnose); st != nil {
+		d.Status = st
+		return d
+	}
+	feasible := d.Feasible()
+	switch {
+	case len(feasible) == 0:
+		d.Status = noFit(d)
+		return d
+	case len(feasible) == 1 && !diagnose:
+		d.Selected = feasible[0].Node
+		return d
+	}
+	if st := f.runScore(ctx, state, pod, feasible); st != nil {
+		d.Status = st
+		return d
+	}
+	best := feasible[0]
+	for _, r := range feasible[1:] {
+		if r.Score > best.Score {
+			best = r
+		}
+	}
+	d.Selected = best.Node
+	return d
+}
+
+func (f *Framework) runPreFilter(ctx context.Context, state *CycleState, pod *corev1.Pod, snap *Snapshot) *Status {
+	for _, p := range f.preFilter {
+		st := p.PreFilter(ctx, state, pod, snap)
+		switch {
+		case st.IsSkip():
+			state.setSkipFilter(p.Name())
+		case !st.IsSuccess():
+			return st.WithPlugin(p.Name())
+		}
+	}
+	return nil
+}
+
+// runFilters fills d.Nodes. It returns an Error status when a plugin
+// failed or ctx ended before every node was judged.
+func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *corev1.Pod, snap *Snapshot, d *Diagnosis, all bool) *Status {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var once sync.Once
+	var failed *Status
+	nodes := snap.Nodes()
+	skip := make([]bool, len(f.filter))
+	for i, p := range f.filter {
+		skip[i] = state.skipsFilter(p.Name())
+	}
+	parallelize(ctx, f.parallelism, len(nodes), func(i int) {
+		rej := f.filterNode(ctx, state, pod, nodes[i], skip, all)
+		d.Nodes[i] = NodeResult{Node: nodes[i].Name(), Rejections: rej, info: nodes[i]}
+		if len(rej) > 0 && rej[len(rej)-1].Code() == Error {
+			once.Do(func() { failed = rej[len(rej)-1]; cancel() })
+		}
+	})
+	if failed != nil {
+		return failed
+	}
+	if err := ctx.Err(); err != nil {
+		return AsStatus(fmt.Errorf("filter %d nodes: %w", len(nodes), err))
+	}
+	return nil
+}
+
+// filterNode returns the rejections of one node; an Error stops it.
+func (f *Framework) filterNode(ctx context.Context, state *CycleState, pod *corev1.Pod, ni *NodeInfo, skip []bool, all bool) []*Status {
+	var out []*Status
+	for i, p := range f.filter {
+		if skip[i] {
+			continue
+		}
+		st := p.Filter(ctx, state, pod, ni)
+		if st.IsSuccess() {
+			continue
+		}
+		out = append(out, normalize(st, p.Name()))
+		if st.Code() == Error || !all {
+			break
+		}
+	}
+	return out
+}
+
+// noFit is the outcome when no node passed: Wait if some plugin waits,
+// else Unschedulable if some node could fit after others leave, else
+// UnschedulableAndUnresolvable.
+func noFit(d *Diagnosis) *Status {
+	code := UnschedulableAndUnresolvable
+	for _, r := range d.Nodes {
+		for _, st := range r.Rejections {
+			switch {
+			case st.Code() == Wait:
+				return NewStatus(Wait, d.Message())
+			case st.Code() == Unschedulable:
+				code = Unschedulable
+			}
+		}
+	}
+	return NewStatus(code, d.Message())
+}
+
+// runScore scores the feasible nodes with every ScorePlugin, normalizes
+// and weighs the scores, and sets each result's Score and Scores.
+func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult) *Status {
+	if len(f.score) == 0 {
+		return nil
+	}
+	infos := make([]*NodeInfo, len(feasible))
+	for i, r := range feasible {
+		infos[i] = r.info
+	}
+	scores := make([][]NodeScore, len(f.score))
+	for j := range f.score {
+		scores[j] = make([]NodeScore, len(feasible))
+	}
+	errs := make([]*Status, len(feasible))
+	parallelize(ctx, f.parallelism, len(feasible), func(i int) {
+		for j, p := range f.score {
+			s, st := p.Score(ctx, state, pod, infos[i])
+			if !st.IsSuccess() {
+				errs[i] = AsStatus(fmt.Errorf("score node %s: %s", infos[i].Name(), st.Message())).WithPlugin(p.Name())
+				return
+			}
+			scores[j][i] = NodeScore{Name: infos[i].Name(), Score: s}
+		}
+	})
+	for _, st := range errs {
+		if st != nil {
+			return st
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return AsStatus(fmt.Errorf("score %d nodes: %w", len(feasible), err))
+	}
+	return f.weigh(ctx, state, pod, feasible, scores)
+}
+
+func (f *Framework) weigh(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult, scores [][]NodeScore) *Status {
+	for j, p := range f.score {
+		if n, ok := p.ScorePlugin.(ScoreNormalizer); ok {
+			if st := n.NormalizeScore(ctx, state, pod, scores[j]); !st.IsSuccess() {
+				return AsStatus(fmt.Errorf("normalize scores: %s", st.Message())).WithPlugin(p.Name())
+			}
+		}
+		for i, s := range scores[j] {
+			if feasible[i].Scores == nil {
+				feasible[i].Scores = make([]PluginScore, 0, len(f.score))
+			}
+			if s.Score < MinNodeScore || s.Score > MaxNodeScore {
+				return AsStatus(fmt.Errorf("score %d of node %s is outside [%d, %d]", s.Score, s.Name, MinNodeScore, MaxNodeScore)).WithPlugin(p.Name())
+			}
+			r := feasible[i]
+			r.Scores = append(r.Scores, PluginScore{Plugin: p.Name(), Score: s.Score, Weight: p.weight})
+			r.Score += s.Score * p.weight
+		}
+	}
+	return nil
+}

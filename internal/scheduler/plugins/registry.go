@@ -1,0 +1,65 @@
+// Package plugins assembles the default scheduling framework from allot's
+// in-tree plugins. The scheduler, `allot explain` and simulations all
+// build their framework here, so they judge pods with the same code.
+package plugins
+
+import (
+	"maps"
+
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/nodeaffinity"
+	"allot.dev/allot/internal/scheduler/plugins/nodename"
+	"allot.dev/allot/internal/scheduler/plugins/nodeready"
+	"allot.dev/allot/internal/scheduler/plugins/noderesources"
+	"allot.dev/allot/internal/scheduler/plugins/nodeunschedulable"
+	"allot.dev/allot/internal/scheduler/plugins/tainttoleration"
+)
+
+// Options configure the default framework.
+type Options struct {
+	// ScoreStrategy of NodeResourcesFit; "" is LeastAllocated.
+	ScoreStrategy noderesources.Strategy
+	// Parallelism of filtering and scoring; 0 is GOMAXPROCS.
+	Parallelism int
+	// Extra plugins run after the default ones at every extension point
+	// they implement (the DRA plugin, test plugins).
+	Extra []framework.Plugin
+	// Weights override DefaultWeights, by plugin name.
+	Weights map[string]int64
+}
+
+// DefaultWeights are kube-scheduler's default score weights.
+var DefaultWeights = map[string]int64{
+	tainttoleration.Name: 3,
+	nodeaffinity.Name:    2,
+	noderesources.Name:   1,
+}
+
+// Default returns the default plugins in filter order: the cheap,
+// unresolvable node checks first, resources last.
+func Default(o Options) ([]framework.Plugin, error) {
+	fit, err := noderesources.New(o.ScoreStrategy)
+	if err != nil {
+		return nil, err
+	}
+	return []framework.Plugin{
+		nodeunschedulable.New(),
+		nodename.New(),
+		nodeready.New(),
+		tainttoleration.New(),
+		nodeaffinity.New(),
+		fit,
+	}, nil
+}
+
+// NewDefaultFramework returns the framework of the default plugins plus
+// o.Extra.
+func NewDefaultFramework(o Options) (*framework.Framework, error) {
+	ps, err := Default(o)
+	if err != nil {
+		return nil, err
+	}
+	weights := maps.Clone(DefaultWeights)
+	maps.Copy(weights, o.Weights)
+	return framework.New(append(ps, o.Extra...), framework.Options{Parallelism: o.Parallelism, Weights: weights})
+}
