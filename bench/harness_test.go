@@ -97,3 +97,5 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	i := int(p * float64(len(d)-1))
 	return d[i]
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
