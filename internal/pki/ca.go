@@ -1,6 +1,8 @@
 package pki
 
 import (
+	"allot.dev/allot/internal/atomicfile"
+
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -135,11 +137,11 @@ func writeKeyAndCert(certPath, keyPath string, certDER []byte, key crypto.Signer
 		return nil, fmt.Errorf("marshal key: %w", err)
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return nil, fmt.Errorf("write %s: %w", filepath.Base(keyPath), err)
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certDER})
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(certPath, certPEM, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", filepath.Base(certPath), err)
 	}
 	return certPEM, nil

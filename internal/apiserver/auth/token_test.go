@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"allot.dev/allot/internal/atomicfile"
+
 	"bytes"
 	"context"
 	"errors"
@@ -224,7 +226,7 @@ func TestRunReloads(t *testing.T) {
 				return ok && u == User{"n2", RoleNode}
 			})
 			// Size changes too, so polling sees it even on coarse mtimes.
-			if err := writeFileAtomic(path, []byte("garbage line\n"), 0o600); err != nil {
+			if err := atomicfile.WriteFile(path, []byte("garbage line\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, "reload error", func() bool { return strings.Contains(logs.String(), "keeping previous tokens") })

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"allot.dev/allot/internal/atomicfile"
+
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
@@ -45,7 +47,7 @@ func AppendToken(path string, name string, role Role) (token string, err error) 
 		return "", err
 	}
 	data = appendTokenLine(data, token, User{Name: name, Role: role})
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("write tokens: %w", err)
 	}
 	return token, nil
@@ -102,7 +104,7 @@ func EnsureTokens(path string, nodes []string) (map[string]string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create tokens dir: %w", err)
 	}
-	if err := writeFileAtomic(path, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("write tokens: %w", err)
 	}
 	return out, nil

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"allot.dev/allot/internal/node/runtime/internal/atomicfile"
+	"allot.dev/allot/internal/atomicfile"
 )
 
 func (r *Runtime) file(id string) string { return filepath.Join(r.dir, id+".json") }

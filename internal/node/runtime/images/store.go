@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"allot.dev/allot/internal/node/runtime/internal/atomicfile"
+	"allot.dev/allot/internal/atomicfile"
 )
 
 // ErrNotFound is returned (wrapped, naming the image) for an image that is

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	rt "allot.dev/allot/internal/node/runtime"
-	"allot.dev/allot/internal/node/runtime/internal/atomicfile"
+	"allot.dev/allot/internal/atomicfile"
 )
 
 // Files of a container's bundle directory ROOT/containers/ID. The agent

@@ -47,7 +47,7 @@ import (
 
 	rt "allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/node/runtime/images"
-	"allot.dev/allot/internal/node/runtime/internal/atomicfile"
+	"allot.dev/allot/internal/atomicfile"
 )
 
 // ShimCommandName is the hidden subcommand of the allot binary that runs

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"allot.dev/allot/internal/node/runtime/internal/atomicfile"
+	"allot.dev/allot/internal/atomicfile"
 )
 
 // The shim is a small process per container, started by Start in its own

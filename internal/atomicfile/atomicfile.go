@@ -1,7 +1,8 @@
 // Package atomicfile replaces files so that readers see the old content or
 // the new, never a mix: write a temporary file in the same directory, then
-// rename it over the target. The runtimes keep their records this way
-// because an agent (or shim) may be killed at any instant.
+// rename it over the target. Tokens, certificates, checkpoints and the
+// runtimes' records are written this way, because a process may be killed
+// at any instant.
 package atomicfile
 
 import (
