@@ -25,7 +25,8 @@ func newSimulateCommand() *cobra.Command {
 		Long: `Read Nodes, NodeResourceSlices, ResourceClasses, ResourceClassParameters,
 ResourceClaimParameters, ResourceClaims, ResourceClaimTemplates, vendor
 parameter objects and Pods from files, schedule the pods that have no node in
-file order, and print the resulting Pods and ResourceClaims as one List, as the
+file order with the scheduler's own plugins (node checks, resources and
+structured-parameter claims), and print the resulting Pods and ResourceClaims as one List, as the
 cluster would store them. Pods left pending carry PodScheduled=False with the
 reasons. With --node-template (a file with one Node and its
 NodeResourceSlices), also report on stderr how many such nodes the pending

@@ -3,10 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/simulate"
+	"allot.dev/allot/pkg/client"
+	"allot.dev/allot/pkg/client/clienttest"
 )
 
 func runSimulate(t *testing.T, args ...string) (string, string) {
@@ -77,4 +89,326 @@ spec:
 	if !strings.Contains(stderr, "new nodes needed: 1") {
 		t.Fatalf("stderr = %q, want one new node", stderr)
 	}
+}
+
+// equivalenceScenario: three nodes with cpu and (two of them) partitionable
+// GPUs, claims asking for quarters, halves and whole cards, and pods that
+// compete for cpu and for instances. Only resourceClaimName claims: the
+// claim controller that turns templates into claims does not run yet.
+var equivalenceScenario = `
+apiVersion: v1
+kind: Node
+metadata: {name: worker-a, labels: {zone: a}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "4", memory: 8Gi, pods: "10"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: worker-b, labels: {zone: b}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "2", memory: 8Gi, pods: "10"}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: worker-c, labels: {zone: c}}
+status:
+  conditions: [{type: Ready, status: "True"}]
+  allocatable: {cpu: "8", memory: 8Gi, pods: "10"}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: NodeResourceSlice
+metadata: {name: worker-a-gpus}
+spec:
+  nodeName: worker-a
+  driverName: gpu.example.com
+  partitionable:
+    commonAttributes:
+    - {name: full, attributes: [{name: memory, quantity: 32Gi}]}
+    - {name: half, attributes: [{name: memory, quantity: 16Gi}]}
+    - {name: quarter, attributes: [{name: memory, quantity: 8Gi}]}
+    resourceInstances:
+    - name: gpu-0
+      partitions:
+      - {name: full, commonAttributesRefs: [full], resourceInstances: [{name: whole}]}
+      - {name: halves, commonAttributesRefs: [half], resourceInstances: [{name: half-0}, {name: half-1}]}
+      - {name: quarters, commonAttributesRefs: [quarter], resourceInstances: [{name: quarter-0}, {name: quarter-1}, {name: quarter-2}, {name: quarter-3}]}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: NodeResourceSlice
+metadata: {name: worker-b-gpus}
+spec:
+  nodeName: worker-b
+  driverName: gpu.example.com
+  partitionable:
+    commonAttributes:
+    - {name: full, attributes: [{name: memory, quantity: 32Gi}]}
+    - {name: half, attributes: [{name: memory, quantity: 16Gi}]}
+    resourceInstances:
+    - name: gpu-0
+      partitions:
+      - {name: full, commonAttributesRefs: [full], resourceInstances: [{name: whole}]}
+      - {name: halves, commonAttributesRefs: [half], resourceInstances: [{name: half-0}, {name: half-1}]}
+    - name: gpu-1
+      partitions:
+      - {name: full, commonAttributesRefs: [full], resourceInstances: [{name: whole}]}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClass
+metadata: {name: gpu}
+driverName: gpu.example.com
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaimParameters
+metadata: {name: quarter, namespace: default}
+requests:
+- driverName: gpu.example.com
+  partitionable:
+    required: [{name: q, selector: 'quantities["memory"] == quantity("8Gi")'}]
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaimParameters
+metadata: {name: whole, namespace: default}
+requests:
+- driverName: gpu.example.com
+  partitionable:
+    required: [{name: w, selector: 'quantities["memory"] >= "32Gi"'}]
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaimParameters
+metadata: {name: two-halves, namespace: default}
+requests:
+- driverName: gpu.example.com
+  partitionable:
+    required:
+    - {name: h0, selector: 'quantities["memory"] == quantity("16Gi")'}
+    - {name: h1, selector: 'quantities["memory"] == quantity("16Gi")'}
+` + claimsAndPods
+
+var claimsAndPods = `---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: q1, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: quarter}}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: q2, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: quarter}}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: w1, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: whole}}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: w2, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: whole}}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: hh, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: two-halves}}
+---
+apiVersion: resource.k8s.io/v1alpha2
+kind: ResourceClaim
+metadata: {name: w3, namespace: default}
+spec: {resourceClassName: gpu, parametersRef: {apiGroup: resource.k8s.io, kind: ResourceClaimParameters, name: whole}}
+` + equivalencePods
+
+var equivalencePods = `---
+apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: default}
+spec:
+  containers: [{name: app, image: busybox, resources: {requests: {cpu: "3"}}}]
+` + podWith("p-q1", "q1", "1") + podWith("p-w1", "w1", "1") + podWith("p-q2", "q2", "1") +
+	podWith("p-w2", "w2", "1") + podWith("p-hh", "hh", "500m") + podWith("p-w3", "w3", "1")
+
+func podWith(name, claim, cpu string) string {
+	return fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: %s}]
+  containers:
+  - name: app
+    image: busybox
+    resources: {requests: {cpu: "%s"}, claims: [{name: gpu}]}
+`, name, claim, cpu)
+}
+
+// placement is what the comparison looks at: every pod's node ("" when
+// pending) and every claim's allocated instance IDs.
+type placement struct {
+	pods   map[string]string
+	claims map[string]string
+}
+
+// TestSimulateMatchesLiveScheduler runs the scenario through `allot
+// simulate` (in process) and through a real cluster's scheduler, creating
+// the pods in file order and waiting for each to be decided, and requires
+// the same nodes and the same instances.
+func TestSimulateMatchesLiveScheduler(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	file := filepath.Join(t.TempDir(), "scenario.yaml")
+	if err := os.WriteFile(file, []byte(equivalenceScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := readTypedObjects([]string{file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := simulate.Run(ctx, objs, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := placement{pods: map[string]string{}, claims: map[string]string{}}
+	for _, p := range out.Pods {
+		sim.pods[p.Name] = p.Spec.NodeName
+	}
+	for _, c := range out.Claims {
+		sim.claims[c.Name] = instanceIDs(c)
+	}
+	if sim.pods["p-w3"] != "" || sim.pods["p-q1"] == "" {
+		t.Fatalf("scenario should place p-q1 and leave p-w3 pending: %v", sim.pods)
+	}
+
+	objs, err = readTypedObjects([]string{file}, nil) // simulate changed the pods
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := runLive(ctx, t, objs)
+	t.Logf("simulate: %v %v; live: %v %v", sim.pods, sim.claims, live.pods, live.claims)
+	for name, want := range sim.pods {
+		if got := live.pods[name]; got != want {
+			t.Errorf("pod %s: simulate placed it on %q, the scheduler on %q", name, want, got)
+		}
+	}
+	for name, want := range sim.claims {
+		if got := live.claims[name]; got != want {
+			t.Errorf("claim %s: simulate allocated %q, the scheduler %q", name, want, got)
+		}
+	}
+}
+
+func instanceIDs(c *resourceapi.ResourceClaim) string {
+	if c.Status.Allocation == nil {
+		return ""
+	}
+	var ids []string
+	for _, h := range c.Status.Allocation.ResourceHandles {
+		if sd := h.StructuredData; sd != nil && sd.Partitionable != nil {
+			for _, in := range sd.Partitionable.Instances {
+				ids = append(ids, sd.NodeName+":"+in.ID)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, " ")
+}
+
+// runLive starts a cluster whose scheduler runs (no node agent), creates
+// the objects, then the pods one by one, and reads back the placement.
+func runLive(ctx context.Context, t *testing.T, objs []runtime.Object) placement {
+	t.Helper()
+	cl, err := clienttest.Start(ctx, allotBin, t.TempDir(), "--disable", "node", "--node-monitor-grace-period", "1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Stop)
+	c, err := client.NewForKubeconfig(cl.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+			continue
+		}
+		if err := createLive(ctx, c, o); err != nil {
+			t.Fatalf("%v\n--- cluster log:\n%s", err, cl.Log())
+		}
+	}
+	for _, p := range pods {
+		if _, err := c.Pods(p.Namespace).Create(ctx, p); err != nil {
+			t.Fatalf("create pod %s: %v", p.Name, err)
+		}
+		if err := awaitDecision(ctx, c, p); err != nil {
+			t.Fatalf("%v\n--- cluster log:\n%s", err, cl.Log())
+		}
+	}
+	out := placement{pods: map[string]string{}, claims: map[string]string{}}
+	for _, p := range pods {
+		got, err := c.Pods(p.Namespace).Get(ctx, p.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.pods[p.Name] = got.Spec.NodeName
+	}
+	claims, err := c.ResourceClaims("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range claims.Items {
+		out.claims[claims.Items[i].Name] = instanceIDs(&claims.Items[i])
+	}
+	return out
+}
+
+// createLive creates one non-pod object; nodes get their status written
+// afterwards (create ignores status).
+func createLive(ctx context.Context, c *client.Client, o runtime.Object) error {
+	var err error
+	switch v := o.(type) {
+	case *corev1.Node:
+		var n *corev1.Node
+		if n, err = c.Nodes().Create(ctx, v); err == nil {
+			n.Status = v.Status
+			_, err = c.Nodes().UpdateStatus(ctx, n)
+		}
+	case *resourceapi.NodeResourceSlice:
+		_, err = c.NodeResourceSlices().Create(ctx, v)
+	case *resourceapi.ResourceClass:
+		_, err = c.ResourceClasses().Create(ctx, v)
+	case *resourceapi.ResourceClaimParameters:
+		_, err = c.ResourceClaimParameters(v.Namespace).Create(ctx, v)
+	case *resourceapi.ResourceClaim:
+		_, err = c.ResourceClaims(v.Namespace).Create(ctx, v)
+	default:
+		err = fmt.Errorf("unexpected %T", o)
+	}
+	if err != nil {
+		return fmt.Errorf("create %T: %w", o, err)
+	}
+	return nil
+}
+
+// awaitDecision waits until the pod is bound or marked unschedulable.
+func awaitDecision(ctx context.Context, c *client.Client, p *corev1.Pod) error {
+	var last *corev1.Pod
+	for ctx.Err() == nil {
+		got, err := c.Pods(p.Namespace).Get(ctx, p.Name)
+		if err == nil {
+			last = got
+			if got.Spec.NodeName != "" {
+				return nil
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+					return nil
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("pod %s was not decided: %+v", p.Name, last)
 }

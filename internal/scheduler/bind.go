@@ -25,8 +25,11 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 	st := s.fw.RunBindContributors(bctx, state, assumed, node, b)
 	contributed := st.IsSuccess()
 	if contributed {
-		if _, err := s.binder.Bind(bctx, assumed.Namespace, assumed.Name, b); err != nil {
+		rev, err := s.binder.Bind(bctx, assumed.Namespace, assumed.Name, b)
+		if err != nil {
 			st = framework.AsStatus(err).WithPlugin("Bind")
+		} else {
+			s.fw.RunPostBind(bctx, state, assumed, node, rev)
 		}
 	}
 	result := "success"

@@ -25,7 +25,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.CycleTimeout)
 	defer cancel()
 	state := framework.NewCycleState()
-	d := s.fw.Schedule(cctx, state, s.cache.Snapshot(), pod)
+	snap, err := s.snapshot()
+	if err != nil {
+		s.observeAttempt(ResultError, start)
+		s.finish(ctx, qp, failure{status: framework.AsStatus(err)})
+		return true
+	}
+	d := s.fw.Schedule(cctx, state, snap, pod)
 	if !d.Status.IsSuccess() {
 		s.scheduleFailed(ctx, cctx, qp, state, d, start)
 		return true

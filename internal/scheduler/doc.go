@@ -9,7 +9,8 @@
 //     client.Factory (allot up), the SchedulerName whose pods it owns, the
 //     score strategy and every timer (backoff, the unschedulable safety
 //     net, bind, API and cycle deadlines), and a Metrics whose Registry it
-//     serves. ExtraPlugins (the DRA plugin) run after the default ones.
+//     serves. ExtraPlugins run after the default ones (which include
+//     DynamicResources, fed from the scheduler's DRA informers).
 //  2. Call Run(ctx, cfg), or New then (*Scheduler).Run. New registers the
 //     informer handlers; Run starts the informers, waits for their caches,
 //     and schedules until ctx ends. Run returns only after every binding
@@ -36,6 +37,6 @@
 // The pure parts are usable alone: framework (the pipeline, no I/O),
 // plugins (the default plugins and NewDefaultFramework), queue and cache.
 // `allot explain` uses ListSnapshot, Explain and WriteExplanation to run
-// the same framework over one List of the cluster; simulations call
-// framework.Diagnose directly.
+// the same framework over one List of the cluster (DRA kinds included);
+// `allot simulate` runs Schedule and Reserve over an in-memory snapshot.
 package scheduler

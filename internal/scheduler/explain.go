@@ -12,11 +12,13 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
 )
 
-// ListSnapshot builds a snapshot from one List of nodes and one of pods,
-// for `allot explain`. Each List gets its own timeout.
+// ListSnapshot builds a snapshot from one List of nodes, one of pods and
+// one of each DRA kind (the DynamicResources plugin's extension), for
+// `allot explain`. Each List gets its own timeout.
 func ListSnapshot(ctx context.Context, c *client.Client, timeout time.Duration) (*framework.Snapshot, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	nodes, err := c.Nodes().List(lctx, metav1.ListOptions{})
@@ -38,7 +40,11 @@ func ListSnapshot(ctx context.Context, c *client.Client, timeout time.Duration) 
 	for i := range pods.Items {
 		ps[i] = &pods.Items[i]
 	}
-	return framework.NewSnapshot(ns, ps), nil
+	objs, err := listDRA(ctx, c, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return framework.NewSnapshot(ns, ps).WithExtension(dynamicresources.Name, objs), nil
 }
 
 // Explain diagnoses pod over snap as if it were pending now: a bound pod

@@ -62,15 +62,29 @@ func extraInformer(f *client.Factory, res framework.EventResource) toolscache.Sh
 }
 
 // forward turns an informer's events into cluster events for the queue.
+// The DRA objects are marked stale first: handlers of different listeners
+// run in no fixed order, and a pod moved by this event must see it.
 func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEventHandler {
+	stale := func(obj any) {
+		if s.dra == nil {
+			return
+		}
+		if res != framework.ResourceClaim {
+			obj = nil
+		}
+		s.dra.touch(obj)
+	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			stale(obj)
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Add}, nil, obj)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
+			stale(newObj)
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Update}, oldObj, newObj)
 		},
 		DeleteFunc: func(obj any) {
+			stale(untomb(obj))
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Delete}, untomb(obj), nil)
 		},
 	}

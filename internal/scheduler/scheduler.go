@@ -53,6 +53,7 @@ type Scheduler struct {
 
 	factory  *client.Factory
 	recorder *client.EventRecorder
+	dra      *draSource // the DynamicResources plugin's objects; nil without informers
 
 	async sync.WaitGroup // binding and failure goroutines
 }
@@ -91,6 +92,10 @@ func New(cfg Config) (*Scheduler, error) {
 		s.factory = client.NewFactory(cfg.Client, 0)
 	}
 	if err := s.addHandlers(s.factory); err != nil {
+		rec.Shutdown(context.Background())
+		return nil, err
+	}
+	if s.dra, err = newDRASource(s.factory); err != nil {
 		rec.Shutdown(context.Background())
 		return nil, err
 	}

@@ -36,6 +36,7 @@ type Framework struct {
 	score       []weightedScore
 	reserve     []ReservePlugin
 	bind        []BindContributor
+	postBind    []PostBindPlugin
 	events      map[string][]ClusterEventWithHint
 	parallelism int
 }
@@ -89,6 +90,9 @@ func (f *Framework) add(p Plugin, weights map[string]int64) error {
 	}
 	if x, ok := p.(BindContributor); ok {
 		f.bind, used = append(f.bind, x), true
+	}
+	if x, ok := p.(PostBindPlugin); ok {
+		f.postBind, used = append(f.postBind, x), true
 	}
 	if x, ok := p.(EnqueueExtensions); ok {
 		f.events[p.Name()] = x.EventsToRegister()
@@ -161,6 +165,14 @@ func (f *Framework) RunBindContributors(ctx context.Context, state *CycleState, 
 		}
 	}
 	return nil
+}
+
+// RunPostBind tells every PostBindPlugin, in order, that the pod was bound
+// at revision.
+func (f *Framework) RunPostBind(ctx context.Context, state *CycleState, pod *corev1.Pod, node, revision string) {
+	for _, p := range f.postBind {
+		p.PostBind(ctx, state, pod, node, revision)
+	}
 }
 
 // RunPostFilter runs the PostFilter plugins after no node fit, until one

@@ -28,7 +28,7 @@ type Plugin interface {
 
 // PreFilterPlugin checks the pod once per cycle before any node is
 // looked at, and prepares what Filter and Score need in the CycleState.
-// Returning Skip skips this plugin's Filter for the pod; a rejection or
+// Returning Skip skips this plugin's Filter and Score for the pod; a rejection or
 // Wait stops the cycle for every node.
 type PreFilterPlugin interface {
 	Plugin
@@ -93,4 +93,13 @@ type ReservePlugin interface {
 type BindContributor interface {
 	Plugin
 	ContributeBinding(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string, b *corev1.Binding) *Status
+}
+
+// PostBindPlugin learns that a pod's Binding was committed, and at which
+// revision (the resourceVersion the API server answered with; "" when
+// unknown). It runs in the binding goroutine, must not block and cannot
+// fail; the DRA plugin uses it to fence its next allocations on the node.
+type PostBindPlugin interface {
+	Plugin
+	PostBind(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName, revision string)
 }

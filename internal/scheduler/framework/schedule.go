@@ -154,9 +154,19 @@ func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1
 	for j := range f.score {
 		scores[j] = make([]NodeScore, len(feasible))
 	}
+	// A plugin whose PreFilter returned Skip has nothing to say about this
+	// pod: its scores stay zero for every node (no per-node calls).
+	skip := make([]bool, len(f.score))
+	for j, p := range f.score {
+		skip[j] = state.skipsFilter(p.Name())
+	}
 	errs := make([]*Status, len(feasible))
 	parallelize(ctx, f.parallelism, len(feasible), func(i int) {
 		for j, p := range f.score {
+			if skip[j] {
+				scores[j][i] = NodeScore{Name: infos[i].Name()}
+				continue
+			}
 			s, st := p.Score(ctx, state, pod, infos[i])
 			if !st.IsSuccess() {
 				errs[i] = AsStatus(fmt.Errorf("score node %s: %s", infos[i].Name(), st.Message())).WithPlugin(p.Name())

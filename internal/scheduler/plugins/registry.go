@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/plugins/nodeaffinity"
 	"allot.dev/allot/internal/scheduler/plugins/nodename"
 	"allot.dev/allot/internal/scheduler/plugins/nodeready"
@@ -36,7 +37,9 @@ var DefaultWeights = map[string]int64{
 }
 
 // Default returns the default plugins in filter order: the cheap,
-// unresolvable node checks first, resources last.
+// unresolvable node checks first, resources, then DynamicResources (a new
+// instance each call: it holds the in-memory claim reservations of one
+// scheduler or simulation).
 func Default(o Options) ([]framework.Plugin, error) {
 	fit, err := noderesources.New(o.ScoreStrategy)
 	if err != nil {
@@ -49,6 +52,7 @@ func Default(o Options) ([]framework.Plugin, error) {
 		tainttoleration.New(),
 		nodeaffinity.New(),
 		fit,
+		dynamicresources.New(),
 	}, nil
 }
 

@@ -195,10 +195,14 @@ func (q *Queue) Update(oldPod, newPod *corev1.Pod) {
 	q.Add(newPod)
 }
 
+// podChanged: a change to the spec, labels or annotations, or the claim
+// controller recording a template's claim (status.resourceClaimStatuses),
+// which a pod waiting in DynamicResources needs.
 func podChanged(a, b *corev1.Pod) bool {
 	return !equality.Semantic.DeepEqual(a.Spec, b.Spec) ||
 		!equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
-		!equality.Semantic.DeepEqual(a.Annotations, b.Annotations)
+		!equality.Semantic.DeepEqual(a.Annotations, b.Annotations) ||
+		!equality.Semantic.DeepEqual(a.Status.ResourceClaimStatuses, b.Status.ResourceClaimStatuses)
 }
 
 // Delete forgets a pod: it was deleted, bound by someone else, or is no

@@ -1,0 +1,195 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/pkg/client"
+)
+
+// draSource builds the DynamicResources plugin's snapshot extension from
+// the informers. It rebuilds only after an event (its own handlers, and
+// the scheduler's forwarding handlers, which mark it stale before they
+// move pods); the fence revision is the highest claim resourceVersion the
+// handlers have seen, read before the stores are listed, so the lists are
+// complete up to it (a handler that lags the store only lowers the fence:
+// at worst a 409 and a retry).
+type draSource struct {
+	claims      client.Lister[*resourcev1alpha2.ResourceClaim]
+	slices      client.Lister[*resourcev1alpha2.NodeResourceSlice]
+	classes     client.Lister[*resourcev1alpha2.ResourceClass]
+	classParams client.Lister[*resourcev1alpha2.ResourceClassParameters]
+	claimParams client.Lister[*resourcev1alpha2.ResourceClaimParameters]
+
+	mu     sync.Mutex
+	dirty  bool
+	maxRev uint64
+	cur    *dynamicresources.Objects
+}
+
+// newDRASource subscribes to the DRA informers of f.
+func newDRASource(f *client.Factory) (*draSource, error) {
+	claims, slices, classes := f.ResourceClaims(), f.NodeResourceSlices(), f.ResourceClasses()
+	classParams, claimParams := f.ResourceClassParameters(), f.ResourceClaimParameters()
+	d := &draSource{
+		claims: claims.Lister(), slices: slices.Lister(), classes: classes.Lister(),
+		classParams: classParams.Lister(), claimParams: claimParams.Lister(), dirty: true,
+	}
+	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams} {
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { d.touch(nil) },
+			UpdateFunc: func(any, any) { d.touch(nil) },
+			DeleteFunc: func(any) { d.touch(nil) },
+		}); err != nil {
+			return nil, fmt.Errorf("register DRA event handler: %w", err)
+		}
+	}
+	if _, err := claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { d.touch(o) },
+		UpdateFunc: func(_, o any) { d.touch(o) },
+		DeleteFunc: func(o any) { d.touch(untomb(o)) },
+	}); err != nil {
+		return nil, fmt.Errorf("register DRA event handler: %w", err)
+	}
+	return d, nil
+}
+
+// touch marks the objects stale and records a claim's resourceVersion.
+func (d *draSource) touch(claim any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirty = true
+	if m, err := meta.Accessor(claim); claim != nil && err == nil {
+		if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
+			d.maxRev = rv
+		}
+	}
+}
+
+// objects returns the current extension, rebuilding it after events.
+func (d *draSource) objects() (*dynamicresources.Objects, error) {
+	d.mu.Lock()
+	if !d.dirty && d.cur != nil {
+		defer d.mu.Unlock()
+		return d.cur, nil
+	}
+	d.dirty = false
+	rev := d.maxRev
+	d.mu.Unlock()
+	l := dynamicresources.Lists{Revision: strconv.FormatUint(rev, 10)}
+	var err error
+	all := labels.Everything()
+	if l.Claims, err = d.claims.List(all); err == nil {
+		if l.Slices, err = d.slices.List(all); err == nil {
+			if l.Classes, err = d.classes.List(all); err == nil {
+				if l.ClassParameters, err = d.classParams.List(all); err == nil {
+					l.ClaimParameters, err = d.claimParams.List(all)
+				}
+			}
+		}
+	}
+	if err != nil {
+		d.touch(nil)
+		return nil, fmt.Errorf("list DRA objects: %w", err)
+	}
+	objs := dynamicresources.NewObjects(l)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cur = objs
+	return objs, nil
+}
+
+// snapshot is the cache's snapshot plus the plugins' extensions.
+func (s *Scheduler) snapshot() (*framework.Snapshot, error) {
+	snap := s.cache.Snapshot()
+	if s.dra == nil {
+		return snap, nil
+	}
+	objs, err := s.dra.objects()
+	if err != nil {
+		return nil, err
+	}
+	return snap.WithExtension(dynamicresources.Name, objs), nil
+}
+
+// listDRA lists the DRA objects for ListSnapshot, each List with its own
+// timeout. Vendor parameter objects are not listed; allocations then
+// snapshot the parameters' vendorParameters.
+func listDRA(ctx context.Context, c *client.Client, timeout time.Duration) (*dynamicresources.Objects, error) {
+	var l dynamicresources.Lists
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"resource claims", func(ctx context.Context) error {
+			list, err := c.ResourceClaims("").List(ctx, metav1.ListOptions{})
+			if err == nil {
+				l.Revision = list.ResourceVersion
+				for i := range list.Items {
+					l.Claims = append(l.Claims, &list.Items[i])
+				}
+			}
+			return err
+		}},
+		{"node resource slices", func(ctx context.Context) error {
+			list, err := c.NodeResourceSlices().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.Slices = append(l.Slices, &list.Items[i])
+			}
+			return nil
+		}},
+		{"resource classes", func(ctx context.Context) error {
+			list, err := c.ResourceClasses().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.Classes = append(l.Classes, &list.Items[i])
+			}
+			return nil
+		}},
+		{"resource class parameters", func(ctx context.Context) error {
+			list, err := c.ResourceClassParameters().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.ClassParameters = append(l.ClassParameters, &list.Items[i])
+			}
+			return nil
+		}},
+		{"resource claim parameters", func(ctx context.Context) error {
+			list, err := c.ResourceClaimParameters("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.ClaimParameters = append(l.ClaimParameters, &list.Items[i])
+			}
+			return nil
+		}},
+	}
+	for _, st := range steps {
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		err := st.fn(lctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", st.what, err)
+		}
+	}
+	return dynamicresources.NewObjects(l), nil
+}

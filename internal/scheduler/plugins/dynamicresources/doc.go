@@ -1,0 +1,32 @@
+// Package dynamicresources is the DynamicResources plugin: it schedules
+// pods that use ResourceClaims with structured parameters (seed 002,
+// KEP-4381), allocating their claims with pkg/allocator on the node that
+// is chosen, and commits the allocation with the pod's binding.
+//
+// Contracts:
+//
+//   - Its objects (slices, claims, classes, parameters, vendor objects)
+//     come only from framework.Snapshot.Extension(Name), an *Objects built
+//     with NewObjects: by the scheduler from its informers, by `allot
+//     explain` from one List, by `allot simulate` from files. The same code
+//     judges pods in all three. It does no I/O.
+//   - PreFilter resolves the pod's claims. A claim that does not exist yet,
+//     a template entry whose claim is not recorded in the pod's status, and
+//     a missing class or parameters object give Wait (not Unschedulable),
+//     naming what is missing. A class with a controllerName is rejected
+//     with ErrReasonControlPlane; claims in use by another pod or being
+//     deleted are Unschedulable on every node.
+//   - Filter runs allocator.Allocate on the node against the claims
+//     allocated there (Objects) plus those reserved in memory by pods that
+//     are assumed but whose binding the informers have not shown yet. A
+//     search that runs out of time is an Error (retried), never
+//     Unschedulable. Results are cached per cycle for Score and Reserve.
+//   - Reserve keeps the chosen allocations in memory until the binding
+//     fails (Unreserve) or the claims show up in Objects at or after the
+//     binding's revision.
+//   - ContributeBinding adds every claim of the pod to the Binding with
+//     the resourceVersion it was decided on (the allocation as JSON when
+//     the plugin allocated it) and one AllocationFence per (node, driver)
+//     of the new structured allocations: the larger of Objects.Revision()
+//     and the revision of this plugin's last successful binding there.
+package dynamicresources

@@ -1,0 +1,312 @@
+package dynamicresources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
+)
+
+// Name is the plugin's name and the key of its snapshot extension.
+const Name = "DynamicResources"
+
+// Rejection reasons of the plugin itself; the allocator's reasons (which
+// quote the failing selector clause) are passed through as they are.
+const (
+	// ErrReasonControlPlane rejects claims whose class names a DRA
+	// controller: control-plane allocation is not implemented.
+	ErrReasonControlPlane = "control-plane allocation is not supported yet"
+	// ReasonWaitingFormat is the Wait reason for an object that does not
+	// exist yet; %s names it.
+	ReasonWaitingFormat = "waiting for %s to be created"
+	// ErrReasonNoObjects is the Error of a snapshot without DRA objects.
+	ErrReasonNoObjects = "the snapshot has no DRA objects (extension " + Name + ")"
+)
+
+const stateKey framework.StateKey = Name
+
+// DynamicResources is the plugin. Its in-memory reservations are shared by
+// all cycles of one scheduler; create one per scheduler (or simulation).
+type DynamicResources struct {
+	mu       sync.Mutex
+	reserved map[string]*memClaim    // by claim key
+	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
+	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
+}
+
+// ticket is one reserved pod's pending binding on a (node, driver): later
+// pods wait for it so that their fence includes its revision instead of
+// failing with a conflict.
+type ticket struct {
+	pod  string
+	done chan struct{}
+}
+
+// memClaim is a claim as a pod assumed but not yet visible in Objects
+// will leave it: allocated and/or reserved for the pod.
+type memClaim struct {
+	claim   *resourceapi.ResourceClaim
+	pod     string // pod key that wrote it
+	bindRev uint64 // revision of the binding, once committed
+}
+
+var (
+	_ framework.PreFilterPlugin   = &DynamicResources{}
+	_ framework.FilterPlugin      = &DynamicResources{}
+	_ framework.ScorePlugin       = &DynamicResources{}
+	_ framework.ReservePlugin     = &DynamicResources{}
+	_ framework.BindContributor   = &DynamicResources{}
+	_ framework.PostBindPlugin    = &DynamicResources{}
+	_ framework.EnqueueExtensions = &DynamicResources{}
+)
+
+// New returns the plugin.
+func New() *DynamicResources {
+	return &DynamicResources{reserved: map[string]*memClaim{}, fences: map[[2]string]uint64{}, inflight: map[[2]string][]*ticket{}}
+}
+
+// Name implements framework.Plugin.
+func (*DynamicResources) Name() string { return Name }
+
+// stateData is the plugin's CycleState: what PreFilter resolved, the
+// per-node results of Filter, and what Reserve chose.
+type stateData struct {
+	objects *Objects
+	req     *allocator.Request
+	base    map[string]string                       // claim key -> resourceVersion decided on
+	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
+	reasons []allocator.Reason                      // pod-level rejection
+	results *sync.Map                               // node -> *allocator.Result
+	chosen  []*resourceapi.ResourceClaim            // Reserve: the claims after binding
+	newly   []bool                                  // per chosen: allocated by this pod
+}
+
+// Clone implements framework.StateData. Results are immutable values.
+func (s *stateData) Clone() framework.StateData {
+	cp := *s
+	cp.results = &sync.Map{}
+	s.results.Range(func(k, v any) bool { cp.results.Store(k, v); return true })
+	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
+	return &cp
+}
+
+func readState(state *framework.CycleState) (*stateData, bool) {
+	s, err := framework.ReadAs[*stateData](state, stateKey)
+	return s, err == nil
+}
+
+func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name + "/" + string(pod.UID) }
+
+// PreFilter implements framework.PreFilterPlugin.
+func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, snap *framework.Snapshot) *framework.Status {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return framework.NewStatus(framework.Skip)
+	}
+	objs, ok := snap.Extension(Name).(*Objects)
+	if !ok || objs == nil {
+		return framework.AsStatus(errors.New(ErrReasonNoObjects))
+	}
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{}}
+	state.Write(stateKey, s)
+	overlay := p.overlay(objs, podKey(pod))
+	for k, c := range overlay {
+		if objs.claims[k].Status.Allocation != nil {
+			continue // counted on its node already; the overlay adds reservations only
+		}
+		for _, n := range structuredNodes(c) {
+			s.extra[n] = append(s.extra[n], c)
+		}
+	}
+	claims, st := s.resolveClaims(pod, overlay)
+	if st != nil {
+		return st
+	}
+	s.req = allocator.Prepare(pod, claims)
+	if rs := s.req.Unresolvable(); len(rs) > 0 {
+		s.reasons = rs
+		return podLevelStatus(rs)
+	}
+	return nil
+}
+
+// resolveClaims finds the pod's claims (in-memory versions first), their
+// classes and parameters; anything missing is a Wait.
+func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim) ([]allocator.Claim, *framework.Status) {
+	var out []allocator.Claim
+	var waiting []string
+	for _, pc := range pod.Spec.ResourceClaims {
+		name, missing, code := claimName(pod, pc)
+		if missing != "" {
+			waiting = append(waiting, s.wait(code, "", missing))
+			continue
+		}
+		key := pod.Namespace + "/" + name
+		claim, ok := overlay[key]
+		if !ok {
+			claim, ok = s.objects.claims[key]
+		}
+		if !ok {
+			waiting = append(waiting, s.wait(allocator.ReasonClaimNotFound, key, "resource claim "+key))
+			continue
+		}
+		if base, ok := s.objects.claims[key]; ok {
+			s.base[key] = base.ResourceVersion
+		}
+		c, missing := s.objects.resolve(claim)
+		if missing != "" {
+			code := allocator.ReasonParametersNotFound
+			if c.Class == nil {
+				code = allocator.ReasonClassNotFound
+			}
+			waiting = append(waiting, s.wait(code, key, missing))
+			continue
+		}
+		if c.Class.ControllerName != "" {
+			s.reasons = append(s.reasons, allocator.Reason{Code: allocator.ReasonNotStructured, Claim: key,
+				Message: fmt.Sprintf("claim %s: %s (class %s, controller %s)", key, ErrReasonControlPlane, c.Class.Name, c.Class.ControllerName)})
+			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonControlPlane).
+				WithDetail("claim %s: class %s is allocated by controller %s", key, c.Class.Name, c.Class.ControllerName)
+		}
+		out = append(out, c)
+	}
+	if len(waiting) > 0 {
+		return nil, framework.NewStatus(framework.Wait, waiting...)
+	}
+	return out, nil
+}
+
+// wait records a missing object as a reason and returns the Wait reason.
+func (s *stateData) wait(code allocator.ReasonCode, claim, what string) string {
+	msg := fmt.Sprintf(ReasonWaitingFormat, what)
+	s.reasons = append(s.reasons, allocator.Reason{Code: code, Claim: claim, Message: msg})
+	return msg
+}
+
+// claimName resolves one entry of pod.spec.resourceClaims to a claim name,
+// or says what is missing.
+func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim) (name, missing string, code allocator.ReasonCode) {
+	if pc.ResourceClaimName != nil {
+		return *pc.ResourceClaimName, "", ""
+	}
+	tmpl := ""
+	if pc.ResourceClaimTemplateName != nil {
+		tmpl = *pc.ResourceClaimTemplateName
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.Name == pc.Name && st.ResourceClaimName != nil {
+			return *st.ResourceClaimName, "", ""
+		}
+	}
+	return "", fmt.Sprintf("the resource claim of entry %s (template %s)", pc.Name, tmpl), allocator.ReasonClaimNotFound
+}
+
+// podLevelStatus maps the allocator's pod-level reasons to a status:
+// claims in use or being deleted may free up; the rest needs new objects.
+func podLevelStatus(rs []allocator.Reason) *framework.Status {
+	code := framework.UnschedulableAndUnresolvable
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.Message
+		switch r.Code {
+		case allocator.ReasonClaimInUse, allocator.ReasonClaimReservedForFull, allocator.ReasonClaimDeleted:
+			code = framework.Unschedulable
+		case allocator.ReasonClassNotFound:
+			return framework.NewStatus(framework.Wait, msgs[i])
+		}
+	}
+	return framework.NewStatus(code, msgs...)
+}
+
+// overlay returns the in-memory claims of other pods that Objects does not
+// show yet, dropping those it now shows at or after their binding, or
+// that were deleted.
+func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*resourceapi.ResourceClaim {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]*resourceapi.ResourceClaim{}
+	for k, m := range p.reserved {
+		cur, ok := objs.claims[k]
+		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
+			delete(p.reserved, k)
+			continue
+		}
+		if m.pod != self {
+			out[k] = m.claim
+		}
+	}
+	return out
+}
+
+func parseRev(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
+}
+
+// Filter implements framework.FilterPlugin.
+func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	s, ok := readState(state)
+	if !ok || s.req == nil {
+		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
+	}
+	res, err := s.allocate(ctx, ni.Node())
+	if err != nil {
+		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
+	}
+	if res.Fits {
+		return nil
+	}
+	return nodeStatus(res.Reasons)
+}
+
+// allocate runs the allocator on a node once per cycle.
+func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
+	if r, ok := s.results.Load(node.Name); ok {
+		return r.(*allocator.Result), nil
+	}
+	ns := s.objects.NodeState(node)
+	if extra := s.extra[node.Name]; len(extra) > 0 {
+		ns = ns.WithAllocated(extra...)
+	}
+	res, err := allocator.Allocate(ctx, s.req, ns)
+	if err != nil {
+		return nil, err
+	}
+	s.results.Store(node.Name, res)
+	return res, nil
+}
+
+// nodeStatus: instances that are in use may free up (Unschedulable); a
+// node without matching instances needs new slices (Unresolvable).
+func nodeStatus(rs []allocator.Reason) *framework.Status {
+	code := framework.UnschedulableAndUnresolvable
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.Message
+		switch r.Code {
+		case allocator.ReasonInUse, allocator.ReasonNotEnough, allocator.ReasonNoCombination:
+			code = framework.Unschedulable
+		}
+	}
+	return framework.NewStatus(code, msgs...)
+}
+
+// Score implements framework.ScorePlugin: the share of the node's DRA
+// capacity left after the allocation (0 for pods without claims).
+func (p *DynamicResources) Score(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	s, ok := readState(state)
+	if !ok || s.req == nil {
+		return 0, nil
+	}
+	res, err := s.allocate(ctx, ni.Node())
+	if err != nil {
+		return 0, framework.AsStatus(err)
+	}
+	return int64(min(max(res.Score, 0), 100)), nil
+}

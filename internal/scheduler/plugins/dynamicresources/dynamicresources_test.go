@@ -1,0 +1,308 @@
+package dynamicresources_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/internal/scheduler/schedtest"
+	"allot.dev/allot/pkg/allocator"
+)
+
+const driver = "gpu.example.com"
+
+// slice: two GPUs, each one 8Gi leaf, on node.
+func slice(t *testing.T, node string) *resourceapi.NodeResourceSlice {
+	t.Helper()
+	s := &resourceapi.NodeResourceSlice{}
+	mustYAML(t, `
+metadata: {name: `+node+`-gpus}
+spec:
+  nodeName: `+node+`
+  driverName: `+driver+`
+  partitionable:
+    commonAttributes: [{name: small, attributes: [{name: memory, quantity: 8Gi}]}]
+    resourceInstances:
+    - {name: gpu-0, commonAttributesRefs: [small]}
+    - {name: gpu-1, commonAttributesRefs: [small]}
+`, s)
+	return s
+}
+
+func mustYAML(t *testing.T, doc string, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func class(controller string) *resourceapi.ResourceClass {
+	return &resourceapi.ResourceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, DriverName: driver, ControllerName: controller}
+}
+
+func params(name, selector string) *resourceapi.ResourceClaimParameters {
+	return &resourceapi.ResourceClaimParameters{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Requests: []resourceapi.ResourceRequest{{DriverName: driver, ResourceRequestModel: resourceapi.ResourceRequestModel{
+			Partitionable: &resourceapi.PartitionableResourceRequests{Required: []resourceapi.PartitionableResourceRequest{{Name: "one", Selector: selector}}},
+		}}},
+	}
+}
+
+func claim(name, paramsName string) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", ResourceVersion: "5"},
+		Spec: resourceapi.ResourceClaimSpec{ResourceClassName: "gpu"}}
+	if paramsName != "" {
+		c.Spec.ParametersRef = &resourceapi.ResourceClaimParametersReference{APIGroup: resourceapi.GroupName, Kind: "ResourceClaimParameters", Name: paramsName}
+	}
+	return c
+}
+
+func podUsing(name string, claims ...string) *corev1.Pod {
+	p := schedtest.MakePod(name).UID("uid-" + name).Obj()
+	for _, c := range claims {
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: c, ResourceClaimName: ptr(c)})
+	}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func baseLists(t *testing.T, claims ...*resourceapi.ResourceClaim) dynamicresources.Lists {
+	return dynamicresources.Lists{
+		Slices: []*resourceapi.NodeResourceSlice{slice(t, "n1")}, Classes: []*resourceapi.ResourceClass{class("")},
+		ClaimParameters: []*resourceapi.ResourceClaimParameters{params("small", `quantities["memory"] >= "8Gi"`),
+			params("huge", `quantities["memory"] >= "64Gi" && has(strings.x)`)},
+		Claims: claims, Revision: "7",
+	}
+}
+
+func snapshotOf(l dynamicresources.Lists, nodes ...string) *framework.Snapshot {
+	var ns []*corev1.Node
+	for _, n := range nodes {
+		ns = append(ns, schedtest.MakeNode(n).Obj())
+	}
+	return framework.NewSnapshot(ns, nil).WithExtension(dynamicresources.Name, dynamicresources.NewObjects(l))
+}
+
+func TestPreFilter(t *testing.T) {
+	inUse := claim("c", "small")
+	inUse.Status.Allocation = &resourceapi.AllocationResult{}
+	inUse.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "other", UID: "o"}}
+	deleting := claim("c", "small")
+	deleting.DeletionTimestamp = &metav1.Time{}
+	vendorRef := claim("c", "")
+	vendorRef.Spec.ParametersRef = &resourceapi.ResourceClaimParametersReference{APIGroup: "dra.example.com", Kind: "CardParameters", Name: "p"}
+	template := podUsing("p")
+	template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("t")}}
+	recorded := template.DeepCopy()
+	recorded.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr("c")}}
+	for name, tc := range map[string]struct {
+		pod    *corev1.Pod
+		lists  func(l *dynamicresources.Lists)
+		noExt  bool
+		code   framework.Code
+		reason string
+	}{
+		"no claims":                 {pod: podUsing("p"), code: framework.Skip},
+		"fits":                      {pod: podUsing("p", "c"), code: framework.Success},
+		"no extension":              {pod: podUsing("p", "c"), noExt: true, code: framework.Error, reason: dynamicresources.ErrReasonNoObjects},
+		"claim missing":             {pod: podUsing("p", "x"), code: framework.Wait, reason: "waiting for resource claim default/x to be created"},
+		"template claim not named":  {pod: template, code: framework.Wait, reason: "waiting for the resource claim of entry gpu (template t) to be created"},
+		"template claim recorded":   {pod: recorded, code: framework.Success},
+		"class missing":             {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Classes = nil }, code: framework.Wait, reason: "waiting for resource class gpu of claim default/c"},
+		"claim parameters missing":  {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.ClaimParameters = nil }, code: framework.Wait, reason: "ResourceClaimParameters for ResourceClaimParameters small"},
+		"vendor parameters pending": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Claims = []*resourceapi.ResourceClaim{vendorRef} }, code: framework.Wait, reason: "ResourceClaimParameters for CardParameters p"},
+		"class parameters missing": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) {
+			l.Classes = []*resourceapi.ResourceClass{class("")}
+			l.Classes[0].ParametersRef = &resourceapi.ResourceClassParametersReference{Kind: "ResourceClassParameters", Name: "cp"}
+		}, code: framework.Wait, reason: "ResourceClassParameters for ResourceClassParameters cp of class gpu"},
+		"control-plane class": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Classes = []*resourceapi.ResourceClass{class("ctrl")} },
+			code: framework.UnschedulableAndUnresolvable, reason: dynamicresources.ErrReasonControlPlane},
+		"claim in use":   {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Claims = []*resourceapi.ResourceClaim{inUse} }, code: framework.Unschedulable, reason: "in use by pods/other"},
+		"claim deleting": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Claims = []*resourceapi.ResourceClaim{deleting} }, code: framework.Unschedulable, reason: "is being deleted"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := baseLists(t, claim("c", "small"))
+			if tc.lists != nil {
+				tc.lists(&l)
+			}
+			snap := snapshotOf(l, "n1")
+			if tc.noExt {
+				snap = framework.NewSnapshot(nil, nil)
+			}
+			st := dynamicresources.New().PreFilter(context.Background(), framework.NewCycleState(), tc.pod, snap)
+			if st.Code() != tc.code || !strings.Contains(st.Message(), tc.reason) {
+				t.Fatalf("PreFilter = %s %q, want %s containing %q", st.Code(), st.Message(), tc.code, tc.reason)
+			}
+		})
+	}
+}
+
+// cycle runs PreFilter and Filter on n1 for a pod.
+func cycle(t *testing.T, p *dynamicresources.DynamicResources, snap *framework.Snapshot, pod *corev1.Pod) (*framework.CycleState, *framework.Status) {
+	t.Helper()
+	state := framework.NewCycleState()
+	if st := p.PreFilter(context.Background(), state, pod, snap); !st.IsSuccess() {
+		t.Fatalf("PreFilter(%s) = %v", pod.Name, st.Message())
+	}
+	ni, _ := snap.Get("n1")
+	return state, p.Filter(context.Background(), state, pod, ni)
+}
+
+func TestFilterQuotesClause(t *testing.T) {
+	snap := snapshotOf(baseLists(t, claim("c", "huge")), "n1")
+	_, st := cycle(t, dynamicresources.New(), snap, podUsing("p", "c"))
+	if st.Code() != framework.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), `quantities["memory"] >= "64Gi"`) {
+		t.Fatalf("Filter = %s %q, want the failing clause quoted", st.Code(), st.Message())
+	}
+}
+
+func TestReserveHoldsInstancesUntilUnreserve(t *testing.T) {
+	ctx := context.Background()
+	p := dynamicresources.New()
+	snap := snapshotOf(baseLists(t, claim("a", "small"), claim("b", "small"), claim("c", "small")), "n1")
+	var states []*framework.CycleState
+	for _, name := range []string{"a", "b"} {
+		state, st := cycle(t, p, snap, podUsing("pod-"+name, name))
+		if !st.IsSuccess() {
+			t.Fatalf("pod-%s: %v", name, st.Message())
+		}
+		if st := p.Reserve(ctx, state, podUsing("pod-"+name, name), "n1"); !st.IsSuccess() {
+			t.Fatal(st.Message())
+		}
+		states = append(states, state)
+	}
+	if _, st := cycle(t, p, snap, podUsing("pod-c", "c")); st.Code() != framework.Unschedulable {
+		t.Fatalf("third pod with both GPUs reserved: %s %q, want Unschedulable", st.Code(), st.Message())
+	}
+	p.Unreserve(ctx, states[1], podUsing("pod-b", "b"), "n1")
+	if _, st := cycle(t, p, snap, podUsing("pod-c", "c")); !st.IsSuccess() {
+		t.Fatalf("after Unreserve: %q", st.Message())
+	}
+}
+
+func TestContributeBindingAndFences(t *testing.T) {
+	ctx := context.Background()
+	p := dynamicresources.New()
+	allocated := claim("shared", "small")
+	allocated.ResourceVersion = "6"
+	allocated.Status.Allocation = &resourceapi.AllocationResult{Shareable: true}
+	l := baseLists(t, claim("a", "small"), claim("b", "small"), allocated)
+	snap := snapshotOf(l, "n1")
+	pod := podUsing("pod-a", "a", "shared")
+	state, st := cycle(t, p, snap, pod)
+	if !st.IsSuccess() || !p.Reserve(ctx, state, pod, "n1").IsSuccess() {
+		t.Fatalf("pod-a: %v", st.Message())
+	}
+	b := &corev1.Binding{}
+	if st := p.ContributeBinding(ctx, state, pod, "n1", b); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	if len(b.ResourceClaims) != 2 || b.ResourceClaims[0].Name != "a" || b.ResourceClaims[0].ResourceVersion != "5" ||
+		b.ResourceClaims[0].DriverName != driver || b.ResourceClaims[1].Allocation != nil || b.ResourceClaims[1].ResourceVersion != "6" {
+		t.Fatalf("ResourceClaims = %+v", b.ResourceClaims)
+	}
+	var alloc resourceapi.AllocationResult
+	if err := json.Unmarshal(b.ResourceClaims[0].Allocation.Raw, &alloc); err != nil || alloc.ResourceHandles[0].StructuredData.NodeName != "n1" {
+		t.Fatalf("allocation %s: %v", b.ResourceClaims[0].Allocation.Raw, err)
+	}
+	want := []corev1.AllocationFence{{NodeName: "n1", DriverName: driver, Revision: "7"}}
+	if len(b.AllocationFences) != 1 || b.AllocationFences[0] != want[0] {
+		t.Fatalf("AllocationFences = %+v, want %+v", b.AllocationFences, want)
+	}
+	p.PostBind(ctx, state, pod, "n1", "12")
+	// The next pod, decided before the informer shows the binding, fences
+	// with the binding's revision and still sees gpu-0 taken.
+	podB := podUsing("pod-b", "b")
+	stateB, st := cycle(t, p, snap, podB)
+	if !st.IsSuccess() || !p.Reserve(ctx, stateB, podB, "n1").IsSuccess() {
+		t.Fatalf("pod-b: %v", st.Message())
+	}
+	bb := &corev1.Binding{}
+	p.ContributeBinding(ctx, stateB, podB, "n1", bb)
+	t.Logf("pod-a %s; pod-b %s", b.ResourceClaims[0].Allocation.Raw, bb.ResourceClaims[0].Allocation.Raw)
+	if bb.AllocationFences[0].Revision != "12" {
+		t.Fatalf("fence after own binding = %+v, want revision 12", bb.AllocationFences)
+	}
+	if got, _ := json.Marshal(bb.ResourceClaims[0]); strings.Contains(string(got), alloc.ResourceHandles[0].StructuredData.Partitionable.Instances[0].ID+`"`) {
+		t.Fatalf("pod-b got pod-a's instance: %s", got)
+	}
+}
+
+// Once the informers show a bound claim at or after the binding's
+// revision, the in-memory copy is dropped: a later deallocation frees the
+// instance.
+func TestReservationDroppedOnceVisible(t *testing.T) {
+	ctx := context.Background()
+	p := dynamicresources.New()
+	l := baseLists(t, claim("a", "small"), claim("c", "small"))
+	pod := podUsing("pod-a", "a")
+	state, st := cycle(t, p, snapshotOf(l, "n1"), pod)
+	if !st.IsSuccess() || !p.Reserve(ctx, state, pod, "n1").IsSuccess() {
+		t.Fatalf("pod-a: %v", st.Message())
+	}
+	p.PostBind(ctx, state, pod, "n1", "12")
+	bound := dynamicresources.BoundClaims(state)[0].DeepCopy()
+	bound.ResourceVersion = "12"
+	seen := snapshotOf(baseLists(t, bound, claim("c", "small")), "n1")
+	if _, st := cycle(t, p, seen, podUsing("pod-c", "c")); !st.IsSuccess() {
+		t.Fatalf("pod-c with the binding visible: %q", st.Message())
+	}
+	freed := claim("a", "small")
+	freed.ResourceVersion = "13"
+	two := baseLists(t, freed, claim("c", "small"), claim("d", "small"))
+	snap := snapshotOf(two, "n1")
+	stateC, st := cycle(t, p, snap, podUsing("pod-c", "c"))
+	if !st.IsSuccess() || !p.Reserve(ctx, stateC, podUsing("pod-c", "c"), "n1").IsSuccess() {
+		t.Fatalf("pod-c: %q", st.Message())
+	}
+	if _, st := cycle(t, p, snap, podUsing("pod-d", "d")); !st.IsSuccess() {
+		t.Fatalf("pod-d after a was deallocated: %q (stale in-memory claim?)", st.Message())
+	}
+}
+
+// A search cut off by the deadline is an Error (retried), never
+// Unschedulable.
+func TestDeadlineIsError(t *testing.T) {
+	s := &resourceapi.NodeResourceSlice{}
+	s.Name, s.Spec.NodeName, s.Spec.DriverName = "n1-many", "n1", driver
+	s.Spec.Partitionable = &resourceapi.PartitionableResources{}
+	many := params("many", "")
+	many.Requests[0].Partitionable.Required = nil
+	for i := range 100 {
+		s.Spec.Partitionable.ResourceInstances = append(s.Spec.Partitionable.ResourceInstances,
+			resourceapi.ResourceInstance{Name: fmt.Sprintf("gpu-%d", i), Attributes: []resourceapi.Attribute{
+				{Name: "index", AttributeValue: resourceapi.AttributeValue{Int: ptr(int64(i))}}}})
+		if i < 90 {
+			many.Requests[0].Partitionable.Required = append(many.Requests[0].Partitionable.Required,
+				resourceapi.PartitionableResourceRequest{Name: fmt.Sprintf("r%d", i), Selector: fmt.Sprintf(`ints["index"] >= %d`, i%7)})
+		}
+	}
+	l := dynamicresources.Lists{Slices: []*resourceapi.NodeResourceSlice{s}, Classes: []*resourceapi.ResourceClass{class("")},
+		ClaimParameters: []*resourceapi.ResourceClaimParameters{many}, Claims: []*resourceapi.ResourceClaim{claim("c", "many")}}
+	snap := snapshotOf(l, "n1")
+	p := dynamicresources.New()
+	pod := podUsing("p", "c")
+	state := framework.NewCycleState()
+	if st := p.PreFilter(context.Background(), state, pod, snap); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	ni, _ := snap.Get("n1")
+	st := p.Filter(ctx, state, pod, ni)
+	if st.Code() != framework.Error || !errors.Is(st.Err(), allocator.ErrDeadline) {
+		t.Fatalf("Filter with an ended context = %s %q, want Error wrapping ErrDeadline", st.Code(), st.Message())
+	}
+}

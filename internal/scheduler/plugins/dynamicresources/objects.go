@@ -1,0 +1,268 @@
+package dynamicresources
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Lists are the DRA objects of a cluster, as listed by an informer, by
+// `allot explain` or read from files by `allot simulate`.
+type Lists struct {
+	Slices          []*resourceapi.NodeResourceSlice
+	Classes         []*resourceapi.ResourceClass
+	ClassParameters []*resourceapi.ResourceClassParameters
+	ClaimParameters []*resourceapi.ResourceClaimParameters
+	Claims          []*resourceapi.ResourceClaim
+	// Vendor are vendor parameter objects (CardParameters, ...); they are
+	// snapshotted into allocations when a claim or class refers to them.
+	Vendor []*unstructured.Unstructured
+	// Revision is the allocation revision the lists are complete up to
+	// (a resourceVersion): the fence of the bindings decided on them. ""
+	// when unknown (simulations).
+	Revision string
+}
+
+// Objects is the immutable, indexed view of Lists that the plugin reads
+// from framework.Snapshot.Extension(Name). Node models and base node
+// states are built lazily, once per Objects, and are safe for concurrent
+// use. Nothing in an Objects may be modified; WithClaims derives a new
+// one.
+type Objects struct {
+	revision       string
+	slices         map[string][]*resourceapi.NodeResourceSlice // by node
+	classes        map[string]*resourceapi.ResourceClass
+	classParams    map[string]*resourceapi.ResourceClassParameters
+	classParamsGen map[resourceapi.ResourceClassParametersReference]*resourceapi.ResourceClassParameters
+	claimParams    map[string]*resourceapi.ResourceClaimParameters // namespace/name
+	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
+	vendor         map[vendorKey]*unstructured.Unstructured
+	claims         map[string]*resourceapi.ResourceClaim // namespace/name
+	models         *modelCache                           // shared by derived Objects: slices never change
+
+	once      sync.Once
+	allocated map[string][]*resourceapi.ResourceClaim // by node, from structured handles
+}
+
+type claimGenKey struct {
+	namespace string
+	ref       resourceapi.ResourceClaimParametersReference
+}
+
+type vendorKey struct{ group, kind, namespace, name string }
+
+// NewObjects indexes l. The lists are not copied; callers must not modify
+// them or their objects afterwards.
+func NewObjects(l Lists) *Objects {
+	o := &Objects{
+		revision: l.Revision, slices: map[string][]*resourceapi.NodeResourceSlice{},
+		classes:        map[string]*resourceapi.ResourceClass{},
+		classParams:    map[string]*resourceapi.ResourceClassParameters{},
+		classParamsGen: map[resourceapi.ResourceClassParametersReference]*resourceapi.ResourceClassParameters{},
+		claimParams:    map[string]*resourceapi.ResourceClaimParameters{},
+		claimParamsGen: map[claimGenKey]*resourceapi.ResourceClaimParameters{},
+		vendor:         map[vendorKey]*unstructured.Unstructured{},
+		claims:         map[string]*resourceapi.ResourceClaim{},
+		models:         &modelCache{m: map[string]*allocator.Model{}},
+	}
+	for _, s := range l.Slices {
+		o.slices[s.Spec.NodeName] = append(o.slices[s.Spec.NodeName], s)
+	}
+	for _, c := range l.Classes {
+		o.classes[c.Name] = c
+	}
+	// By name, so that when several parameter objects say they were
+	// generated from one vendor object, the first name wins (as in
+	// allocator.Simulation).
+	cps := slices.Clone(l.ClassParameters)
+	slices.SortFunc(cps, func(a, b *resourceapi.ResourceClassParameters) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range cps {
+		o.classParams[p.Name] = p
+		if g := p.GeneratedFrom; g != nil {
+			if _, dup := o.classParamsGen[*g]; !dup {
+				o.classParamsGen[*g] = p
+			}
+		}
+	}
+	rps := slices.Clone(l.ClaimParameters)
+	slices.SortFunc(rps, func(a, b *resourceapi.ResourceClaimParameters) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, p := range rps {
+		o.claimParams[p.Namespace+"/"+p.Name] = p
+		if g := p.GeneratedFrom; g != nil {
+			k := claimGenKey{namespace: p.Namespace, ref: *g}
+			if _, dup := o.claimParamsGen[k]; !dup {
+				o.claimParamsGen[k] = p
+			}
+		}
+	}
+	for _, u := range l.Vendor {
+		gvk := u.GroupVersionKind()
+		o.vendor[vendorKey{gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName()}] = u
+	}
+	for _, c := range l.Claims {
+		o.claims[claimKey(c)] = c
+	}
+	return o
+}
+
+// WithClaims returns Objects in which the given claims replace (or add
+// to) the claims of o, as a simulation records a binding. The models are
+// shared with o.
+func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
+	out := &Objects{
+		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
+		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
+		vendor: o.vendor, models: o.models, claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
+	}
+	for k, v := range o.claims {
+		out.claims[k] = v
+	}
+	for _, c := range claims {
+		out.claims[claimKey(c)] = c
+	}
+	return out
+}
+
+// Claim returns the claim namespace/name.
+func (o *Objects) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	c, ok := o.claims[namespace+"/"+name]
+	return c, ok
+}
+
+// Claims returns every claim, sorted by namespace and name.
+func (o *Objects) Claims() []*resourceapi.ResourceClaim {
+	out := make([]*resourceapi.ResourceClaim, 0, len(o.claims))
+	for _, c := range o.claims {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *resourceapi.ResourceClaim) int { return strings.Compare(claimKey(a), claimKey(b)) })
+	return out
+}
+
+// Revision is the fence revision of the lists ("" when unknown).
+func (o *Objects) Revision() string { return o.revision }
+
+// Model returns the compiled slices of a node (cached).
+func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node, o.slices[node]) }
+
+// NodeState returns the allocation state of node from the claims of o
+// (not from in-memory reservations).
+func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
+	o.once.Do(o.indexAllocated)
+	return allocator.NewNodeState(o.Model(node.Name), node, o.allocated[node.Name])
+}
+
+func (o *Objects) indexAllocated() {
+	o.allocated = map[string][]*resourceapi.ResourceClaim{}
+	for _, c := range o.claims {
+		for _, n := range structuredNodes(c) {
+			o.allocated[n] = append(o.allocated[n], c)
+		}
+	}
+}
+
+// structuredNodes lists the nodes named by a claim's structured handles.
+func structuredNodes(c *resourceapi.ResourceClaim) []string {
+	if c == nil || c.Status.Allocation == nil {
+		return nil
+	}
+	var out []string
+	for _, h := range c.Status.Allocation.ResourceHandles {
+		if h.StructuredData != nil && !slices.Contains(out, h.StructuredData.NodeName) {
+			out = append(out, h.StructuredData.NodeName)
+		}
+	}
+	return out
+}
+
+// modelCache holds one Model per node; slices are fixed for the lifetime
+// of the Objects that share it.
+type modelCache struct {
+	mu sync.Mutex
+	m  map[string]*allocator.Model
+}
+
+func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allocator.Model {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.m[node]; ok {
+		return m
+	}
+	m := allocator.NewModel(node, sl)
+	c.m[node] = m
+	return m
+}
+
+func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+// resolve finds the class and parameters of a claim. It returns what is
+// missing (for a Wait) as a non-empty string; a class with a controller is
+// returned as is (the caller rejects it).
+func (o *Objects) resolve(claim *resourceapi.ResourceClaim) (allocator.Claim, string) {
+	out := allocator.Claim{Claim: claim, Class: o.classes[claim.Spec.ResourceClassName]}
+	if out.Class == nil {
+		return out, fmt.Sprintf("resource class %s of claim %s", claim.Spec.ResourceClassName, claimKey(claim))
+	}
+	if ref := claim.Spec.ParametersRef; ref != nil {
+		if isBuiltin(ref.APIGroup, ref.Kind, "ResourceClaimParameters") {
+			out.ClaimParameters = o.claimParams[claim.Namespace+"/"+ref.Name]
+		} else {
+			out.ClaimParameters = o.claimParamsGen[claimGenKey{namespace: claim.Namespace, ref: *ref}]
+			out.VendorClaimParameters = o.vendorRaw(vendorKey{ref.APIGroup, ref.Kind, claim.Namespace, ref.Name})
+		}
+		if out.ClaimParameters == nil {
+			return out, fmt.Sprintf("ResourceClaimParameters for %s %s of claim %s", ref.Kind, ref.Name, claimKey(claim))
+		}
+	}
+	if ref := out.Class.ParametersRef; ref != nil {
+		if isBuiltin(ref.APIGroup, ref.Kind, "ResourceClassParameters") {
+			out.ClassParameters = o.classParams[ref.Name]
+		} else {
+			out.ClassParameters = o.classParamsGen[*ref]
+			out.VendorClassParameters = o.vendorRaw(vendorKey{ref.APIGroup, ref.Kind, ref.Namespace, ref.Name})
+		}
+		if out.ClassParameters == nil {
+			return out, fmt.Sprintf("ResourceClassParameters for %s %s of class %s", ref.Kind, ref.Name, out.Class.Name)
+		}
+	}
+	return out, ""
+}
+
+func isBuiltin(group, kind, want string) bool {
+	return kind == want && (group == "" || group == resourceapi.GroupName)
+}
+
+// vendorRaw snapshots a vendor object as JSON, or nil when it is not
+// known (the parameters' own vendorParameters are used then).
+func (o *Objects) vendorRaw(k vendorKey) *runtime.RawExtension {
+	u := o.vendor[k]
+	if u == nil {
+		return nil
+	}
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil
+	}
+	return &runtime.RawExtension{Raw: raw}
+}
+
+// maxRevision returns the larger of two resourceVersions ("" is 0).
+func maxRevision(a, b string) string {
+	x, _ := strconv.ParseUint(a, 10, 64)
+	y, _ := strconv.ParseUint(b, 10, 64)
+	if y > x {
+		x = y
+	}
+	return strconv.FormatUint(x, 10)
+}

@@ -1,0 +1,283 @@
+package dynamicresources
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Reserve implements framework.ReservePlugin: the pod's claims, allocated
+// on nodeName and reserved for the pod, are kept in memory so that the
+// next cycles do not hand out the same instances.
+func (p *DynamicResources) Reserve(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodeName string) *framework.Status {
+	s, ok := readState(state)
+	if !ok || s.req == nil {
+		return nil
+	}
+	chosen, newly, err := s.bound(pod, nodeName)
+	if err != nil {
+		return framework.AsStatus(err)
+	}
+	s.chosen, s.newly = chosen, newly
+	self := podKey(pod)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range chosen {
+		p.reserved[claimKey(c)] = &memClaim{claim: c, pod: self}
+	}
+	for _, k := range s.fenceKeys() {
+		p.inflight[k] = append(p.inflight[k], &ticket{pod: self, done: make(chan struct{})})
+	}
+	return nil
+}
+
+// fenceKeys lists the (node, driver) pairs of the pod's new structured
+// allocations, sorted.
+func (s *stateData) fenceKeys() [][2]string {
+	set := map[[2]string]bool{}
+	for i, c := range s.chosen {
+		if !s.newly[i] {
+			continue
+		}
+		for _, h := range c.Status.Allocation.ResourceHandles {
+			if h.StructuredData != nil {
+				set[[2]string{h.StructuredData.NodeName, h.DriverName}] = true
+			}
+		}
+	}
+	keys := make([][2]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareKey)
+	return keys
+}
+
+// release ends the pod's tickets. Callers hold p.mu.
+func (p *DynamicResources) release(s *stateData, self string) {
+	for _, k := range s.fenceKeys() {
+		p.inflight[k] = slices.DeleteFunc(p.inflight[k], func(t *ticket) bool {
+			if t.pod == self {
+				close(t.done)
+				return true
+			}
+			return false
+		})
+		if len(p.inflight[k]) == 0 {
+			delete(p.inflight, k)
+		}
+	}
+}
+
+// awaitEarlier waits until the bindings reserved before the pod's on the
+// same (node, driver) pairs have ended.
+func (p *DynamicResources) awaitEarlier(ctx context.Context, keys [][2]string, self string) error {
+	p.mu.Lock()
+	var wait []chan struct{}
+	for _, k := range keys {
+		for _, t := range p.inflight[k] {
+			if t.pod == self {
+				break
+			}
+			wait = append(wait, t.done)
+		}
+	}
+	p.mu.Unlock()
+	for _, ch := range wait {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for earlier bindings on the same node: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// bound returns the pod's claims as the binding to nodeName will leave
+// them, and which of them the pod allocates.
+func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.ResourceClaim, []bool, error) {
+	r, ok := s.results.Load(nodeName)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName)
+	}
+	res := r.(*allocator.Result)
+	if !res.Fits {
+		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the claims do not fit", Name, nodeName)
+	}
+	var out []*resourceapi.ResourceClaim
+	var newly []bool
+	for i, c := range s.req.Claims() {
+		claim := c.Claim.DeepCopy()
+		a := res.Allocations[i]
+		if a != nil {
+			claim.Status.Allocation = a
+			claim.Status.DriverName = c.Class.DriverName
+			if !slices.Contains(claim.Finalizers, resourceapi.DeleteProtectionFinalizer) {
+				claim.Finalizers = append(claim.Finalizers, resourceapi.DeleteProtectionFinalizer)
+			}
+		}
+		if !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
+			return r.Resource == "pods" && r.Name == pod.Name && r.UID == pod.UID
+		}) {
+			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+				Resource: "pods", Name: pod.Name, UID: pod.UID,
+			})
+		}
+		out = append(out, claim)
+		newly = append(newly, a != nil)
+	}
+	return out, newly, nil
+}
+
+// Unreserve implements framework.ReservePlugin: it drops the pod's
+// in-memory claims.
+func (p *DynamicResources) Unreserve(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ string) {
+	s, ok := readState(state)
+	if !ok {
+		return
+	}
+	self := podKey(pod)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range s.chosen {
+		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
+			delete(p.reserved, claimKey(c))
+		}
+	}
+	p.release(s, self)
+}
+
+// ContributeBinding implements framework.BindContributor.
+// Pods reserved earlier on the same (node, driver) are waited for (until
+// ctx ends), so that the fence covers their bindings.
+func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, _ string, b *corev1.Binding) *framework.Status {
+	s, ok := readState(state)
+	if !ok || s.req == nil {
+		return nil
+	}
+	for i, c := range s.chosen {
+		bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKey(c)]}
+		if s.newly[i] {
+			raw, err := json.Marshal(c.Status.Allocation)
+			if err != nil {
+				return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKey(c), err))
+			}
+			bc.DriverName = c.Status.DriverName
+			bc.Allocation = &runtime.RawExtension{Raw: raw}
+		}
+		b.ResourceClaims = append(b.ResourceClaims, bc)
+	}
+	keys := s.fenceKeys()
+	if err := p.awaitEarlier(ctx, keys, podKey(pod)); err != nil {
+		return framework.AsStatus(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range keys {
+		rev := maxRevision(s.objects.Revision(), strconv.FormatUint(p.fences[k], 10))
+		b.AllocationFences = append(b.AllocationFences, corev1.AllocationFence{NodeName: k[0], DriverName: k[1], Revision: rev})
+	}
+	return nil
+}
+
+func compareKey(a, b [2]string) int {
+	if a[0] != b[0] {
+		if a[0] < b[0] {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a[1] < b[1]:
+		return -1
+	case a[1] > b[1]:
+		return 1
+	}
+	return 0
+}
+
+// PostBind implements framework.PostBindPlugin: the binding's revision
+// fences this plugin's next allocations on the same (node, driver), and
+// tells when the informers have caught up with the in-memory claims.
+func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ string, revision string) {
+	s, ok := readState(state)
+	if !ok {
+		return
+	}
+	rev := parseRev(revision)
+	self := podKey(pod)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.release(s, self)
+	for i, c := range s.chosen {
+		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
+			m.bindRev = max(rev, 1)
+		}
+		if !s.newly[i] {
+			continue
+		}
+		for _, h := range c.Status.Allocation.ResourceHandles {
+			if h.StructuredData != nil {
+				k := [2]string{h.StructuredData.NodeName, h.DriverName}
+				p.fences[k] = max(p.fences[k], rev)
+			}
+		}
+	}
+}
+
+// BoundClaims returns the pod's claims as Reserve chose them (allocated
+// and reserved for the pod), for simulations that bind in memory.
+func BoundClaims(state *framework.CycleState) []*resourceapi.ResourceClaim {
+	s, ok := readState(state)
+	if !ok {
+		return nil
+	}
+	return s.chosen
+}
+
+// Result returns the allocator's result on node from the cycle, or nil
+// when the pod has no claims or the node was not judged by this plugin.
+func Result(state *framework.CycleState, node string) *allocator.Result {
+	s, ok := readState(state)
+	if !ok {
+		return nil
+	}
+	if r, ok := s.results.Load(node); ok {
+		return r.(*allocator.Result)
+	}
+	return nil
+}
+
+// PodReasons returns why PreFilter rejected the pod or made it wait, with
+// the allocator's codes.
+func PodReasons(state *framework.CycleState) []allocator.Reason {
+	s, ok := readState(state)
+	if !ok {
+		return nil
+	}
+	return s.reasons
+}
+
+// EventsToRegister implements framework.EnqueueExtensions: claims that
+// appear, change or go away; new or changed slices, classes and
+// parameters. Vendor kinds are not watched; their generated parameters
+// are.
+func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
+	addUpdate := framework.Add | framework.Update
+	return []framework.ClusterEventWithHint{
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.All}},
+		{Event: framework.ClusterEvent{Resource: framework.NodeResourceSlice, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClass, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimParams, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClassParams, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
+	}
+}
