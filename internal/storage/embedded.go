@@ -19,6 +19,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
 )
 
@@ -311,4 +312,12 @@ func NewClient(ctx context.Context, endpoints []string, tlsCfg *tls.Config) (*cl
 		return nil, fmt.Errorf("reach etcd %v: %w", endpoints, err)
 	}
 	return c, nil
+}
+
+// InProcessClient returns a client that calls the embedded member directly,
+// without gRPC or sockets: the API server of `allot up` uses it to spare
+// every request a marshal and a loopback round trip. Close it before the
+// member.
+func (e *Embedded) InProcessClient() *clientv3.Client {
+	return v3client.New(e.etcd.Server)
 }

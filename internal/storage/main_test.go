@@ -17,7 +17,10 @@ import (
 // sharedClient talks to one embedded etcd shared by the tests of this
 // package; tests use distinct key prefixes. Tests that compact use their
 // own etcd (storagetest.NewStore).
-var sharedClient *clientv3.Client
+var (
+	sharedClient   *clientv3.Client
+	sharedEmbedded *storage.Embedded
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -39,6 +42,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer e.Close()
+	sharedEmbedded = e
 	sharedClient, err = storage.NewClient(ctx, e.Endpoints(), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "connect to embedded etcd:", err)
