@@ -77,7 +77,7 @@ func runSchedulingBasic(b *testing.B, nodes, pods int, statusWrites bool) {
 	bound := watchBound(ctx, b, c, pods)
 	writes0 := e.apiWrites(b)
 	created := make([]time.Time, pods)
-	interval := time.Second / time.Duration(envInt("ALLOT_BENCH_RATE", 400))
+	interval := time.Second / time.Duration(envInt("ALLOT_BENCH_RATE", 1000))
 	start := time.Now()
 	runParallel(b, benchClients, pods, func(i int) error {
 		// A steady arrival rate: pod i is due at start + i*interval.
