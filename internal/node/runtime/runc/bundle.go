@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	rt "allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/atomicfile"
+	rt "allot.dev/allot/internal/node/runtime"
 )
 
 // Files of a container's bundle directory ROOT/containers/ID. The agent

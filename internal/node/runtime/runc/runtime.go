@@ -45,9 +45,9 @@ import (
 
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
+	"allot.dev/allot/internal/atomicfile"
 	rt "allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/node/runtime/images"
-	"allot.dev/allot/internal/atomicfile"
 )
 
 // ShimCommandName is the hidden subcommand of the allot binary that runs
