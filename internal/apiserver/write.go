@@ -275,6 +275,9 @@ func withNamespaceFinalizers(base, from runtime.Object) runtime.Object {
 // resource can follow its CRD in the same apply.
 func (s *Server) afterWrite(ctx context.Context, obj runtime.Object) {
 	if crd, ok := obj.(*apiextv1.CustomResourceDefinition); ok {
+		if crd.DeletionTimestamp != nil && len(crd.Finalizers) == 0 {
+			return // this write deleted it; followCRDs stops serving it
+		}
 		if err := s.serveCRD(ctx, crd); err != nil {
 			s.log.Error("serve CRD", "crd", crd.Name, "err", err)
 		}
