@@ -167,7 +167,8 @@ type boundWatch struct {
 
 func watchBound(ctx context.Context, b *testing.B, c *client.Client, want int) *boundWatch {
 	w := &boundWatch{times: map[string]time.Time{}, want: want, done: make(chan struct{})}
-	inf := client.NewInformer(c.Pods("default"), 0, nil)
+	// Only bound pods: each pod reaches this watcher once, when bound.
+	inf := client.NewInformer(c.Pods("default"), 0, nil, client.WithFieldSelector("spec.nodeName!="))
 	record := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok || p.Spec.NodeName == "" || !strings.HasPrefix(p.Name, "pod-") {

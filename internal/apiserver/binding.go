@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -54,7 +55,11 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 	}
 	var rev int64
 	for i := 0; ; i++ {
-		rev, err = s.bind(r.Context(), k, ri.namespace, ri.name, b)
+		ctx := r.Context()
+		if i > 0 {
+			ctx = context.WithValue(ctx, freshKey{}, true)
+		}
+		rev, err = s.bind(ctx, k, ri.namespace, ri.name, b)
 		if errors.Is(err, errPodMoved) && i < maxUpdateRetries {
 			continue
 		}
@@ -69,8 +74,8 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 	writeObject(w, http.StatusCreated, st)
 }
 
-// errPodMoved is a conflict on the pod alone, retried with a fresh read
-// when the binding carries no claims.
+// errPodMoved is a conflict on the pod itself, retried with fresh reads
+// of the pod, the node and the claims.
 var errPodMoved = errors.New("pod changed during binding")
 
 func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *corev1.Binding) (int64, error) {
@@ -82,7 +87,10 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	if node == "" {
 		return 0, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "the node to bind to")})
 	}
-	obj, err := s.getObj(ctx, podKind, ns, name)
+	// The pod and node come from the watch cache: the transaction below
+	// compares the pod's revision, so a stale copy fails it and the binding
+	// is retried from etcd.
+	obj, err := s.readForBinding(ctx, podKind, ns, name)
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +104,7 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	case pod.Spec.NodeName == node && len(b.ResourceClaims) == 0:
 		return 0, apierrors.NewConflict(gr, name, fmt.Errorf("pod %s is already assigned to node %q", name, node))
 	}
-	nodeObj, err := s.getObj(ctx, s.reg.get(gvrOf(corev1.SchemeGroupVersion, "nodes")), "", node)
+	nodeObj, err := s.readForBinding(ctx, s.reg.get(gvrOf(corev1.SchemeGroupVersion, "nodes")), "", node)
 	if err != nil {
 		return 0, err
 	}
@@ -116,8 +124,8 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	rev, err := s.store.Txn(ctx, ops)
 	if err != nil {
 		var te *storage.TxnError
-		if errors.As(err, &te) && te.Index == 0 && len(b.ResourceClaims) == 0 {
-			return 0, errPodMoved
+		if errors.As(err, &te) && te.Index == 0 {
+			return 0, errPodMoved // a stale or changed pod: read it again
 		}
 		if errors.As(err, &te) {
 			return 0, apierrors.NewConflict(gr, name, fmt.Errorf("binding failed: %s changed concurrently (%v); recompute and try again", te.Key, te.Reason))
@@ -194,4 +202,15 @@ func setPodCondition(pod *corev1.Pod, c corev1.PodCondition) {
 		}
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, c)
+}
+
+// readForBinding reads from the watch cache, or from etcd when the cache
+// does not have the object (yet) or the binding is being retried.
+func (s *Server) readForBinding(ctx context.Context, k *kind, ns, name string) (runtime.Object, error) {
+	if ctx.Value(freshKey{}) == nil {
+		if obj, err := s.cachedGet(ctx, k, ns, name); err == nil {
+			return obj, nil
+		}
+	}
+	return s.getObj(ctx, k, ns, name)
 }
