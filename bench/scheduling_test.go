@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -55,14 +56,12 @@ func runSchedulingBasic(b *testing.B, nodes, pods int, statusWrites bool) {
 	e := newEnv(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := client.NewForConfig(&rest.Config{Host: e.srv.URL, QPS: 100000, Burst: 100000,
-		TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	startFleet(ctx, b, c, nodes, statusWrites)
+	// The load generator, the simulated nodes and the scheduler each get
+	// their own connection, as separate processes would.
+	c, fleetC, schedC := e.newClient(b), e.newClient(b), e.newClient(b)
+	startFleet(ctx, b, fleetC, nodes, statusWrites)
 	go func() {
-		_ = scheduler.Run(ctx, scheduler.Config{Client: c, Logger: quietLogger()})
+		_ = scheduler.Run(ctx, scheduler.Config{Client: schedC, Logger: quietLogger()})
 	}()
 
 	// The ceiling: API creates at the same concurrency, same run.
@@ -236,4 +235,15 @@ func (e *env) apiWrites(b *testing.B) int64 {
 		}
 	}
 	return total
+}
+
+// newClient connects to the test server over a connection of its own (a
+// custom dialer keeps client-go from sharing one cached transport).
+func (e *env) newClient(b *testing.B) *client.Client {
+	c, err := client.NewForConfig(&rest.Config{Host: e.srv.URL, QPS: 100000, Burst: 100000,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Dial: (&net.Dialer{}).DialContext})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
