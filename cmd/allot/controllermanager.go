@@ -13,7 +13,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle",
+		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, resource claims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rc, err := client.LoadRESTConfig(kubeconfig)

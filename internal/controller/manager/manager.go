@@ -1,6 +1,6 @@
 // Package manager runs allot's controllers in one process: the garbage
-// collector, namespace deletion and node lifecycle (and, later, the claim
-// controllers). `allot controller-manager` and `allot up` both use it.
+// collector, namespace deletion, node lifecycle and the ResourceClaim
+// controller. `allot controller-manager` and `allot up` both use it.
 package manager
 
 import (
@@ -16,6 +16,7 @@ import (
 	"allot.dev/allot/internal/controller/gc"
 	"allot.dev/allot/internal/controller/namespace"
 	"allot.dev/allot/internal/controller/nodelifecycle"
+	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -66,11 +67,15 @@ func Run(ctx context.Context, cfg Config) error {
 		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
 		Logger: cfg.Logger.With("controller", "node-lifecycle"),
 	})
+	claims, err := resourceclaim.New(c, factory, resourceclaim.Options{Logger: cfg.Logger.With("controller", "resourceclaim")})
+	if err != nil {
+		return fmt.Errorf("create resourceclaim controller: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory.Start(ctx)
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -84,6 +89,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("garbage collector", func() error { return collector.Run(ctx, cfg.GCWorkers) })
 	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
+	run("resourceclaim controller", func() error { return claims.Run(ctx, 2) })
 	wg.Wait()
 	factory.Shutdown()
 	select {

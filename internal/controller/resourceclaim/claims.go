@@ -1,0 +1,187 @@
+package resourceclaim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+)
+
+// syncClaim drops obsolete reservations, then deallocates the claim and
+// removes its finalizer when nobody uses it.
+func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
+	claim, err := c.claims.Lister().Get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	drop, err := c.obsoleteReservations(ctx, claim)
+	if err != nil {
+		return err
+	}
+	if len(drop) > 0 {
+		if claim, err = c.dropReservations(ctx, claim, drop); err != nil || claim == nil {
+			return err
+		}
+	}
+	class := c.class(claim.Spec.ResourceClassName)
+	if ShouldDeallocate(claim, class) {
+		if claim, err = c.deallocate(ctx, claim); err != nil || claim == nil {
+			return err
+		}
+	}
+	if ShouldRemoveFinalizer(claim, class) {
+		return c.removeFinalizer(ctx, claim)
+	}
+	return nil
+}
+
+// class returns the claim's class from the cache, nil when unknown.
+func (c *Controller) class(name string) *resourcev1alpha2.ResourceClass {
+	cl, err := c.classes.Lister().Get("", name)
+	if err != nil {
+		return nil
+	}
+	return cl
+}
+
+// obsoleteReservations returns the UIDs of the pods whose reservations may
+// go. A pod missing from the cache (or replaced under the same name) is
+// confirmed gone with a live read before its reservation is dropped.
+func (c *Controller) obsoleteReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim) (map[types.UID]bool, error) {
+	drop := map[types.UID]bool{}
+	for _, ref := range claim.Status.ReservedFor {
+		pod, err := c.pods.Lister().Get(claim.Namespace, ref.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err != nil {
+			pod = nil
+		}
+		if !ReservationObsolete(ref, pod) {
+			continue
+		}
+		if pod == nil || pod.UID != ref.UID {
+			if pod, err = c.livePod(ctx, claim.Namespace, ref.Name); err != nil {
+				return nil, err
+			}
+			if !ReservationObsolete(ref, pod) {
+				continue
+			}
+		}
+		drop[ref.UID] = true
+	}
+	return drop, nil
+}
+
+// livePod reads a pod from the server; nil when it does not exist.
+func (c *Controller) livePod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	gctx, cancel := c.apiContext(ctx)
+	defer cancel()
+	pod, err := c.c.Pods(ns).Get(gctx, name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read pod %s/%s: %w", ns, name, err)
+	}
+	return pod, nil
+}
+
+// updateClaim applies change to a fresh copy of the claim and writes it
+// (status or main resource), retrying on conflicts. change returns false
+// when nothing is left to do. The result is nil when the claim is gone.
+func (c *Controller) updateClaim(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, status bool,
+	change func(*resourcev1alpha2.ResourceClaim) bool) (*resourcev1alpha2.ResourceClaim, error) {
+	claims := c.c.ResourceClaims(claim.Namespace)
+	cur := claim.DeepCopy()
+	first := true
+	var out *resourcev1alpha2.ResourceClaim
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if !first {
+			gctx, cancel := c.apiContext(ctx)
+			fresh, err := claims.Get(gctx, claim.Name)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if fresh.UID != claim.UID {
+				return apierrors.NewNotFound(resourcev1alpha2.Resource("resourceclaims"), claim.Name)
+			}
+			cur = fresh
+		}
+		first = false
+		if !change(cur) {
+			out = cur
+			return nil
+		}
+		uctx, cancel := c.apiContext(ctx)
+		defer cancel()
+		var err error
+		if status {
+			out, err = claims.UpdateStatus(uctx, cur)
+		} else {
+			out, err = claims.Update(uctx, cur)
+		}
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return out, err
+}
+
+func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, drop map[types.UID]bool) (*resourcev1alpha2.ResourceClaim, error) {
+	out, err := c.updateClaim(ctx, claim, true, func(cl *resourcev1alpha2.ResourceClaim) bool {
+		n := len(cl.Status.ReservedFor)
+		cl.Status.ReservedFor = slices.DeleteFunc(cl.Status.ReservedFor, func(r resourcev1alpha2.ResourceClaimConsumerReference) bool {
+			return drop[r.UID]
+		})
+		return len(cl.Status.ReservedFor) != n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("drop reservations of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	c.log.Info("dropped reservations", "claim", claim.Namespace+"/"+claim.Name, "pods", len(drop))
+	return out, nil
+}
+
+func (c *Controller) deallocate(ctx context.Context, claim *resourcev1alpha2.ResourceClaim) (*resourcev1alpha2.ResourceClaim, error) {
+	class := c.class(claim.Spec.ResourceClassName)
+	out, err := c.updateClaim(ctx, claim, true, func(cl *resourcev1alpha2.ResourceClaim) bool {
+		if !ShouldDeallocate(cl, class) {
+			return false
+		}
+		cl.Status.Allocation = nil
+		cl.Status.DriverName = ""
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deallocate claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	c.log.Info("deallocated claim", "claim", claim.Namespace+"/"+claim.Name)
+	return out, nil
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, claim *resourcev1alpha2.ResourceClaim) error {
+	class := c.class(claim.Spec.ResourceClassName)
+	_, err := c.updateClaim(ctx, claim, false, func(cl *resourcev1alpha2.ResourceClaim) bool {
+		if !ShouldRemoveFinalizer(cl, class) {
+			return false
+		}
+		cl.Finalizers = slices.DeleteFunc(cl.Finalizers, func(f string) bool { return f == resourcev1alpha2.DeleteProtectionFinalizer })
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("remove finalizer of claim %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package resourceclaim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/pkg/client"
+)
+
+// Options tune the controller. Zero values take the defaults.
+type Options struct {
+	// ResyncInterval is how often every pod and claim that still needs
+	// work is enqueued again (default 30s).
+	ResyncInterval time.Duration
+	// MinRetryDelay and MaxRetryDelay bound the exponential backoff of a
+	// failed sync (defaults 50ms and 1m).
+	MinRetryDelay time.Duration
+	MaxRetryDelay time.Duration
+	// APITimeout bounds every API call (default 30s).
+	APITimeout time.Duration
+	// Registry receives the controller's metrics (default: a new one, see
+	// Controller.Registry).
+	Registry *prometheus.Registry
+	Logger   *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.ResyncInterval == 0 {
+		o.ResyncInterval = 30 * time.Second
+	}
+	if o.MinRetryDelay == 0 {
+		o.MinRetryDelay = 50 * time.Millisecond
+	}
+	if o.MaxRetryDelay == 0 {
+		o.MaxRetryDelay = time.Minute
+	}
+	if o.APITimeout == 0 {
+		o.APITimeout = 30 * time.Second
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// reservedPodIndex indexes claims by the "namespace/uid" of the pods in
+// their reservedFor.
+const reservedPodIndex = "resourceclaim-controller-reserved-pod"
+
+type objKind int
+
+const (
+	kindPod objKind = iota
+	kindClaim
+)
+
+// key names one pod or claim to sync.
+type key struct {
+	kind      objKind
+	namespace string
+	name      string
+}
+
+// Controller creates claims from templates and releases unused claims.
+type Controller struct {
+	c       *client.Client
+	pods    client.Informer[*corev1.Pod]
+	claims  client.Informer[*resourcev1alpha2.ResourceClaim]
+	classes client.Informer[*resourcev1alpha2.ResourceClass]
+	queue   workqueue.TypedRateLimitingInterface[key]
+	events  *client.EventRecorder
+	opts    Options
+	log     *slog.Logger
+
+	created        prometheus.Counter
+	createFailures prometheus.Counter
+
+	// expected remembers claims created but perhaps not yet in the cache,
+	// by pod UID and entry name, so a retry never creates a second one.
+	mu       sync.Mutex
+	expected map[types.UID]map[string]string
+}
+
+// New creates a controller over the factory's pod, claim and class
+// informers. Call it before the factory is started.
+func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
+	opts.defaults()
+	ctrl := &Controller{
+		c: c, pods: f.Pods(), claims: f.ResourceClaims(), classes: f.ResourceClasses(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resourceclaim"}),
+		opts: opts, log: opts.Logger,
+		created: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "resource_controller_create_total", Help: "ResourceClaims the controller tried to create from templates.",
+		}),
+		createFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "resource_controller_create_failures_total", Help: "ResourceClaim creations from templates that failed.",
+		}),
+		expected: map[types.UID]map[string]string{},
+	}
+	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "resource_controller_workqueue_depth", Help: "Pods and claims waiting in the controller's work queue.",
+	}, func() float64 { return float64(ctrl.queue.Len()) })
+	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures, depth} {
+		if err := opts.Registry.Register(m); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	if err := ctrl.claims.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys}); err != nil {
+		return nil, fmt.Errorf("index claims by reserved pod: %w", err)
+	}
+	if err := ctrl.addHandlers(); err != nil {
+		return nil, err
+	}
+	return ctrl, nil
+}
+
+// Registry holds the controller's metrics.
+func (c *Controller) Registry() *prometheus.Registry { return c.opts.Registry }
+
+func reservedPodKeys(obj any) ([]string, error) {
+	claim, ok := obj.(*resourcev1alpha2.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, r := range claim.Status.ReservedFor {
+		if r.APIGroup == "" && r.Resource == "pods" {
+			out = append(out, claim.Namespace+"/"+string(r.UID))
+		}
+	}
+	return out, nil
+}
+
+func (c *Controller) addHandlers() error {
+	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPod,
+		UpdateFunc: func(_, obj any) { c.onPod(obj) },
+		DeleteFunc: c.onPodDelete,
+	}); err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	if _, err := c.claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onClaim,
+		UpdateFunc: func(_, obj any) { c.onClaim(obj) },
+		DeleteFunc: c.onClaimDelete,
+	}); err != nil {
+		return fmt.Errorf("watch claims: %w", err)
+	}
+	return nil
+}
+
+// onPod enqueues a pod that needs claims, and the claims reserved for it
+// once it has released them.
+func (c *Controller) onPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if len(ClaimsToCreate(pod)) > 0 {
+		c.queue.Add(key{kindPod, pod.Namespace, pod.Name})
+	}
+	if podTerminal(pod) && podConditionTrue(pod, corev1.PodResourceClaimsUnprepared) {
+		c.enqueueReservedClaims(pod.Namespace, pod.UID)
+	}
+}
+
+func (c *Controller) onPodDelete(obj any) {
+	m, ok := controllerutil.ObjectMeta(obj)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	delete(c.expected, m.GetUID())
+	c.mu.Unlock()
+	c.enqueueReservedClaims(m.GetNamespace(), m.GetUID())
+}
+
+func (c *Controller) enqueueReservedClaims(ns string, uid types.UID) {
+	claims, err := c.claims.Lister().ByIndex(reservedPodIndex, ns+"/"+string(uid))
+	if err != nil {
+		c.log.Error("find claims reserved for pod", "namespace", ns, "uid", uid, "err", err)
+		return
+	}
+	for _, cl := range claims {
+		c.queue.Add(key{kindClaim, cl.Namespace, cl.Name})
+	}
+}
+
+// claimNeedsWork is the cheap check of the event handlers: the claim has
+// pod reservations to check, or is structured and may be released.
+func claimNeedsWork(claim *resourcev1alpha2.ResourceClaim) bool {
+	if len(claim.Status.ReservedFor) > 0 {
+		return true
+	}
+	return Structured(claim, nil)
+}
+
+func (c *Controller) onClaim(obj any) {
+	if claim, ok := obj.(*resourcev1alpha2.ResourceClaim); ok && claimNeedsWork(claim) {
+		c.queue.Add(key{kindClaim, claim.Namespace, claim.Name})
+	}
+}
+
+// onClaimDelete enqueues the namespace's pods that wait for claims: the
+// deletion may have freed quota.
+func (c *Controller) onClaimDelete(obj any) {
+	m, ok := controllerutil.ObjectMeta(obj)
+	if !ok {
+		return
+	}
+	c.enqueueWaitingPods(m.GetNamespace())
+}
+
+func (c *Controller) enqueueWaitingPods(ns string) {
+	var pods []*corev1.Pod
+	var err error
+	if ns == "" {
+		pods, err = c.pods.Lister().List(labels.Everything())
+	} else {
+		pods, err = c.pods.Lister().ListNamespace(ns, labels.Everything())
+	}
+	if err != nil {
+		c.log.Error("list pods", "namespace", ns, "err", err)
+		return
+	}
+	for _, p := range pods {
+		if len(ClaimsToCreate(p)) > 0 {
+			c.queue.Add(key{kindPod, p.Namespace, p.Name})
+		}
+	}
+}
+
+func (c *Controller) resync() {
+	c.enqueueWaitingPods("")
+	claims, err := c.claims.Lister().List(labels.Everything())
+	if err != nil {
+		c.log.Error("list claims", "err", err)
+		return
+	}
+	for _, cl := range claims {
+		c.onClaim(cl)
+	}
+}
+
+// Run waits for the informers' caches (the caller starts the factory),
+// then syncs with workers goroutines until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	c.events = client.NewEventRecorder(c.c, "resourceclaim-controller", hostname())
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), c.opts.APITimeout)
+		defer cancel()
+		c.events.Shutdown(sctx)
+	}()
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.classes.HasSynced) {
+		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
+	}
+	controllerutil.ShutDownOnDone(ctx, c.queue)
+	c.log.Info("resourceclaim controller started", "workers", max(workers, 1))
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			controllerutil.RunWorker(ctx, c.queue, c.sync, c.log)
+		}()
+	}
+	t := time.NewTicker(c.opts.ResyncInterval)
+	defer t.Stop()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case <-t.C:
+			c.resync()
+		}
+	}
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) sync(ctx context.Context, k key) error {
+	if k.kind == kindPod {
+		return c.syncPod(ctx, k.namespace, k.name)
+	}
+	return c.syncClaim(ctx, k.namespace, k.name)
+}
+
+// apiContext bounds one API call.
+func (c *Controller) apiContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.opts.APITimeout)
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

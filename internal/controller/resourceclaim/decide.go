@@ -1,0 +1,138 @@
+package resourceclaim
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+)
+
+// PodClaimNameAnnotation is set on every claim the controller generates:
+// its value is the name of the pod's spec.resourceClaims entry. With the
+// pod as controlling owner it identifies the claim as the pod's, so a lost
+// status write is repaired without creating a second claim.
+const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
+
+// Event reasons.
+const (
+	ReasonFailedCreate = "FailedResourceClaimCreation"
+)
+
+// podTerminal reports whether the pod's containers will not run again.
+func podTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// ClaimsToCreate returns the template entries of the pod's
+// spec.resourceClaims that have no claim recorded in its status. A pod that
+// is terminal or being deleted needs none.
+func ClaimsToCreate(pod *corev1.Pod) []corev1.PodResourceClaim {
+	if pod.DeletionTimestamp != nil || podTerminal(pod) {
+		return nil
+	}
+	var out []corev1.PodResourceClaim
+	for _, rc := range pod.Spec.ResourceClaims {
+		if rc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		if recordedClaim(pod, rc.Name) {
+			continue
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+func recordedClaim(pod *corev1.Pod, entry string) bool {
+	return slices.ContainsFunc(pod.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool {
+		return s.Name == entry
+	})
+}
+
+// NewClaimFromTemplate builds the claim generated for the pod's entry.
+func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.ResourceClaimTemplate) *resourcev1alpha2.ResourceClaim {
+	yes := true
+	annotations := map[string]string{}
+	for k, v := range tmpl.Spec.Annotations {
+		annotations[k] = v
+	}
+	annotations[PodClaimNameAnnotation] = entry
+	var labels map[string]string
+	if len(tmpl.Spec.Labels) > 0 {
+		labels = map[string]string{}
+		for k, v := range tmpl.Spec.Labels {
+			labels[k] = v
+		}
+	}
+	return &resourcev1alpha2.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: pod.Name + "-" + entry + "-",
+			Namespace:    pod.Namespace,
+			Labels:       labels,
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+				Controller: &yes, BlockOwnerDeletion: &yes,
+			}},
+		},
+		Spec: *tmpl.Spec.Spec.DeepCopy(),
+	}
+}
+
+// IsPodClaim reports whether the controller generated claim for the pod's
+// entry: the pod is its controlling owner and the annotation names entry.
+func IsPodClaim(claim *resourcev1alpha2.ResourceClaim, pod *corev1.Pod, entry string) bool {
+	ref := metav1.GetControllerOfNoCopy(claim)
+	return ref != nil && ref.UID == pod.UID && claim.Annotations[PodClaimNameAnnotation] == entry
+}
+
+// ReservationObsolete reports whether a reservedFor entry may be removed,
+// given the consumer pod as last seen (nil: it does not exist). Entries of
+// other resources are kept. A terminal pod keeps its reservation until the
+// node agent has unprepared its claims.
+func ReservationObsolete(ref resourcev1alpha2.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
+	if ref.APIGroup != "" || ref.Resource != "pods" {
+		return false
+	}
+	if pod == nil || pod.UID != ref.UID {
+		return true
+	}
+	return podTerminal(pod) && podConditionTrue(pod, corev1.PodResourceClaimsUnprepared)
+}
+
+func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Structured reports whether the claim is this controller's to deallocate:
+// it carries the delete-protection finalizer and neither it nor its class
+// (nil when unknown) names a control-plane controller.
+func Structured(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	if claim.Status.ControllerName != "" || (class != nil && class.ControllerName != "") {
+		return false
+	}
+	return slices.Contains(claim.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer)
+}
+
+// ShouldDeallocate reports whether the structured claim's allocation is to
+// be cleared: it is allocated, reserved by nobody, and either waits for
+// its first consumer (Immediate claims stay allocated) or is being deleted.
+func ShouldDeallocate(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	if !Structured(claim, class) || claim.Status.Allocation == nil || len(claim.Status.ReservedFor) > 0 {
+		return false
+	}
+	return claim.DeletionTimestamp != nil || claim.Spec.AllocationMode != resourcev1alpha2.AllocationModeImmediate
+}
+
+// ShouldRemoveFinalizer reports whether the delete-protection finalizer
+// protects nothing any more: the structured claim is not allocated.
+func ShouldRemoveFinalizer(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	return Structured(claim, class) && claim.Status.Allocation == nil && len(claim.Status.ReservedFor) == 0
+}

@@ -1,0 +1,32 @@
+// Package resourceclaim is the ResourceClaim controller. It keeps three
+// promises:
+//
+//  1. Claims from templates. For every pod that is neither terminal nor
+//     being deleted, each spec.resourceClaims entry naming a
+//     resourceClaimTemplateName without an entry in
+//     status.resourceClaimStatuses gets one ResourceClaim, generated from
+//     the template (generateName POD-CLAIM-, labels, annotations and spec
+//     from the template, the pod as controlling owner, and the annotation
+//     PodClaimNameAnnotation naming the pod's entry). The claim's name is
+//     then recorded in the pod's status. A claim this controller created
+//     for the pod but did not record (the status write was lost) is
+//     recorded instead of creating a second one; claims it did not create
+//     are never adopted. A create refused by quota becomes a Warning event
+//     on the pod (FailedResourceClaimCreation) and a retry with backoff.
+//  2. Reservation clean-up. A status.reservedFor entry of a pod is removed
+//     once the pod is gone (its absence from the cache confirmed by a live
+//     read) or terminal with condition ResourceClaimsUnprepared=True; never
+//     while a node may still have the claim prepared.
+//  3. Deallocation. A structured claim (delete-protection finalizer, no
+//     control-plane controller) that nobody reserves is deallocated when its
+//     allocation mode is WaitForFirstConsumer or it is being deleted: the
+//     allocation is cleared through the status subresource, then the
+//     finalizer is removed, after which the server deletes a claim whose
+//     deletion was requested. Immediate claims stay allocated.
+//
+// Shape: informer event handlers only decide whether an object needs work
+// and enqueue its key; workers pop keys and sync one pod or claim, re-queued
+// with rate limiting on error; a periodic resync enqueues everything that
+// still needs work. All writes go through the API server with a deadline
+// and retry on conflicts with fresh reads.
+package resourceclaim

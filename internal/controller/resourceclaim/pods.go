@@ -1,0 +1,154 @@
+package resourceclaim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/controller/controllerutil"
+)
+
+// syncPod creates the pod's missing template claims and records them in
+// its status.
+func (c *Controller) syncPod(ctx context.Context, ns, name string) error {
+	pod, err := c.pods.Lister().Get(ns, name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var waits, errs []error
+	recorded := map[string]string{}
+	for _, rc := range ClaimsToCreate(pod) {
+		claim, err := c.claimFor(ctx, pod, rc)
+		switch {
+		case errors.Is(err, controllerutil.ErrWait):
+			waits = append(waits, err)
+		case err != nil:
+			errs = append(errs, err)
+		default:
+			recorded[rc.Name] = claim
+		}
+	}
+	if len(recorded) > 0 {
+		if err := c.recordClaims(ctx, pod, recorded); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return errors.Join(waits...)
+}
+
+// claimFor returns the name of the pod's claim for entry rc, creating it
+// from the template unless the controller already did.
+func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.PodResourceClaim) (string, error) {
+	if name := c.existingClaim(pod, rc.Name); name != "" {
+		return name, nil
+	}
+	tctx, cancel := c.apiContext(ctx)
+	tmpl, err := c.c.ResourceClaimTemplates(pod.Namespace).Get(tctx, *rc.ResourceClaimTemplateName)
+	cancel()
+	if apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("%w: template %s/%s of pod %s does not exist", controllerutil.ErrWait,
+			pod.Namespace, *rc.ResourceClaimTemplateName, pod.Name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read template %s/%s: %w", pod.Namespace, *rc.ResourceClaimTemplateName, err)
+	}
+	c.created.Inc()
+	cctx, cancel := c.apiContext(ctx)
+	claim, err := c.c.ResourceClaims(pod.Namespace).Create(cctx, NewClaimFromTemplate(pod, rc.Name, tmpl))
+	cancel()
+	if err != nil {
+		c.createFailures.Inc()
+		if isQuotaError(err) {
+			c.events.Eventf(pod, corev1.EventTypeWarning, ReasonFailedCreate,
+				"create claim %s from template %s: %v", rc.Name, tmpl.Name, err)
+			return "", fmt.Errorf("%w: claim %s of pod %s/%s over quota: %w", controllerutil.ErrWait, rc.Name, pod.Namespace, pod.Name, err)
+		}
+		return "", fmt.Errorf("create claim %s of pod %s/%s: %w", rc.Name, pod.Namespace, pod.Name, err)
+	}
+	c.mu.Lock()
+	if c.expected[pod.UID] == nil {
+		c.expected[pod.UID] = map[string]string{}
+	}
+	c.expected[pod.UID][rc.Name] = claim.Name
+	c.mu.Unlock()
+	c.log.Info("created claim from template", "pod", pod.Namespace+"/"+pod.Name, "entry", rc.Name, "claim", claim.Name)
+	return claim.Name, nil
+}
+
+// existingClaim finds a claim the controller created for the pod's entry:
+// one it remembers creating, or one in the cache that the pod controls and
+// that carries the entry's annotation.
+func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
+	c.mu.Lock()
+	name := c.expected[pod.UID][entry]
+	c.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	claims, err := c.claims.Lister().ListNamespace(pod.Namespace, labels.Everything())
+	if err != nil {
+		return ""
+	}
+	for _, cl := range claims {
+		if cl.DeletionTimestamp == nil && IsPodClaim(cl, pod, entry) {
+			return cl.Name
+		}
+	}
+	return ""
+}
+
+func isQuotaError(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+}
+
+// recordClaims adds the claims to the pod's status.resourceClaimStatuses,
+// retrying conflicts with a fresh read of the pod.
+func (c *Controller) recordClaims(ctx context.Context, pod *corev1.Pod, claims map[string]string) error {
+	pods := c.c.Pods(pod.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		gctx, cancel := c.apiContext(ctx)
+		cur, err := pods.Get(gctx, pod.Name)
+		cancel()
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.UID != pod.UID {
+			return nil // the pod was replaced; its claims go with the old owner
+		}
+		changed := false
+		for entry, claim := range claims {
+			if recordedClaim(cur, entry) {
+				continue
+			}
+			cur.Status.ResourceClaimStatuses = append(cur.Status.ResourceClaimStatuses,
+				corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &claim})
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		uctx, cancel := c.apiContext(ctx)
+		defer cancel()
+		_, err = pods.UpdateStatus(uctx, cur)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record claims of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
