@@ -28,7 +28,15 @@ const (
 	ReasonWaitingFormat = "waiting for %s to be created"
 	// ErrReasonNoObjects is the Error of a snapshot without DRA objects.
 	ErrReasonNoObjects = "the snapshot has no DRA objects (extension " + Name + ")"
+	// ErrReasonNoCDI rejects nodes whose runtime cannot inject CDI devices
+	// (label allot.dev/cdi: "false", seed 000). Nodes without the label, as
+	// in `allot simulate` inputs, are allowed.
+	ErrReasonNoCDI = "node's container runtime does not support CDI (allot.dev/cdi=false)"
 )
+
+// LabelCDI is the node label through which node agents advertise CDI
+// support.
+const LabelCDI = "allot.dev/cdi"
 
 const stateKey framework.StateKey = Name
 
@@ -254,6 +262,9 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 	s, ok := readState(state)
 	if !ok || s.req == nil {
 		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
+	}
+	if ni.Node().Labels[LabelCDI] == "false" {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNoCDI)
 	}
 	res, err := s.allocate(ctx, ni.Node())
 	if err != nil {

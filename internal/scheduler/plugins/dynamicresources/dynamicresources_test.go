@@ -306,3 +306,27 @@ func TestDeadlineIsError(t *testing.T) {
 		t.Fatalf("Filter with an ended context = %s %q, want Error wrapping ErrDeadline", st.Code(), st.Message())
 	}
 }
+
+func TestFilterRejectsNodesWithoutCDI(t *testing.T) {
+	l := baseLists(t, claim("c", "small"))
+	for name, tc := range map[string]struct {
+		label string
+		want  framework.Code
+	}{
+		"cdi false":     {"false", framework.UnschedulableAndUnresolvable},
+		"cdi true":      {"true", framework.Success},
+		"label missing": {"", framework.Success},
+	} {
+		t.Run(name, func(t *testing.T) {
+			node := schedtest.MakeNode("n1").Obj()
+			if tc.label != "" {
+				node.Labels = map[string]string{dynamicresources.LabelCDI: tc.label}
+			}
+			snap := framework.NewSnapshot([]*corev1.Node{node}, nil).WithExtension(dynamicresources.Name, dynamicresources.NewObjects(l))
+			_, st := cycle(t, dynamicresources.New(), snap, podUsing("p", "c"))
+			if st.Code() != tc.want {
+				t.Fatalf("Filter = %s %q, want %s", st.Code(), st.Message(), tc.want)
+			}
+		})
+	}
+}
