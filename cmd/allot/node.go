@@ -81,6 +81,7 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f.StringToStringVar(&o.labels, "node-labels", nil, "labels of the Node, k=v,...")
 	f.StringToStringVar(&o.capacity, "capacity", nil, "capacity overrides and additions, resource=quantity,... (for example cpu=8,memory=32Gi)")
 	f.IntVar(&cfg.MaxPods, "max-pods", node.DefaultMaxPods, "the Node's pods capacity")
+	addDevicePluginFlags(f, &cfg)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	addNodeTimerFlags(f, &cfg)
 	return cmd
@@ -196,4 +197,13 @@ func defaultNodeName() string {
 		return s
 	}
 	return "node"
+}
+
+// addDevicePluginFlags adds the device manager's flags; `allot up` shares
+// them for its local node.
+func addDevicePluginFlags(f *pflag.FlagSet, cfg *node.Config) {
+	f.StringVar(&cfg.DevicePluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins",
+		"where device plugins register (kubelet.sock) and serve their sockets; empty disables the device manager")
+	f.DurationVar(&cfg.DevicePluginGracePeriod, "device-plugin-grace-period", 0,
+		"how long a resource whose plugin went away stays in capacity (default 5m, as the kubelet)")
 }

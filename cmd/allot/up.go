@@ -32,6 +32,7 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	f.StringSliceVar(&o.CDISpecDirs, "cdi-spec-dir", nil, "CDI spec directories of the local node (default /etc/cdi and /var/run/cdi)")
 	addControllerFlags(f, &o.Controllers)
 	addNodeTimerFlags(f, &o.Node)
+	addDevicePluginFlags(f, &o.Node)
 	f.StringVar((*string)(&o.Scheduler.ScoreStrategy), "score-strategy", "LeastAllocated", "how the scheduler ranks feasible nodes: LeastAllocated (spread) or MostAllocated (pack)")
 	f.DurationVar(&o.Scheduler.PodInitialBackoff, "pod-initial-backoff", scheduler.DefaultPodInitialBackoff, "scheduler backoff after a pod's first failed attempt; doubles per attempt")
 	f.DurationVar(&o.Scheduler.PodMaxBackoff, "pod-max-backoff", scheduler.DefaultPodMaxBackoff, "longest scheduler backoff between a pod's attempts")

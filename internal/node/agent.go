@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/node/devicemanager"
 	"allot.dev/allot/internal/node/logs"
 	"allot.dev/allot/internal/node/metrics"
 	"allot.dev/allot/internal/node/pods"
@@ -29,6 +31,7 @@ type Agent struct {
 	disp     *dispatcher
 	listener net.Listener
 	events   *client.EventRecorder
+	devices  *devicemanager.Manager // nil without DevicePluginDir
 }
 
 // New validates cfg and creates an agent.
@@ -38,6 +41,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.setDefaults()
 	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
+	if err := a.newDeviceManager(); err != nil {
+		return nil, err
+	}
+	cfg = a.cfg
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
 		API: pods.ClientAPI(cfg.Client), Hooks: withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
@@ -81,6 +88,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.shutdown()
+	if a.devices != nil {
+		if err := a.devices.Start(ctx); err != nil {
+			return fmt.Errorf("start device manager: %w", err)
+		}
+		defer a.devices.Stop()
+	}
 	sel := client.WithFieldSelector("spec.nodeName=" + a.cfg.NodeName)
 	f := client.NewFactory(a.cfg.Client, 0, client.WithTweakFor("pods", sel))
 	inf := f.Pods()
@@ -232,4 +245,33 @@ func (a *Agent) serveLogs(ctx context.Context) {
 func withDefaultHooks(h pods.Hooks) pods.Hooks {
 	h.Configurers = append([]pods.ContainerConfigurer{pods.CDIAnnotations{}}, h.Configurers...)
 	return h
+}
+
+// newDeviceManager creates the device manager when DevicePluginDir is set
+// and adds it to the hooks: admission (device allocation), container
+// options (the plugins' Allocate answers), health, and the Node's capacity.
+func (a *Agent) newDeviceManager() error {
+	if a.cfg.DevicePluginDir == "" {
+		return nil
+	}
+	cpDir := a.cfg.DevicePluginDir
+	if a.cfg.RootDir != "" {
+		cpDir = filepath.Join(a.cfg.RootDir, "device-manager")
+	}
+	dm, err := devicemanager.New(devicemanager.Options{
+		Dir: a.cfg.DevicePluginDir, CheckpointDir: cpDir, GracePeriod: a.cfg.DevicePluginGracePeriod,
+		OnChange: a.UpdateNodeStatus, Logger: a.cfg.Logger.With("component", "device-manager"),
+	})
+	if err != nil {
+		return fmt.Errorf("create device manager: %w", err)
+	}
+	a.devices = dm
+	h := &a.cfg.Hooks
+	h.Admitters = append(h.Admitters, dm)
+	h.Configurers = append(h.Configurers, dm)
+	if h.Health == nil {
+		h.Health = dm
+	}
+	a.cfg.NodeDecorators = append(a.cfg.NodeDecorators, dm)
+	return nil
 }

@@ -34,6 +34,13 @@ type NodeDecorator interface {
 
 // Config configures an Agent. Zero durations take defaults.
 type Config struct {
+	// DevicePluginDir, when set, runs a device manager that serves
+	// Kubernetes device plugins (v1beta1) on DIR/kubelet.sock and hands
+	// their devices to containers. DevicePluginGracePeriod is how long a
+	// resource whose plugin went away stays in capacity (default 5m).
+	DevicePluginDir         string
+	DevicePluginGracePeriod time.Duration
+
 	// NodeName is the Node's name (a DNS subdomain). Required.
 	NodeName string
 	// Client talks to the API server with the node's identity (a node

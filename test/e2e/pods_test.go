@@ -34,7 +34,7 @@ devices:
 		t.Fatal(err)
 	}
 	c := newCluster(t)
-	c.start(t, "--disable", "", "--node-name", "e2e-runc", "--cdi-spec-dir", cdiDir,
+	c.start(t, "--disable", "", "--node-name", "e2e-runc", "--cdi-spec-dir", cdiDir, "--device-plugin-dir", t.TempDir(),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms")
 	t.Cleanup(func() { c.deleteAllPods(t) })
 	c.applyYAML(t, `apiVersion: v1
@@ -157,7 +157,7 @@ spec:
 func (c *cluster) startNode(t *testing.T, name, runtime, root string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"node", "--name", name, "--kubeconfig", c.kubeconfig, "--runtime", runtime,
-		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
+		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1", "--device-plugin-dir", filepath.Join(root, "device-plugins"),
 		"--log-token-file", filepath.Join(c.dataDir, "node-log-token"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms"}, extra...)
 	p, err := startProc("allot node "+name, childEnv(c.home), allotBin, args...)
