@@ -82,6 +82,8 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f.StringToStringVar(&o.capacity, "capacity", nil, "capacity overrides and additions, resource=quantity,... (for example cpu=8,memory=32Gi)")
 	f.IntVar(&cfg.MaxPods, "max-pods", node.DefaultMaxPods, "the Node's pods capacity")
 	addDevicePluginFlags(f, &cfg)
+	f.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock",
+		"unix socket serving the kubelet's PodResources API (v1) for monitoring agents; empty disables it")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	addNodeTimerFlags(f, &cfg)
 	return cmd

@@ -10,12 +10,15 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/labels"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/devicemanager"
 	"allot.dev/allot/internal/node/logs"
 	"allot.dev/allot/internal/node/metrics"
+	"allot.dev/allot/internal/node/podresources"
 	"allot.dev/allot/internal/node/pods"
 	"allot.dev/allot/pkg/client"
 )
@@ -107,8 +110,36 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.disp.wait()
 		return nil
 	}
+	if a.cfg.PodResourcesSocket != "" {
+		served := a.servePodResources(ctx, inf.Lister())
+		defer func() { cancel(); <-served }()
+	}
 	a.serve(ctx, 0)
 	return nil
+}
+
+// servePodResources serves the PodResources API until ctx ends; a socket
+// it cannot listen on is logged, not fatal. The channel closes when done.
+func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*corev1.Pod]) <-chan struct{} {
+	var devices podresources.Devices
+	if a.devices != nil {
+		devices = a.devices
+	}
+	srv := podresources.New(devices, func() []*corev1.Pod {
+		pods, err := lister.List(labels.Everything())
+		if err != nil {
+			return nil
+		}
+		return pods
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx, a.cfg.PodResourcesSocket); err != nil {
+			a.cfg.Logger.Warn("pod resources API not served", "err", err)
+		}
+	}()
+	return done
 }
 
 // prepare binds the log server, registers the node, lists the runtime's
@@ -217,7 +248,11 @@ func (a *Agent) serveLogs(ctx context.Context) {
 	}
 	var metricsHandler http.Handler
 	if reg := a.cfg.Metrics.Registry; reg != nil {
-		metricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		var g prometheus.Gatherer = reg
+		if a.devices != nil { // the device manager's device_plugin_* metrics too
+			g = prometheus.Gatherers{reg, a.devices.Registry()}
+		}
+		metricsHandler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	}
 	h := logs.NewHandler(logs.Options{
 		RootDir: a.cfg.RootDir, Lookup: a.disp.lookup, Tokens: tokens,

@@ -41,6 +41,11 @@ type Config struct {
 	DevicePluginDir         string
 	DevicePluginGracePeriod time.Duration
 
+	// PodResourcesSocket, when set, serves the kubelet's PodResources API
+	// (v1: List, Get, GetAllocatableResources) on this unix socket, for
+	// monitoring agents written for the kubelet. Empty disables it.
+	PodResourcesSocket string
+
 	// NodeName is the Node's name (a DNS subdomain). Required.
 	NodeName string
 	// Client talks to the API server with the node's identity (a node
