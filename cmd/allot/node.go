@@ -82,8 +82,6 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f.StringToStringVar(&o.capacity, "capacity", nil, "capacity overrides and additions, resource=quantity,... (for example cpu=8,memory=32Gi)")
 	f.IntVar(&cfg.MaxPods, "max-pods", node.DefaultMaxPods, "the Node's pods capacity")
 	addDevicePluginFlags(f, &cfg)
-	f.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock",
-		"unix socket serving the kubelet's PodResources API (v1) for monitoring agents; empty disables it")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	addNodeTimerFlags(f, &cfg)
 	return cmd
@@ -208,4 +206,6 @@ func addDevicePluginFlags(f *pflag.FlagSet, cfg *node.Config) {
 		"where device plugins register (kubelet.sock) and serve their sockets; empty disables the device manager")
 	f.DurationVar(&cfg.DevicePluginGracePeriod, "device-plugin-grace-period", 0,
 		"how long a resource whose plugin went away stays in capacity (default 5m, as the kubelet)")
+	f.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock",
+		"unix socket serving the kubelet's PodResources API (v1) for monitoring agents; empty disables it")
 }

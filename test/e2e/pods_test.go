@@ -35,6 +35,7 @@ devices:
 	}
 	c := newCluster(t)
 	c.start(t, "--disable", "", "--node-name", "e2e-runc", "--cdi-spec-dir", cdiDir, "--device-plugin-dir", t.TempDir(),
+		"--pod-resources-socket", filepath.Join(t.TempDir(), "pod-resources.sock"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms")
 	t.Cleanup(func() { c.deleteAllPods(t) })
 	c.applyYAML(t, `apiVersion: v1
