@@ -38,19 +38,26 @@ func main() {
 		dir     = flag.String("dir", "/var/lib/kubelet/device-plugins", "device plugin directory holding kubelet.sock")
 		control = flag.String("control", "", "file listing unhealthy device IDs, polled (optional)")
 		poll    = flag.Duration("poll", time.Second, "control file poll interval")
+		cdiDir  = flag.String("cdi-dir", "/var/run/cdi", "where the CDI spec of the devices is written when cdiKind is set")
 	)
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*cfgPath, *dir, *control, *poll, log); err != nil {
+	if err := run(*cfgPath, *dir, *control, *cdiDir, *poll, log); err != nil {
 		log.Error("device plugin failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfgPath, dir, control string, poll time.Duration, log *slog.Logger) error {
+func run(cfgPath, dir, control, cdiDir string, poll time.Duration, log *slog.Logger) error {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
+	}
+	if spec, err := writeCDISpec(&cfg, cdiDir); err != nil {
+		return err
+	} else if spec != "" {
+		log.Info("wrote CDI spec", "path", spec)
+		defer os.Remove(spec)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

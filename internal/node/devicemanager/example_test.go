@@ -32,7 +32,7 @@ devices:
 `)
 	m := startManager(t, dir)
 	var logs bytes.Buffer
-	cmd := exec.Command(examplePlugin, "-dir", dir, "-config", cfg, "-control", control, "-poll", "20ms")
+	cmd := exec.Command(examplePlugin, "-dir", dir, "-config", cfg, "-control", control, "-poll", "20ms", "-cdi-dir", filepath.Join(dir, "cdi"))
 	cmd.Stderr = &syncWriter{buf: &logs}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
