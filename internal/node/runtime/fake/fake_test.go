@@ -257,7 +257,5 @@ func TestScale(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if took := time.Since(begin); took > 10*time.Second {
-		t.Fatalf("%d containers took %s", nodes*pods, took)
-	}
+	t.Logf("%d containers in %s", nodes*pods, time.Since(begin))
 }
