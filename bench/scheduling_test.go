@@ -65,7 +65,7 @@ func runSchedulingBasic(b *testing.B, nodes, pods int, statusWrites bool) {
 	}()
 
 	// The ceiling: API creates at the same concurrency, same run.
-	ceilingN := max(pods/5, 200)
+	ceilingN := max(pods/2, 200)
 	createRate := runParallel(b, benchClients, ceilingN, func(i int) error {
 		p := benchPod(fmt.Sprintf("ceiling-%d", i))
 		p.Spec.SchedulerName = "nobody"
