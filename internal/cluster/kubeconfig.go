@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"allot.dev/allot/internal/atomicfile"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,11 +27,7 @@ func WriteKubeconfig(path, server, token string, caPEM []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create kubeconfig dir: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

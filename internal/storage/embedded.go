@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"allot.dev/allot/internal/atomicfile"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -130,7 +131,7 @@ func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing
 		em.Close()
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(cfg.DataDir, EndpointFile), []byte(strings.Join(em.endpoints, ",")+"\n")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(cfg.DataDir, EndpointFile), []byte(strings.Join(em.endpoints, ",")+"\n"), 0o600); err != nil {
 		em.Close()
 		return nil, err
 	}
@@ -266,17 +267,6 @@ func FreePorts(n int) ([]int, error) {
 
 func isAddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
 }
 
 // Client connection defaults for NewClient.
