@@ -235,6 +235,7 @@ func (s *Server) listFromStore(ctx context.Context, k *kind, ns string, limit in
 		opts.Revision = rv
 	}
 	var out []listed
+	decode := s.decoderFor(k)
 	for {
 		res, err := s.store.List(ctx, k.nsPrefix(ns), opts)
 		if err != nil {
@@ -242,7 +243,7 @@ func (s *Server) listFromStore(ctx context.Context, k *kind, ns string, limit in
 		}
 		for _, kv := range res.Items {
 			if pred != nil {
-				d, err := s.decoderFor(k)(kv.Key, kv.Value)
+				d, err := decode(kv.Key, kv.Value)
 				if err != nil || !pred(d) {
 					continue
 				}
