@@ -17,6 +17,9 @@ vet:
 # Regenerate deepcopy code after changing API types.
 generate:
 	go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.20.0 object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	GOBIN=$(CURDIR)/_output/bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	GOBIN=$(CURDIR)/_output/bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+	cd api/dra/v1alpha1 && PATH=$(CURDIR)/_output/bin:$$PATH protoc --go_out=paths=source_relative:. --go-grpc_out=paths=source_relative:. api.proto
 
 # Benchmarks with real iteration counts (reported in bench/README.md).
 bench:
