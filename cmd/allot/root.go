@@ -13,7 +13,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newUpCommand(), newAPIServerCommand(), newTokenCommand(), newSimulateCommand(), newControllerManagerCommand(),
 		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand(),
-		newSchedulerCommand(), newExplainCommand())
+		newSchedulerCommand(), newExplainCommand(), newExampleCommand())
 	addClientCommands(root)
 	return root
 }
