@@ -69,6 +69,17 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 			return nil, err
 		}
 	}
+	for _, e := range o.Extras {
+		identity := auth.AdminName
+		if e.Driver != "" {
+			identity = e.Driver
+		}
+		rc, err := componentConfig(o.DataDir, url, identity, tokens, caPEM)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name, err)
+		}
+		c.run(ctx, o, e.Name, func(ctx context.Context) error { return e.Run(ctx, rc) })
+	}
 	return c, nil
 }
 

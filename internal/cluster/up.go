@@ -11,7 +11,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/apiserver/auth"
@@ -49,7 +52,35 @@ type Options struct {
 	// Scheduler configures the in-process scheduler (its client is filled
 	// in by Up).
 	Scheduler scheduler.Config
-	Logger    *slog.Logger
+	// Extras are more components to run in this process once the API
+	// server listens: the example drivers and the demo of `allot up
+	// --demo`.
+	Extras []Extra
+	Logger *slog.Logger
+}
+
+// Extra is a component Up runs beside its own, with its own identity.
+type Extra struct {
+	// Name names it in logs.
+	Name string
+	// Driver, when set, runs it with a token of role driver and this
+	// driver name (created in the tokens file when missing); otherwise it
+	// runs as admin.
+	Driver string
+	// Run runs until ctx ends. An error is logged; the cluster keeps
+	// running.
+	Run func(ctx context.Context, rc *rest.Config) error
+}
+
+// extraDrivers are the driver identities the extras need tokens for.
+func (o Options) extraDrivers() []string {
+	var out []string
+	for _, e := range o.Extras {
+		if e.Driver != "" && !slices.Contains(out, e.Driver) {
+			out = append(out, e.Driver)
+		}
+	}
+	return out
 }
 
 func (o Options) enabled(component string) bool {
@@ -88,7 +119,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		h, _ := os.Hostname()
 		o.NodeNames = []string{sanitizeNodeName(h)}
 	}
-	tokens, err := auth.EnsureTokens(o.TokensFile, o.NodeNames)
+	tokens, err := auth.EnsureTokens(o.TokensFile, o.NodeNames, o.extraDrivers()...)
 	if err != nil {
 		return fmt.Errorf("set up tokens: %w", err)
 	}

@@ -55,26 +55,38 @@ func AppendToken(path string, name string, role Role) (token string, err error) 
 
 // EnsureTokens makes sure the tokens file at path has a token for each
 // identity `allot up` needs: admin, scheduler and controller-manager (named
-// after their roles) and one node token per name in nodes. Identities the
-// file already has keep their first token; missing ones get a new token
-// appended. It returns name -> token for those identities only. A node may
-// not be named like a control-plane identity, since the map is keyed by name.
-func EnsureTokens(path string, nodes []string) (map[string]string, error) {
+// after their roles), one node token per name in nodes and one driver token
+// per name in drivers. Identities the file already has keep their first
+// token; missing ones get a new token appended. It returns name -> token for
+// those identities only. Names must be distinct across roles, since the map
+// is keyed by name.
+func EnsureTokens(path string, nodes []string, drivers ...string) (map[string]string, error) {
 	want := []User{
 		{Name: AdminName, Role: RoleAdmin},
 		{Name: SchedulerName, Role: RoleScheduler},
 		{Name: ControllerManagerName, Role: RoleControllerManager},
 	}
 	taken := map[string]bool{AdminName: true, SchedulerName: true, ControllerManagerName: true}
+	add := func(name string, role Role) error {
+		if err := validateIdentity(name, role); err != nil {
+			return err
+		}
+		if taken[name] {
+			return fmt.Errorf("%w: %s name %q is repeated or names another identity", ErrInvalidIdentity, role, name)
+		}
+		taken[name] = true
+		want = append(want, User{Name: name, Role: role})
+		return nil
+	}
 	for _, n := range nodes {
-		if err := validateIdentity(n, RoleNode); err != nil {
+		if err := add(n, RoleNode); err != nil {
 			return nil, err
 		}
-		if taken[n] {
-			return nil, fmt.Errorf("%w: node name %q is repeated or names a control-plane identity", ErrInvalidIdentity, n)
+	}
+	for _, d := range drivers {
+		if err := add(d, RoleDriver); err != nil {
+			return nil, err
 		}
-		taken[n] = true
-		want = append(want, User{Name: n, Role: RoleNode})
 	}
 
 	fileMu.Lock()

@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,5 +120,28 @@ func TestEnsureTokensErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestEnsureTokensDrivers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	got, err := EnsureTokens(path, []string{"n1"}, "gpu.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewTokenAuthenticator(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/api", nil)
+	r.Header.Set("Authorization", "Bearer "+got["gpu.example.com"])
+	if u, ok := a.AuthenticateRequest(r); !ok || u != (User{"gpu.example.com", RoleDriver}) {
+		t.Errorf("driver token authenticates as %v (%v), want driver gpu.example.com", u, ok)
+	}
+	if _, err := EnsureTokens(path, []string{"n1"}, "n1"); !errors.Is(err, ErrInvalidIdentity) {
+		t.Errorf("driver named like a node: err = %v, want ErrInvalidIdentity", err)
+	}
+	if _, err := EnsureTokens(path, nil, "Not_A_Name"); !errors.Is(err, ErrInvalidIdentity) {
+		t.Errorf("invalid driver name: err = %v, want ErrInvalidIdentity", err)
 	}
 }
