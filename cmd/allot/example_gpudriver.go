@@ -1,0 +1,33 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"allot.dev/allot/examples/gpu-driver/gpudriver"
+)
+
+func init() { exampleCommands = append(exampleCommands, newExampleGPUDriverCommand) }
+
+func newExampleGPUDriverCommand() *cobra.Command {
+	var cfg gpudriver.Config
+	cmd := &cobra.Command{
+		Use:   "gpu-driver",
+		Short: "Run the kubelet plugin of the example structured DRA driver " + gpudriver.DriverName,
+		Long: `Run the node side of the example DRA driver gpu.example.com on this machine:
+simulated GPUs (by default seed 002's whole GPU and partitionable GPU, or the
+partitionable model in --config, reloaded when the file changes) published to
+the node agent through the plugin registration directory, and claims
+prepared as CDI devices (gpu.example.com/gpu=CLAIM-UID) in --cdi-dir.
+
+The same program builds on its own: go build ./examples/gpu-driver.`,
+		Example: `  allot example gpu-driver
+  allot example gpu-driver --config my-gpus.yaml --cdi-dir /var/run/cdi \
+      --plugins-registry-dir /tmp/node/plugins_registry --plugin-dir /tmp/node/plugins/gpu.example.com`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return gpudriver.Run(cmd.Context(), cfg)
+		},
+	}
+	cfg.AddFlags(cmd.Flags())
+	return cmd
+}

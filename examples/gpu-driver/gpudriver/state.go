@@ -1,0 +1,40 @@
+package gpudriver
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"allot.dev/allot/pkg/driver/kubeletplugin"
+)
+
+// stateFile appends one line per claim prepared or unprepared, for tests
+// that count how often the driver really acted.
+type stateFile struct {
+	mu   sync.Mutex
+	path string
+}
+
+// record appends "OP UID NS/NAME"; a nil stateFile does nothing.
+func (s *stateFile) record(op string, c kubeletplugin.Claim) error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open state file: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%s %s %s/%s\n", op, c.UID, c.Namespace, c.Name)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("append to state file: %w", err)
+	}
+	return nil
+}
