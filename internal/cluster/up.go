@@ -19,6 +19,7 @@ import (
 	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/dashboard"
 	"allot.dev/allot/internal/node"
 	"allot.dev/allot/internal/pki"
 	"allot.dev/allot/internal/scheduler"
@@ -161,7 +162,12 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		scheme = "https"
 	}
 	url := fmt.Sprintf("%s://%s", scheme, net.JoinHostPort(clientHost(addr), fmt.Sprint(addr.Port)))
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	handler, err := withDashboard(srv.Handler(), o, url, caPEM)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 
@@ -175,7 +181,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	if err := RememberKubeconfig(kc); err != nil {
 		o.Logger.Warn("remember kubeconfig", "err", err)
 	}
-	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\n", url, kc)
+	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\ndashboard: %s\n", url, kc, dashboard.LoginURL(url, tokens["admin"]))
 	comps, err := startComponents(ctx, o, url, tokens, caPEM, logToken)
 	if err != nil {
 		return err

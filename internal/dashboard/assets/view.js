@@ -1,0 +1,310 @@
+// View: draws nodes, devices and pending pods from the watched objects.
+// Text is always set as text, never parsed as HTML.
+import { keyOf } from './feeds.js';
+
+const $ = (id) => document.getElementById(id);
+const byName = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+// el builds an element: attrs set attributes (data-*, class, ...) and
+// children are nodes or strings (always text, never HTML). A boolean
+// data-* attribute reads "true" or "false"; other attributes are present
+// when true and absent when false.
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (typeof v === 'boolean' && k.startsWith('data-')) e.setAttribute(k, String(v));
+    else if (v === true) e.setAttribute(k, '');
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c !== undefined && c !== null && c !== false) e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+/** pendingPods are the pods that wait for a node, by namespace and name. */
+export function pendingPods(pods) {
+  return pods
+    .filter((p) => !p.spec.nodeName && !p.metadata.deletionTimestamp &&
+      p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed')
+    .sort((a, b) => byName(keyOf(a), keyOf(b)));
+}
+
+// allocations indexes structured allocations: "node\ndriver" -> Map of
+// instance ID -> [claim].
+function allocations(claims) {
+  const out = new Map();
+  for (const c of claims) {
+    for (const h of c.status?.allocation?.resourceHandles || []) {
+      const sd = h.structuredData;
+      if (!sd?.partitionable) continue;
+      const k = sd.nodeName + '\n' + h.driverName;
+      if (!out.has(k)) out.set(k, new Map());
+      const m = out.get(k);
+      for (const inst of sd.partitionable.instances || []) {
+        if (!m.has(inst.id)) m.set(inst.id, []);
+        m.get(inst.id).push(c);
+      }
+    }
+  }
+  return out;
+}
+
+// Extended resources are device-plugin resources: a domain-prefixed
+// name outside kubernetes.io.
+function isExtended(name) {
+  const slash = name.indexOf('/');
+  if (slash < 0 || name.startsWith('requests.')) return false;
+  const domain = name.slice(0, slash);
+  return domain !== 'kubernetes.io' && !domain.endsWith('.kubernetes.io');
+}
+
+const SUFFIX = { m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
+
+function parseQuantity(q) {
+  const m = /^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$/.exec(String(q ?? '').trim());
+  if (!m) return 0;
+  return Number(m[1]) * (m[2] ? SUFFIX[m[2]] ?? 0 : 1);
+}
+
+// podAmount is what a pod holds of an extended resource: the larger of
+// its containers' sum and its largest init container.
+function podAmount(pod, res) {
+  const amount = (c) => parseQuantity(c.resources?.limits?.[res] ?? c.resources?.requests?.[res] ?? 0);
+  const sum = (pod.spec.containers || []).reduce((s, c) => s + amount(c), 0);
+  const init = Math.max(0, ...(pod.spec.initContainers || []).map(amount));
+  return Math.max(sum, init);
+}
+
+function conditionStatus(obj, type) {
+  return (obj?.status?.conditions || []).find((c) => c.type === type);
+}
+
+// ---- rendering ----
+
+/**
+ * render redraws the page from model: items(kind) lists the objects of
+ * "nodes", "slices", "claims" and "pods"; explanations maps "ns/name" to
+ * the explain endpoint's answer for that pod; explainError and explainedAt
+ * say how the last explanation went.
+ */
+export function render(model) {
+  const allocs = allocations(model.items('claims'));
+  const counts = { free: 0, held: 0, unhealthy: 0, unavailable: 0, devices: 0 };
+  const nodes = new Map(model.items('nodes').map((n) => [n.metadata.name, n]));
+  const slicesByNode = new Map();
+  for (const s of model.items('slices')) {
+    const n = s.spec.nodeName;
+    if (!slicesByNode.has(n)) slicesByNode.set(n, []);
+    slicesByNode.get(n).push(s);
+  }
+  const allocNodes = [...allocs.keys()].map((k) => k.split('\n')[0]);
+  const names = [...new Set([...nodes.keys(), ...slicesByNode.keys(), ...allocNodes])].sort(byName);
+  const podsByNode = new Map();
+  for (const p of model.items('pods')) {
+    if (!p.spec.nodeName || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if (!podsByNode.has(p.spec.nodeName)) podsByNode.set(p.spec.nodeName, []);
+    podsByNode.get(p.spec.nodeName).push(p);
+  }
+  const cards = names.map((name) => nodeCard(name, nodes.get(name), slicesByNode.get(name) || [],
+    allocs, podsByNode.get(name) || [], counts));
+  $('nodes').replaceChildren(...(cards.length ? cards : [el('p', { class: 'empty' }, 'No nodes.')]));
+
+  const pending = pendingPods(model.items('pods'));
+  renderSummary(names.length, counts, pending.length);
+  $('pending').replaceChildren(...(pending.length ? pending.map((p) => pendingCard(p, model.explanations.get(keyOf(p))))
+    : [el('p', { class: 'empty' }, 'No pending pods.')]));
+  const at = model.explainedAt ? 'Explained at ' + model.explainedAt.toLocaleTimeString() + '. ' : '';
+  $('explain-status').textContent = pending.length ? at + model.explainError : '';
+}
+
+function renderSummary(nodeCount, c, pending) {
+  const item = (n, label, s) => el('span', { 'data-summary': s }, el('strong', {}, n), ' ' + label);
+  $('summary').replaceChildren(
+    item(nodeCount, 'nodes', 'nodes'), item(c.devices, 'devices', 'devices'),
+    item(c.free, 'free', 'free'), item(c.held, 'held', 'held'),
+    item(c.unhealthy, 'unhealthy', 'unhealthy'), item(c.unavailable, 'unavailable', 'unavailable'),
+    item(pending, 'pending pods', 'pending'));
+}
+
+function nodeCard(name, node, slices, allocs, pods, counts) {
+  const card = el('section', { class: 'node', 'data-node': name, 'aria-label': 'node ' + name });
+  const header = el('header', {}, el('h3', {}, name));
+  if (!node) {
+    header.append(el('span', { class: 'badge bad' }, 'no Node object'));
+  } else {
+    const ready = conditionStatus(node, 'Ready');
+    const ok = ready?.status === 'True';
+    header.append(el('span', { class: 'badge ' + (ok ? 'ok' : 'bad'), 'data-ready': ok },
+      ok ? 'Ready' : 'Not ready' + (ready?.reason ? ' (' + ready.reason + ')' : '')));
+    if (node.spec?.unschedulable) header.append(el('span', { class: 'badge bad' }, 'unschedulable'));
+    header.append(el('span', { class: 'note' }, pods.length + ' pods'));
+  }
+  card.append(header);
+  const ext = extendedTable(node, pods);
+  if (ext) card.append(ext);
+
+  const drivers = new Map();
+  for (const s of slices) {
+    if (!drivers.has(s.spec.driverName)) drivers.set(s.spec.driverName, []);
+    drivers.get(s.spec.driverName).push(s);
+  }
+  for (const k of allocs.keys()) {
+    const [n, d] = k.split('\n');
+    if (n === name && !drivers.has(d)) drivers.set(d, []);
+  }
+  for (const d of [...drivers.keys()].sort(byName)) {
+    card.append(driverSection(d, drivers.get(d), allocs.get(name + '\n' + d) || new Map(), counts));
+  }
+  if (!ext && drivers.size === 0) card.append(el('p', { class: 'empty' }, 'No devices published.'));
+  return card;
+}
+
+function extendedTable(node, pods) {
+  const cap = node?.status?.capacity || {};
+  const alloc = node?.status?.allocatable || {};
+  const names = [...new Set([...Object.keys(cap), ...Object.keys(alloc)])].filter(isExtended).sort(byName);
+  if (!names.length) return null;
+  const rows = names.map((res) => {
+    const users = pods.filter((p) => podAmount(p, res) > 0);
+    const used = users.reduce((s, p) => s + podAmount(p, res), 0);
+    return el('tr', { 'data-resource': res },
+      el('td', {}, el('code', {}, res)), el('td', {}, cap[res] ?? '-'), el('td', {}, alloc[res] ?? '-'),
+      el('td', { 'data-used': used }, String(used)),
+      el('td', {}, users.map((p) => keyOf(p)).join(', ') || '-'));
+  });
+  return el('table', { class: 'ext', 'aria-label': 'device-plugin resources' },
+    el('caption', { class: 'note' }, 'Device-plugin resources'),
+    el('thead', {}, el('tr', {}, ['resource', 'capacity', 'allocatable', 'used', 'pods'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows));
+}
+
+function driverSection(driver, slices, allocs, counts) {
+  const local = { free: 0, held: 0, unhealthy: 0, unavailable: 0 };
+  const seen = new Set();
+  const ctx = { allocs, seen, counts: local, unhealthy: false, blocked: false, root: true };
+  const roots = slices.slice().sort((a, b) => byName(a.metadata.name, b.metadata.name))
+    .flatMap((s) => s.spec.partitionable?.resourceInstances || []);
+  counts.devices += roots.length;
+  const grid = el('ul', { class: 'grid', 'aria-label': driver + ' devices' },
+    roots.map((inst) => instanceItem(inst, inst.name, ctx)));
+  for (const k of Object.keys(local)) counts[k] += local[k];
+  const section = el('div', { class: 'driver', 'data-driver': driver },
+    el('h4', {}, driver, ' ',
+      el('span', { class: 'note' }, `${local.free} free · ${local.held} held · ${local.unhealthy} unhealthy · ` +
+        `${local.unavailable} unavailable (slices: ${slices.map((s) => s.metadata.name).join(', ') || 'none'})`)),
+    grid);
+  const orphans = [...allocs.keys()].filter((id) => !seen.has(id)).sort(byName);
+  if (orphans.length) {
+    section.append(el('p', { class: 'error', 'data-orphans': orphans.join(' ') },
+      'Allocated but not published by the driver: ',
+      orphans.map((id) => id + ' (' + allocs.get(id).map(keyOf).join(', ') + ')').join('; ')));
+  }
+  return section;
+}
+
+const unhealthyInst = (inst) => !!inst.health && inst.health !== 'Healthy';
+
+// instanceItem draws one instance; partitionable ones contain one row per
+// partition group. ctx carries what ancestors imply: unhealthy (an
+// ancestor is) and blocked (an ancestor is partitioned another way).
+function instanceItem(inst, id, ctx) {
+  ctx.seen.add(id);
+  const holders = ctx.allocs.get(id);
+  const unhealthy = ctx.unhealthy || unhealthyInst(inst);
+  const groups = inst.partitions || [];
+  const heldUnder = (prefix) => [...ctx.allocs.keys()].some((k) => k.startsWith(prefix + '/'));
+  const active = groups.filter((g) => heldUnder(id + '/' + g.name));
+  const leaf = groups.length === 0;
+
+  let st;
+  let label;
+  if (holders) {
+    st = 'held';
+    label = unhealthy ? 'held, unhealthy' : 'held';
+  } else if (unhealthy) {
+    st = 'unhealthy';
+    label = 'unhealthy';
+  } else if (active.length) {
+    st = 'partitioned';
+    label = 'partitioned: ' + active.map((g) => g.name).join(', ');
+  } else if (ctx.blocked) {
+    st = 'unavailable';
+    label = 'unavailable';
+  } else {
+    st = 'free';
+    label = leaf ? 'free' : 'free, whole';
+  }
+  if (leaf) ctx.counts[st] += 1;
+
+  const item = el('li', {
+    class: 'inst', 'data-instance': id, 'data-state': st,
+    'data-kind': ctx.root ? (leaf ? 'device' : 'partitionable') : (leaf ? 'partition' : 'partitionable'),
+    'data-health': unhealthy ? 'unhealthy' : 'healthy',
+    'aria-label': id + ': ' + label,
+  }, el('span', { class: 'inst-name' }, inst.name), el('span', { class: 'inst-state' }, label));
+  for (const c of holders || []) {
+    const pods = (c.status?.reservedFor || []).map((r) => c.metadata.namespace + '/' + r.name);
+    item.append(el('span', { class: 'holder', 'data-claim': keyOf(c) }, 'claim ' + keyOf(c)));
+    item.append(el('span', { class: 'holder', 'data-pods': pods.join(' ') },
+      pods.length ? 'pod ' + pods.join(', ') : 'not reserved for a pod'));
+  }
+  for (const g of groups) {
+    const gid = id + '/' + g.name;
+    const isActive = active.includes(g);
+    const child = {
+      ...ctx, root: false, unhealthy,
+      blocked: ctx.blocked || (active.length > 0 && !isActive),
+    };
+    item.append(el('div', { class: 'group', 'data-group': gid, 'data-active': isActive },
+      el('span', { class: 'group-name' }, 'partition ' + g.name + (isActive ? ' (in use)' : '')),
+      el('ul', { class: 'grid' }, (g.resourceInstances || []).map((ri) => instanceItem(ri, gid + '/' + ri.name, child)))));
+  }
+  return item;
+}
+
+function pendingCard(pod, ex) {
+  const key = keyOf(pod);
+  const card = el('article', { class: 'pending-pod', 'data-pod': key, 'data-explained': !!ex },
+    el('h3', {}, key));
+  const wants = [];
+  for (const rc of pod.spec.resourceClaims || []) {
+    wants.push('claim ' + (rc.resourceClaimName || 'from template ' + rc.resourceClaimTemplateName));
+  }
+  const ext = new Set();
+  for (const c of [...(pod.spec.containers || []), ...(pod.spec.initContainers || [])]) {
+    for (const r of Object.keys({ ...c.resources?.limits, ...c.resources?.requests })) if (isExtended(r)) ext.add(r);
+  }
+  for (const r of [...ext].sort(byName)) wants.push(r + ' × ' + podAmount(pod, r));
+  if (wants.length) card.append(el('p', { class: 'note' }, 'Wants: ' + wants.join(', ')));
+
+  if (!ex) {
+    const cond = conditionStatus(pod, 'PodScheduled');
+    card.append(el('p', { class: 'verdict' }, cond?.message ? 'Scheduler: ' + cond.message : 'Waiting for an explanation…'));
+    return card;
+  }
+  card.append(el('p', { class: 'verdict', 'data-verdict': ex.verdict }, el('strong', {}, ex.verdict), ': ' + ex.message));
+  const rows = [];
+  if (ex.preFilter) {
+    rows.push(reasonRow('(all nodes)', ex.preFilter.code, ex.preFilter.plugin, ex.preFilter.message));
+  }
+  for (const n of ex.nodes || []) {
+    if (n.feasible) {
+      rows.push(reasonRow(n.node, n.node === ex.selected ? 'Selected' : 'Feasible', '-', 'score ' + (n.score || 0)));
+      continue;
+    }
+    for (const r of n.rejections || []) rows.push(reasonRow(n.node, r.code, r.plugin, r.message));
+  }
+  if (rows.length) {
+    card.append(el('table', { class: 'reasons', 'aria-label': 'why ' + key + ' is pending, per node' },
+      el('thead', {}, el('tr', {}, ['node', 'result', 'plugin', 'reason'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows)));
+  }
+  return card;
+}
+
+function reasonRow(node, code, plugin, message) {
+  return el('tr', { 'data-reason-node': node },
+    el('td', {}, node), el('td', {}, code), el('td', {}, plugin), el('td', {}, message));
+}
