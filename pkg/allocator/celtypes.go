@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
@@ -84,7 +85,33 @@ func (c *literalCache) get(s string, parse func(string) ref.Val) ref.Val {
 	return v
 }
 
+// maxQuantityLiteral bounds the length of a quantity literal, and
+// maxQuantityExponent the digits of its exponent: parsing and comparing
+// quantities costs time that grows with the exponent (1e-99999999 takes
+// minutes), and selectors are written by users.
+const (
+	maxQuantityLiteral  = 64
+	maxQuantityExponent = 3
+)
+
+// checkQuantityLiteral refuses literals that would be slow to parse.
+func checkQuantityLiteral(s string) error {
+	if len(s) > maxQuantityLiteral {
+		return fmt.Errorf("longer than %d characters", maxQuantityLiteral)
+	}
+	if i := strings.LastIndexAny(s, "eE"); i >= 0 {
+		exp := strings.TrimLeft(s[i+1:], "+-")
+		if len(exp) > maxQuantityExponent && strings.Trim(exp, "0123456789") == "" {
+			return fmt.Errorf("exponent %s has more than %d digits", s[i+1:], maxQuantityExponent)
+		}
+	}
+	return nil
+}
+
 func parseQuantityVal(s string) ref.Val {
+	if err := checkQuantityLiteral(s); err != nil {
+		return types.NewErr("invalid quantity %q: %v", s, err)
+	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return types.NewErr("invalid quantity %q: %v", s, err)

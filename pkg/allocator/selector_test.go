@@ -170,3 +170,21 @@ func TestSelectorCacheBounded(t *testing.T) {
 		t.Error("recently used entry evicted")
 	}
 }
+
+// TestHugeQuantityExponentRefused: parsing such a literal would take
+// minutes; the selector is refused at once, naming the literal.
+func TestHugeQuantityExponentRefused(t *testing.T) {
+	for _, expr := range []string{
+		`quantities["memory"] >= "1e-99999999"`,
+		`quantities["memory"] >= quantity("1E99999999")`,
+		`quantities["memory"] >= "` + strings.Repeat("1", 100) + `"`,
+	} {
+		err := CompileSelector(expr)
+		if err == nil || !strings.Contains(err.Error(), "invalid quantity") {
+			t.Errorf("CompileSelector(%.60s) = %v, want an invalid quantity error", expr, err)
+		}
+	}
+	if err := CompileSelector(`quantities["memory"] >= "1e3" && quantities["memory"] <= "16Gi"`); err != nil {
+		t.Errorf("small exponent refused: %v", err)
+	}
+}
