@@ -1,4 +1,4 @@
-package main
+package deviceplugin
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 type plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
-	cfg  config
+	cfg  deviceFile
 	byID map[string]device
 	log  *slog.Logger
 
@@ -27,7 +27,7 @@ type plugin struct {
 	changed   chan struct{}
 }
 
-func newPlugin(cfg config, log *slog.Logger) *plugin {
+func newPlugin(cfg deviceFile, log *slog.Logger) *plugin {
 	p := &plugin{cfg: cfg, byID: map[string]device{}, log: log, unhealthy: map[string]bool{}, changed: make(chan struct{})}
 	for _, d := range cfg.Devices {
 		p.byID[d.ID] = d

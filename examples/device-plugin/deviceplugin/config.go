@@ -1,15 +1,16 @@
-package main
+package deviceplugin
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
 
-// config is the plugin's configuration file (YAML or JSON).
-type config struct {
+// deviceFile is the device configuration file (YAML or JSON).
+type deviceFile struct {
 	// ResourceName is the extended resource, e.g. example.com/gpu.
 	ResourceName string `json:"resourceName"`
 	// Socket is the plugin's socket name in the plugin directory.
@@ -32,25 +33,31 @@ type device struct {
 	ContainerPath string `json:"containerPath,omitempty"`
 }
 
-func loadConfig(path string) (config, error) {
+// loadDeviceFile reads and checks the device configuration file; the
+// socket name defaults and each device's containerPath defaults to its
+// path.
+func loadDeviceFile(path string) (deviceFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return config{}, fmt.Errorf("read config: %w", err)
+		return deviceFile{}, fmt.Errorf("read config: %w", err)
 	}
-	var c config
+	var c deviceFile
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return config{}, fmt.Errorf("parse config %s: %w", path, err)
+		return deviceFile{}, fmt.Errorf("parse config %s: %w", path, err)
 	}
 	if c.ResourceName == "" {
-		return config{}, errors.New("config: resourceName is required")
+		return deviceFile{}, errors.New("config: resourceName is required")
 	}
 	if c.Socket == "" {
-		c.Socket = "example-device-plugin.sock"
+		c.Socket = defaultSocketName
+	}
+	if strings.ContainsRune(c.Socket, '/') {
+		return deviceFile{}, fmt.Errorf("config: socket %q: must be a file name in the plugin directory, not a path", c.Socket)
 	}
 	seen := map[string]bool{}
 	for i, d := range c.Devices {
 		if d.ID == "" || seen[d.ID] {
-			return config{}, fmt.Errorf("config: device %d: empty or repeated id %q", i, d.ID)
+			return deviceFile{}, fmt.Errorf("config: device %d: empty or repeated id %q", i, d.ID)
 		}
 		seen[d.ID] = true
 		if c.Devices[i].ContainerPath == "" {

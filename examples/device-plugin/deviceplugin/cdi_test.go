@@ -1,4 +1,4 @@
-package main
+package deviceplugin
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // runtime uses, for every device Allocate names.
 func TestWriteCDISpecResolves(t *testing.T) {
 	dir := t.TempDir()
-	cfg := &config{CDIKind: "example.com/gpu", Devices: []device{
+	cfg := &deviceFile{CDIKind: "example.com/gpu", Devices: []device{
 		{ID: "gpu-0", Path: "/dev/null", ContainerPath: "/dev/gpu0"},
 		{ID: "gpu-1", Path: "/dev/null"},
 	}}

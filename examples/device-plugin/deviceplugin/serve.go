@@ -1,10 +1,9 @@
-package main
+package deviceplugin
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,27 +15,26 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
-const kubeletSocket = "kubelet.sock"
-
 // serveAndRegister serves the plugin and registers it, and does both
 // again whenever kubelet.sock is re-created (the kubelet, or allot's
 // agent, removed every socket and started anew). It returns when ctx
 // ends.
-func serveAndRegister(ctx context.Context, p *plugin, dir string, log *slog.Logger) error {
+func serveAndRegister(ctx context.Context, p *plugin, cfg *Config) error {
+	log := cfg.Logger
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", dir, err)
+		return fmt.Errorf("watch %s: %w", cfg.Dir, err)
 	}
 	defer w.Close()
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watch %s: %w", dir, err)
+	if err := w.Add(cfg.Dir); err != nil {
+		return fmt.Errorf("watch %s: %w", cfg.Dir, err)
 	}
 	for {
-		srv, err := serve(p, dir)
+		srv, err := serve(p, cfg.Dir)
 		if err != nil {
 			return err
 		}
-		err = registerUntilDone(ctx, p.cfg, dir, log)
+		err = registerUntilDone(ctx, p.cfg, cfg)
 		if err == nil {
 			log.Info("registered", "socket", p.cfg.Socket)
 			err = waitForKubeletRestart(ctx, w)
@@ -64,37 +62,37 @@ func serve(p *plugin, dir string) (*grpc.Server, error) {
 	return srv, nil
 }
 
-// registerUntilDone registers, retrying every second while kubelet.sock
-// is absent or refuses connections.
-func registerUntilDone(ctx context.Context, cfg config, dir string, log *slog.Logger) error {
+// registerUntilDone registers, retrying every cfg.RegisterRetry while
+// kubelet.sock is absent or refuses connections.
+func registerUntilDone(ctx context.Context, devs deviceFile, cfg *Config) error {
 	for {
-		err := register(ctx, cfg, dir)
+		err := register(ctx, devs, cfg)
 		if err == nil {
 			return nil
 		}
-		log.Warn("register", "err", err)
+		cfg.Logger.Warn("register", "err", err)
 		select {
-		case <-time.After(time.Second):
+		case <-time.After(cfg.RegisterRetry):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-func register(ctx context.Context, cfg config, dir string) error {
-	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, kubeletSocket), grpc.WithTransportCredentials(insecure.NewCredentials()))
+func register(ctx context.Context, devs deviceFile, cfg *Config) error {
+	conn, err := grpc.NewClient("unix://"+filepath.Join(cfg.Dir, kubeletSocket), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("dial kubelet: %w", err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, cfg.RegisterTimeout)
 	defer cancel()
 	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{
-		Version: pluginapi.Version, Endpoint: cfg.Socket, ResourceName: cfg.ResourceName,
-		Options: &pluginapi.DevicePluginOptions{PreStartRequired: cfg.PreStartRequired, GetPreferredAllocationAvailable: true},
+		Version: pluginapi.Version, Endpoint: devs.Socket, ResourceName: devs.ResourceName,
+		Options: &pluginapi.DevicePluginOptions{PreStartRequired: devs.PreStartRequired, GetPreferredAllocationAvailable: true},
 	})
 	if err != nil {
-		return fmt.Errorf("register %s: %w", cfg.ResourceName, err)
+		return fmt.Errorf("register %s: %w", devs.ResourceName, err)
 	}
 	return nil
 }

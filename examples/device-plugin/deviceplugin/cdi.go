@@ -1,4 +1,4 @@
-package main
+package deviceplugin
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ type cdiDeviceNode struct {
 // writeCDISpec writes DIR/VENDOR-CLASS.json for the configured devices, so
 // that the CDI names Allocate returns resolve on the node. It returns the
 // file's path.
-func writeCDISpec(cfg *config, dir string) (string, error) {
+func writeCDISpec(cfg *deviceFile, dir string) (string, error) {
 	if cfg.CDIKind == "" {
 		return "", nil
 	}
