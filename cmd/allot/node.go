@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	drav1alpha1 "allot.dev/allot/api/dra/v1alpha1"
 	"allot.dev/allot/internal/node"
+	"allot.dev/allot/internal/node/dra"
 	"allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/node/runtime/fake"
 	"allot.dev/allot/internal/node/runtime/runc"
@@ -82,6 +84,7 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f.StringToStringVar(&o.capacity, "capacity", nil, "capacity overrides and additions, resource=quantity,... (for example cpu=8,memory=32Gi)")
 	f.IntVar(&cfg.MaxPods, "max-pods", node.DefaultMaxPods, "the Node's pods capacity")
 	addDevicePluginFlags(f, &cfg)
+	addDRAFlags(f, &cfg)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	addNodeTimerFlags(f, &cfg)
 	return cmd
@@ -208,4 +211,19 @@ func addDevicePluginFlags(f *pflag.FlagSet, cfg *node.Config) {
 		"how long a resource whose plugin went away stays in capacity (default 5m, as the kubelet)")
 	f.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock",
 		"unix socket serving the kubelet's PodResources API (v1) for monitoring agents; empty disables it")
+}
+
+// addDRAFlags adds the DRA manager's flags; `allot up` shares them for its
+// local node.
+func addDRAFlags(f *pflag.FlagSet, cfg *node.Config) {
+	f.StringVar(&cfg.PluginsRegistryDir, "plugins-registry-dir", drav1alpha1.DefaultPluginsRegistryDir,
+		"where DRA drivers' kubelet plugins create their registration sockets; empty disables the DRA manager")
+	f.DurationVar(&cfg.DRASliceGracePeriod, "dra-slice-grace-period", dra.DefaultSliceGracePeriod,
+		"how long the NodeResourceSlice of a DRA driver that went away is kept for its return")
+	f.DurationVar(&cfg.DRAPrepareTimeout, "dra-prepare-timeout", dra.DefaultPrepareTimeout,
+		"deadline of each call that prepares or unprepares resource claims")
+	f.DurationVar(&cfg.DRAPrepareBackoffInitial, "dra-prepare-backoff-initial", dra.DefaultBackoffInitial,
+		"first delay after a failed prepare or unprepare; doubles per failure")
+	f.DurationVar(&cfg.DRAPrepareBackoffMax, "dra-prepare-backoff-max", dra.DefaultBackoffMax,
+		"longest delay between prepare or unprepare attempts")
 }

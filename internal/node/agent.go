@@ -13,9 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/devicemanager"
+	"allot.dev/allot/internal/node/dra"
 	"allot.dev/allot/internal/node/logs"
 	"allot.dev/allot/internal/node/metrics"
 	"allot.dev/allot/internal/node/podresources"
@@ -35,6 +38,7 @@ type Agent struct {
 	listener net.Listener
 	events   *client.EventRecorder
 	devices  *devicemanager.Manager // nil without DevicePluginDir
+	dra      *dra.Manager           // nil without PluginsRegistryDir
 }
 
 // New validates cfg and creates an agent.
@@ -44,6 +48,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.setDefaults()
 	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
+	if err := a.newDRAManager(); err != nil {
+		return nil, err
+	}
 	if err := a.newDeviceManager(); err != nil {
 		return nil, err
 	}
@@ -91,6 +98,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.shutdown()
+	if a.dra != nil {
+		if err := a.dra.Start(ctx); err != nil {
+			if ctx.Err() != nil { // stopped while starting
+				a.disp.wait()
+				return nil
+			}
+			return fmt.Errorf("start DRA manager: %w", err)
+		}
+		defer a.dra.Stop()
+	}
 	if a.devices != nil {
 		if err := a.devices.Start(ctx); err != nil {
 			return fmt.Errorf("start device manager: %w", err)
@@ -248,10 +265,14 @@ func (a *Agent) serveLogs(ctx context.Context) {
 	}
 	var metricsHandler http.Handler
 	if reg := a.cfg.Metrics.Registry; reg != nil {
-		var g prometheus.Gatherer = reg
+		gs := prometheus.Gatherers{reg}
 		if a.devices != nil { // the device manager's device_plugin_* metrics too
-			g = prometheus.Gatherers{reg, a.devices.Registry()}
+			gs = append(gs, a.devices.Registry())
 		}
+		if a.dra != nil { // and the DRA manager's dra_*
+			gs = append(gs, a.dra.Registry())
+		}
+		var g prometheus.Gatherer = gs
 		metricsHandler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 	}
 	h := logs.NewHandler(logs.Options{
@@ -309,4 +330,48 @@ func (a *Agent) newDeviceManager() error {
 	}
 	a.cfg.NodeDecorators = append(a.cfg.NodeDecorators, dm)
 	return nil
+}
+
+// newDRAManager creates the DRA manager when PluginsRegistryDir is set and
+// adds it to the hooks: admission (claims allocated, reserved and
+// prepared) before the device manager's, and container options (the
+// claims' CDI devices). Its checkpoint goes to ROOT/dra-manager.
+func (a *Agent) newDRAManager() error {
+	if a.cfg.PluginsRegistryDir == "" {
+		return nil
+	}
+	cpDir := ""
+	if a.cfg.RootDir != "" {
+		cpDir = filepath.Join(a.cfg.RootDir, "dra-manager")
+	}
+	m, err := dra.New(dra.Options{
+		NodeName: a.cfg.NodeName, Client: a.cfg.Client, RegistryDir: a.cfg.PluginsRegistryDir, CheckpointDir: cpDir,
+		SliceGracePeriod: a.cfg.DRASliceGracePeriod, PrepareTimeout: a.cfg.DRAPrepareTimeout,
+		BackoffInitial: a.cfg.DRAPrepareBackoffInitial, BackoffMax: a.cfg.DRAPrepareBackoffMax,
+		APITimeout: a.cfg.APITimeout, Wake: a.wakePod, Events: agentEvents{a},
+		Logger: a.cfg.Logger.With("component", "dra-manager"),
+	})
+	if err != nil {
+		return fmt.Errorf("create DRA manager: %w", err)
+	}
+	a.dra = m
+	h := &a.cfg.Hooks
+	h.Admitters = append(h.Admitters, m)
+	h.Configurers = append(h.Configurers, m)
+	return nil
+}
+
+// wakePod asks the worker of a pod for a sync now. The DRA manager calls
+// it (after Start, so after prepare set the dispatcher) when a claim the
+// pod waits for changed or its back-off ended.
+func (a *Agent) wakePod(uid types.UID) { a.disp.poke(uid) }
+
+// agentEvents records through the agent's recorder, which prepare
+// creates after the managers: they record only once started.
+type agentEvents struct{ a *Agent }
+
+func (e agentEvents) Eventf(obj k8sruntime.Object, typ, reason, format string, args ...any) {
+	if e.a.events != nil {
+		e.a.events.Eventf(obj, typ, reason, format, args...)
+	}
 }

@@ -41,6 +41,21 @@ type Config struct {
 	DevicePluginDir         string
 	DevicePluginGracePeriod time.Duration
 
+	// PluginsRegistryDir, when set, runs a DRA manager that registers the
+	// DRA drivers' kubelet plugins whose registration sockets appear in
+	// it (the kubelet's default is v1alpha1.DefaultPluginsRegistryDir),
+	// publishes their NodeResourceSlices and prepares the pods' resource
+	// claims. DRASliceGracePeriod is how long the slice of a driver that
+	// went away is kept (default 30s); DRAPrepareTimeout bounds each
+	// prepare and unprepare call (default 30s); DRAPrepareBackoffInitial
+	// and DRAPrepareBackoffMax bound the back-off between failed attempts
+	// (defaults 1s and 2m).
+	PluginsRegistryDir       string
+	DRASliceGracePeriod      time.Duration
+	DRAPrepareTimeout        time.Duration
+	DRAPrepareBackoffInitial time.Duration
+	DRAPrepareBackoffMax     time.Duration
+
 	// PodResourcesSocket, when set, serves the kubelet's PodResources API
 	// (v1: List, Get, GetAllocatableResources) on this unix socket, for
 	// monitoring agents written for the kubelet. Empty disables it.

@@ -14,10 +14,12 @@ import (
 // only through the API server; the on-disk layout, the log server and the
 // metrics know nothing of the API client; runtimes are reached only
 // through the runtime interface (concrete runtimes are chosen by the
-// command).
+// command); the DRA manager speaks to drivers through the DRA node API
+// only (not the driver SDK) and knows neither runtimes nor device plugins.
 var forbidden = map[string][]string{
 	".":        {"allot.dev/allot/internal/storage", "allot.dev/allot/internal/apiserver", "go.etcd.io/", "allot.dev/allot/internal/node/runtime/runc", "allot.dev/allot/internal/node/runtime/fake"},
 	"pods":     {"allot.dev/allot/internal/storage", "allot.dev/allot/internal/apiserver", "go.etcd.io/", "net/http", "allot.dev/allot/internal/node/runtime/runc", "allot.dev/allot/internal/node/runtime/fake"},
+	"dra":      {"allot.dev/allot/internal/storage", "allot.dev/allot/internal/apiserver", "go.etcd.io/", "allot.dev/allot/internal/node/runtime/", "allot.dev/allot/internal/node/devicemanager", "allot.dev/allot/pkg/driver/"},
 	"podfiles": {"allot.dev/allot/pkg/client", "k8s.io/client-go/", "net", "net/"},
 	"logs":     {"allot.dev/allot/pkg/client", "k8s.io/client-go/"},
 	"metrics":  {"allot.dev/allot/pkg/client", "k8s.io/client-go/", "net", "net/", "os"},

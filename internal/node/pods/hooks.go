@@ -15,8 +15,9 @@ const (
 	// Admit lets the pod's containers be created.
 	Admit Verdict = iota
 	// Hold keeps the pod Pending, with the reason in its containers'
-	// waiting state, and asks again after the admission retry interval
-	// (or at the pod's next update).
+	// waiting state and a Warning event whenever the reason or message
+	// changes, and asks again after the admission retry interval (or at
+	// the pod's next update, or when the worker is poked).
 	Hold
 	// Reject fails the pod: phase Failed with the reason. It is final.
 	Reject
@@ -70,11 +71,13 @@ type Admitter interface {
 
 // Releaser is optionally implemented by an Admitter that holds resources
 // for a pod: Release is called once all the pod's containers have stopped
-// for good (the pod was deleted, or finished and its containers were
-// removed), before the agent completes the pod's deletion. An error is
-// retried after a back-off; the deletion waits for it. Release must be
-// idempotent: after an agent restart it is called for any pod that ran,
-// even if an earlier agent released it already.
+// for good (the pod was deleted, or finished), before the agent completes
+// the pod's deletion. It is called for every pod the admitters were asked
+// about, also one that was held or rejected: an earlier admitter may have
+// acquired resources for it. An error is retried after a back-off; the
+// deletion waits for it. Release must be idempotent: after an agent
+// restart it is called for any pod that ran, even if an earlier agent
+// released it already.
 type Releaser interface {
 	Release(ctx context.Context, pod *corev1.Pod) error
 }

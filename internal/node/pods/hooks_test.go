@@ -2,9 +2,13 @@ package pods
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/podfiles"
@@ -108,5 +112,59 @@ func TestReleaseAfterAdoption(t *testing.T) {
 	h.sync()
 	if adm.released != 1 || !h.w.finished {
 		t.Fatalf("released %d times (finished %v), want once for a pod that ran before the worker", adm.released, h.w.finished)
+	}
+}
+
+// recordedEvents is an EventRecorder that keeps "TYPE REASON MESSAGE".
+type recordedEvents struct{ list []string }
+
+func (r *recordedEvents) Eventf(_ k8sruntime.Object, typ, reason, format string, args ...any) {
+	r.list = append(r.list, typ+" "+reason+" "+fmt.Sprintf(format, args...))
+}
+
+func (r *recordedEvents) with(prefix string) []string {
+	var out []string
+	for _, e := range r.list {
+		if strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestHoldEventsWhenTheReasonChanges(t *testing.T) {
+	verdict := HoldPod("WaitingForResourceClaim", "claim gpu is not allocated")
+	adm := admitFunc(func(context.Context, *corev1.Pod) Admission { return verdict })
+	events := &recordedEvents{}
+	h := newHarness(t, makePod("p").containers("c1").obj(), func(c *Config) {
+		c.Hooks.Admitters = []Admitter{adm}
+		c.Events = events
+	}).start()
+	h.sync()
+	h.clock.step(5 * time.Second)
+	h.sync() // same hold: no second event
+	verdict = HoldPod("PrepareResourcesFailed", "driver said no")
+	h.clock.step(5 * time.Second)
+	h.sync()
+	want := []string{
+		"Warning WaitingForResourceClaim claim gpu is not allocated",
+		"Warning PrepareResourcesFailed driver said no",
+	}
+	if got := events.with("Warning"); !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+}
+
+func TestHeldPodIsReleasedWhenDeleted(t *testing.T) {
+	adm := &releasingAdmitter{admitFunc: func(context.Context, *corev1.Pod) Admission {
+		return HoldPod("WaitingForResourceClaim", "claim gpu is not reserved")
+	}}
+	h := newHarness(t, makePod("p").containers("c1").obj(), func(c *Config) { c.Hooks.Admitters = []Admitter{adm} }).start()
+	h.sync()
+	h.w.Gone()
+	h.w.takeMail()
+	h.sync()
+	if adm.released != 1 || !h.w.finished {
+		t.Fatalf("released %d times (finished %v), want once: an admitter may have acquired resources for a held pod", adm.released, h.w.finished)
 	}
 }

@@ -23,8 +23,9 @@ type state struct {
 	cp           podfiles.Checkpoint
 
 	admitted bool
-	// holdsResources: the pod may hold resources from the admitters (it was
-	// admitted by this worker, or ran before it started), so Releasers run.
+	// holdsResources: the pod may hold resources from the admitters (they
+	// were asked to admit it, or it ran before this worker started), so
+	// Releasers run.
 	holdsResources bool
 	hold           *Admission
 	final          *final

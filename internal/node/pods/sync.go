@@ -165,6 +165,12 @@ func (w *Worker) attemptFailed(c *ctr, now time.Time, reason string, err error) 
 // admit asks the admitters. ok is false while the pod is held (retry is
 // when to ask again) or after it was rejected.
 func (w *Worker) admit(ctx context.Context, now time.Time) (retry time.Time, ok bool) {
+	if len(w.cfg.Hooks.Admitters) > 0 {
+		// An admitter may acquire resources even when a later one holds or
+		// rejects the pod (a DRA claim prepared, devices allocated): the
+		// Releasers must run when the pod ends, whatever the verdict.
+		w.holdsResources = true
+	}
 	for _, a := range w.cfg.Hooks.Admitters {
 		actx, cancel := context.WithTimeout(ctx, w.cfg.Timing.RuntimeTimeout)
 		res := a.Admit(actx, w.pod)
@@ -180,12 +186,13 @@ func (w *Worker) admit(ctx context.Context, now time.Time) (retry time.Time, ok 
 		default:
 			if w.hold == nil || *w.hold != res {
 				w.log.Info("pod held", "reason", res.Reason, "message", res.Message)
+				w.event(corev1.EventTypeWarning, res.Reason, "%s", res.Message)
 			}
 			w.hold = &res
 			return now.Add(w.cfg.Timing.AdmitRetry), false
 		}
 	}
-	w.admitted, w.holdsResources, w.hold = true, true, nil
+	w.admitted, w.hold = true, nil
 	return time.Time{}, true
 }
 

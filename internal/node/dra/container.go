@@ -1,0 +1,43 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/node/pods"
+)
+
+// ContainerOptions gives container c the CDI devices of the claims it
+// names in resources.claims, from the Manager's records (memory, restored
+// from the checkpoint after a restart), so a container of an adopted pod
+// that restarts gets them without asking any driver. A claim that is not
+// prepared for the pod is an error: the container is not created without
+// its devices.
+func (m *Manager) ContainerOptions(_ context.Context, pod *corev1.Pod, c *corev1.Container) (pods.ContainerOptions, error) {
+	var devices []string
+	for _, use := range c.Resources.Claims {
+		i := slices.IndexFunc(pod.Spec.ResourceClaims, func(rc corev1.PodResourceClaim) bool { return rc.Name == use.Name })
+		if i < 0 {
+			return pods.ContainerOptions{}, fmt.Errorf("container %s uses claim %q, which is not in the pod's spec.resourceClaims", c.Name, use.Name)
+		}
+		name, known := claimName(pod, pod.Spec.ResourceClaims[i])
+		switch {
+		case !known:
+			return pods.ContainerOptions{}, fmt.Errorf("container %s: the claim of entry %q is not created yet", c.Name, use.Name)
+		case name == "":
+			continue // the entry needs no claim
+		}
+		rec, ok := m.store.find(pod.Namespace, name, pod.UID)
+		if !ok || !rec.prepared() {
+			return pods.ContainerOptions{}, fmt.Errorf("container %s: claim %s/%s is not prepared for the pod", c.Name, pod.Namespace, name)
+		}
+		for _, d := range rec.cdiDevices() {
+			if !slices.Contains(devices, d) {
+				devices = append(devices, d)
+			}
+		}
+	}
+	return pods.ContainerOptions{CDIDevices: devices}, nil
+}

@@ -1,0 +1,57 @@
+// Package dra is the node side of dynamic resource allocation: it
+// registers the DRA drivers' kubelet plugins of this node, publishes their
+// resources as NodeResourceSlices, and prepares the ResourceClaims of the
+// node's pods before their containers start (allot's DRA node API,
+// api/dra/v1alpha1).
+//
+// The caller's duties, in order:
+//
+//  1. New(opts) reads the checkpoint of prepared claims (a corrupt
+//     checkpoint is an error: starting without it could leave claims
+//     prepared forever).
+//  2. Start(ctx) starts the informers of claims and of this node's slices
+//     and waits for their caches, then watches Options.RegistryDir for
+//     plugin registration sockets, publishes slices, and unprepares the
+//     checkpointed claims of pods that are gone or finished. A Manager is
+//     started once; Stop ends it (slices and the checkpoint stay for the
+//     next Manager).
+//  3. The Manager is a pods.Admitter, pods.Releaser and
+//     pods.ContainerConfigurer: put it in pods.Hooks (Admit holds pods
+//     with claims until Start has returned). Admit holds a pod
+//     (never rejects it) until every claim is allocated, reserved for it
+//     and usable on this node, and its drivers are registered; then it
+//     prepares the claims, with back-off on failure. ContainerOptions
+//     gives each container the CDI devices of the claims it names in
+//     resources.claims. Release unprepares and then records the pod
+//     condition ResourceClaimsUnprepared=True.
+//  4. Options.Wake is called with a pod's UID when something it waits for
+//     changed (one of its claims, a driver registration, the end of a
+//     back-off): the agent pokes the pod's worker.
+//
+// Registration follows the kubelet's plugin watcher: a plugin creates a
+// socket in RegistryDir serving pluginregistration/v1 Registration; the
+// Manager calls GetInfo, accepts Type "DRAPlugin" with a DNS-subdomain name,
+// "v1alpha1" among the supported versions and an absolute DRA socket path
+// as endpoint, and answers NotifyRegistrationStatus. A new registration of
+// a driver replaces the old one. A driver is unregistered when its
+// registration socket disappears, or its resource stream breaks and cannot
+// be re-opened.
+//
+// Slices: one NodeResourceSlice per (node, driver), owned by the Node,
+// updated in place when the driver's model changes and not written when it
+// does not; a slice someone else changed or deleted is written again. The
+// slice of a driver that went away is deleted after
+// Options.SliceGracePeriod unless the driver comes back; at start, slices
+// of this node whose driver does not register within the grace period,
+// and duplicates, are deleted. An invalid model is logged, recorded as a
+// Warning event on the Node, and the previous slice is kept.
+//
+// Guarantees (seed 000): prepare and unprepare are idempotent on the
+// driver's side and batched per driver; every claim the Manager asked a
+// driver to prepare is unprepared at least once, also after a restart and
+// for pods deleted while the agent was down; a claim shared by several pods
+// of this node is prepared once and unprepared after the last of them; a
+// prepare that answers NOT_FOUND makes the Manager read the claim from the
+// API server again before it retries. Every call to a driver carries a
+// deadline.
+package dra
