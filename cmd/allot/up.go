@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"allot.dev/allot/internal/cluster"
@@ -8,7 +10,11 @@ import (
 )
 
 func newUpCommand() *cobra.Command {
-	var o cluster.Options
+	var (
+		o           cluster.Options
+		demo        bool
+		demoTimeout time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start an all-in-one cluster: etcd, API server and the other components",
@@ -17,10 +23,17 @@ etcd's data (unless --etcd-servers points at an external cluster), the
 tokens file, the certificates, and DIR/kubeconfig for clients.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if demo {
+				if err := configureDemo(&o, demoTimeout, cmd.OutOrStdout()); err != nil {
+					return err
+				}
+			}
 			return cluster.Up(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&demo, "demo", false, "also run the example device plugin and DRA driver (gpu.example.com) in-process, with their sockets under DATA-DIR/demo, and the demo pod of examples/manifests/demo.yaml")
+	f.DurationVar(&demoTimeout, "demo-timeout", 3*time.Minute, "how long the demo waits for its pod to finish")
 	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for the cluster's state")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "API server address (host:port; port 0 picks a free one)")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
@@ -33,6 +46,7 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	addControllerFlags(f, &o.Controllers)
 	addNodeTimerFlags(f, &o.Node)
 	addDevicePluginFlags(f, &o.Node)
+	addDRAFlags(f, &o.Node)
 	f.StringVar((*string)(&o.Scheduler.ScoreStrategy), "score-strategy", "LeastAllocated", "how the scheduler ranks feasible nodes: LeastAllocated (spread) or MostAllocated (pack)")
 	f.DurationVar(&o.Scheduler.PodInitialBackoff, "pod-initial-backoff", scheduler.DefaultPodInitialBackoff, "scheduler backoff after a pod's first failed attempt; doubles per attempt")
 	f.DurationVar(&o.Scheduler.PodMaxBackoff, "pod-max-backoff", scheduler.DefaultPodMaxBackoff, "longest scheduler backoff between a pod's attempts")

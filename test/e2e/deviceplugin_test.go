@@ -40,7 +40,7 @@ devices:
 	}
 	pluginDir := filepath.Join(dir, "device-plugins")
 	c := newCluster(t)
-	c.start(t, "--disable", "", "--node-name", "dp-node", "--device-plugin-dir", pluginDir,
+	c.start(t, "--disable", "", "--node-name", "dp-node", "--device-plugin-dir", pluginDir, "--plugins-registry-dir", "",
 		"--pod-resources-socket", filepath.Join(dir, "pod-resources.sock"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms")
 	t.Cleanup(func() { c.deleteAllPods(t) })

@@ -34,7 +34,7 @@ devices:
 		t.Fatal(err)
 	}
 	c := newCluster(t)
-	c.start(t, "--disable", "", "--node-name", "e2e-runc", "--cdi-spec-dir", cdiDir, "--device-plugin-dir", t.TempDir(),
+	c.start(t, "--disable", "", "--node-name", "e2e-runc", "--cdi-spec-dir", cdiDir, "--device-plugin-dir", t.TempDir(), "--plugins-registry-dir", "",
 		"--pod-resources-socket", filepath.Join(t.TempDir(), "pod-resources.sock"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms")
 	t.Cleanup(func() { c.deleteAllPods(t) })
@@ -159,6 +159,7 @@ func (c *cluster) startNode(t *testing.T, name, runtime, root string, extra ...s
 	t.Helper()
 	args := append([]string{"node", "--name", name, "--kubeconfig", c.kubeconfig, "--runtime", runtime,
 		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1", "--device-plugin-dir", filepath.Join(root, "device-plugins"),
+		"--plugins-registry-dir", filepath.Join(root, "plugins_registry"),
 		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"),
 		"--log-token-file", filepath.Join(c.dataDir, "node-log-token"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms"}, extra...)

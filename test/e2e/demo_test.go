@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpDemo runs `allot up --demo` as the README does: the example device
+// plugin and DRA driver run in-process, and the demo pod gets a device
+// from each, shares its claim between two containers, prints what it
+// received and succeeds.
+func TestUpDemo(t *testing.T) {
+	t.Parallel()
+	requireRoot(t)
+	c := newCluster(t)
+	c.start(t, "--demo", "--disable", "", "--demo-timeout", "3m",
+		"--pod-resources-socket", filepath.Join(c.dataDir, "pod-resources.sock"),
+		"--admit-retry-interval", "200ms", "--relist-interval", "200ms")
+	t.Cleanup(func() {
+		// The node removes the pod's containers (and their mounts) before
+		// allot up stops.
+		if _, stderr, err := c.runKubectl("delete", "pod", "demo", "-n", "demo", "--wait=true", "--timeout=90s"); err != nil {
+			t.Logf("delete the demo pod: %v: %s", err, stderr)
+		}
+	})
+	line, _, err := c.p.stdout.waitFor(0, 4*time.Minute, func(s string) bool { return strings.HasPrefix(s, "demo: pod demo/demo ") })
+	if err != nil {
+		t.Fatalf("no demo outcome: %v\nstdout:\n%s", err, c.p.stdout)
+	}
+	if line != "demo: pod demo/demo Succeeded" {
+		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.stdout)
+	}
+	out := c.p.stdout.String()
+	requireContains(t, "allot up --demo output", out,
+		"demo: trainer| trainer: device plugin gave EXAMPLE_DEVICES=gpu-",
+		"demo: trainer| trainer: DRA claim demo/demo-gpu-",
+		"sharing TimeSlicing",
+		"demo: monitor| monitor: shares claim demo/demo-gpu-")
+	// Both containers name the same claim and instances.
+	trainer := regexp.MustCompile(`DRA claim (\S+): instances (\S+),`).FindStringSubmatch(out)
+	monitor := regexp.MustCompile(`shares claim (\S+), instances (\S+)`).FindStringSubmatch(out)
+	if trainer == nil || monitor == nil || trainer[1] != monitor[1] || trainer[2] != monitor[2] {
+		t.Errorf("containers disagree on the claim: trainer %q, monitor %q", trainer, monitor)
+	}
+	requireLines(t, "slice drivers", c.kubectl(t, "get", "noderesourceslices", "-o", "jsonpath={.items[*].spec.driverName}"), "gpu.example.com")
+}
