@@ -3,8 +3,7 @@
 # etcd-server (external-etcd tests), kubectl (compatibility tests), runc and
 # busybox-static (containers), with --test chromium (the dashboard's browser
 # test, run headless; never a tool's own browser download), and the Go
-# modules. Safe to
-# run repeatedly.
+# modules. Safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
