@@ -103,7 +103,7 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 	pending, changed := m.store.attach(pod.Namespace, pod.Name, pod.UID, ready)
 	if changed { // before any call: a prepared claim is never forgotten
 		if err := m.saveStore(); err != nil {
-			return m.prepareFailed(pod, now, []string{err.Error()}, nil)
+			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
 		}
 	}
 	failures, notFound := m.callPrepares(ctx, pending)
@@ -113,7 +113,7 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 		}
 	}
 	if len(failures) > 0 {
-		return m.prepareFailed(pod, now, failures, notFound)
+		return m.prepareFailed(pod, time.Now(), failures, notFound)
 	}
 	m.pods.forget(pod.UID)
 	if len(pending) > 0 {
@@ -196,7 +196,8 @@ func (m *Manager) callPrepare(ctx context.Context, d *driver, items []batchItem)
 	return resp, err
 }
 
-// prepareFailed starts or extends the pod's back-off and returns its hold.
+// prepareFailed starts or extends the pod's back-off, counted from now (when
+// the failure was seen, after the call), and returns its hold.
 func (m *Manager) prepareFailed(pod *corev1.Pod, now time.Time, failures, notFound []string) pods.Admission {
 	var hold pods.Admission
 	uid := pod.UID

@@ -68,7 +68,7 @@ func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 	last, changed := m.store.detach(podUID, uids)
 	if changed {
 		if err := m.saveStore(); err != nil {
-			return m.unprepareFailed(podUID, now, []string{err.Error()}, nil)
+			return m.unprepareFailed(podUID, time.Now(), []string{err.Error()}, nil)
 		}
 	}
 	done, failures, missing := m.callUnprepares(ctx, last)
@@ -80,7 +80,7 @@ func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 		m.log.Info("DRA claims unprepared", "pod", pod.Namespace+"/"+pod.Name, "uid", string(podUID), "claims", len(done))
 	}
 	if len(failures) > 0 {
-		return m.unprepareFailed(podUID, now, failures, missing)
+		return m.unprepareFailed(podUID, time.Now(), failures, missing)
 	}
 	return nil
 }
