@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,25 +19,8 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 	node := assumed.Spec.NodeName
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
 	defer cancel()
-	b := &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: assumed.Name, Namespace: assumed.Namespace},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}
-	st := s.fw.RunBindContributors(bctx, state, assumed, node, b)
-	contributed := st.IsSuccess()
-	if contributed {
-		rev, err := s.binder.Bind(bctx, assumed.Namespace, assumed.Name, b)
-		if err != nil {
-			st = framework.AsStatus(err).WithPlugin("Bind")
-		} else {
-			s.fw.RunPostBind(bctx, state, assumed, node, rev)
-		}
-	}
-	result := "success"
-	if !st.IsSuccess() {
-		result = "error"
-	}
-	s.metrics.bindDuration.WithLabelValues(result).Observe(s.now().Sub(start).Seconds())
+	st, contributed := s.commit(bctx, s.fw, state, assumed, node)
+	s.observeBind(st, start)
 	if st.IsSuccess() {
 		s.metrics.podDuration.Observe(s.now().Sub(qp.InitialTimestamp).Seconds())
 		s.events.Eventf(assumed, corev1.EventTypeNormal, ReasonScheduled, "Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, node)
@@ -45,11 +29,48 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 		return
 	}
 	s.log.Info("binding failed", "pod", assumed.Namespace+"/"+assumed.Name, "node", node, "status", st)
-	// Unreserve must run even when the bind deadline has passed.
-	uctx, ucancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BindTimeout)
-	defer ucancel()
-	s.fw.RunUnreserve(uctx, state, assumed, node)
+	s.unreserve(ctx, s.fw, state, assumed, node)
 	s.forget(assumed)
+	s.finish(ctx, qp, bindFailure(st, contributed))
+}
+
+// commit lets fw's bind contributors fill the Binding of pod to node and
+// posts it; contributed reports whether the POST was made. After a
+// successful POST the PostBind plugins learn the binding's revision.
+func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *framework.CycleState, pod *corev1.Pod, node string) (st *framework.Status, contributed bool) {
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}
+	if st := fw.RunBindContributors(ctx, state, pod, node, b); !st.IsSuccess() {
+		return st, false
+	}
+	rev, err := s.binder.Bind(ctx, pod.Namespace, pod.Name, b)
+	if err != nil {
+		return framework.AsStatus(err).WithPlugin("Bind"), true
+	}
+	fw.RunPostBind(ctx, state, pod, node, rev)
+	return nil, true
+}
+
+func (s *Scheduler) observeBind(st *framework.Status, start time.Time) {
+	result := "success"
+	if !st.IsSuccess() {
+		result = "error"
+	}
+	s.metrics.bindDuration.WithLabelValues(result).Observe(s.now().Sub(start).Seconds())
+}
+
+// unreserve undoes fw's reservations; it runs even when the bind deadline
+// has passed.
+func (s *Scheduler) unreserve(ctx context.Context, fw *framework.Framework, state *framework.CycleState, pod *corev1.Pod, node string) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BindTimeout)
+	defer cancel()
+	fw.RunUnreserve(uctx, state, pod, node)
+}
+
+// bindFailure is the failure of a binding step whose status is st.
+func bindFailure(st *framework.Status, contributed bool) failure {
 	f := failure{status: st, rejectedBy: []string{st.Plugin()}}
 	if contributed {
 		// The API server refused or the write failed: the pod may have been
@@ -59,5 +80,5 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 	} else {
 		f.condition = st.Code() != framework.Error
 	}
-	s.finish(ctx, qp, f)
+	return f
 }

@@ -17,6 +17,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		return false
 	}
 	pod := qp.Pod
+	if pod.Spec.NodeName != "" {
+		s.claimCycle(ctx, qp)
+		return true
+	}
 	if s.skip(pod) {
 		s.queue.Done(pod.UID)
 		return true
@@ -55,10 +59,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	return true
 }
 
-// skip: the pod was deleted, bound, or already assumed since it was
-// queued.
+// skip: the pod was deleted or already assumed since it was queued.
 func (s *Scheduler) skip(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp != nil || pod.Spec.NodeName != "" || s.cache.IsAssumed(pod.UID)
+	return pod.DeletionTimestamp != nil || s.cache.IsAssumed(pod.UID)
 }
 
 func (s *Scheduler) observeAttempt(result string, start time.Time) {
@@ -97,8 +100,9 @@ type failure struct {
 	status     *framework.Status
 	message    string   // for people; default status.Message()
 	rejectedBy []string // plugins whose events may help
-	condition  bool     // write PodScheduled=False
+	condition  bool     // write PodScheduled=False (ResourceClaimsAllocated=False in a claim cycle)
 	retrySoon  bool     // retry after backoff instead of waiting for an event
+	claims     bool     // a claim cycle's failure
 }
 
 // finish records a failed attempt (condition, event) and requeues the
@@ -111,15 +115,13 @@ func (s *Scheduler) finish(ctx context.Context, qp *queue.QueuedPod, f failure) 
 	}
 	s.goAsync(func() {
 		if f.condition {
-			reason := corev1.PodReasonUnschedulable
-			if f.status.Code() == framework.Error {
-				reason = ReasonSchedulerError
-			}
-			if err := s.setUnscheduled(ctx, qp.Pod, reason, f.message); err != nil {
-				s.log.Warn("update PodScheduled condition", "pod", qp.Pod.Namespace+"/"+qp.Pod.Name, "err", err)
-			}
+			s.recordFailure(ctx, qp.Pod, f)
 		}
-		s.events.Eventf(qp.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "%s", f.message)
+		event := ReasonFailedScheduling
+		if f.claims {
+			event = ReasonFailedResourceClaimAllocation
+		}
+		s.events.Eventf(qp.Pod, corev1.EventTypeWarning, event, "%s", f.message)
 		switch {
 		case f.status.Code() == framework.Error || f.retrySoon:
 			s.queue.Backoff(qp)
@@ -127,6 +129,26 @@ func (s *Scheduler) finish(ctx context.Context, qp *queue.QueuedPod, f failure) 
 			s.queue.Unschedulable(qp, f.rejectedBy, f.status.Code() == framework.Wait)
 		}
 	})
+}
+
+// recordFailure writes the failure's condition: PodScheduled=False for a
+// pending pod, ResourceClaimsAllocated=False for a claim cycle.
+func (s *Scheduler) recordFailure(ctx context.Context, pod *corev1.Pod, f failure) {
+	errored := f.status.Code() == framework.Error
+	var err error
+	switch {
+	case f.claims && errored:
+		err = s.setClaimsCondition(ctx, pod, corev1.ConditionFalse, ReasonSchedulerError, f.message)
+	case f.claims:
+		err = s.setClaimsCondition(ctx, pod, corev1.ConditionFalse, ReasonUnallocatable, f.message)
+	case errored:
+		err = s.setUnscheduled(ctx, pod, ReasonSchedulerError, f.message)
+	default:
+		err = s.setUnscheduled(ctx, pod, corev1.PodReasonUnschedulable, f.message)
+	}
+	if err != nil {
+		s.log.Warn("update pod condition", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
 }
 
 // forget undoes an assume; what the pod held may let parked pods fit.
@@ -141,7 +163,23 @@ const (
 	ReasonFailedScheduling = "FailedScheduling"
 	// ReasonScheduled is the event of a successful binding.
 	ReasonScheduled = "Scheduled"
-	// ReasonSchedulerError is the PodScheduled=False reason after an
-	// error (as opposed to Unschedulable).
+	// ReasonSchedulerError is the PodScheduled=False (or, in a claim
+	// cycle, ResourceClaimsAllocated=False) reason after an error (as
+	// opposed to Unschedulable or Unallocatable).
 	ReasonSchedulerError = "SchedulerError"
+
+	// ReasonFailedResourceClaimAllocation is the Warning event of a claim
+	// cycle that did not allocate and reserve the claims of a pod given a
+	// node by hand.
+	ReasonFailedResourceClaimAllocation = "FailedResourceClaimAllocation"
+	// ReasonAllocatedResourceClaims is the Normal event of a claim cycle's
+	// successful binding.
+	ReasonAllocatedResourceClaims = "AllocatedResourceClaims"
+	// ReasonUnallocatable is the ResourceClaimsAllocated=False reason while
+	// the claims cannot be allocated or reserved on the pod's node (or
+	// wait for an object to be created).
+	ReasonUnallocatable = "Unallocatable"
+	// ReasonAllocated is the ResourceClaimsAllocated=True reason once the
+	// claims are allocated and reserved for the pod.
+	ReasonAllocated = "Allocated"
 )

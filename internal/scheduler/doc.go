@@ -20,7 +20,20 @@
 //
 //   - Only pods with spec.schedulerName == Config.SchedulerName, no
 //     spec.nodeName, no deletionTimestamp and not terminated are scheduled.
-//     A pod given a node by hand is never touched.
+//   - A pod of this scheduler given a node by hand (spec.nodeName set, not
+//     deleted or terminated) is never moved, but it is the only writer of
+//     structured allocations: if some of the pod's claims are not
+//     allocated and reserved for it, a claim cycle (NodeName and
+//     DynamicResources only, on that node, without the pod's own
+//     requests) allocates and reserves them with a binding of the pod to
+//     the node it is on. While it cannot, the pod gets
+//     ResourceClaimsAllocated=False with the reason (the FailedScheduling
+//     wording, failing selector clause quoted) and a
+//     FailedResourceClaimAllocation event per attempt, and waits in the
+//     queue for the DRA events that may help; the condition turns True
+//     once the claims are reserved. PodScheduled is not written and the
+//     pod is never failed. Pods bound by a normal cycle already have their
+//     claims reserved by that binding and never enter a claim cycle.
 //   - One scheduling loop; binding is asynchronous (a goroutine per pod,
 //     bounded by BindTimeout), so a slow write never stalls the loop. The
 //     pod is assumed on its node in the cache before binding, so the next

@@ -110,6 +110,16 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 	return objs, nil
 }
 
+// claim reads a claim from the informer's cache; false when it is not
+// there (or there are no informers).
+func (d *draSource) claim(ns, name string) (*resourcev1alpha2.ResourceClaim, bool) {
+	if d == nil {
+		return nil, false
+	}
+	c, err := d.claims.Get(ns, name)
+	return c, err == nil
+}
+
 // snapshot is the cache's snapshot plus the plugins' extensions.
 func (s *Scheduler) snapshot() (*framework.Snapshot, error) {
 	snap := s.cache.Snapshot()

@@ -59,7 +59,8 @@ func Explain(ctx context.Context, fw *framework.Framework, snap *framework.Snaps
 	return framework.Diagnose(ctx, fw, snap, pod)
 }
 
-// WriteExplanation prints a diagnosis for people: where the pod is, the
+// WriteExplanation prints a diagnosis for people: where the pod is, its
+// PodScheduled or ResourceClaimsAllocated condition unless True, the
 // scheduler's verdict, a table of every node's result (NODE, RESULT,
 // PLUGIN, REASON; one row per rejecting plugin), and the scores of the
 // feasible nodes.
@@ -73,8 +74,10 @@ func WriteExplanation(w io.Writer, pod *corev1.Pod, d *framework.Diagnosis) erro
 	default:
 		ew.printf("Node:       <none> (pending)\n")
 	}
-	if c := PodScheduledCondition(pod); c != nil && c.Status != corev1.ConditionTrue {
-		ew.printf("Condition:  PodScheduled=%s %s: %s\n", c.Status, c.Reason, c.Message)
+	for _, c := range []*corev1.PodCondition{PodScheduledCondition(pod), ClaimsAllocatedCondition(pod)} {
+		if c != nil && c.Status != corev1.ConditionTrue {
+			ew.printf("Condition:  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
 	}
 	switch {
 	case d.Status.IsSuccess():

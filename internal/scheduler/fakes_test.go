@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 )
 
@@ -25,12 +27,21 @@ type fakeCluster struct {
 	mu       sync.Mutex
 	pods     map[string]*corev1.Pod // by name
 	bindings map[string]*corev1.Binding
+	binds    int // successful Bind calls
 	patches  int
 	events   []string // "reason: message"
 	rv       int
 
 	// bindHook, if set, runs before a bind and may fail it.
 	bindHook func(ctx context.Context, pod string) error
+
+	// dra, if set, holds the DRA objects behind the scheduler's draSource;
+	// bindings allocate and reserve its claims.
+	dra *fakeDRA
+	// lagClaims holds back the claim updates of bindings (a claim informer
+	// behind the pod informer) until publishClaims.
+	lagClaims bool
+	lagged    [][2]*resourceapi.ResourceClaim
 }
 
 func (f *fakeCluster) nextRV() string { f.rv++; return fmt.Sprint(f.rv) }
@@ -64,18 +75,94 @@ func (f *fakeCluster) Bind(ctx context.Context, ns, name string, b *corev1.Bindi
 		f.mu.Unlock()
 		return "", apierrors.NewNotFound(corev1.Resource("pods"), name)
 	}
-	if old.Spec.NodeName != "" {
+	if old.Spec.NodeName != "" && (old.Spec.NodeName != b.Target.Name || len(b.ResourceClaims) == 0) {
 		f.mu.Unlock()
 		return "", apierrors.NewConflict(corev1.Resource("pods"), name, fmt.Errorf("already assigned"))
 	}
+	rv := f.nextRV()
+	claims, err := f.bindClaims(old, b, rv)
+	if err != nil {
+		f.mu.Unlock()
+		return "", err
+	}
 	bound := old.DeepCopy()
 	bound.Spec.NodeName = b.Target.Name
-	bound.ResourceVersion = f.nextRV()
+	bound.ResourceVersion = rv
 	f.pods[name] = bound
 	f.bindings[name] = b
+	f.binds++
+	if f.lagClaims {
+		f.lagged = append(f.lagged, claims...)
+		claims = nil
+	}
 	f.mu.Unlock()
 	f.s.onPodUpdate(old, bound)
-	return bound.ResourceVersion, nil
+	for _, c := range claims {
+		f.dra.updateClaim(f.s, c[0], c[1])
+	}
+	return rv, nil
+}
+
+// bindClaims applies a binding's claims as the API server would: the
+// allocation (if any) and the pod in reservedFor, at revision rv. It
+// returns the (old, new) claims. Callers hold f.mu.
+func (f *fakeCluster) bindClaims(pod *corev1.Pod, b *corev1.Binding, rv string) ([][2]*resourceapi.ResourceClaim, error) {
+	if f.dra == nil {
+		return nil, nil
+	}
+	var out [][2]*resourceapi.ResourceClaim
+	for _, bc := range b.ResourceClaims {
+		old, ok := f.dra.claim(pod.Namespace, bc.Name)
+		if !ok {
+			return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), bc.Name)
+		}
+		if bc.ResourceVersion != "" && bc.ResourceVersion != old.ResourceVersion {
+			return nil, apierrors.NewConflict(resourceapi.Resource("resourceclaims"), bc.Name, fmt.Errorf("changed"))
+		}
+		c := old.DeepCopy()
+		if bc.Allocation != nil {
+			if c.Status.Allocation != nil {
+				return nil, apierrors.NewConflict(resourceapi.Resource("resourceclaims"), bc.Name, fmt.Errorf("already allocated"))
+			}
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+			if err := json.Unmarshal(bc.Allocation.Raw, c.Status.Allocation); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+			c.Status.DriverName = bc.DriverName
+		}
+		if c.Status.Allocation == nil {
+			return nil, apierrors.NewConflict(resourceapi.Resource("resourceclaims"), bc.Name, fmt.Errorf("not allocated"))
+		}
+		if !slices.ContainsFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool { return r.UID == pod.UID }) {
+			c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: pod.Name, UID: pod.UID})
+		}
+		c.ResourceVersion = rv
+		out = append(out, [2]*resourceapi.ResourceClaim{old, c})
+	}
+	return out, nil
+}
+
+// publishClaims lets the claim informer catch up with held-back bindings.
+func (f *fakeCluster) publishClaims() {
+	f.mu.Lock()
+	lagged := f.lagged
+	f.lagged, f.lagClaims = nil, false
+	f.mu.Unlock()
+	for _, c := range lagged {
+		f.dra.updateClaim(f.s, c[0], c[1])
+	}
+}
+
+// updatePodStatus changes a pod's status as another component would.
+func (f *fakeCluster) updatePodStatus(name string, mutate func(*corev1.PodStatus)) {
+	f.mu.Lock()
+	old := f.pods[name]
+	p := old.DeepCopy()
+	mutate(&p.Status)
+	p.ResourceVersion = f.nextRV()
+	f.pods[name] = p
+	f.mu.Unlock()
+	f.s.onPodUpdate(old, p)
 }
 
 func (f *fakeCluster) PatchStatus(_ context.Context, _, name string, _ types.PatchType, data []byte) error {
@@ -88,12 +175,18 @@ func (f *fakeCluster) PatchStatus(_ context.Context, _, name string, _ types.Pat
 	}
 	f.mu.Lock()
 	old := f.pods[name]
-	if patch.Metadata.ResourceVersion != old.ResourceVersion {
+	if rv := patch.Metadata.ResourceVersion; rv != "" && rv != old.ResourceVersion {
 		f.mu.Unlock()
 		return apierrors.NewConflict(corev1.Resource("pods"), name, fmt.Errorf("stale"))
 	}
 	p := old.DeepCopy()
-	p.Status.Conditions = patch.Status.Conditions
+	for _, c := range patch.Status.Conditions { // merged by type, as a strategic merge patch does
+		if i := slices.IndexFunc(p.Status.Conditions, func(x corev1.PodCondition) bool { return x.Type == c.Type }); i >= 0 {
+			p.Status.Conditions[i] = c
+		} else {
+			p.Status.Conditions = append(p.Status.Conditions, c)
+		}
+	}
 	p.ResourceVersion = f.nextRV()
 	f.pods[name] = p
 	f.patches++
@@ -131,8 +224,8 @@ func (f *fakeCluster) counts() (patches, events int) {
 }
 
 // start builds a scheduler over a fake cluster and runs its loop until
-// the test ends.
-func start(t *testing.T, cfg Config) *fakeCluster {
+// the test ends; setup runs before the loop starts.
+func start(t *testing.T, cfg Config, setup ...func(*fakeCluster)) *fakeCluster {
 	t.Helper()
 	if cfg.PodInitialBackoff == 0 {
 		cfg.PodInitialBackoff, cfg.PodMaxBackoff = 10*time.Millisecond, 50*time.Millisecond
@@ -150,6 +243,9 @@ func start(t *testing.T, cfg Config) *fakeCluster {
 		t.Fatal(err)
 	}
 	f.s = s
+	for _, fn := range setup {
+		fn(f)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); s.loop(ctx) }()

@@ -137,6 +137,9 @@ func (s *Scheduler) onPodAdd(obj any) {
 	case holdsResources(p):
 		s.cache.AddPod(p)
 		s.queue.OnEvent(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Add}, nil, p)
+		if s.needsClaimCycle(p) {
+			s.queue.Add(p)
+		}
 	case s.responsible(p):
 		s.queue.Add(p)
 	}
@@ -150,11 +153,19 @@ func (s *Scheduler) onPodUpdate(oldObj, newObj any) {
 	}
 	switch {
 	case holdsResources(o) && !holdsResources(n): // terminated
+		s.queue.Delete(n)
 		s.cache.RemovePod(o)
 		s.queue.OnEvent(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Delete}, o, nil)
 	case holdsResources(n):
-		if o.Spec.NodeName == "" {
-			s.queue.Delete(n) // just bound, by us or by someone else
+		// Just bound (by us or by someone else), or a bound pod changed.
+		// It needs a claim cycle only if its claims are not ready; a pod
+		// whose binding we are committing is in flight (its claims count
+		// as ready only after PostBind), so the queue merely records the
+		// update and drops the pod when that binding succeeds.
+		if s.needsClaimCycle(n) {
+			s.queue.Update(o, n)
+		} else {
+			s.queue.Delete(n)
 		}
 		s.cache.UpdatePod(n)
 		s.queue.OnEvent(framework.ClusterEvent{Resource: framework.AssignedPod, ActionType: framework.Update}, o, n)

@@ -9,6 +9,9 @@ const (
 	ResultScheduled     = "scheduled"
 	ResultUnschedulable = "unschedulable"
 	ResultError         = "error"
+	// ResultAllocated is the result of a claim cycle that reserved the
+	// claims of a pod given a node by hand and handed them to a binding.
+	ResultAllocated = "allocated"
 )
 
 // Metrics are the scheduler's Prometheus metrics, in their own registry
@@ -22,6 +25,7 @@ type Metrics struct {
 	podDuration     prometheus.Histogram
 	pending         *prometheus.GaugeVec
 	bindDuration    *prometheus.HistogramVec
+	claimCycles     *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics in a new registry.
@@ -52,10 +56,17 @@ func NewMetrics() *Metrics {
 			Help:    "Latency of the binding step (bind contributors and the Binding write), by result.",
 			Buckets: buckets,
 		}, []string{"result"}),
+		claimCycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "allot_scheduler_claim_cycles_total",
+			Help: "Claim cycles (pods given a node by hand whose claims were not allocated and reserved) by result: allocated (reserved and handed to a binding), unschedulable (including waiting) or error.",
+		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.attempts, m.attemptDuration, m.podDuration, m.pending, m.bindDuration)
+	m.Registry.MustRegister(m.attempts, m.attemptDuration, m.podDuration, m.pending, m.bindDuration, m.claimCycles)
 	for _, r := range []string{ResultScheduled, ResultUnschedulable, ResultError} {
 		m.attempts.WithLabelValues(r)
+	}
+	for _, r := range []string{ResultAllocated, ResultUnschedulable, ResultError} {
+		m.claimCycles.WithLabelValues(r)
 	}
 	m.setPending(0, 0, 0)
 	return m

@@ -15,6 +15,7 @@ import (
 	"allot.dev/allot/internal/scheduler/cache"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 	"allot.dev/allot/pkg/client"
 )
@@ -42,6 +43,8 @@ type eventRecorder interface {
 type Scheduler struct {
 	cfg     Config
 	fw      *framework.Framework
+	claimFW *framework.Framework // claim cycles: NodeName and the same DynamicResources
+	drap    *dynamicresources.DynamicResources
 	queue   *queue.Queue
 	cache   *cache.Cache
 	binder  binder
@@ -105,14 +108,20 @@ func New(cfg Config) (*Scheduler, error) {
 // newScheduler builds the core without informers, for New and for tests
 // that feed the handlers by hand. cfg must have its defaults.
 func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*Scheduler, error) {
-	fw, err := plugins.NewDefaultFramework(plugins.Options{
+	opts := plugins.Options{
 		ScoreStrategy: cfg.ScoreStrategy, Parallelism: cfg.Parallelism, Extra: cfg.ExtraPlugins,
-	})
+		DynamicResources: dynamicresources.New(),
+	}
+	fw, err := plugins.NewDefaultFramework(opts)
+	if err != nil {
+		return nil, fmt.Errorf("build scheduler: %w", err)
+	}
+	claimFW, err := plugins.NewClaimFramework(opts)
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler: %w", err)
 	}
 	s := &Scheduler{
-		cfg: cfg, fw: fw, cache: cache.New(), binder: b, status: st, events: ev,
+		cfg: cfg, fw: fw, claimFW: claimFW, drap: opts.DynamicResources, cache: cache.New(), binder: b, status: st, events: ev,
 		metrics: cfg.Metrics, log: cfg.Logger.With("component", "scheduler"), now: time.Now,
 	}
 	s.queue = queue.New(queue.Options{
@@ -183,4 +192,19 @@ func (s *Scheduler) goAsync(fn func()) {
 func (s *Scheduler) responsible(pod *corev1.Pod) bool {
 	return pod.Spec.SchedulerName == s.cfg.SchedulerName && pod.Spec.NodeName == "" &&
 		pod.DeletionTimestamp == nil && !framework.IsTerminal(pod)
+}
+
+// needsClaimCycle reports whether a pod given a node by hand needs a claim
+// cycle: it is this scheduler's, not deleted or terminated, and some claim
+// it uses is not allocated and reserved for it, or its
+// ResourceClaimsAllocated condition still says False.
+func (s *Scheduler) needsClaimCycle(pod *corev1.Pod) bool {
+	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.Spec.NodeName == "" || len(pod.Spec.ResourceClaims) == 0 ||
+		pod.DeletionTimestamp != nil || framework.IsTerminal(pod) {
+		return false
+	}
+	if c := ClaimsAllocatedCondition(pod); c != nil && c.Status == corev1.ConditionFalse {
+		return true
+	}
+	return !s.drap.ClaimsReady(pod, s.dra.claim)
 }

@@ -180,10 +180,13 @@ func TestWaitAndBindContributor(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	fw := start(t, Config{}).s.fw
+	bound := makePod("p").Req("cpu", "3").NodeSelector("disktype", "ssd").Node("b").Obj()
+	bound.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResourceClaimsAllocated, Status: corev1.ConditionFalse,
+		Reason: ReasonUnallocatable, Message: "waiting for resource claim default/c to be created"}}
 	snap := framework.NewSnapshot([]*corev1.Node{
 		makeNode("a").Alloc("cpu", "4").Obj(),
 		makeNode("b").Alloc("cpu", "4").Label("disktype", "ssd").Obj(),
-	}, []*corev1.Pod{makePod("p").Req("cpu", "3").NodeSelector("disktype", "ssd").Node("b").Obj()})
+	}, []*corev1.Pod{bound})
 	pod := snap.Nodes()[1].Pods()[0].Pod
 	d := Explain(context.Background(), fw, snap, pod)
 	if d.Selected != "b" {
@@ -195,6 +198,7 @@ func TestExplain(t *testing.T) {
 	}
 	t.Logf("explanation:\n%s", out.String())
 	for _, want := range []string{
+		"Condition:  ResourceClaimsAllocated=False Unallocatable: waiting for resource claim default/c to be created",
 		"NODE", "RESULT", "PLUGIN", "REASON",
 		"a     UnschedulableAndUnresolvable  NodeAffinity  node(s) didn't match Pod's node affinity/selector: nodeSelector disktype=ssd: node has no label disktype",
 		"b     Selected",

@@ -141,6 +141,10 @@ const (
 	// PodResourceClaimsUnprepared is True once the node agent has unprepared
 	// every claim of a terminated pod.
 	PodResourceClaimsUnprepared PodConditionType = "ResourceClaimsUnprepared"
+	// PodResourceClaimsAllocated is written by the scheduler on a pod given
+	// a node by hand: False (with the reason) while it cannot allocate and
+	// reserve the pod's claims on that node, True once it has.
+	PodResourceClaimsAllocated PodConditionType = "ResourceClaimsAllocated"
 )
 
 // PodReasonUnschedulable is the PodScheduled=False reason of a pod that fits

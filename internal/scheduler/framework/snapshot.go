@@ -98,6 +98,16 @@ func (s *Snapshot) WithoutPod(pod *corev1.Pod) *Snapshot {
 	return s.replace(i, ni)
 }
 
+// Only returns a snapshot of just the node called name (with s's
+// extensions), or false when s has no such node.
+func (s *Snapshot) Only(name string) (*Snapshot, bool) {
+	i, ok := s.find(name)
+	if !ok {
+		return nil, false
+	}
+	return &Snapshot{nodes: []*NodeInfo{s.nodes[i]}, ext: s.ext}, true
+}
+
 func (s *Snapshot) replace(i int, ni *NodeInfo) *Snapshot {
 	nodes := slices.Clone(s.nodes)
 	nodes[i] = ni

@@ -59,6 +59,13 @@ func TestSnapshotIsImmutable(t *testing.T) {
 	if ext.Extension("dra") != 42 || snap.Extension("dra") != nil {
 		t.Fatal("WithExtension leaked into the source")
 	}
+	only, ok := ext.Only("b")
+	if !ok || only.Len() != 1 || only.Nodes()[0] != ob || only.Extension("dra") != 42 || ext.Len() != 2 {
+		t.Fatal("Only did not keep just node b and the extensions")
+	}
+	if _, ok := ext.Only("zzz"); ok {
+		t.Fatal("Only found an unknown node")
+	}
 }
 
 func TestPodRequests(t *testing.T) {

@@ -23,7 +23,13 @@ const draDriver = "gpu.example.com"
 // parameters asking for one GPU; names are the test's.
 func draSetup(t *testing.T) *env {
 	t.Helper()
-	e := newEnv(t, nil, schedtest.MakeNode("gpus").Alloc("cpu", "8").Alloc("pods", "20").Obj())
+	return draSetupWith(t, nil)
+}
+
+// draSetupWith is draSetup with the scheduler's Config changed by mutate.
+func draSetupWith(t *testing.T, mutate func(*scheduler.Config)) *env {
+	t.Helper()
+	e := newEnv(t, mutate, schedtest.MakeNode("gpus").Alloc("cpu", "8").Alloc("pods", "20").Obj())
 	ctx := callCtx(t)
 	var leaves []resourceapi.ResourceInstance
 	for i := range 4 {
@@ -62,9 +68,16 @@ func must(t *testing.T, what string, fn func() error) {
 
 func (e *env) createClaim(name string) {
 	e.t.Helper()
+	e.createClaimWith(name, "one-gpu")
+}
+
+// createClaimWith creates a claim of the test's class with the named
+// ResourceClaimParameters.
+func (e *env) createClaimWith(name, params string) {
+	e.t.Helper()
 	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}, Spec: resourceapi.ResourceClaimSpec{
 		ResourceClassName: e.name,
-		ParametersRef:     &resourceapi.ResourceClaimParametersReference{APIGroup: resourceapi.GroupName, Kind: "ResourceClaimParameters", Name: "one-gpu"},
+		ParametersRef:     &resourceapi.ResourceClaimParametersReference{APIGroup: resourceapi.GroupName, Kind: "ResourceClaimParameters", Name: params},
 	}}
 	must(e.t, "create claim "+name, func() error { _, err := e.c.ResourceClaims(e.ns).Create(callCtx(e.t), c); return err })
 }

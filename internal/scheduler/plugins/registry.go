@@ -27,6 +27,10 @@ type Options struct {
 	Extra []framework.Plugin
 	// Weights override DefaultWeights, by plugin name.
 	Weights map[string]int64
+	// DynamicResources is the DRA plugin instance to use; nil creates one.
+	// A scheduler passes the same instance to NewDefaultFramework and
+	// NewClaimFramework so that both see the same in-memory reservations.
+	DynamicResources *dynamicresources.DynamicResources
 }
 
 // DefaultWeights are kube-scheduler's default score weights.
@@ -37,9 +41,9 @@ var DefaultWeights = map[string]int64{
 }
 
 // Default returns the default plugins in filter order: the cheap,
-// unresolvable node checks first, resources, then DynamicResources (a new
-// instance each call: it holds the in-memory claim reservations of one
-// scheduler or simulation).
+// unresolvable node checks first, resources, then DynamicResources
+// (o.DynamicResources, or a new instance each call: it holds the in-memory
+// claim reservations of one scheduler or simulation).
 func Default(o Options) ([]framework.Plugin, error) {
 	fit, err := noderesources.New(o.ScoreStrategy)
 	if err != nil {
@@ -52,8 +56,15 @@ func Default(o Options) ([]framework.Plugin, error) {
 		tainttoleration.New(),
 		nodeaffinity.New(),
 		fit,
-		dynamicresources.New(),
+		draPlugin(o),
 	}, nil
+}
+
+func draPlugin(o Options) *dynamicresources.DynamicResources {
+	if o.DynamicResources != nil {
+		return o.DynamicResources
+	}
+	return dynamicresources.New()
 }
 
 // NewDefaultFramework returns the framework of the default plugins plus
@@ -66,4 +77,14 @@ func NewDefaultFramework(o Options) (*framework.Framework, error) {
 	weights := maps.Clone(DefaultWeights)
 	maps.Copy(weights, o.Weights)
 	return framework.New(append(ps, o.Extra...), framework.Options{Parallelism: o.Parallelism, Weights: weights})
+}
+
+// NewClaimFramework returns the framework of a claim cycle: for a pod
+// given a node by hand, only whether its claims can be allocated and
+// reserved on that node matters, so it runs NodeName and DynamicResources
+// (o.DynamicResources) and nothing else: resource fit, taints, affinity
+// and readiness are the node agent's business once a pod is placed.
+// o.Extra, o.Weights and o.ScoreStrategy are not used.
+func NewClaimFramework(o Options) (*framework.Framework, error) {
+	return framework.New([]framework.Plugin{nodename.New(), draPlugin(o)}, framework.Options{Parallelism: o.Parallelism})
 }

@@ -127,6 +127,20 @@ func (b PodBuilder) Toleration(key string, op corev1.TolerationOperator, value s
 	return b
 }
 
+// Claim adds a pod.spec.resourceClaims entry naming the ResourceClaim
+// claim.
+func (b PodBuilder) Claim(entry, claim string) PodBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: entry, ResourceClaimName: &claim})
+	return b
+}
+
+// ClaimTemplate adds a pod.spec.resourceClaims entry whose claim is made
+// from the ResourceClaimTemplate template.
+func (b PodBuilder) ClaimTemplate(entry, template string) PodBuilder {
+	b.p.Spec.ResourceClaims = append(b.p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: entry, ResourceClaimTemplateName: &template})
+	return b
+}
+
 // Node sets spec.nodeName.
 func (b PodBuilder) Node(n string) PodBuilder { b.p.Spec.NodeName = n; return b }
 

@@ -29,4 +29,9 @@
 //     the plugin allocated it) and one AllocationFence per (node, driver)
 //     of the new structured allocations: the larger of Objects.Revision()
 //     and the revision of this plugin's last successful binding there.
+//   - ClaimsReady tells whether a bound pod's claims are all allocated and
+//     reserved for it, trusting the plugin's own binding of the pod once
+//     it is committed (PostBind) and the caller's view otherwise. The
+//     scheduler runs a claim cycle (plugins.NewClaimFramework, sharing
+//     this instance) for bound pods whose claims are not ready.
 package dynamicresources

@@ -330,3 +330,61 @@ func TestFilterRejectsNodesWithoutCDI(t *testing.T) {
 		})
 	}
 }
+
+// ClaimsReady: allocated and reserved for the pod as the lookup shows, or
+// as the plugin's committed binding left it; not while that binding is
+// only reserved, and never for a claim that is missing or not recorded.
+func TestClaimsReady(t *testing.T) {
+	ctx := context.Background()
+	pod := podUsing("p", "a")
+	reserved := claim("a", "small")
+	reserved.Status.Allocation = &resourceapi.AllocationResult{}
+	reserved.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: pod.UID}}
+	other := reserved.DeepCopy()
+	other.Status.ReservedFor[0].UID = "someone-else"
+	unreserved := reserved.DeepCopy()
+	unreserved.Status.ReservedFor = nil
+	template := podUsing("p")
+	template.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("t")}}
+	recorded := template.DeepCopy()
+	recorded.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr("a")}}
+	lookup := func(cs ...*resourceapi.ResourceClaim) func(string, string) (*resourceapi.ResourceClaim, bool) {
+		return dynamicresources.NewObjects(dynamicresources.Lists{Claims: cs}).Claim
+	}
+	p := dynamicresources.New()
+	for name, tc := range map[string]struct {
+		pod    *corev1.Pod
+		claims []*resourceapi.ResourceClaim
+		want   bool
+	}{
+		"no claims":               {pod: podUsing("p"), want: true},
+		"reserved":                {pod: pod, claims: []*resourceapi.ResourceClaim{reserved}, want: true},
+		"missing":                 {pod: pod},
+		"not allocated":           {pod: pod, claims: []*resourceapi.ResourceClaim{claim("a", "small")}},
+		"allocated, not reserved": {pod: pod, claims: []*resourceapi.ResourceClaim{unreserved}},
+		"reserved for another":    {pod: pod, claims: []*resourceapi.ResourceClaim{other}},
+		"template not recorded":   {pod: template, claims: []*resourceapi.ResourceClaim{reserved}},
+		"template recorded":       {pod: recorded, claims: []*resourceapi.ResourceClaim{reserved}, want: true},
+	} {
+		if got := p.ClaimsReady(tc.pod, lookup(tc.claims...)); got != tc.want {
+			t.Errorf("%s: ClaimsReady = %v, want %v", name, got, tc.want)
+		}
+	}
+	// The plugin's own binding: not ready while reserved, ready once
+	// committed, even though the lookup still shows the claim unallocated.
+	state, st := cycle(t, p, snapshotOf(baseLists(t, claim("a", "small")), "n1"), pod)
+	if !st.IsSuccess() || !p.Reserve(ctx, state, pod, "n1").IsSuccess() {
+		t.Fatalf("reserve: %v", st.Message())
+	}
+	stale := lookup(claim("a", "small"))
+	if p.ClaimsReady(pod, stale) {
+		t.Fatal("ready before the binding was committed")
+	}
+	p.PostBind(ctx, state, pod, "n1", "12")
+	if !p.ClaimsReady(pod, stale) {
+		t.Fatal("not ready after the binding was committed")
+	}
+	if p.ClaimsReady(podUsing("q", "a"), stale) {
+		t.Fatal("another pod's binding made the claim ready for q")
+	}
+}
