@@ -203,6 +203,18 @@ spec:
 		d.allot(t, "delete", "pod", "early", "-n", "team", "--timeout", "60s")
 	})
 
+	t.Run("hand-placed pod", func(t *testing.T) {
+		pod := strings.Replace(draPod("team", "placed", "  - {name: gpu, resourceClaimTemplateName: any-gpu}", "main"),
+			"spec:\n", "spec:\n  nodeName: dra-wait\n", 1)
+		d.applyYAML(t, gpuParams("team", "any-gpu", `{count: 1}`)+"---\n"+claimTemplate("team", "any-gpu", "any-gpu")+"---\n"+pod)
+		waitFor(t, "hand-placed pod Running with its claim", func() bool { return d.phase(t, "team", "placed") == "Running" })
+		claim := d.podClaim(t, "team", "placed")
+		if got := d.jsonpath(t, "{.status.reservedFor[0].name}", "resourceclaim", claim, "-n", "team"); got != "placed" {
+			t.Errorf("claim %s reserved for %q, want pod placed", claim, got)
+		}
+		d.allot(t, "delete", "pod", "placed", "-n", "team", "--timeout", "60s")
+	})
+
 	t.Run("claim quota", func(t *testing.T) {
 		d.applyYAML(t, namespace("quota")+`---
 apiVersion: v1
