@@ -75,9 +75,9 @@ func (w *worker) allocateImmediate(ctx context.Context, claim *resourcev1alpha2.
 // write. node is "" for Immediate claims; pod is nil for them.
 func (w *worker) allocate(ctx context.Context, cached *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass,
 	classParams, claimParams any, node string, pod *corev1.Pod) error {
-	unlock, err := w.locks.lock(ctx, cached.UID)
+	unlock, err := w.locks.Lock(ctx, cached.UID)
 	if err != nil {
-		return err
+		return fmt.Errorf("wait for other work on claim %s: %w", cached.UID, err)
 	}
 	defer unlock()
 	claim, err := w.getClaim(ctx, cached.Namespace, cached.Name)
@@ -167,9 +167,9 @@ func (w *worker) writeAllocation(ctx context.Context, claim *resourcev1alpha2.Re
 // authorizes the driver to write a claim whose class was deleted; a claim
 // being deleted disappears with its last finalizer.
 func (w *worker) deallocate(ctx context.Context, cached *resourcev1alpha2.ResourceClaim) error {
-	unlock, err := w.locks.lock(ctx, cached.UID)
+	unlock, err := w.locks.Lock(ctx, cached.UID)
 	if err != nil {
-		return err
+		return fmt.Errorf("wait for other work on claim %s: %w", cached.UID, err)
 	}
 	defer unlock()
 	claim, err := w.getClaim(ctx, cached.Namespace, cached.Name)

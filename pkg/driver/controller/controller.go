@@ -16,6 +16,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/client"
+	"allot.dev/allot/pkg/driver/internal/keylock"
 )
 
 // Controller is one running driver controller; see the package
@@ -35,7 +36,7 @@ type Controller struct {
 	handlers []handlerRegistration
 
 	queue workqueue.TypedRateLimitingInterface[item]
-	locks claimLocks
+	locks keylock.Locks
 	ran   atomic.Bool
 }
 

@@ -110,9 +110,9 @@ func (p *Plugin) runClaim(ctx context.Context, op string, pc *drapb.Claim, fn fu
 		p.log.Warn(op+" claim rejected", "namespace", pc.Namespace, "name", pc.Name, "uid", pc.Uid, "err", err)
 		return claimResult{err: err}
 	}
-	unlock, err := p.locks.lock(ctx, c.UID)
+	unlock, err := p.locks.Lock(ctx, c.UID)
 	if err != nil {
-		return claimResult{err: err}
+		return claimResult{err: fmt.Errorf("wait for another call on claim %s: %w", c.UID, err)}
 	}
 	defer unlock()
 	defer func() {
@@ -148,47 +148,4 @@ func errorCode(err error) codes.Code {
 		return codes.Canceled
 	}
 	return codes.Unknown
-}
-
-// claimLocks serializes the driver's calls per claim UID.
-type claimLocks struct {
-	mu    sync.Mutex
-	locks map[types.UID]*claimLock
-}
-
-type claimLock struct {
-	held  chan struct{} // holds a value while the lock is taken
-	users int
-}
-
-// lock takes uid's lock and returns its release, or ctx's error when ctx
-// ends first (a call for the same claim is hanging). Idle locks are
-// dropped.
-func (l *claimLocks) lock(ctx context.Context, uid types.UID) (unlock func(), err error) {
-	l.mu.Lock()
-	if l.locks == nil {
-		l.locks = map[types.UID]*claimLock{}
-	}
-	cl := l.locks[uid]
-	if cl == nil {
-		cl = &claimLock{held: make(chan struct{}, 1)}
-		l.locks[uid] = cl
-	}
-	cl.users++
-	l.mu.Unlock()
-	release := func() {
-		l.mu.Lock()
-		cl.users--
-		if cl.users == 0 {
-			delete(l.locks, uid)
-		}
-		l.mu.Unlock()
-	}
-	select {
-	case cl.held <- struct{}{}:
-		return func() { <-cl.held; release() }, nil
-	case <-ctx.Done():
-		release()
-		return nil, fmt.Errorf("wait for another call on claim %s: %w", uid, ctx.Err())
-	}
 }

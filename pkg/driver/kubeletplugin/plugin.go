@@ -18,6 +18,7 @@ import (
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/driver/internal/keylock"
 )
 
 // Defaults of Options.
@@ -82,7 +83,7 @@ type Plugin struct {
 	draSock string
 	reg     *grpc.Server
 	dra     *grpc.Server
-	locks   claimLocks
+	locks   keylock.Locks
 
 	// publishMu serializes PublishResources, so models are stored in the
 	// order they were enumerated.
