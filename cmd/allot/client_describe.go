@@ -83,6 +83,9 @@ func describeOne(ctx context.Context, s *session, m *meta.RESTMapping, name stri
 	if err := d(w, u); err != nil {
 		return fmt.Errorf("describe %s: %w", kindName(m, name), err)
 	}
+	if m.GroupVersionKind.GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
+		describePodDRA(ctx, s, w, u)
+	}
 	events, err := eventsFor(ctx, s, u)
 	if err != nil {
 		w.line(0, "Events:\t<cannot list: %v>", err)

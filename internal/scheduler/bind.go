@@ -25,6 +25,7 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 		s.metrics.podDuration.Observe(s.now().Sub(qp.InitialTimestamp).Seconds())
 		s.events.Eventf(assumed, corev1.EventTypeNormal, ReasonScheduled, "Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, node)
 		s.log.Debug("bound pod", "pod", assumed.Namespace+"/"+assumed.Name, "node", node)
+		s.contextDone(ctx, assumed)
 		s.queue.Done(assumed.UID)
 		return
 	}

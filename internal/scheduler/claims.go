@@ -63,6 +63,16 @@ func (s *Scheduler) claimCycle(ctx context.Context, qp *queue.QueuedPod) {
 		s.finish(ctx, qp, failure{status: d.Status, message: d.Message(), rejectedBy: d.RejectingPlugins(), condition: true, claims: true})
 		return
 	}
+	if n := dynamicresources.Negotiate(state, d); n != nil {
+		// The claim controller asks the drivers through a
+		// PodSchedulingContext with only selectedNode; the scheduler waits
+		// for their allocation and then reserves the rest.
+		s.observeClaimCycle(ResultUnschedulable)
+		st := framework.NewStatus(framework.Wait, dynamicresources.ReasonWaitingForAllocation).
+			WithDetail("%s", n.Status.Detail()).WithPlugin(dynamicresources.Name)
+		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{dynamicresources.Name}, condition: true, claims: true})
+		return
+	}
 	if st := s.claimFW.RunReserve(cctx, state, pod, node); !st.IsSuccess() {
 		s.observeClaimCycle(resultOf(st))
 		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{st.Plugin()}, condition: st.Code() != framework.Error, claims: true})

@@ -23,7 +23,7 @@ import (
 // fakeCluster: changes go to the store and through the scheduler's
 // forwarding handlers, as informer events would.
 type fakeDRA struct {
-	claims, slices, classes, classParams, claimParams toolscache.Indexer
+	claims, slices, classes, classParams, claimParams, contexts toolscache.Indexer
 }
 
 // withDRA is a setup for start: the scheduler gets a DRA source over a
@@ -32,7 +32,7 @@ func withDRA(f *fakeCluster) {
 	idx := func() toolscache.Indexer {
 		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
-	d := &fakeDRA{claims: idx(), slices: idx(), classes: idx(), classParams: idx(), claimParams: idx()}
+	d := &fakeDRA{claims: idx(), slices: idx(), classes: idx(), classParams: idx(), claimParams: idx(), contexts: idx()}
 	f.dra = d
 	f.s.dra = &draSource{
 		claims:      client.NewLister[*resourceapi.ResourceClaim](d.claims, resourceapi.Resource("resourceclaims")),
@@ -40,6 +40,8 @@ func withDRA(f *fakeCluster) {
 		classes:     client.NewLister[*resourceapi.ResourceClass](d.classes, resourceapi.Resource("resourceclasses")),
 		classParams: client.NewLister[*resourceapi.ResourceClassParameters](d.classParams, resourceapi.Resource("resourceclassparameters")),
 		claimParams: client.NewLister[*resourceapi.ResourceClaimParameters](d.claimParams, resourceapi.Resource("resourceclaimparameters")),
+		contexts:    client.NewLister[*resourceapi.PodSchedulingContext](d.contexts, resourceapi.Resource("podschedulingcontexts")),
+		written:     map[string]*resourceapi.PodSchedulingContext{},
 		dirty:       true,
 	}
 }

@@ -2,10 +2,12 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 )
 
@@ -38,6 +40,16 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 	d := s.fw.Schedule(cctx, state, snap, pod)
 	if !d.Status.IsSuccess() {
 		s.scheduleFailed(ctx, cctx, qp, state, d, start)
+		return true
+	}
+	if n := dynamicresources.Negotiate(state, d); n != nil {
+		// Control-plane claims wait for their drivers: ask them through
+		// the pod's PodSchedulingContext and park the pod until they
+		// answer or allocate.
+		s.observeAttempt(ResultUnschedulable, start)
+		s.log.Debug("waiting for resource drivers", "pod", d.Pod, "message", n.Status.Message())
+		s.finish(ctx, qp, failure{status: n.Status, rejectedBy: []string{dynamicresources.Name}, condition: true,
+			write: func(ctx context.Context) error { return s.writeContext(ctx, pod, n) }})
 		return true
 	}
 	assumed := pod.DeepCopy()
@@ -86,6 +98,13 @@ func (s *Scheduler) scheduleFailed(ctx, cctx context.Context, qp *queue.QueuedPo
 		if pf := s.fw.RunPostFilter(cctx, state, qp.Pod, d); pf.IsSuccess() && pf != nil {
 			f.retrySoon = true
 		}
+		if dl := dynamicresources.RequestedDeallocation(state); dl != nil {
+			// The claim's own update (deallocationRequested, then the
+			// driver's deallocation) moves the pod; no backoff retry.
+			f.retrySoon = false
+			f.message += fmt.Sprintf(" Requested deallocation of claim %s, allocated where the pod does not fit.", dl)
+			f.write = func(ctx context.Context) error { return s.requestDeallocation(ctx, qp.Pod, dl) }
+		}
 	}
 	if d.Status.Code() == framework.Error {
 		s.log.Error("scheduling cycle failed", "pod", d.Pod, "err", d.Status.Err())
@@ -103,6 +122,10 @@ type failure struct {
 	condition  bool     // write PodScheduled=False (ResourceClaimsAllocated=False in a claim cycle)
 	retrySoon  bool     // retry after backoff instead of waiting for an event
 	claims     bool     // a claim cycle's failure
+	// write, when set, is an API write the attempt decided on (a
+	// PodSchedulingContext, a deallocation request); it runs before the
+	// pod is requeued, and its failure retries the pod with backoff.
+	write func(ctx context.Context) error
 }
 
 // finish records a failed attempt (condition, event) and requeues the
@@ -114,6 +137,12 @@ func (s *Scheduler) finish(ctx context.Context, qp *queue.QueuedPod, f failure) 
 		f.message = f.status.Message()
 	}
 	s.goAsync(func() {
+		if f.write != nil {
+			if err := f.write(ctx); err != nil {
+				s.log.Warn("write for a waiting pod", "pod", qp.Pod.Namespace+"/"+qp.Pod.Name, "err", err)
+				f.retrySoon = true
+			}
+		}
 		if f.condition {
 			s.recordFailure(ctx, qp.Pod, f)
 		}

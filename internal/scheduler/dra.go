@@ -31,22 +31,29 @@ type draSource struct {
 	classes     client.Lister[*resourcev1alpha2.ResourceClass]
 	classParams client.Lister[*resourcev1alpha2.ResourceClassParameters]
 	claimParams client.Lister[*resourcev1alpha2.ResourceClaimParameters]
+	contexts    client.Lister[*resourcev1alpha2.PodSchedulingContext]
 
 	mu     sync.Mutex
 	dirty  bool
 	maxRev uint64
 	cur    *dynamicresources.Objects
+	// written are the scheduler's own PodSchedulingContext writes, by
+	// namespace/name, until the informer shows them: the next cycle must
+	// not write the same decision again from a stale copy.
+	written map[string]*resourcev1alpha2.PodSchedulingContext
 }
 
 // newDRASource subscribes to the DRA informers of f.
 func newDRASource(f *client.Factory) (*draSource, error) {
 	claims, slices, classes := f.ResourceClaims(), f.NodeResourceSlices(), f.ResourceClasses()
 	classParams, claimParams := f.ResourceClassParameters(), f.ResourceClaimParameters()
+	contexts := f.PodSchedulingContexts()
 	d := &draSource{
 		claims: claims.Lister(), slices: slices.Lister(), classes: classes.Lister(),
-		classParams: classParams.Lister(), claimParams: claimParams.Lister(), dirty: true,
+		classParams: classParams.Lister(), claimParams: claimParams.Lister(), contexts: contexts.Lister(), dirty: true,
+		written: map[string]*resourcev1alpha2.PodSchedulingContext{},
 	}
-	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams} {
+	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts} {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { d.touch(nil) },
 			UpdateFunc: func(any, any) { d.touch(nil) },
@@ -94,7 +101,9 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 		if l.Slices, err = d.slices.List(all); err == nil {
 			if l.Classes, err = d.classes.List(all); err == nil {
 				if l.ClassParameters, err = d.classParams.List(all); err == nil {
-					l.ClaimParameters, err = d.claimParams.List(all)
+					if l.ClaimParameters, err = d.claimParams.List(all); err == nil {
+						l.Contexts, err = d.contextList()
+					}
 				}
 			}
 		}
@@ -108,6 +117,67 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 	defer d.mu.Unlock()
 	d.cur = objs
 	return objs, nil
+}
+
+// contextList lists the scheduling contexts, each the newer of the
+// informer's copy and the scheduler's own last write.
+func (d *draSource) contextList() ([]*resourcev1alpha2.PodSchedulingContext, error) {
+	list, err := d.contexts.List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	seen := map[string]bool{}
+	for i, sc := range list {
+		k := sc.Namespace + "/" + sc.Name
+		seen[k] = true
+		if w := d.written[k]; w != nil {
+			if w.UID == sc.UID && parseRV(w.ResourceVersion) > parseRV(sc.ResourceVersion) {
+				list[i] = w
+			} else {
+				delete(d.written, k) // the informer caught up, or the object was replaced
+			}
+		}
+	}
+	for k, w := range d.written {
+		if !seen[k] {
+			list = append(list, w) // created, not in the informer yet
+		}
+	}
+	return list, nil
+}
+
+// context returns the pod's scheduling context as the scheduler knows it
+// best (informer or own write), or nil.
+func (d *draSource) context(ns, name string) *resourcev1alpha2.PodSchedulingContext {
+	sc, err := d.contexts.Get(ns, name)
+	if err != nil {
+		sc = nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w := d.written[ns+"/"+name]; w != nil && (sc == nil || (w.UID == sc.UID && parseRV(w.ResourceVersion) > parseRV(sc.ResourceVersion))) {
+		return w
+	}
+	return sc
+}
+
+// wrote records the scheduler's write of a context (nil after a delete).
+func (d *draSource) wrote(ns, name string, sc *resourcev1alpha2.PodSchedulingContext) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirty = true
+	if sc == nil {
+		delete(d.written, ns+"/"+name)
+		return
+	}
+	d.written[ns+"/"+name] = sc
+}
+
+func parseRV(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
 }
 
 // claim reads a claim from the informer's cache; false when it is not
@@ -189,6 +259,16 @@ func listDRA(ctx context.Context, c *client.Client, timeout time.Duration) (*dyn
 			}
 			for i := range list.Items {
 				l.ClaimParameters = append(l.ClaimParameters, &list.Items[i])
+			}
+			return nil
+		}},
+		{"pod scheduling contexts", func(ctx context.Context) error {
+			list, err := c.PodSchedulingContexts("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.Contexts = append(l.Contexts, &list.Items[i])
 			}
 			return nil
 		}},

@@ -27,12 +27,12 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 	if err != nil {
 		return err
 	}
+	class := c.class(claim.Spec.ResourceClassName)
 	if len(drop) > 0 {
-		if claim, err = c.dropReservations(ctx, claim, drop); err != nil || claim == nil {
+		if claim, err = c.dropReservations(ctx, claim, class, drop); err != nil || claim == nil {
 			return err
 		}
 	}
-	class := c.class(claim.Spec.ResourceClassName)
 	if ShouldDeallocate(claim, class) {
 		if claim, err = c.deallocate(ctx, claim); err != nil || claim == nil {
 			return err
@@ -139,18 +139,30 @@ func (c *Controller) updateClaim(ctx context.Context, claim *resourcev1alpha2.Re
 	return out, err
 }
 
-func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, drop map[types.UID]bool) (*resourcev1alpha2.ResourceClaim, error) {
+// dropReservations removes the obsolete reservations; when that leaves a
+// WaitForFirstConsumer control-plane claim unused, the same write asks its
+// driver to deallocate it.
+func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass,
+	drop map[types.UID]bool) (*resourcev1alpha2.ResourceClaim, error) {
+	requested := false
 	out, err := c.updateClaim(ctx, claim, true, func(cl *resourcev1alpha2.ResourceClaim) bool {
 		n := len(cl.Status.ReservedFor)
 		cl.Status.ReservedFor = slices.DeleteFunc(cl.Status.ReservedFor, func(r resourcev1alpha2.ResourceClaimConsumerReference) bool {
 			return drop[r.UID]
 		})
-		return len(cl.Status.ReservedFor) != n
+		if len(cl.Status.ReservedFor) == n {
+			return false
+		}
+		requested = cl.DeletionTimestamp == nil && ShouldRequestDeallocation(cl, class)
+		if requested {
+			cl.Status.DeallocationRequested = true
+		}
+		return true
 	})
 	if err != nil {
 		return nil, fmt.Errorf("drop reservations of claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	c.log.Info("dropped reservations", "claim", claim.Namespace+"/"+claim.Name, "pods", len(drop))
+	c.log.Info("dropped reservations", "claim", claim.Namespace+"/"+claim.Name, "pods", len(drop), "deallocationRequested", requested)
 	return out, nil
 }
 

@@ -78,14 +78,15 @@ type key struct {
 
 // Controller creates claims from templates and releases unused claims.
 type Controller struct {
-	c       *client.Client
-	pods    client.Informer[*corev1.Pod]
-	claims  client.Informer[*resourcev1alpha2.ResourceClaim]
-	classes client.Informer[*resourcev1alpha2.ResourceClass]
-	queue   workqueue.TypedRateLimitingInterface[key]
-	events  *client.EventRecorder
-	opts    Options
-	log     *slog.Logger
+	c        *client.Client
+	pods     client.Informer[*corev1.Pod]
+	claims   client.Informer[*resourcev1alpha2.ResourceClaim]
+	classes  client.Informer[*resourcev1alpha2.ResourceClass]
+	contexts client.Informer[*resourcev1alpha2.PodSchedulingContext]
+	queue    workqueue.TypedRateLimitingInterface[key]
+	events   *client.EventRecorder
+	opts     Options
+	log      *slog.Logger
 
 	created        prometheus.Counter
 	createFailures prometheus.Counter
@@ -96,12 +97,12 @@ type Controller struct {
 	expected map[types.UID]map[string]string
 }
 
-// New creates a controller over the factory's pod, claim and class
-// informers. Call it before the factory is started.
+// New creates a controller over the factory's pod, claim, class and
+// PodSchedulingContext informers. Call it before the factory is started.
 func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
 	opts.defaults()
 	ctrl := &Controller{
-		c: c, pods: f.Pods(), claims: f.ResourceClaims(), classes: f.ResourceClasses(),
+		c: c, pods: f.Pods(), claims: f.ResourceClaims(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resourceclaim"}),
@@ -166,14 +167,14 @@ func (c *Controller) addHandlers() error {
 	return nil
 }
 
-// onPod enqueues a pod that needs claims, and the claims reserved for it
-// once it has released them.
+// onPod enqueues a pod that needs claims or a PodSchedulingContext, and
+// the claims reserved for it once it has released them.
 func (c *Controller) onPod(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
 	}
-	if len(ClaimsToCreate(pod)) > 0 {
+	if len(ClaimsToCreate(pod)) > 0 || c.needsContext(pod) {
 		c.queue.Add(key{kindPod, pod.Namespace, pod.Name})
 	}
 	if podTerminal(pod) && podConditionTrue(pod, corev1.PodResourceClaimsUnprepared) {
@@ -241,7 +242,7 @@ func (c *Controller) enqueueWaitingPods(ns string) {
 		return
 	}
 	for _, p := range pods {
-		if len(ClaimsToCreate(p)) > 0 {
+		if len(ClaimsToCreate(p)) > 0 || c.needsContext(p) {
 			c.queue.Add(key{kindPod, p.Namespace, p.Name})
 		}
 	}
@@ -269,7 +270,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.events.Shutdown(sctx)
 	}()
 	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.classes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.classes.HasSynced, c.contexts.HasSynced) {
 		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
 	}
 	controllerutil.ShutDownOnDone(ctx, c.queue)

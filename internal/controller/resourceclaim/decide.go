@@ -136,3 +136,29 @@ func ShouldDeallocate(claim *resourcev1alpha2.ResourceClaim, class *resourcev1al
 func ShouldRemoveFinalizer(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
 	return Structured(claim, class) && claim.Status.Allocation == nil && len(claim.Status.ReservedFor) == 0
 }
+
+// ControlPlane reports whether a driver's controller allocates the claim
+// (seed 003): its status names a controller, or its class (nil when
+// unknown) does.
+func ControlPlane(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	return claim.Status.ControllerName != "" || (class != nil && class.ControllerName != "")
+}
+
+// ShouldRequestDeallocation reports whether, once its last consumer is
+// gone, the control-plane claim's driver is asked to deallocate it: it is
+// allocated, waits for its first consumer (Immediate claims stay
+// allocated), nobody reserves it and deallocation is not requested yet.
+// The transition from used to unused is the trigger: a driver need not
+// reserve a claim together with allocating it.
+func ShouldRequestDeallocation(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	return ControlPlane(claim, class) && claim.Status.Allocation != nil && len(claim.Status.ReservedFor) == 0 &&
+		!claim.Status.DeallocationRequested && claim.Spec.AllocationMode != resourcev1alpha2.AllocationModeImmediate
+}
+
+// PendingControlPlaneClaim reports whether a claim waits for its driver's
+// controller to allocate it for a selected node: control-plane,
+// WaitForFirstConsumer, not allocated and not being deleted.
+func PendingControlPlaneClaim(claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass) bool {
+	return ControlPlane(claim, class) && claim.Status.Allocation == nil && claim.DeletionTimestamp == nil &&
+		claim.Spec.AllocationMode != resourcev1alpha2.AllocationModeImmediate
+}

@@ -212,3 +212,25 @@ func TestShouldDeallocate(t *testing.T) {
 		})
 	}
 }
+
+func TestShouldRequestDeallocation(t *testing.T) {
+	controlPlane := &resourcev1alpha2.ResourceClass{ControllerName: "ctrl.example.com"}
+	for name, tc := range map[string]struct {
+		claim *resourcev1alpha2.ResourceClaim
+		class *resourcev1alpha2.ResourceClass
+		want  bool
+	}{
+		"unused control-plane claim":     {makeClaim("c").allocated().controller("ctrl.example.com").obj(), nil, true},
+		"control-plane class":            {makeClaim("c").allocated().obj(), controlPlane, true},
+		"reserved":                       {makeClaim("c").allocated().controller("x").reserved("p").obj(), nil, false},
+		"immediate stays allocated":      {makeClaim("c").immediate().allocated().controller("x").obj(), nil, false},
+		"structured is deallocated here": {makeClaim("c").allocated().obj(), nil, false},
+		"not allocated":                  {makeClaim("c").controller("x").obj(), nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := ShouldRequestDeallocation(tc.claim, tc.class); got != tc.want {
+				t.Errorf("ShouldRequestDeallocation = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

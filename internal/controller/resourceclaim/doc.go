@@ -1,4 +1,4 @@
-// Package resourceclaim is the ResourceClaim controller. It keeps three
+// Package resourceclaim is the ResourceClaim controller. It keeps five
 // promises:
 //
 //  1. Claims from templates. For every pod that is neither terminal nor
@@ -23,6 +23,19 @@
 //     allocation is cleared through the status subresource, then the
 //     finalizer is removed, after which the server deletes a claim whose
 //     deletion was requested. Immediate claims stay allocated.
+//  4. Deallocation requests (seed 003). When dropping obsolete
+//     reservations leaves a WaitForFirstConsumer claim of a driver's
+//     controller (class or status controllerName) unused, the same status
+//     write sets deallocationRequested; the driver deallocates and clears
+//     it. The controller never clears such an allocation nor removes the
+//     driver's finalizer, so deleting the claim waits for the driver.
+//  5. Scheduling contexts for pods given a node by hand. A bound pod (not
+//     terminal or being deleted) with a pending control-plane claim
+//     (WaitForFirstConsumer, not allocated) gets a PodSchedulingContext
+//     named after it, owned by it, whose spec is only selectedNode = the
+//     pod's node; a different spec is put back, and a context of an earlier
+//     pod with the same name is deleted. The drivers allocate for that
+//     node; the scheduler's claim cycle then reserves the claims.
 //
 // Shape: informer event handlers only decide whether an object needs work
 // and enqueue its key; workers pop keys and sync one pod or claim, re-queued

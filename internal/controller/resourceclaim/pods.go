@@ -15,7 +15,8 @@ import (
 )
 
 // syncPod creates the pod's missing template claims and records them in
-// its status.
+// its status, and gives a pod placed by hand the PodSchedulingContext its
+// control-plane claims need.
 func (c *Controller) syncPod(ctx context.Context, ns, name string) error {
 	pod, err := c.pods.Lister().Get(ns, name)
 	if apierrors.IsNotFound(err) {
@@ -41,6 +42,9 @@ func (c *Controller) syncPod(ctx context.Context, ns, name string) error {
 		if err := c.recordClaims(ctx, pod, recorded); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := c.syncContext(ctx, pod); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

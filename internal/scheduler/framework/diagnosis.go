@@ -133,3 +133,6 @@ func (d *Diagnosis) Message() string {
 	sort.Strings(parts)
 	return fmt.Sprintf("0/%d nodes are available: %s.", d.NumNodes, strings.Join(parts, ", "))
 }
+
+// NodeInfo returns the node the result is about.
+func (r *NodeResult) NodeInfo() *NodeInfo { return r.info }

@@ -1,7 +1,9 @@
 // Package dynamicresources is the DynamicResources plugin: it schedules
 // pods that use ResourceClaims with structured parameters (seed 002,
 // KEP-4381), allocating their claims with pkg/allocator on the node that
-// is chosen, and commits the allocation with the pod's binding.
+// is chosen, and commits the allocation with the pod's binding; and pods
+// whose claims a driver's controller allocates (seed 003), negotiated
+// through the pod's PodSchedulingContext.
 //
 // Contracts:
 //
@@ -13,9 +15,22 @@
 //   - PreFilter resolves the pod's claims. A claim that does not exist yet,
 //     a template entry whose claim is not recorded in the pod's status, and
 //     a missing class or parameters object give Wait (not Unschedulable),
-//     naming what is missing. A class with a controllerName is rejected
-//     with ErrReasonControlPlane; claims in use by another pod or being
+//     naming what is missing. Claims in use by another pod or being
 //     deleted are Unschedulable on every node.
+//   - Control-plane claims (class or status names a controller): an
+//     Immediate claim not allocated yet, or one with deallocationRequested,
+//     is a Wait. Filter rejects nodes outside an allocated claim's
+//     availableOnNodes, outside a pending claim's class suitableNodes, and
+//     those the pending claim's driver listed as unsuitable in the pod's
+//     own context. After a successful cycle, Negotiate tells the scheduler
+//     what the context's spec should be (potential nodes, and the node to
+//     select: kept while feasible, else the best node when one claim is
+//     pending or every pending claim's driver has answered) and why the
+//     pod waits; the scheduler does the writes. PostFilter picks one
+//     allocated WaitForFirstConsumer claim, unused or reserved only for
+//     the pod and unavailable on some node, for deallocation
+//     (RequestedDeallocation). Allocated control-plane claims are only
+//     reserved by the binding.
 //   - Filter runs allocator.Allocate on the node against the claims
 //     allocated there (Objects) plus those reserved in memory by pods that
 //     are assumed but whose binding the informers have not shown yet. A

@@ -20,9 +20,6 @@ const Name = "DynamicResources"
 // Rejection reasons of the plugin itself; the allocator's reasons (which
 // quote the failing selector clause) are passed through as they are.
 const (
-	// ErrReasonControlPlane rejects claims whose class names a DRA
-	// controller: control-plane allocation is not implemented.
-	ErrReasonControlPlane = "control-plane allocation is not supported yet"
 	// ReasonWaitingFormat is the Wait reason for an object that does not
 	// exist yet; %s names it.
 	ReasonWaitingFormat = "waiting for %s to be created"
@@ -68,6 +65,7 @@ type memClaim struct {
 var (
 	_ framework.PreFilterPlugin   = &DynamicResources{}
 	_ framework.FilterPlugin      = &DynamicResources{}
+	_ framework.PostFilterPlugin  = &DynamicResources{}
 	_ framework.ScorePlugin       = &DynamicResources{}
 	_ framework.ReservePlugin     = &DynamicResources{}
 	_ framework.BindContributor   = &DynamicResources{}
@@ -94,6 +92,10 @@ type stateData struct {
 	results *sync.Map                               // node -> *allocator.Result
 	chosen  []*resourceapi.ResourceClaim            // Reserve: the claims after binding
 	newly   []bool                                  // per chosen: allocated by this pod
+
+	cp      []cpClaim                         // claims allocated by a driver's controller
+	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
+	dealloc *Deallocation                     // PostFilter's choice
 }
 
 // Clone implements framework.StateData. Results are immutable values.
@@ -102,6 +104,7 @@ func (s *stateData) Clone() framework.StateData {
 	cp.results = &sync.Map{}
 	s.results.Range(func(k, v any) bool { cp.results.Store(k, v); return true })
 	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
+	cp.cp = slices.Clone(s.cp)
 	return &cp
 }
 
@@ -121,7 +124,8 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
-	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{}}
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{},
+		context: ownContext(objs, pod)}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
@@ -141,11 +145,13 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		s.reasons = rs
 		return podLevelStatus(rs)
 	}
-	return nil
+	return s.checkControlPlane(pod)
 }
 
 // resolveClaims finds the pod's claims (in-memory versions first), their
-// classes and parameters; anything missing is a Wait.
+// classes and parameters; anything missing is a Wait. Claims allocated by
+// a driver's controller go to s.cp: their parameters are the driver's
+// business.
 func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim) ([]allocator.Claim, *framework.Status) {
 	var out []allocator.Claim
 	var waiting []string
@@ -167,6 +173,10 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 		if base, ok := s.objects.claims[key]; ok {
 			s.base[key] = base.ResourceVersion
 		}
+		if class, ok := s.objects.controlPlane(claim); ok {
+			s.cp = append(s.cp, cpClaim{entry: pc.Name, key: key, claim: claim, class: class})
+			continue
+		}
 		c, missing := s.objects.resolve(claim)
 		if missing != "" {
 			code := allocator.ReasonParametersNotFound
@@ -175,12 +185,6 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			}
 			waiting = append(waiting, s.wait(code, key, missing))
 			continue
-		}
-		if c.Class.ControllerName != "" {
-			s.reasons = append(s.reasons, allocator.Reason{Code: allocator.ReasonNotStructured, Claim: key,
-				Message: fmt.Sprintf("claim %s: %s (class %s, controller %s)", key, ErrReasonControlPlane, c.Class.Name, c.Class.ControllerName)})
-			return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonControlPlane).
-				WithDetail("claim %s: class %s is allocated by controller %s", key, c.Class.Name, c.Class.ControllerName)
 		}
 		out = append(out, c)
 	}
@@ -265,6 +269,9 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 	}
 	if ni.Node().Labels[LabelCDI] == "false" {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNoCDI)
+	}
+	if st := s.filterControlPlane(ni.Node()); st != nil {
+		return st
 	}
 	res, err := s.allocate(ctx, ni.Node())
 	if err != nil {

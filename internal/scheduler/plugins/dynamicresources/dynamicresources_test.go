@@ -127,8 +127,8 @@ func TestPreFilter(t *testing.T) {
 			l.Classes = []*resourceapi.ResourceClass{class("")}
 			l.Classes[0].ParametersRef = &resourceapi.ResourceClassParametersReference{Kind: "ResourceClassParameters", Name: "cp"}
 		}, code: framework.Wait, reason: "ResourceClassParameters for ResourceClassParameters cp of class gpu"},
-		"control-plane class": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Classes = []*resourceapi.ResourceClass{class("ctrl")} },
-			code: framework.UnschedulableAndUnresolvable, reason: dynamicresources.ErrReasonControlPlane},
+		"control-plane class, claim pending": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Classes = []*resourceapi.ResourceClass{class("ctrl")} },
+			code: framework.Success},
 		"claim in use":   {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Claims = []*resourceapi.ResourceClaim{inUse} }, code: framework.Unschedulable, reason: "in use by pods/other"},
 		"claim deleting": {pod: podUsing("p", "c"), lists: func(l *dynamicresources.Lists) { l.Claims = []*resourceapi.ResourceClaim{deleting} }, code: framework.Unschedulable, reason: "is being deleted"},
 	} {

@@ -23,6 +23,9 @@ type Lists struct {
 	ClassParameters []*resourceapi.ResourceClassParameters
 	ClaimParameters []*resourceapi.ResourceClaimParameters
 	Claims          []*resourceapi.ResourceClaim
+	// Contexts are the PodSchedulingContexts of pods whose control-plane
+	// claims are being negotiated with their drivers (seed 003).
+	Contexts []*resourceapi.PodSchedulingContext
 	// Vendor are vendor parameter objects (CardParameters, ...); they are
 	// snapshotted into allocations when a claim or class refers to them.
 	Vendor []*unstructured.Unstructured
@@ -46,8 +49,9 @@ type Objects struct {
 	claimParams    map[string]*resourceapi.ResourceClaimParameters // namespace/name
 	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
 	vendor         map[vendorKey]*unstructured.Unstructured
-	claims         map[string]*resourceapi.ResourceClaim // namespace/name
-	models         *modelCache                           // shared by derived Objects: slices never change
+	claims         map[string]*resourceapi.ResourceClaim        // namespace/name
+	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
+	models         *modelCache                                  // shared by derived Objects: slices never change
 
 	once      sync.Once
 	allocated map[string][]*resourceapi.ResourceClaim // by node, from structured handles
@@ -72,7 +76,11 @@ func NewObjects(l Lists) *Objects {
 		claimParamsGen: map[claimGenKey]*resourceapi.ResourceClaimParameters{},
 		vendor:         map[vendorKey]*unstructured.Unstructured{},
 		claims:         map[string]*resourceapi.ResourceClaim{},
+		contexts:       map[string]*resourceapi.PodSchedulingContext{},
 		models:         &modelCache{m: map[string]*allocator.Model{}},
+	}
+	for _, c := range l.Contexts {
+		o.contexts[c.Namespace+"/"+c.Name] = c
 	}
 	for _, s := range l.Slices {
 		o.slices[s.Spec.NodeName] = append(o.slices[s.Spec.NodeName], s)
@@ -123,7 +131,7 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := &Objects{
 		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, models: o.models, claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
+		vendor: o.vendor, contexts: o.contexts, models: o.models, claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
 	}
 	for k, v := range o.claims {
 		out.claims[k] = v
@@ -137,6 +145,13 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 // Claim returns the claim namespace/name.
 func (o *Objects) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
 	c, ok := o.claims[namespace+"/"+name]
+	return c, ok
+}
+
+// Context returns the PodSchedulingContext namespace/name (named after
+// its pod).
+func (o *Objects) Context(namespace, name string) (*resourceapi.PodSchedulingContext, bool) {
+	c, ok := o.contexts[namespace+"/"+name]
 	return c, ok
 }
 
@@ -207,8 +222,8 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
 
 // resolve finds the class and parameters of a claim. It returns what is
-// missing (for a Wait) as a non-empty string; a class with a controller is
-// returned as is (the caller rejects it).
+// missing (for a Wait) as a non-empty string. Claims of classes with a
+// controller do not get here (see controlPlane).
 func (o *Objects) resolve(claim *resourceapi.ResourceClaim) (allocator.Claim, string) {
 	out := allocator.Claim{Claim: claim, Class: o.classes[claim.Spec.ResourceClassName]}
 	if out.Class == nil {

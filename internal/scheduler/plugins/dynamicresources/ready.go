@@ -33,22 +33,24 @@ func (p *DynamicResources) ClaimsReady(pod *corev1.Pod, lookup func(namespace, n
 	return true
 }
 
-// reservedForPod reports whether the claim's reservedFor names the pod (by
-// UID when both have one, else by name).
+// reservedForPod reports whether the claim's reservedFor names the pod.
 func reservedForPod(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
 	for _, r := range c.Status.ReservedFor {
-		if r.Resource != "pods" || r.APIGroup != "" {
-			continue
-		}
-		if r.UID != "" && pod.UID != "" {
-			if r.UID == pod.UID {
-				return true
-			}
-			continue
-		}
-		if r.Name == pod.Name {
+		if isPodRef(r, pod) {
 			return true
 		}
 	}
 	return false
+}
+
+// isPodRef reports whether a consumer reference names the pod (by UID when
+// both have one, else by name).
+func isPodRef(r resourceapi.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
+	if r.Resource != "pods" || r.APIGroup != "" {
+		return false
+	}
+	if r.UID != "" && pod.UID != "" {
+		return r.UID == pod.UID
+	}
+	return r.Name == pod.Name
 }

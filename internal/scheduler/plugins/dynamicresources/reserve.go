@@ -11,6 +11,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -21,6 +22,11 @@ func (p *DynamicResources) Reserve(_ context.Context, state *framework.CycleStat
 	s, ok := readState(state)
 	if !ok || s.req == nil {
 		return nil
+	}
+	if pending := s.pendingClaims(); len(pending) > 0 {
+		// The scheduler negotiates first (Negotiate); simulations cannot
+		// allocate for a driver's controller.
+		return framework.NewStatus(framework.Wait, ReasonWaitingForAllocation).WithDetail("claim %s", pending[0].key)
 	}
 	chosen, newly, err := s.bound(pod, nodeName)
 	if err != nil {
@@ -124,17 +130,31 @@ func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.Reso
 				claim.Finalizers = append(claim.Finalizers, resourceapi.DeleteProtectionFinalizer)
 			}
 		}
-		if !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-			return r.Resource == "pods" && r.Name == pod.Name && r.UID == pod.UID
-		}) {
-			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
-				Resource: "pods", Name: pod.Name, UID: pod.UID,
-			})
-		}
+		addReservation(claim, pod)
 		out = append(out, claim)
 		newly = append(newly, a != nil)
 	}
+	// Claims a driver's controller allocated are only reserved; the
+	// binding checks that they are available on the node.
+	for _, c := range s.cp {
+		claim := c.claim.DeepCopy()
+		addReservation(claim, pod)
+		out = append(out, claim)
+		newly = append(newly, false)
+	}
 	return out, newly, nil
+}
+
+// addReservation adds the pod to the claim's reservedFor unless it is
+// there.
+func addReservation(claim *resourceapi.ResourceClaim, pod *corev1.Pod) {
+	if !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
+		return r.Resource == "pods" && r.Name == pod.Name && r.UID == pod.UID
+	}) {
+		claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
+			Resource: "pods", Name: pod.Name, UID: pod.UID,
+		})
+	}
 }
 
 // Unreserve implements framework.ReservePlugin: it drops the pod's
@@ -268,7 +288,8 @@ func PodReasons(state *framework.CycleState) []allocator.Reason {
 
 // EventsToRegister implements framework.EnqueueExtensions: claims that
 // appear, change or go away; new or changed slices, classes and
-// parameters. Vendor kinds are not watched; their generated parameters
+// parameters; a driver's answer in the pod's PodSchedulingContext (or its
+// deletion). Vendor kinds are not watched; their generated parameters
 // are.
 func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 	addUpdate := framework.Add | framework.Update
@@ -279,5 +300,32 @@ func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimParams, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClassParams, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
+		{Event: framework.ClusterEvent{Resource: framework.PodSchedulingContext, ActionType: framework.All}, Hint: contextHint},
 	}
+}
+
+// contextHint queues a pod when drivers changed the status of its
+// PodSchedulingContext, or the context was deleted; the scheduler's own
+// writes of the spec do not move it.
+func contextHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
+	old, _ := oldObj.(*resourceapi.PodSchedulingContext)
+	cur, _ := newObj.(*resourceapi.PodSchedulingContext)
+	sc := cur
+	if sc == nil {
+		sc = old
+	}
+	switch {
+	case sc == nil || sc.Namespace != pod.Namespace || sc.Name != pod.Name:
+		return framework.QueueSkip
+	case cur == nil:
+		return framework.Queue
+	case old == nil:
+		if len(cur.Status.ResourceClaims) > 0 {
+			return framework.Queue
+		}
+		return framework.QueueSkip
+	case !equality.Semantic.DeepEqual(old.Status, cur.Status):
+		return framework.Queue
+	}
+	return framework.QueueSkip
 }
