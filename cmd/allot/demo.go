@@ -19,12 +19,15 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/examples/device-plugin/deviceplugin"
+	fabricdeploy "allot.dev/allot/examples/fabric-driver/deploy"
+	"allot.dev/allot/examples/fabric-driver/fabricdriver"
 	"allot.dev/allot/examples/gpu-driver/deploy"
 	"allot.dev/allot/examples/gpu-driver/gpudriver"
 	"allot.dev/allot/examples/gpu-driver/translator"
 	"allot.dev/allot/examples/manifests"
 	"allot.dev/allot/internal/cluster"
 	"allot.dev/allot/pkg/client"
+	drivercontroller "allot.dev/allot/pkg/driver/controller"
 )
 
 // The demo pod of examples/manifests/demo.yaml.
@@ -43,11 +46,18 @@ devices:
 - {id: gpu-1, numa: 0, path: /dev/null, containerPath: /dev/gpu1}
 `
 
-// configureDemo adds the demo to o: the example device plugin and the
-// example DRA driver gpu.example.com (with its parameters translator, on a
-// driver token) run in-process, with their sockets and CDI specs under
-// DATA-DIR/demo; then the driver's CRD and class and the demo workload are
-// applied, and the demo pod's outcome and logs are printed to out.
+// demoRackLabel puts the local node in rack r1, whose fabric pool (4
+// units in the built-in pools of fabric.example.com) it reaches.
+const demoRackLabel, demoRack = "fabric.example.com/rack", "r1"
+
+// configureDemo adds the demo to o: the example device plugin, the example
+// structured DRA driver gpu.example.com (with its parameters translator,
+// on a driver token) and the example control-plane driver
+// fabric.example.com (its controller on a driver token, its kubelet
+// plugin) run in-process, with their sockets, CDI specs and attachments
+// under DATA-DIR/demo; then the drivers' CRDs and classes and the demo
+// workload are applied, and the demo pod's outcome and logs are printed to
+// out.
 func configureDemo(o *cluster.Options, timeout time.Duration, out io.Writer) error {
 	if slicesContain(o.Disable, "node") || slicesContain(o.Disable, "scheduler") || slicesContain(o.Disable, "controller-manager") {
 		return errors.New("--demo needs the node, the scheduler and the controller manager: drop --disable")
@@ -72,6 +82,12 @@ func configureDemo(o *cluster.Options, timeout time.Duration, out io.Writer) err
 		o.CDISpecDirs = []string{"/etc/cdi", "/var/run/cdi"}
 	}
 	o.CDISpecDirs = append(o.CDISpecDirs, cdiDir)
+	if o.Node.Labels == nil {
+		o.Node.Labels = map[string]string{}
+	}
+	if _, set := o.Node.Labels[demoRackLabel]; !set {
+		o.Node.Labels[demoRackLabel] = demoRack
+	}
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o.Extras = append(o.Extras,
@@ -89,6 +105,19 @@ func configureDemo(o *cluster.Options, timeout time.Duration, out io.Writer) err
 				return err
 			}
 			return translator.Run(ctx, translator.Config{Client: c, Logger: log.With("component", "example-gpu-translator")})
+		}},
+		cluster.Extra{Name: "example-fabric-controller", Driver: fabricdriver.DriverName, Run: func(ctx context.Context, rc *rest.Config) error {
+			c, err := client.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			return fabricdriver.RunController(ctx, fabricdriver.ControllerConfig{Controller: drivercontroller.Config{
+				Client: c, Logger: log.With("component", "example-fabric-controller")}})
+		}},
+		cluster.Extra{Name: "example-fabric-plugin", Run: func(ctx context.Context, _ *rest.Config) error {
+			return fabricdriver.RunPlugin(ctx, fabricdriver.PluginConfig{PluginsRegistryDir: o.Node.PluginsRegistryDir,
+				PluginDir: filepath.Join(dir, "plugins", fabricdriver.DriverName), CDIDir: cdiDir,
+				AttachDir: filepath.Join(dir, "fabric-attached"), Logger: log.With("component", "example-fabric-plugin")})
 		}},
 		cluster.Extra{Name: "demo", Run: func(ctx context.Context, rc *rest.Config) error {
 			return runDemo(ctx, rc, timeout, out)
@@ -128,10 +157,7 @@ func runDemo(ctx context.Context, rc *rest.Config, timeout time.Duration, w io.W
 		return err
 	}
 	var docs [][]byte
-	for _, m := range []deploy.Manifest{{Name: "crd.yaml", Data: deploy.CRD}, {Name: "class.yaml", Data: deploy.Class}} {
-		docs = append(docs, m.Data)
-	}
-	docs = append(docs, manifests.Demo)
+	docs = append(docs, deploy.CRD, deploy.Class, fabricdeploy.CRD, fabricdeploy.Class, manifests.Demo)
 	var applied bytes.Buffer
 	s := &session{c: c, kinds: newKindMapper(c), out: &applied, errOut: &applied}
 	pods := c.Pods(demoNamespace)
@@ -143,7 +169,7 @@ func runDemo(ctx context.Context, rc *rest.Config, timeout time.Duration, w io.W
 		out.printf("apply the demo manifests: %v\n%s", err, applied.String())
 		return err
 	}
-	out.printf("applied the gpu.example.com CRD and class and examples/manifests/demo.yaml; waiting for pod %s/%s", demoNamespace, demoPod)
+	out.printf("applied the CRDs and classes of gpu.example.com and fabric.example.com and examples/manifests/demo.yaml; waiting for pod %s/%s", demoNamespace, demoPod)
 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

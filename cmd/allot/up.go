@@ -32,7 +32,7 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&demo, "demo", false, "also run the example device plugin and DRA driver (gpu.example.com) in-process, with their sockets under DATA-DIR/demo, and the demo pod of examples/manifests/demo.yaml")
+	f.BoolVar(&demo, "demo", false, "also run the example device plugin and DRA drivers (gpu.example.com, fabric.example.com) in-process, with their sockets under DATA-DIR/demo, and the demo pod of examples/manifests/demo.yaml")
 	f.DurationVar(&demoTimeout, "demo-timeout", 3*time.Minute, "how long the demo waits for its pod to finish")
 	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for the cluster's state")
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "API server address (host:port; port 0 picks a free one)")

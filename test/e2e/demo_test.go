@@ -9,9 +9,10 @@ import (
 )
 
 // TestUpDemo runs `allot up --demo` as the README does: the example device
-// plugin and DRA driver run in-process, and the demo pod gets a device
-// from each, shares its claim between two containers, prints what it
-// received and succeeds.
+// plugin, structured DRA driver and control-plane DRA driver run
+// in-process, and the demo pod gets a device from each (a device-plugin
+// resource, a structured claim shared by its two containers, a
+// control-plane claim), prints what it received and succeeds.
 func TestUpDemo(t *testing.T) {
 	t.Parallel()
 	requireRoot(t)
@@ -38,12 +39,13 @@ func TestUpDemo(t *testing.T) {
 		"demo: trainer| trainer: device plugin gave EXAMPLE_DEVICES=gpu-",
 		"demo: trainer| trainer: DRA claim demo/demo-gpu-",
 		"sharing TimeSlicing",
-		"demo: monitor| monitor: shares claim demo/demo-gpu-")
+		"demo: monitor| monitor: shares claim demo/demo-gpu-",
+		"demo: trainer| trainer: fabric claim: units rack-1-", "in pool rack-1")
 	// Both containers name the same claim and instances.
 	trainer := regexp.MustCompile(`DRA claim (\S+): instances (\S+),`).FindStringSubmatch(out)
 	monitor := regexp.MustCompile(`shares claim (\S+), instances (\S+)`).FindStringSubmatch(out)
 	if trainer == nil || monitor == nil || trainer[1] != monitor[1] || trainer[2] != monitor[2] {
 		t.Errorf("containers disagree on the claim: trainer %q, monitor %q", trainer, monitor)
 	}
-	requireLines(t, "slice drivers", c.kubectl(t, "get", "noderesourceslices", "-o", "jsonpath={.items[*].spec.driverName}"), "gpu.example.com")
+	requireLines(t, "slice drivers", c.kubectl(t, "get", "noderesourceslices", "-o", "jsonpath={.items[*].spec.driverName}"), "fabric.example.com gpu.example.com")
 }
