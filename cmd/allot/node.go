@@ -202,9 +202,13 @@ func defaultNodeName() string {
 	return "node"
 }
 
-// addDevicePluginFlags adds the device manager's flags; `allot up` shares
-// them for its local node.
+// addDevicePluginFlags adds the device manager's flags, and the unhealthy
+// device policy of both managers; `allot up` shares them for its local
+// node.
 func addDevicePluginFlags(f *pflag.FlagSet, cfg *node.Config) {
+	f.StringVar((*string)(&cfg.UnhealthyDevicePolicy), "unhealthy-device-policy", string(node.UnhealthyDeviceFailPod),
+		"what a device reported unhealthy (by a device plugin, or a DRA driver's instance) does to the pods holding it: "+
+			"FailPod fails them (seed 001), Report only shows it in containerStatuses[].allocatedResourcesStatus")
 	f.StringVar(&cfg.DevicePluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins",
 		"where device plugins register (kubelet.sock) and serve their sockets; empty disables the device manager")
 	f.DurationVar(&cfg.DevicePluginGracePeriod, "device-plugin-grace-period", 0,

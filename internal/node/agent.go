@@ -305,7 +305,8 @@ func withDefaultHooks(h pods.Hooks) pods.Hooks {
 
 // newDeviceManager creates the device manager when DevicePluginDir is set
 // and adds it to the hooks: admission (device allocation), container
-// options (the plugins' Allocate answers), health, and the Node's capacity.
+// options (the plugins' Allocate answers), health (reported, and failing
+// pods under the FailPod policy), and the Node's capacity.
 func (a *Agent) newDeviceManager() error {
 	if a.cfg.DevicePluginDir == "" {
 		return nil
@@ -316,7 +317,7 @@ func (a *Agent) newDeviceManager() error {
 	}
 	dm, err := devicemanager.New(devicemanager.Options{
 		Dir: a.cfg.DevicePluginDir, CheckpointDir: cpDir, GracePeriod: a.cfg.DevicePluginGracePeriod,
-		OnChange: a.UpdateNodeStatus, Logger: a.cfg.Logger.With("component", "device-manager"),
+		OnChange: a.UpdateNodeStatus, Wake: a.wakePod, Logger: a.cfg.Logger.With("component", "device-manager"),
 	})
 	if err != nil {
 		return fmt.Errorf("create device manager: %w", err)
@@ -325,17 +326,16 @@ func (a *Agent) newDeviceManager() error {
 	h := &a.cfg.Hooks
 	h.Admitters = append(h.Admitters, dm)
 	h.Configurers = append(h.Configurers, dm)
-	if h.Health == nil {
-		h.Health = dm
-	}
+	a.addHealth(dm, dm)
 	a.cfg.NodeDecorators = append(a.cfg.NodeDecorators, dm)
 	return nil
 }
 
 // newDRAManager creates the DRA manager when PluginsRegistryDir is set and
 // adds it to the hooks: admission (claims allocated, reserved and
-// prepared) before the device manager's, and container options (the
-// claims' CDI devices). Its checkpoint goes to ROOT/dra-manager.
+// prepared) before the device manager's, container options (the claims'
+// CDI devices) and the health of the claims' instances. Its checkpoint
+// goes to ROOT/dra-manager.
 func (a *Agent) newDRAManager() error {
 	if a.cfg.PluginsRegistryDir == "" {
 		return nil
@@ -358,12 +358,25 @@ func (a *Agent) newDRAManager() error {
 	h := &a.cfg.Hooks
 	h.Admitters = append(h.Admitters, m)
 	h.Configurers = append(h.Configurers, m)
+	a.addHealth(m, m)
 	return nil
 }
 
-// wakePod asks the worker of a pod for a sync now. The DRA manager calls
-// it (after Start, so after prepare set the dispatcher) when a claim the
-// pod waits for changed or its back-off ended.
+// addHealth adds a manager's device health to the hooks: always to the
+// pods' status, and as a Monitor that fails the pods holding an
+// unhealthy device under the FailPod policy.
+func (a *Agent) addHealth(r pods.HealthReporter, m pods.Monitor) {
+	h := &a.cfg.Hooks
+	h.HealthReporters = append(h.HealthReporters, r)
+	if a.cfg.UnhealthyDevicePolicy == UnhealthyDeviceFailPod {
+		h.Monitors = append(h.Monitors, m)
+	}
+}
+
+// wakePod asks the worker of a pod for a sync now. The managers call it
+// (after Start, so after prepare set the dispatcher): the DRA manager
+// when a claim the pod waits for changed or its back-off ended, both when
+// the health of devices the pod holds may have changed.
 func (a *Agent) wakePod(uid types.UID) { a.disp.poke(uid) }
 
 // agentEvents records through the agent's recorder, which prepare

@@ -56,6 +56,14 @@ type Config struct {
 	DRAPrepareBackoffInitial time.Duration
 	DRAPrepareBackoffMax     time.Duration
 
+	// UnhealthyDevicePolicy is what happens to a pod when a device it
+	// holds is reported unhealthy, by a device plugin or as a DRA
+	// driver's instance: FailPod (the default, seed 001) fails it, Report
+	// only shows the health in its containers'
+	// status.containerStatuses[].allocatedResourcesStatus. A plugin or
+	// driver that goes away fails no pod under either policy.
+	UnhealthyDevicePolicy UnhealthyDevicePolicy
+
 	// PodResourcesSocket, when set, serves the kubelet's PodResources API
 	// (v1: List, Get, GetAllocatableResources) on this unix socket, for
 	// monitoring agents written for the kubelet. Empty disables it.
@@ -119,6 +127,20 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
+// UnhealthyDevicePolicy says what an unhealthy device does to the pods
+// holding it.
+type UnhealthyDevicePolicy string
+
+// Unhealthy device policies.
+const (
+	// UnhealthyDeviceFailPod fails the pods holding the device, with
+	// reason DeviceUnhealthy (pods.ReasonDeviceUnhealthy).
+	UnhealthyDeviceFailPod UnhealthyDevicePolicy = "FailPod"
+	// UnhealthyDeviceReport leaves the pods running and reports the
+	// health in their status.
+	UnhealthyDeviceReport UnhealthyDevicePolicy = "Report"
+)
+
 // ErrInvalidConfig is returned (wrapped) by New for a Config it cannot run.
 var ErrInvalidConfig = errors.New("invalid node agent config")
 
@@ -134,6 +156,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.APITimeout <= 0 {
 		c.APITimeout = DefaultAPITimeout
+	}
+	if c.UnhealthyDevicePolicy == "" {
+		c.UnhealthyDevicePolicy = UnhealthyDeviceFailPod
 	}
 	if c.Pods.APITimeout <= 0 {
 		c.Pods.APITimeout = c.APITimeout
@@ -158,6 +183,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: a runtime is required", ErrInvalidConfig)
 	case c.LogListen != "" && c.RootDir == "":
 		return fmt.Errorf("%w: a log server needs a root directory", ErrInvalidConfig)
+	case c.UnhealthyDevicePolicy != "" && c.UnhealthyDevicePolicy != UnhealthyDeviceFailPod && c.UnhealthyDevicePolicy != UnhealthyDeviceReport:
+		return fmt.Errorf("%w: unhealthy device policy %q: want %s or %s", ErrInvalidConfig,
+			c.UnhealthyDevicePolicy, UnhealthyDeviceFailPod, UnhealthyDeviceReport)
 	}
 	return nil
 }

@@ -74,6 +74,12 @@ type NodeListAndWatchResourcesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// resource_model is the JSON of a resource.k8s.io/v1alpha2
 	// NodeResourceModel (one model field set, e.g. "partitionable").
+	// Each instance may carry "health": "Healthy" or "Unhealthy" (absent
+	// means Healthy); an instance below an unhealthy one counts as
+	// unhealthy. The node agent publishes it in the NodeResourceSlice, the
+	// scheduler never allocates unhealthy instances, and pods holding one
+	// see it in allocatedResourcesStatus (and fail, under the agent's
+	// FailPod policy). Stream a new model to report a change.
 	ResourceModel []byte `protobuf:"bytes,1,opt,name=resource_model,json=resourceModel,proto3" json:"resource_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -105,6 +105,22 @@ func (a *allocations) inUse(res, except string) map[string]bool {
 	return used
 }
 
+// podsHolding returns the UIDs of the pods holding devices of res.
+func (a *allocations) podsHolding(res string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for pod, cs := range a.pods {
+		for _, rs := range cs {
+			if len(rs[res].ids) > 0 {
+				out = append(out, pod)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // entries lists every allocation for the checkpoint, in a stable order.
 func (a *allocations) entries() ([]allocationEntry, error) {
 	a.mu.Lock()

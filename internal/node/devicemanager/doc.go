@@ -11,10 +11,14 @@
 //     kubelet.sock until ctx ends or Stop is called. A Manager is started
 //     once; after Stop, make a new one (it reads the checkpoint).
 //  3. The Manager is a pods.Admitter (and pods.Releaser), a
-//     pods.ContainerConfigurer and a pods.HealthReporter: put it in
-//     pods.Hooks. Admit chooses and allocates devices; ContainerOptions
+//     pods.ContainerConfigurer, a pods.HealthReporter and a pods.Monitor:
+//     put it in pods.Hooks (as a Monitor only to fail pods whose devices
+//     go unhealthy). Admit chooses and allocates devices; ContainerOptions
 //     returns the plugin's Allocate response (and calls PreStartContainer
-//     when the plugin asks for it); Release frees the pod's devices.
+//     when the plugin asks for it); Release frees the pod's devices;
+//     PodFailure fails a pod holding a device its plugin reports
+//     Unhealthy. Options.Wake is called for the pods holding devices of a
+//     resource whose devices changed.
 //  4. The Manager is a node.NodeDecorator: DecorateNode sets capacity
 //     (all devices) and allocatable (healthy devices) per resource.
 //     Options.OnChange is called, outside any lock, whenever those

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/types"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"allot.dev/allot/internal/node/pods"
@@ -41,7 +42,13 @@ type Options struct {
 	// OnChange is called after capacity, allocatable or device health
 	// changed. It runs outside the Manager's locks and must not block.
 	OnChange func()
-	Logger   *slog.Logger
+	// Wake asks for a sync of the pod with this UID; it is called for
+	// every pod holding devices of a resource whose devices changed (their
+	// health in the pod's status, and PodFailure, may have changed). It
+	// runs outside the Manager's locks and must not block; nil does
+	// nothing.
+	Wake   func(podUID types.UID)
+	Logger *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -62,6 +69,9 @@ func (o *Options) defaults() {
 	}
 	if o.OnChange == nil {
 		o.OnChange = func() {}
+	}
+	if o.Wake == nil {
+		o.Wake = func(types.UID) {}
 	}
 }
 
@@ -92,6 +102,7 @@ var (
 	_ pods.Releaser            = (*Manager)(nil)
 	_ pods.ContainerConfigurer = (*Manager)(nil)
 	_ pods.HealthReporter      = (*Manager)(nil)
+	_ pods.Monitor             = (*Manager)(nil)
 )
 
 // New returns a Manager with the checkpoint's allocations restored. The
@@ -177,11 +188,15 @@ func removeSockets(dir string) error {
 	return errors.Join(errs...)
 }
 
-// changed updates the gauges and tells the caller. changeMu orders the
-// gauge updates so that the last snapshot taken is the last one set.
-func (m *Manager) changed() {
+// changed updates the gauges, tells the caller, and wakes the pods
+// holding devices of res. changeMu orders the gauge updates so that the
+// last snapshot taken is the last one set.
+func (m *Manager) changed(res string) {
 	m.changeMu.Lock()
 	m.metrics.setResources(m.devices.snapshot())
 	m.changeMu.Unlock()
 	m.opts.OnChange()
+	for _, uid := range m.allocs.podsHolding(res) {
+		m.opts.Wake(types.UID(uid))
+	}
 }

@@ -65,17 +65,17 @@ type resource struct {
 }
 
 // registry owns the resources; every field is guarded by mu. onChange
-// is called after a change, outside mu.
+// is called with the resource's name after a change, outside mu.
 type registry struct {
 	mu        sync.Mutex
 	resources map[string]*resource
 	nextGen   uint64
 	grace     time.Duration
-	onChange  func()
+	onChange  func(resource string)
 	stopped   bool // after stopAll, endpoints' endings change nothing
 }
 
-func newRegistry(grace time.Duration, onChange func()) *registry {
+func newRegistry(grace time.Duration, onChange func(resource string)) *registry {
 	return &registry{resources: map[string]*resource{}, grace: grace, onChange: onChange}
 }
 
@@ -124,7 +124,7 @@ func (g *registry) register(name, socket string, opts *pluginapi.DevicePluginOpt
 	if old != nil {
 		old.stop()
 	}
-	g.onChange()
+	g.onChange(name)
 	return ep
 }
 
@@ -158,7 +158,7 @@ func (g *registry) setDevices(name string, gen uint64, devs []*pluginapi.Device)
 	r.state = StateServing
 	stopTimer(r)
 	g.mu.Unlock()
-	g.onChange()
+	g.onChange(name)
 }
 
 // disconnected marks every device of name unhealthy at once and removes
@@ -178,7 +178,7 @@ func (g *registry) disconnected(name string, gen uint64) {
 	}
 	g.expireLocked(r)
 	g.mu.Unlock()
-	g.onChange()
+	g.onChange(name)
 }
 
 func (g *registry) expireLocked(r *resource) {
@@ -193,7 +193,7 @@ func (g *registry) expireLocked(r *resource) {
 		r.state = StateRemoved
 		r.devices = map[string]Device{}
 		g.mu.Unlock()
-		g.onChange()
+		g.onChange(r.name)
 	})
 }
 

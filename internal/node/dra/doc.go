@@ -23,10 +23,16 @@
 //     prepares the claims, with back-off on failure. ContainerOptions
 //     gives each container the CDI devices of the claims it names in
 //     resources.claims. Release unprepares and then records the pod
-//     condition ResourceClaimsUnprepared=True.
+//     condition ResourceClaimsUnprepared=True. The Manager is also a
+//     pods.HealthReporter (the health of the instances of each container's
+//     claims, from the driver's last streamed model) and a pods.Monitor
+//     (PodFailure fails a pod holding an instance its driver reports
+//     Unhealthy; the agent adds it under the FailPod policy).
 //  4. Options.Wake is called with a pod's UID when something it waits for
 //     changed (one of its claims, a driver registration, the end of a
-//     back-off): the agent pokes the pod's worker.
+//     back-off) or the health of its claims' instances may have changed
+//     (a driver's model changed, or the driver went away): the agent
+//     pokes the pod's worker.
 //
 // Registration follows the kubelet's plugin watcher: a plugin creates a
 // socket in RegistryDir serving pluginregistration/v1 Registration; the

@@ -229,6 +229,9 @@ func (m *Manager) unregisterDriver(d *driver, why string) {
 		return
 	}
 	d.stop()
+	if m.health.forget(d.name) {
+		m.healthChanged(d.name)
+	}
 	m.metrics.drivers.Set(float64(len(m.drivers.names())))
 	m.log.Warn("DRA driver unregistered", "driver", d.name, "reason", why, "sliceGracePeriod", m.opts.SliceGracePeriod)
 }

@@ -133,8 +133,10 @@ type Manager struct {
 	// serialises prepare and unprepare per claim UID.
 	store *claimStore
 	locks keyedMutex
-	pods  *podStates
-	node  nodeCache
+	// health owns the health of the drivers' instances.
+	health *instanceHealth
+	pods   *podStates
+	node   nodeCache
 
 	// claims is set by Start; Admit may be called once Start returned.
 	claims *client.Lister[*resourcev1alpha2.ResourceClaim]
@@ -150,6 +152,8 @@ var (
 	_ pods.Admitter            = (*Manager)(nil)
 	_ pods.Releaser            = (*Manager)(nil)
 	_ pods.ContainerConfigurer = (*Manager)(nil)
+	_ pods.HealthReporter      = (*Manager)(nil)
+	_ pods.Monitor             = (*Manager)(nil)
 )
 
 // New validates opts and returns a Manager with the checkpoint's prepared
@@ -162,6 +166,7 @@ func New(opts Options) (*Manager, error) {
 	m := &Manager{opts: opts, log: opts.Logger, metrics: newMetrics()}
 	m.drivers = newDriverSet()
 	m.pods = newPodStates()
+	m.health = newInstanceHealth()
 	m.node = nodeCache{m: m}
 	m.slices = newSlicePublisher(m)
 	path := ""

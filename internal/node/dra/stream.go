@@ -91,6 +91,9 @@ func (m *Manager) applyModel(d *driver, raw []byte) {
 		return
 	}
 	m.slices.publish(d.name, model)
+	if m.health.set(d.name, model) {
+		m.healthChanged(d.name)
+	}
 }
 
 // decodeModel decodes a streamed model strictly (an unknown or repeated

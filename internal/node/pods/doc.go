@@ -16,8 +16,10 @@
 //     Failed creations (CreateContainerConfigError, CreateContainerError,
 //     RunContainerError) retry with the same back-off. Admitters are asked
 //     before the worker's first creation; they may hold the pod Pending or
-//     reject it (Failed). spec.activeDeadlineSeconds fails the pod with
-//     DeadlineExceeded.
+//     reject it (Failed). Monitors are asked at every sync whether the
+//     pod must fail now (a device it holds went unhealthy); a failure is
+//     final, like a rejection. spec.activeDeadlineSeconds fails the pod
+//     with DeadlineExceeded.
 //   - Finished pod (Succeeded or Failed): containers still running are
 //     stopped, Releasers are called, and after Timing.TerminatedCleanup the
 //     containers are removed; the status and logs stay. A pod finished

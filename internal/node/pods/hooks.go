@@ -106,9 +106,36 @@ type HealthReporter interface {
 	AllocatedResourcesStatus(pod *corev1.Pod, container string) []corev1.ResourceStatus
 }
 
+// ReasonDeviceUnhealthy is the status.reason of a pod that a Monitor
+// failed because a device it holds went unhealthy.
+const ReasonDeviceUnhealthy = "DeviceUnhealthy"
+
+// Failure is why a Monitor fails a pod: Reason (CamelCase) becomes the
+// pod's status.reason, Message (a sentence) its status.message.
+type Failure struct {
+	Reason  string
+	Message string
+}
+
+// Monitor watches what a pod holds while it lives: it is asked on every
+// sync of a pod that has neither finished nor is being deleted, before
+// anything is started, whether the pod must fail now (for example
+// because a device it holds was reported unhealthy). A non-nil Failure
+// fails the pod as an Admitter's Reject does: phase Failed, its
+// containers stopped, its resources released. It is final. Monitors run
+// in order; the first failure decides. They are called from many pod
+// workers at once, must answer from memory, fast, and must not modify
+// the pod. A component that wants a pod checked at once (a device's
+// health changed) pokes its worker.
+type Monitor interface {
+	PodFailure(pod *corev1.Pod) *Failure
+}
+
 // Hooks are the extension points of pod workers. Every field may be empty.
 type Hooks struct {
 	Admitters   []Admitter
 	Configurers []ContainerConfigurer
-	Health      HealthReporter
+	// HealthReporters' answers are concatenated, in order.
+	HealthReporters []HealthReporter
+	Monitors        []Monitor
 }

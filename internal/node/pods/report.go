@@ -50,8 +50,10 @@ func (w *Worker) containerStatus(c *ctr, now time.Time, initDone bool) corev1.Co
 	if !c.init {
 		s.Started = &started
 	}
-	if h := w.cfg.Hooks.Health; h != nil && !c.init {
-		s.AllocatedResourcesStatus = h.AllocatedResourcesStatus(w.pod, c.name)
+	if !c.init {
+		for _, h := range w.cfg.Hooks.HealthReporters {
+			s.AllocatedResourcesStatus = append(s.AllocatedResourcesStatus, h.AllocatedResourcesStatus(w.pod, c.name)...)
+		}
 	}
 	return s
 }

@@ -32,6 +32,9 @@ func (w *Worker) Sync(ctx context.Context) time.Time {
 		return next
 	}
 	if w.final == nil {
+		w.monitor(now)
+	}
+	if w.final == nil {
 		next = w.run(ctx, now)
 		w.decide(now)
 	}
@@ -194,6 +197,21 @@ func (w *Worker) admit(ctx context.Context, now time.Time) (retry time.Time, ok 
 	}
 	w.admitted, w.hold = true, nil
 	return time.Time{}, true
+}
+
+// monitor asks the Monitors whether the pod must fail now; the first
+// failure fails it.
+func (w *Worker) monitor(now time.Time) {
+	for _, m := range w.cfg.Hooks.Monitors {
+		f := m.PodFailure(w.pod)
+		if f == nil {
+			continue
+		}
+		w.log.Warn("pod failed by a monitor", "reason", f.Reason, "message", f.Message)
+		w.event(corev1.EventTypeWarning, f.Reason, "%s", f.Message)
+		w.fail(now, f.Reason, f.Message)
+		return
+	}
 }
 
 // fail finishes the pod as Failed for a reason other than exit codes.
