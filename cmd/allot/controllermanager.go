@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -10,7 +11,7 @@ import (
 
 func newControllerManagerCommand() *cobra.Command {
 	var cfg manager.Config
-	var kubeconfig string
+	var kubeconfig, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, resource claims",
@@ -21,10 +22,19 @@ func newControllerManagerCommand() *cobra.Command {
 				return err
 			}
 			cfg.REST = rc
+			cfg.Registry = prometheus.NewRegistry()
+			if metricsAddr != "" {
+				stop, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Registry)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return manager.Run(cmd.Context(), cfg)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with a controller-manager token (default $KUBECONFIG, then the last allot up's)")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-listen", "", "serve Prometheus metrics on this address (host:port) at /metrics; empty disables")
 	addControllerFlags(cmd.Flags(), &cfg)
 	return cmd
 }

@@ -77,7 +77,7 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f.StringVar(&o.runcPath, "runc", "runc", "the runc binary (runc runtime)")
 	f.StringSliceVar(&o.cdiSpecDirs, "cdi-spec-dir", nil, "CDI spec directories (default /etc/cdi and /var/run/cdi; runc runtime)")
 	f.StringVar(&cfg.NodeIP, "node-ip", "", "the InternalIP address (default: the address that routes to the API server)")
-	f.StringVar(&cfg.LogListen, "listen", "", "log server address host:port (port 0 picks one; default NODE-IP:"+defaultLogPort+")")
+	f.StringVar(&cfg.LogListen, "listen", "", "log and metrics server address host:port: /containerLogs and /metrics, with a token (port 0 picks one; default NODE-IP:"+defaultLogPort+")")
 	f.StringVar(&o.logTokenFile, "log-token-file", "", "file of bearer tokens (one per line) the log server accepts besides the kubeconfig's own")
 	f.BoolVar(&cfg.LogAllowAnonymous, "log-allow-anonymous", false, "serve logs without a token (only for a log server on loopback)")
 	f.StringToStringVar(&o.labels, "node-labels", nil, "labels of the Node, k=v,...")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -42,14 +43,21 @@ per-node reasons.`,
 			cfg.Client = c
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			cfg.Metrics = scheduler.NewMetrics()
+			s, err := scheduler.New(cfg)
+			if err != nil {
+				return err
+			}
+			if err := s.RegisterStateMetrics(); err != nil {
+				return err
+			}
 			if metricsAddr != "" {
-				stop, err := serveMetrics(cmd.Context(), metricsAddr, cfg)
+				stop, err := serveMetrics(cmd.Context(), metricsAddr, cfg.Metrics.Registry)
 				if err != nil {
 					return err
 				}
 				defer stop()
 			}
-			return scheduler.Run(cmd.Context(), cfg)
+			return s.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", client.DefaultKubeconfigPath(), "kubeconfig file ($KUBECONFIG, else the one the last 'allot up' wrote)")
@@ -73,14 +81,15 @@ func addSchedulerFlags(cmd *cobra.Command, cfg *scheduler.Config) {
 	f.IntVar(&cfg.Parallelism, "parallelism", 0, "goroutines that filter and score nodes in one cycle (0: GOMAXPROCS)")
 }
 
-// serveMetrics serves the scheduler's registry until stop is called.
-func serveMetrics(ctx context.Context, addr string, cfg scheduler.Config) (stop func(), err error) {
+// serveMetrics serves g at /metrics on addr until stop is called (the
+// scheduler's and the controller manager's --metrics-listen).
+func serveMetrics(ctx context.Context, addr string, g prometheus.Gatherer) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(cfg.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

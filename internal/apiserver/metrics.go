@@ -12,12 +12,13 @@ import (
 
 type metrics struct {
 	reg      *prometheus.Registry
+	gather   prometheus.Gatherers // reg and the in-process components' registries
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	watchers prometheus.Gauge
 }
 
-func newMetrics() *metrics {
+func newMetrics(more []prometheus.Gatherer) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -33,11 +34,12 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.watchers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.gather = append(prometheus.Gatherers{m.reg}, more...)
 	return m
 }
 
 func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(m.gather, promhttp.HandlerOpts{})
 }
 
 type statusRecorder struct {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -41,6 +42,10 @@ type Config struct {
 	NodeTransport http.RoundTripper
 	// NodeAuthToken is sent to node agents as a bearer token.
 	NodeAuthToken string
+	// Metrics are more registries served on /metrics beside the API
+	// server's own: those of the components `allot up` runs in the same
+	// process. Their metric names must not collide.
+	Metrics []prometheus.Gatherer
 }
 
 // Server is the allot API server.
@@ -75,7 +80,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg: cfg, store: cfg.Store, log: cfg.Logger, reg: newRegistry(),
-		metrics: newMetrics(), caches: map[string]*storage.Cacher{},
+		metrics: newMetrics(cfg.Metrics), caches: map[string]*storage.Cacher{},
 		started: make(chan struct{}),
 	}
 	validation.SetSelectorCompiler(allocator.CompileSelector)

@@ -62,7 +62,14 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 			return nil, fmt.Errorf("create scheduler client: %w", err)
 		}
 		cfg.Logger = o.Logger.With("component", "scheduler")
-		c.run(ctx, o, "scheduler", func(ctx context.Context) error { return scheduler.Run(ctx, cfg) })
+		s, err := scheduler.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.RegisterStateMetrics(); err != nil {
+			return nil, err
+		}
+		c.run(ctx, o, "scheduler", s.Run)
 	}
 	if o.enabled("node") {
 		if err := startLocalNode(ctx, c, o, url, tokens, caPEM, logToken); err != nil {
@@ -109,7 +116,8 @@ func startLocalNode(ctx context.Context, c *components, o Options, url string, t
 	if cfg.LogListen == "" {
 		cfg.LogListen = "127.0.0.1:0"
 	}
-	cfg.LogTokens = append(cfg.LogTokens, logToken)
+	// The API server's token for logs, and the admin's for /metrics.
+	cfg.LogTokens = append(cfg.LogTokens, logToken, tokens[auth.AdminName])
 	c.run(ctx, o, "node", func(ctx context.Context) error { return node.Run(ctx, cfg) })
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"allot.dev/allot/internal/apiserver"
@@ -96,6 +97,26 @@ func (o Options) enabled(component string) bool {
 	return true
 }
 
+// withMetrics gives the in-process scheduler and controller manager their
+// registries (unless the caller did), for the API server to serve on its
+// /metrics. The local node agent serves its own on its log server.
+func (o Options) withMetrics() (Options, []prometheus.Gatherer) {
+	var out []prometheus.Gatherer
+	if o.enabled("scheduler") {
+		if o.Scheduler.Metrics == nil {
+			o.Scheduler.Metrics = scheduler.NewMetrics()
+		}
+		out = append(out, o.Scheduler.Metrics.Registry)
+	}
+	if o.enabled("controller-manager") {
+		if o.Controllers.Registry == nil {
+			o.Controllers.Registry = prometheus.NewRegistry()
+		}
+		out = append(out, o.Controllers.Registry)
+	}
+	return o, out
+}
+
 // DefaultCompaction is the default etcd compaction interval.
 func (Options) DefaultCompaction() time.Duration { return 5 * time.Minute }
 
@@ -139,7 +160,8 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeAuthToken: logToken})
+	o, gatherers := o.withMetrics()
+	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeAuthToken: logToken, Metrics: gatherers})
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("start API server: %w", err)
 	}

@@ -50,6 +50,7 @@ func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *
 	if err != nil {
 		return framework.AsStatus(err).WithPlugin("Bind"), true
 	}
+	s.metrics.observeBinding(b)
 	fw.RunPostBind(ctx, state, pod, node, rev)
 	return nil, true
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 // Attempt results, the "result" label of the attempt metrics.
@@ -26,6 +28,7 @@ type Metrics struct {
 	pending         *prometheus.GaugeVec
 	bindDuration    *prometheus.HistogramVec
 	claimCycles     *prometheus.CounterVec
+	claimsAllocated prometheus.Counter
 }
 
 // NewMetrics creates the metrics in a new registry.
@@ -60,8 +63,12 @@ func NewMetrics() *Metrics {
 			Name: "allot_scheduler_claim_cycles_total",
 			Help: "Claim cycles (pods given a node by hand whose claims were not allocated and reserved) by result: allocated (reserved and handed to a binding), unschedulable (including waiting) or error.",
 		}, []string{"result"}),
+		claimsAllocated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allot_scheduler_dra_claims_allocated_total",
+			Help: "ResourceClaims the scheduler allocated with structured parameters, counted when the binding that records the allocation succeeds.",
+		}),
 	}
-	m.Registry.MustRegister(m.attempts, m.attemptDuration, m.podDuration, m.pending, m.bindDuration, m.claimCycles)
+	m.Registry.MustRegister(m.attempts, m.attemptDuration, m.podDuration, m.pending, m.bindDuration, m.claimCycles, m.claimsAllocated)
 	for _, r := range []string{ResultScheduled, ResultUnschedulable, ResultError} {
 		m.attempts.WithLabelValues(r)
 	}
@@ -76,4 +83,14 @@ func (m *Metrics) setPending(active, backoff, unschedulable int) {
 	m.pending.WithLabelValues("active").Set(float64(active))
 	m.pending.WithLabelValues("backoff").Set(float64(backoff))
 	m.pending.WithLabelValues("unschedulable").Set(float64(unschedulable))
+}
+
+// observeBinding counts the claims a successful Binding allocated (those
+// it only reserves carry no allocation).
+func (m *Metrics) observeBinding(b *corev1.Binding) {
+	for _, c := range b.ResourceClaims {
+		if c.Allocation != nil {
+			m.claimsAllocated.Inc()
+		}
+	}
 }

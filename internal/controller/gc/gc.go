@@ -45,7 +45,10 @@ type Options struct {
 	CacheSyncTimeout time.Duration
 	// IgnoredResources are never watched (nil: DefaultIgnoredResources).
 	IgnoredResources []schema.GroupResource
-	Logger           *slog.Logger
+	// QueueMetrics, when set, receives the work queues' metrics
+	// (controllerutil.QueueMetrics).
+	QueueMetrics workqueue.MetricsProvider
+	Logger       *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -111,9 +114,9 @@ func New(cfg *rest.Config, opts Options) (*Collector, error) {
 		opts: opts, log: opts.Logger, meta: mc, dyn: dc, discovery: disc,
 		graph: newGraph(), kinds: newKinds(),
 		check: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectRef](),
-			workqueue.TypedRateLimitingQueueConfig[objectRef]{Name: "gc_check"}),
+			workqueue.TypedRateLimitingQueueConfig[objectRef]{Name: "gc_check", MetricsProvider: opts.QueueMetrics}),
 		orphan: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[objectRef](),
-			workqueue.TypedRateLimitingQueueConfig[objectRef]{Name: "gc_orphan"}),
+			workqueue.TypedRateLimitingQueueConfig[objectRef]{Name: "gc_orphan", MetricsProvider: opts.QueueMetrics}),
 		rediscover: make(chan struct{}, 1),
 	}
 	c.monitors = newMonitors(c)

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	"allot.dev/allot/internal/controller/controllerutil"
 	"allot.dev/allot/internal/controller/gc"
 	"allot.dev/allot/internal/controller/namespace"
 	"allot.dev/allot/internal/controller/nodelifecycle"
@@ -36,6 +38,11 @@ type Config struct {
 	// GCResync and GCRediscovery tune the garbage collector.
 	GCResync      time.Duration
 	GCRediscovery time.Duration
+	// Registry receives the controllers' metrics: the work queues'
+	// workqueue_* and the ResourceClaim controller's resource_controller_*.
+	// The caller serves it; nil keeps them in a private registry. One
+	// registry serves one Run.
+	Registry *prometheus.Registry
 }
 
 // Run runs every controller until ctx ends or one fails.
@@ -49,16 +56,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.NamespaceWorkers == 0 {
 		cfg.NamespaceWorkers = 2
 	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	queues, err := controllerutil.NewQueueMetrics(cfg.Registry)
+	if err != nil {
+		return err
+	}
 	c, err := client.NewForConfig(cfg.REST)
 	if err != nil {
 		return fmt.Errorf("create client: %w", err)
 	}
 	collector, err := gc.New(cfg.REST, gc.Options{ResyncInterval: cfg.GCResync, RediscoveryInterval: cfg.GCRediscovery,
-		Logger: cfg.Logger.With("controller", "garbage-collector")})
+		QueueMetrics: queues, Logger: cfg.Logger.With("controller", "garbage-collector")})
 	if err != nil {
 		return fmt.Errorf("create garbage collector: %w", err)
 	}
-	nsc, err := namespace.New(cfg.REST, namespace.Options{Logger: cfg.Logger.With("controller", "namespace")})
+	nsc, err := namespace.New(cfg.REST, namespace.Options{QueueMetrics: queues, Logger: cfg.Logger.With("controller", "namespace")})
 	if err != nil {
 		return fmt.Errorf("create namespace controller: %w", err)
 	}
@@ -67,7 +81,9 @@ func Run(ctx context.Context, cfg Config) error {
 		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
 		Logger: cfg.Logger.With("controller", "node-lifecycle"),
 	})
-	claims, err := resourceclaim.New(c, factory, resourceclaim.Options{Logger: cfg.Logger.With("controller", "resourceclaim")})
+	claims, err := resourceclaim.New(c, factory, resourceclaim.Options{
+		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "resourceclaim"),
+	})
 	if err != nil {
 		return fmt.Errorf("create resourceclaim controller: %w", err)
 	}

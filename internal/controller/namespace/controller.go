@@ -37,7 +37,10 @@ type Options struct {
 	// namespace whose content is still terminating, or whose sync failed.
 	MinRetryDelay time.Duration
 	MaxRetryDelay time.Duration
-	Logger        *slog.Logger
+	// QueueMetrics, when set, receives the work queue's metrics
+	// (controllerutil.QueueMetrics).
+	QueueMetrics workqueue.MetricsProvider
+	Logger       *slog.Logger
 }
 
 func (o *Options) setDefaults() {
@@ -92,7 +95,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		opts: opts, log: opts.Logger, dyn: dc, meta: mc, discovery: disc,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.MinRetryDelay, opts.MaxRetryDelay),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace", MetricsProvider: opts.QueueMetrics}),
 	}
 	c.informer = controllerutil.NewInformer(controllerutil.MetadataListWatch(mc, namespacesGVR, ""), &metav1.PartialObjectMetadata{}, opts.ResyncInterval)
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{

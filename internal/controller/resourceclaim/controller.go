@@ -34,7 +34,10 @@ type Options struct {
 	// Registry receives the controller's metrics (default: a new one, see
 	// Controller.Registry).
 	Registry *prometheus.Registry
-	Logger   *slog.Logger
+	// QueueMetrics, when set, receives the work queue's metrics
+	// (controllerutil.QueueMetrics), as queue "resource_claim".
+	QueueMetrics workqueue.MetricsProvider
+	Logger       *slog.Logger
 }
 
 func (o *Options) defaults() {
@@ -105,7 +108,7 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 		c: c, pods: f.Pods(), claims: f.ResourceClaims(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resourceclaim"}),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resource_claim", MetricsProvider: opts.QueueMetrics}),
 		opts: opts, log: opts.Logger,
 		created: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "resource_controller_create_total", Help: "ResourceClaims the controller tried to create from templates.",
@@ -115,10 +118,7 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 		}),
 		expected: map[types.UID]map[string]string{},
 	}
-	depth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "resource_controller_workqueue_depth", Help: "Pods and claims waiting in the controller's work queue.",
-	}, func() float64 { return float64(ctrl.queue.Len()) })
-	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures, depth} {
+	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
 		if err := opts.Registry.Register(m); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
