@@ -55,7 +55,10 @@ func TestSchedulerCommand(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		metrics = string(b)
-		return strings.Contains(metrics, `allot_scheduler_schedule_attempts_total{result="scheduled"} 1`)
+		// The binding's duration is observed after the API answered, so
+		// possibly after the pod shows bound.
+		return strings.Contains(metrics, `allot_scheduler_schedule_attempts_total{result="scheduled"} 1`) &&
+			strings.Contains(metrics, "allot_scheduler_binding_duration_seconds_count")
 	})
 	for _, want := range []string{"allot_scheduler_pending_pods{queue=\"active\"} 0", "allot_scheduler_binding_duration_seconds_count"} {
 		if !strings.Contains(metrics, want) {
