@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BenchmarkDRA runs the workloads of Kubernetes' DRA scheduler benchmarks
+// (test/integration/scheduler_perf/dra) on allot: pods with one claim
+// each from a ResourceClaimTemplate, on simulated nodes that each publish
+// a NodeResourceSlice of ten instances of one driver, through the API
+// server and etcd, the claim controller (which creates each pod's claim
+// and frees claims of deleted pods) and the scheduler (which allocates
+// and binds in one transaction).
+//
+//   - PODSpods_NODESnodes (SchedulingWithResourceClaimTemplate): half the
+//     pods fill the cluster, then the other half, created at a steady rate
+//     by 16 clients, is measured. Node status writes off (Kubernetes'
+//     benchmark has no kubelet), then on.
+//   - SteadyState/{empty,half,full}_NODESnodes
+//     (SteadyStateClusterResourceClaimTemplate): 0, half of, or all but
+//     ten of the instances are in use; batches of ten pods are created,
+//     and once all ten are bound they are force-deleted (grace period 0:
+//     there is no kubelet to finish a graceful deletion) and the next
+//     batch is created, for ALLOT_BENCH_DURATION.
+//
+// Sizes: ALLOT_BENCH_NODES (500), ALLOT_BENCH_PODS (5000),
+// ALLOT_BENCH_RATE (arrival rate, 1000/s), ALLOT_BENCH_DURATION (steady
+// state; default 10s scaled by PODS/5000, at least 1s).
+func BenchmarkDRA(b *testing.B) {
+	nodes, pods := envInt("ALLOT_BENCH_NODES", 500), envInt("ALLOT_BENCH_PODS", 5000)
+	b.Run(fmt.Sprintf("%dpods_%dnodes", pods, nodes), func(b *testing.B) {
+		for _, statusWrites := range []bool{false, true} {
+			b.Run(fmt.Sprintf("nodeStatusWrites=%v", statusWrites), func(b *testing.B) {
+				for range b.N {
+					runDRATemplate(b, nodes, pods, statusWrites)
+				}
+			})
+		}
+	})
+	duration := steadyDuration(b, pods)
+	b.Run("SteadyState", func(b *testing.B) {
+		slots := nodes * draDevices
+		for _, level := range []struct {
+			name  string
+			inUse int
+		}{{"empty", 0}, {"half", slots / 2}, {"full", max(slots-steadyBatch, 0)}} {
+			b.Run(fmt.Sprintf("%s_%dnodes", level.name, nodes), func(b *testing.B) {
+				for range b.N {
+					runDRASteadyState(b, nodes, level.inUse, duration, max(pods/2, 200))
+				}
+			})
+		}
+	})
+}
+
+// steadyBatch is the number of pods per steady-state batch (Kubernetes'
+// count: 10).
+const steadyBatch = 10
+
+// steadyDuration is ALLOT_BENCH_DURATION, or 10s scaled by pods/5000 so
+// that CI's small smoke run stays short.
+func steadyDuration(b *testing.B, pods int) time.Duration {
+	if v := os.Getenv("ALLOT_BENCH_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("ALLOT_BENCH_DURATION=%q: want a positive duration such as 10s", v)
+		}
+		return d
+	}
+	return max(10*time.Second*time.Duration(pods)/5000, time.Second)
+}
+
+// runDRATemplate is SchedulingWithResourceClaimTemplate: pods/2 pods fill
+// namespace "init", then the rest are measured in namespace "test".
+func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
+	resetPeakRSS(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl := startDRACluster(ctx, b, nodes, statusWrites)
+	for _, ns := range []string{"init", "test", "ceiling"} {
+		cl.addNamespace(ctx, b, ns)
+	}
+	w := watchBindings(ctx, b, cl.c)
+	interval := time.Second / time.Duration(envInt("ALLOT_BENCH_RATE", 1000))
+	timeout := 10*time.Minute + time.Duration(pods)*100*time.Millisecond
+
+	fill := podNames("pod", 0, pods/2)
+	fillStart := time.Now()
+	createPods(ctx, b, cl.c, "init", fill, benchClients, interval)
+	w.wait(ctx, b, cl.c, "init", fill, timeout)
+	b.Logf("fill: %d pods bound in %s", len(fill), time.Since(fillStart).Round(time.Millisecond))
+	cl.check(b)
+
+	createRate := measureCeiling(ctx, b, cl.c, "ceiling", benchClients, max(pods/2, 200))
+	measured := podNames("pod", 0, pods-len(fill))
+	writes0, cycles0 := cl.e.writeCounts(b), schedulerCycles(b, cl.sched)
+	created := createPods(ctx, b, cl.c, "test", measured, benchClients, interval)
+	bound := w.wait(ctx, b, cl.c, "test", measured, timeout)
+	cl.check(b)
+	checkAllocations(ctx, b, cl.c, pods)
+	draResult{
+		created: created, bound: bound, createRate: createRate, clients: benchClients,
+		writes: diffWrites(writes0, cl.e.writeCounts(b), len(measured)),
+		cycles: diffCycles(cycles0, schedulerCycles(b, cl.sched), len(measured)),
+	}.report(b)
+}
+
+// runDRASteadyState is SteadyStateClusterResourceClaimTemplate with inUse
+// instances held by preallocated claims.
+func runDRASteadyState(b *testing.B, nodes, inUse int, duration time.Duration, ceilingN int) {
+	resetPeakRSS(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl := startDRACluster(ctx, b, nodes, false)
+	for _, ns := range []string{"init", "test", "ceiling"} {
+		cl.addNamespace(ctx, b, ns)
+	}
+	cl.preallocate(ctx, b, "init", inUse)
+	w := watchBindings(ctx, b, cl.c)
+
+	// One batch first, unmeasured, so that every component has seen the
+	// preallocated claims.
+	seq := 0
+	runSteadyBatch(ctx, b, cl, w, &seq)
+	waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
+
+	createRate := measureCeiling(ctx, b, cl.c, "ceiling", steadyBatch, ceilingN)
+	writes0, cycles0 := cl.e.writeCounts(b), schedulerCycles(b, cl.sched)
+	var created, bound []time.Time
+	for start := time.Now(); time.Since(start) < duration; {
+		c, bd := runSteadyBatch(ctx, b, cl, w, &seq)
+		created, bound = append(created, c...), append(bound, bd...)
+	}
+	// The claim controller's writes for the last batch belong to it.
+	waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
+	cl.check(b)
+	checkAllocations(ctx, b, cl.c, inUse)
+	draResult{
+		created: created, bound: bound, createRate: createRate, clients: steadyBatch,
+		writes: diffWrites(writes0, cl.e.writeCounts(b), len(created)),
+		cycles: diffCycles(cycles0, schedulerCycles(b, cl.sched), len(created)),
+	}.report(b)
+}
+
+// runSteadyBatch creates steadyBatch pods at once, waits until all are
+// bound, and force-deletes them.
+func runSteadyBatch(ctx context.Context, b *testing.B, cl *draCluster, w *bindings, seq *int) (created, bound []time.Time) {
+	b.Helper()
+	names := podNames("pod", *seq, steadyBatch)
+	*seq += steadyBatch
+	created = createPods(ctx, b, cl.c, "test", names, steadyBatch, 0)
+	bound = w.wait(ctx, b, cl.c, "test", names, 2*time.Minute)
+	zero := int64(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for _, n := range names {
+		wg.Go(func() {
+			if err := cl.c.Pods("test").Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+				errs <- fmt.Errorf("delete pod test/%s: %w", n, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return created, bound
+}
