@@ -112,7 +112,17 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 		d.touch(nil)
 		return nil, fmt.Errorf("list DRA objects: %w", err)
 	}
-	objs := dynamicresources.NewObjects(l)
+	d.mu.Lock()
+	prev := d.cur
+	d.mu.Unlock()
+	// The models and node states of nodes whose slices and claims did not
+	// change are carried over: most events touch a claim or two.
+	var objs *dynamicresources.Objects
+	if prev != nil {
+		objs = prev.Next(l)
+	} else {
+		objs = dynamicresources.NewObjects(l)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.cur = objs

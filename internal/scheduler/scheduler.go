@@ -127,7 +127,7 @@ func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*
 	s.queue = queue.New(queue.Options{
 		InitialBackoff: cfg.PodInitialBackoff, MaxBackoff: cfg.PodMaxBackoff,
 		UnschedulableTimeout: cfg.UnschedulableTimeout, Events: fw.EventsToRegister(),
-		Metrics: s.metrics.setPending,
+		Metrics: s.metrics.setPending, Gate: preEnqueue,
 	})
 	return s, nil
 }
@@ -192,6 +192,16 @@ func (s *Scheduler) goAsync(fn func()) {
 func (s *Scheduler) responsible(pod *corev1.Pod) bool {
 	return pod.Spec.SchedulerName == s.cfg.SchedulerName && pod.Spec.NodeName == "" &&
 		pod.DeletionTimestamp == nil && !framework.IsTerminal(pod)
+}
+
+// preEnqueue keeps a pending pod out of the active queue while a claim
+// of a template entry is not recorded in its status: the claim controller
+// records it after creating the claim, and that update lets the pod in.
+// No attempt, condition or event is spent on it meanwhile. Pods given a
+// node by hand pass: their claim cycle records the wait in their
+// ResourceClaimsAllocated condition.
+func preEnqueue(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" || dynamicresources.ClaimsNamed(pod)
 }
 
 // needsClaimCycle reports whether a pod given a node by hand needs a claim

@@ -1,5 +1,5 @@
 // Package queue is the scheduler's queue of pending pods, with three
-// places and an in-flight state:
+// places, a gate and an in-flight state:
 //
 //	active         ready to be tried: highest priority first, then oldest
 //	               entry into the queue
@@ -9,6 +9,8 @@
 //	               plugin which rejected it registered (and whose hint says
 //	               Queue), on a change to the pod's spec or labels, or after
 //	               UnschedulableTimeout (the safety net)
+//	gated          refused by Options.Gate (PreEnqueue) when it entered:
+//	               never tried until an update of the pod passes the gate
 //	in flight      popped, being scheduled or bound
 //
 // The owner does, in order: New(Options) with the framework's

@@ -23,6 +23,7 @@ const (
 	Active        Location = "active"
 	Backoff       Location = "backoff"
 	Unschedulable Location = "unschedulable"
+	Gated         Location = "gated"
 	InFlight      Location = "in-flight"
 	Absent        Location = ""
 )
@@ -62,7 +63,14 @@ type Options struct {
 	Now func() time.Time
 	// Metrics, if set, is told the queue lengths after every change
 	// (under the queue's lock: it must be quick and must not call back).
+	// Gated pods count as unschedulable.
 	Metrics func(active, backoff, unschedulable int)
+	// Gate, if set, is asked whether a pod that enters the queue (Add, or
+	// an Update of a pod that is not queued) can be tried at all; a pod
+	// it refuses is held as gated, never tried and never parked, until an
+	// Update of the pod passes the gate (Kubernetes' PreEnqueue). It runs
+	// under the queue's lock: it must be cheap and pure.
+	Gate func(*corev1.Pod) bool
 }
 
 // flight is a popped pod whose attempt has not ended. Changes to the pod
@@ -93,6 +101,7 @@ type Queue struct {
 	active        *podHeap
 	backoff       *podHeap
 	unschedulable map[types.UID]*QueuedPod
+	gated         map[types.UID]*QueuedPod
 	inFlight      map[types.UID]*flight
 	events        []recordedEvent
 	seq           uint64
@@ -109,6 +118,7 @@ func New(o Options) *Queue {
 		active:        newPodHeap(activeLess),
 		backoff:       newPodHeap(func(a, b *QueuedPod) bool { return a.backoffUntil.Before(b.backoffUntil) }),
 		unschedulable: map[types.UID]*QueuedPod{},
+		gated:         map[types.UID]*QueuedPod{},
 		inFlight:      map[types.UID]*flight{},
 		wake:          make(chan struct{}, 1),
 	}
@@ -145,12 +155,28 @@ func (q *Queue) Add(pod *corev1.Pod) {
 		return
 	}
 	now := q.opts.Now()
-	q.active.push(&QueuedPod{Pod: pod, Timestamp: now, InitialTimestamp: now})
+	qp := &QueuedPod{Pod: pod, Timestamp: now, InitialTimestamp: now}
+	if q.opts.Gate != nil && !q.opts.Gate(pod) {
+		q.gated[pod.UID] = qp
+		return
+	}
+	q.active.push(qp)
 	q.cond.Signal()
 }
 
-// refresh replaces the pod object of a queued pod, keeping its place.
+// refresh replaces the pod object of a queued pod, keeping its place; a
+// gated pod that now passes the gate becomes active.
 func (q *Queue) refresh(pod *corev1.Pod) bool {
+	if qp, ok := q.gated[pod.UID]; ok {
+		qp.Pod = pod
+		if q.opts.Gate(pod) {
+			delete(q.gated, pod.UID)
+			qp.Timestamp = q.opts.Now()
+			q.active.push(qp)
+			q.cond.Signal()
+		}
+		return true
+	}
 	if qp, ok := q.active.get(pod.UID); ok {
 		qp.Pod = pod
 		q.active.fix(pod.UID)
@@ -188,6 +214,7 @@ func (q *Queue) Update(oldPod, newPod *corev1.Pod) {
 		return
 	}
 	if q.refresh(newPod) {
+		q.report()
 		q.mu.Unlock()
 		return
 	}
@@ -217,6 +244,7 @@ func (q *Queue) Delete(pod *corev1.Pod) {
 	q.active.remove(pod.UID)
 	q.backoff.remove(pod.UID)
 	delete(q.unschedulable, pod.UID)
+	delete(q.gated, pod.UID)
 }
 
 // Pop blocks until a pod is active and returns it, in flight: the caller
@@ -255,6 +283,8 @@ func (q *Queue) Where(uid types.UID) Location {
 		return InFlight
 	case q.unschedulable[uid] != nil:
 		return Unschedulable
+	case q.gated[uid] != nil:
+		return Gated
 	}
 	if _, ok := q.active.get(uid); ok {
 		return Active
@@ -265,15 +295,16 @@ func (q *Queue) Where(uid types.UID) Location {
 	return Absent
 }
 
-// Len returns how many pods are active, backing off and unschedulable.
+// Len returns how many pods are active, backing off and unschedulable
+// (parked or gated).
 func (q *Queue) Len() (active, backoff, unschedulable int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.active.len(), q.backoff.len(), len(q.unschedulable)
+	return q.active.len(), q.backoff.len(), len(q.unschedulable) + len(q.gated)
 }
 
 func (q *Queue) report() {
 	if q.opts.Metrics != nil {
-		q.opts.Metrics(q.active.len(), q.backoff.len(), len(q.unschedulable))
+		q.opts.Metrics(q.active.len(), q.backoff.len(), len(q.unschedulable)+len(q.gated))
 	}
 }

@@ -365,3 +365,45 @@ func TestRunEndsBackoffOnTime(t *testing.T) {
 		t.Fatalf("both pods back after %v", d)
 	}
 }
+
+func TestGate(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	q := New(Options{
+		InitialBackoff: time.Second, MaxBackoff: time.Second, UnschedulableTimeout: time.Minute, Now: c.Now,
+		Gate: func(p *corev1.Pod) bool { return p.Labels["ready"] == "yes" },
+	})
+	pod := makePod("p").Obj()
+	q.Add(pod)
+	if got := q.Where(pod.UID); got != Gated {
+		t.Fatalf("pod refused by the gate in %q, want gated", got)
+	}
+	if a, b, u := q.Len(); a != 0 || b != 0 || u != 1 {
+		t.Fatalf("Len = %d, %d, %d; want a gated pod counted as unschedulable only", a, b, u)
+	}
+	q.OnEvent(ev(framework.Node, framework.Add), nil, makeNode("n").Obj())
+	c.Step(2 * time.Minute)
+	q.Flush()
+	q.Add(pod)
+	still := pod.DeepCopy()
+	still.Annotations = map[string]string{"x": "y"}
+	q.Update(pod, still)
+	if got := q.Where(pod.UID); got != Gated {
+		t.Fatalf("after an event, the safety net and updates that do not pass the gate: %q, want gated", got)
+	}
+	ready := still.DeepCopy()
+	ready.Labels = map[string]string{"ready": "yes"}
+	q.Update(still, ready)
+	if got := q.Where(pod.UID); got != Active {
+		t.Fatalf("after an update that passes the gate: %q, want active", got)
+	}
+	if qp := pop(t, q); qp.Pod != ready || qp.Attempts != 1 {
+		t.Fatalf("popped %s (attempt %d), want the updated pod's first attempt", qp.Pod.Name, qp.Attempts)
+	}
+
+	other := makePod("other").Obj()
+	q.Add(other)
+	q.Delete(other)
+	if got := q.Where(other.UID); got != Absent {
+		t.Fatalf("deleted gated pod in %q, want gone", got)
+	}
+}

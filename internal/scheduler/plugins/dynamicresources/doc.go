@@ -44,6 +44,15 @@
 //     the plugin allocated it) and one AllocationFence per (node, driver)
 //     of the new structured allocations: the larger of Objects.Revision()
 //     and the revision of this plugin's last successful binding there.
+//   - EventsToRegister: a ResourceClaim event moves a parked pod only if
+//     the claim is one of the pod's own (named in its spec or status, or
+//     owned by it), or if the event frees instances (an allocation cleared,
+//     an allocated claim deleted) and all the pod's claims are known.
+//     ClaimsNamed tells the scheduler's queue gate whether a pending pod's
+//     template claims are recorded; until then it is not tried at all.
+//   - Objects.Next rebuilds the view after events, keeping each node's
+//     compiled model while its slices are the same objects, and its base
+//     NodeState while the node object and its allocated claims are too.
 //   - ClaimsReady tells whether a bound pod's claims are all allocated and
 //     reserved for it, trusting the plugin's own binding of the pod once
 //     it is committed (PostBind) and the caller's view otherwise. The

@@ -204,19 +204,54 @@ func (s *stateData) wait(code allocator.ReasonCode, claim, what string) string {
 // claimName resolves one entry of pod.spec.resourceClaims to a claim name,
 // or says what is missing.
 func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim) (name, missing string, code allocator.ReasonCode) {
-	if pc.ResourceClaimName != nil {
-		return *pc.ResourceClaimName, "", ""
+	if n := entryClaim(pod, pc); n != "" {
+		return n, "", ""
 	}
 	tmpl := ""
 	if pc.ResourceClaimTemplateName != nil {
 		tmpl = *pc.ResourceClaimTemplateName
 	}
-	for _, st := range pod.Status.ResourceClaimStatuses {
-		if st.Name == pc.Name && st.ResourceClaimName != nil {
-			return *st.ResourceClaimName, "", ""
+	return "", fmt.Sprintf("the resource claim of entry %s (template %s)", pc.Name, tmpl), allocator.ReasonClaimNotFound
+}
+
+// ClaimsNamed reports whether every claim of the pod is known by name:
+// named in its spec, or a template's claim recorded in its status by the
+// claim controller. Until then PreFilter can only make the pod wait; the
+// scheduler keeps such a pending pod out of its active queue (a
+// PreEnqueue gate) until the status update that records the claim.
+func ClaimsNamed(pod *corev1.Pod) bool {
+	for _, pc := range pod.Spec.ResourceClaims {
+		if entryClaim(pod, pc) == "" {
+			return false
 		}
 	}
-	return "", fmt.Sprintf("the resource claim of entry %s (template %s)", pc.Name, tmpl), allocator.ReasonClaimNotFound
+	return true
+}
+
+// ClaimNames are the names of the pod's claims known so far (a template's
+// claim once recorded in the pod's status).
+func ClaimNames(pod *corev1.Pod) []string {
+	var out []string
+	for _, pc := range pod.Spec.ResourceClaims {
+		if n := entryClaim(pod, pc); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// entryClaim is the claim name of one entry of pod.spec.resourceClaims,
+// "" while a template's claim is not recorded in the pod's status.
+func entryClaim(pod *corev1.Pod, pc corev1.PodResourceClaim) string {
+	if pc.ResourceClaimName != nil {
+		return *pc.ResourceClaimName
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.Name == pc.Name && st.ResourceClaimName != nil {
+			return *st.ResourceClaimName
+		}
+	}
+	return ""
 }
 
 // podLevelStatus maps the allocator's pod-level reasons to a status:

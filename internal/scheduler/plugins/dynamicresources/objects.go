@@ -1,6 +1,7 @@
 package dynamicresources
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,8 +12,10 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Lists are the DRA objects of a cluster, as listed by an informer, by
@@ -37,9 +40,10 @@ type Lists struct {
 
 // Objects is the immutable, indexed view of Lists that the plugin reads
 // from framework.Snapshot.Extension(Name). Node models and base node
-// states are built lazily, once per Objects, and are safe for concurrent
-// use. Nothing in an Objects may be modified; WithClaims derives a new
-// one.
+// states are built lazily, at most once per Objects, and are safe for
+// concurrent use; Next and WithClaims hand them on to the Objects they
+// derive for as long as the objects they were built from are the same.
+// Nothing in an Objects may be modified.
 type Objects struct {
 	revision       string
 	slices         map[string][]*resourceapi.NodeResourceSlice // by node
@@ -51,7 +55,8 @@ type Objects struct {
 	vendor         map[vendorKey]*unstructured.Unstructured
 	claims         map[string]*resourceapi.ResourceClaim        // namespace/name
 	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
-	models         *modelCache                                  // shared by derived Objects: slices never change
+	models         *modelCache                                  // shared with WithClaims' Objects, carried over by Next
+	states         *stateCache                                  // copied by WithClaims and Next
 
 	once      sync.Once
 	allocated map[string][]*resourceapi.ResourceClaim // by node, from structured handles
@@ -77,13 +82,19 @@ func NewObjects(l Lists) *Objects {
 		vendor:         map[vendorKey]*unstructured.Unstructured{},
 		claims:         map[string]*resourceapi.ResourceClaim{},
 		contexts:       map[string]*resourceapi.PodSchedulingContext{},
-		models:         &modelCache{m: map[string]*allocator.Model{}},
+		models:         &modelCache{m: map[string]cachedModel{}},
+		states:         &stateCache{m: map[string]cachedState{}},
 	}
 	for _, c := range l.Contexts {
 		o.contexts[c.Namespace+"/"+c.Name] = c
 	}
 	for _, s := range l.Slices {
 		o.slices[s.Spec.NodeName] = append(o.slices[s.Spec.NodeName], s)
+	}
+	for _, sl := range o.slices {
+		// Listers return objects in no fixed order: by name, a node's
+		// model is the same for the same slices.
+		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	for _, c := range l.Classes {
 		o.classes[c.Name] = c
@@ -126,12 +137,14 @@ func NewObjects(l Lists) *Objects {
 
 // WithClaims returns Objects in which the given claims replace (or add
 // to) the claims of o, as a simulation records a binding. The models are
-// shared with o.
+// shared with o, and so are the node states of nodes whose allocated
+// claims are unchanged.
 func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := &Objects{
 		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, contexts: o.contexts, models: o.models, claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
+		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states.copy(nil),
+		claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
 	}
 	for k, v := range o.claims {
 		out.claims[k] = v
@@ -161,7 +174,7 @@ func (o *Objects) Claims() []*resourceapi.ResourceClaim {
 	for _, c := range o.claims {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b *resourceapi.ResourceClaim) int { return strings.Compare(claimKey(a), claimKey(b)) })
+	slices.SortFunc(out, compareClaims)
 	return out
 }
 
@@ -172,19 +185,47 @@ func (o *Objects) Revision() string { return o.revision }
 func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node, o.slices[node]) }
 
 // NodeState returns the allocation state of node from the claims of o
-// (not from in-memory reservations).
+// (not from in-memory reservations). A state built for an earlier Objects
+// is reused while the node's model, the node object and the claims
+// allocated on it are the same.
 func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 	o.once.Do(o.indexAllocated)
-	return allocator.NewNodeState(o.Model(node.Name), node, o.allocated[node.Name])
+	model, claims := o.Model(node.Name), o.allocated[node.Name]
+	if st := o.states.get(node.Name, model, node, claims); st != nil {
+		return st
+	}
+	st := allocator.NewNodeState(model, node, claims)
+	o.states.put(node.Name, claims, st)
+	return st
 }
 
+// indexAllocated lists the claims allocated on each node, in no
+// particular order. It runs for every snapshot, so it avoids per-claim
+// allocations.
 func (o *Objects) indexAllocated() {
 	o.allocated = map[string][]*resourceapi.ResourceClaim{}
 	for _, c := range o.claims {
-		for _, n := range structuredNodes(c) {
-			o.allocated[n] = append(o.allocated[n], c)
+		if c.Status.Allocation == nil {
+			continue
+		}
+		hs := c.Status.Allocation.ResourceHandles
+		for i, h := range hs {
+			if h.StructuredData == nil || onNodeBefore(hs[:i], h.StructuredData.NodeName) {
+				continue
+			}
+			o.allocated[h.StructuredData.NodeName] = append(o.allocated[h.StructuredData.NodeName], c)
 		}
 	}
+}
+
+// onNodeBefore reports whether one of hs is a structured handle on node.
+func onNodeBefore(hs []resourceapi.ResourceHandle, node string) bool {
+	for _, h := range hs {
+		if h.StructuredData != nil && h.StructuredData.NodeName == node {
+			return true
+		}
+	}
+	return false
 }
 
 // structuredNodes lists the nodes named by a claim's structured handles.
@@ -201,25 +242,158 @@ func structuredNodes(c *resourceapi.ResourceClaim) []string {
 	return out
 }
 
-// modelCache holds one Model per node; slices are fixed for the lifetime
-// of the Objects that share it.
+// modelCache holds one Model per node with the slices it was compiled
+// from.
 type modelCache struct {
 	mu sync.Mutex
-	m  map[string]*allocator.Model
+	m  map[string]cachedModel
 }
 
+type cachedModel struct {
+	slices []*resourceapi.NodeResourceSlice
+	model  *allocator.Model
+}
+
+// get returns the node's model, compiling it (outside the lock, so that
+// parallel filters compile different nodes at once) unless it was
+// compiled from the same slices.
 func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allocator.Model {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if m, ok := c.m[node]; ok {
-		return m
+	e, ok := c.m[node]
+	c.mu.Unlock()
+	if ok && sameObjects(e.slices, sl) {
+		return e.model
 	}
 	m := allocator.NewModel(node, sl)
-	c.m[node] = m
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[node]; ok && sameObjects(e.slices, sl) {
+		return e.model // compiled meanwhile by another filter
+	}
+	c.m[node] = cachedModel{slices: sl, model: m}
 	return m
 }
 
+// stateCache holds one base NodeState per node with the claims it was
+// built from.
+type stateCache struct {
+	mu sync.Mutex
+	m  map[string]cachedState
+}
+
+type cachedState struct {
+	claims []*resourceapi.ResourceClaim
+	state  *allocator.NodeState
+}
+
+// get returns the node's state if it was built from the same model, node
+// object and claims; nil otherwise.
+func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node, claims []*resourceapi.ResourceClaim) *allocator.NodeState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[name]
+	if !ok || e.state.Model() != model || !sameObject(e.state.Node(), node) || !sameSet(e.claims, claims) {
+		return nil
+	}
+	return e.state
+}
+
+func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[name] = cachedState{claims: claims, state: st}
+}
+
+// copy returns a new cache with the entries whose model keep accepts (all
+// when keep is nil).
+func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stateCache {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := &stateCache{m: make(map[string]cachedState, len(c.m))}
+	for n, e := range c.m {
+		if keep == nil || keep(n, e.state.Model()) {
+			out.m[n] = e
+		}
+	}
+	return out
+}
+
+// Next indexes l like NewObjects, carrying over from o the compiled
+// models (with their cached selector outcomes) of the nodes whose slices
+// are the same objects in l, and the node states of those nodes whose
+// node object and allocated claims are unchanged too, instead of
+// compiling every node again. Nodes whose slices are gone are dropped.
+func (o *Objects) Next(l Lists) *Objects {
+	n := NewObjects(l)
+	o.models.mu.Lock()
+	for node, e := range o.models.m {
+		if len(e.slices) > 0 && sameObjects(e.slices, n.slices[node]) {
+			n.models.m[node] = e
+		}
+	}
+	o.models.mu.Unlock()
+	n.states = o.states.copy(func(node string, m *allocator.Model) bool {
+		e, ok := n.models.m[node]
+		return ok && e.model == m
+	})
+	return n
+}
+
+// sameSet reports whether a and b, lists without duplicates, hold the
+// same objects in any order (see sameObject). The common case, the very
+// same pointers, is checked first without a map.
+func sameSet[T object](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) <= 16 && !slices.ContainsFunc(a, func(x T) bool { return !slices.Contains(b, x) }) {
+		return true
+	}
+	byUID := make(map[types.UID]T, len(b))
+	for _, y := range b {
+		byUID[y.GetUID()] = y
+	}
+	for _, x := range a {
+		if y, ok := byUID[x.GetUID()]; !ok || !sameObject(x, y) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameObjects reports whether a and b hold the same objects in the same
+// order (see sameObject).
+func sameObjects[T object](a, b []T) bool {
+	return slices.EqualFunc(a, b, sameObject)
+}
+
+// object is a pointer to an API object.
+type object interface {
+	comparable
+	metav1.Object
+}
+
+// sameObject reports whether a and b are one object unchanged: the same
+// pointer, or the same UID and non-empty resourceVersion (as after an
+// informer's relist).
+func sameObject[T object](a, b T) bool {
+	var none T
+	if a == b {
+		return true
+	}
+	if a == none || b == none {
+		return false
+	}
+	return a.GetResourceVersion() != "" && a.GetUID() != "" && a.GetUID() == b.GetUID() &&
+		a.GetResourceVersion() == b.GetResourceVersion()
+}
+
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+// compareClaims orders claims by namespace, then name.
+func compareClaims(a, b *resourceapi.ResourceClaim) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
 
 // resolve finds the class and parameters of a claim. It returns what is
 // missing (for a Wait) as a non-empty string. Claims of classes with a

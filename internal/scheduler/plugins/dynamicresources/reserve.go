@@ -286,15 +286,16 @@ func PodReasons(state *framework.CycleState) []allocator.Reason {
 	return s.reasons
 }
 
-// EventsToRegister implements framework.EnqueueExtensions: claims that
-// appear, change or go away; new or changed slices, classes and
+// EventsToRegister implements framework.EnqueueExtensions: the pod's own
+// claims appearing, changing or going away, and other claims' allocations
+// being freed (claimHint); new or changed slices, classes and
 // parameters; a driver's answer in the pod's PodSchedulingContext (or its
 // deletion). Vendor kinds are not watched; their generated parameters
 // are.
 func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 	addUpdate := framework.Add | framework.Update
 	return []framework.ClusterEventWithHint{
-		{Event: framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.All}},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.All}, Hint: claimHint},
 		{Event: framework.ClusterEvent{Resource: framework.NodeResourceSlice, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClass, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimParams, ActionType: addUpdate}},
@@ -328,4 +329,56 @@ func contextHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
 		return framework.Queue
 	}
 	return framework.QueueSkip
+}
+
+// claimHint queues a pod on an event about one of its own claims (named
+// by its spec or status, or created for it from a template: owned by the
+// pod), whatever changed: it may have appeared, been allocated,
+// deallocated by its driver, released by another consumer or deleted. An
+// event about another claim can only help by freeing instances: its
+// allocation cleared, or the claim deleted while allocated; that queues
+// the pod once all its claims are known (a pod waiting for a template's
+// claim to be recorded is moved by that status update). Other claims
+// being created, allocated or reserved cannot make the pod fit.
+func claimHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
+	oldC, _ := oldObj.(*resourceapi.ResourceClaim)
+	newC, _ := newObj.(*resourceapi.ResourceClaim)
+	c := newC
+	if c == nil {
+		c = oldC
+	}
+	if c == nil {
+		return framework.Queue // not a claim: nothing to judge by
+	}
+	if c.Namespace == pod.Namespace && ownedByPod(c, pod) {
+		return framework.Queue
+	}
+	known := true
+	for _, pc := range pod.Spec.ResourceClaims {
+		switch n := entryClaim(pod, pc); {
+		case n == "":
+			known = false
+		case n == c.Name && c.Namespace == pod.Namespace:
+			return framework.Queue
+		}
+	}
+	if known && oldC != nil && oldC.Status.Allocation != nil && (newC == nil || newC.Status.Allocation == nil) {
+		return framework.Queue
+	}
+	return framework.QueueSkip
+}
+
+// ownedByPod reports whether the claim was created for the pod (an owner
+// reference to the pod's UID), as the claim controller creates a
+// template's claim.
+func ownedByPod(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
+	if pod.UID == "" {
+		return false
+	}
+	for _, r := range c.OwnerReferences {
+		if r.Kind == "Pod" && r.UID == pod.UID {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,122 @@
+package dynamicresources_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/internal/scheduler/queue"
+)
+
+// allocated returns a copy of c allocated with a structured handle on
+// node, reserved for consumer.
+func allocated(c *resourceapi.ResourceClaim, node, consumer string) *resourceapi.ResourceClaim {
+	c = c.DeepCopy()
+	c.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: []resourceapi.ResourceHandle{{
+		DriverName: driver, StructuredData: &resourceapi.StructuredResourceHandle{NodeName: node},
+	}}}
+	c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: consumer, UID: types.UID("uid-" + consumer)}}
+	return c
+}
+
+// templatePod uses template t for entry gpu; recorded names the claim in
+// its status ("" for none yet).
+func templatePod(name, recorded string) *corev1.Pod {
+	p := podUsing(name)
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr("t")}}
+	if recorded != "" {
+		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr(recorded)}}
+	}
+	return p
+}
+
+// TestClaimEventsMoveOnlyPodsTheyCanHelp parks a pod that the plugin
+// rejected in a real queue with the plugin's registrations, delivers one
+// claim event, and checks whether the pod was moved.
+func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
+	mine := claim("mine", "small")
+	other := claim("other", "small")
+	otherElsewhere := other.DeepCopy()
+	otherElsewhere.Namespace = "elsewhere"
+	owned := claim("p-gpu-x7k2", "small")
+	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Pod", Name: "p", UID: "uid-p"}}
+	deallocating := allocated(other, "n1", "q")
+	deallocating.Status.DeallocationRequested = true
+	add := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Add}
+	update := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Update}
+	del := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Delete}
+	for name, tc := range map[string]struct {
+		pod      *corev1.Pod
+		ev       framework.ClusterEvent
+		old, new *resourceapi.ResourceClaim
+		moved    bool
+	}{
+		// The pod's own claims.
+		"own claim created":                   {pod: podUsing("p", "mine"), ev: add, new: mine, moved: true},
+		"own claim allocated for another pod": {pod: podUsing("p", "mine"), ev: update, old: mine, new: allocated(mine, "n1", "q"), moved: true},
+		"own claim released by another pod": {pod: podUsing("p", "mine"), ev: update,
+			old: allocated(mine, "n1", "q"), new: func() *resourceapi.ResourceClaim {
+				c := allocated(mine, "n1", "q")
+				c.Status.ReservedFor = nil
+				return c
+			}(), moved: true},
+		"own claim deleted":                    {pod: podUsing("p", "mine"), ev: del, old: mine, moved: true},
+		"recorded template claim created":      {pod: templatePod("p", "mine"), ev: add, new: mine, moved: true},
+		"template claim created, not recorded": {pod: templatePod("p", ""), ev: add, new: owned, moved: true},
+		"own control-plane claim allocated": {pod: podUsing("p", "mine"), ev: update, old: mine, new: func() *resourceapi.ResourceClaim {
+			c := mine.DeepCopy()
+			c.Status.Allocation = &resourceapi.AllocationResult{}
+			return c
+		}(), moved: true},
+		"claim of the same name in another space": {pod: podUsing("p", "other"), ev: add, new: otherElsewhere},
+		// Other claims freeing instances.
+		"other claim deallocated":                    {pod: podUsing("p", "mine"), ev: update, old: allocated(other, "n1", "q"), new: other, moved: true},
+		"other allocated claim deleted":              {pod: podUsing("p", "mine"), ev: del, old: allocated(other, "n1", "q"), moved: true},
+		"other claim freed, template claim recorded": {pod: templatePod("p", "mine"), ev: update, old: allocated(other, "n1", "q"), new: other, moved: true},
+		// Events that cannot help.
+		"other claim freed, template claim unknown": {pod: templatePod("p", ""), ev: update, old: allocated(other, "n1", "q"), new: other},
+		"other claim created":                       {pod: podUsing("p", "mine"), ev: add, new: other},
+		"other claim allocated":                     {pod: podUsing("p", "mine"), ev: update, old: other, new: allocated(other, "n1", "q")},
+		"other claim's reservation dropped": {pod: podUsing("p", "mine"), ev: update, old: allocated(other, "n1", "q"), new: func() *resourceapi.ResourceClaim {
+			c := allocated(other, "n1", "q")
+			c.Status.ReservedFor = nil
+			return c
+		}()},
+		"other claim's deallocation requested": {pod: podUsing("p", "mine"), ev: update, old: allocated(other, "n1", "q"), new: deallocating},
+		"other unallocated claim deleted":      {pod: podUsing("p", "mine"), ev: del, old: other},
+		"claim created for another pod":        {pod: templatePod("q", ""), ev: add, new: owned},
+	} {
+		t.Run(name, func(t *testing.T) {
+			q := queue.New(queue.Options{
+				InitialBackoff: time.Second, MaxBackoff: time.Second,
+				Events: map[string][]framework.ClusterEventWithHint{dynamicresources.Name: dynamicresources.New().EventsToRegister()},
+			})
+			q.Add(tc.pod)
+			qp, err := q.Pop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Unschedulable(qp, []string{dynamicresources.Name}, true)
+			if got := q.Where(tc.pod.UID); got != queue.Unschedulable {
+				t.Fatalf("after the attempt the pod is %q, want parked", got)
+			}
+			var oldObj, newObj any
+			if tc.old != nil {
+				oldObj = tc.old
+			}
+			if tc.new != nil {
+				newObj = tc.new
+			}
+			q.OnEvent(tc.ev, oldObj, newObj)
+			if moved := q.Where(tc.pod.UID) != queue.Unschedulable; moved != tc.moved {
+				t.Fatalf("%s moved the pod: %v, want %v", tc.ev, moved, tc.moved)
+			}
+		})
+	}
+}

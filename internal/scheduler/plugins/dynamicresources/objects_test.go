@@ -1,0 +1,134 @@
+package dynamicresources_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/internal/scheduler/schedtest"
+)
+
+// onGPU returns a copy of c allocated gpu-N of node.
+func onGPU(c *resourceapi.ResourceClaim, node, gpu string) *resourceapi.ResourceClaim {
+	c = c.DeepCopy()
+	c.ResourceVersion = "9"
+	c.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: []resourceapi.ResourceHandle{{
+		DriverName: driver, StructuredData: &resourceapi.StructuredResourceHandle{NodeName: node,
+			Partitionable: &resourceapi.PartitionableAllocationResult{Instances: []resourceapi.AllocatedResourceInstance{{ID: gpu}}}},
+	}}}
+	return c
+}
+
+// TestNextReusesUnchangedNodes: Next keeps the models of nodes whose
+// slices are the same objects and the states of nodes whose allocated
+// claims are too; whatever changed is rebuilt and shows the change.
+func TestNextReusesUnchangedNodes(t *testing.T) {
+	n1, n2 := schedtest.MakeNode("n1").Obj(), schedtest.MakeNode("n2").Obj()
+	s1, s2 := slice(t, "n1"), slice(t, "n2")
+	a, b := onGPU(claim("a", "small"), "n1", "gpu-0"), onGPU(claim("b", "small"), "n2", "gpu-0")
+	l := baseLists(t, a, b)
+	l.Slices = []*resourceapi.NodeResourceSlice{s1, s2}
+	o := dynamicresources.NewObjects(l)
+	m1, m2 := o.Model("n1"), o.Model("n2")
+	st1, st2 := o.NodeState(n1), o.NodeState(n2)
+	if st1.Capacity() != 1 || st2.Capacity() != 1 {
+		t.Fatalf("capacity %d and %d, want 1 free GPU on each node", st1.Capacity(), st2.Capacity())
+	}
+
+	// Claim a is freed (a new object); nothing on n2 changes. The lister
+	// returns the same objects in another order.
+	l.Claims = []*resourceapi.ResourceClaim{b, claim("a", "small")}
+	l.Slices = []*resourceapi.NodeResourceSlice{s2, s1}
+	next := o.Next(l)
+	if next.Model("n1") != m1 || next.Model("n2") != m2 {
+		t.Fatal("Next recompiled the model of a node whose slices are the same objects")
+	}
+	if next.NodeState(n2) != st2 {
+		t.Fatal("Next rebuilt the state of n2, whose claims did not change")
+	}
+	if got := next.NodeState(n1); got == st1 || got.Capacity() != 2 {
+		t.Fatalf("n1 after its claim was freed: reused %v, capacity %d, want a new state with 2 free GPUs", got == st1, got.Capacity())
+	}
+
+	// The same slice again, fetched anew after a relist: same UID and
+	// resourceVersion, so still the same object. A changed slice (new
+	// resourceVersion) is recompiled; n2's slice disappearing drops it.
+	s1.UID, s1.ResourceVersion = "s1", "3"
+	relisted := s1.DeepCopy()
+	changed := slice(t, "n1")
+	changed.UID, changed.ResourceVersion = "s1", "4"
+	l.Slices = []*resourceapi.NodeResourceSlice{s1, s2}
+	base := dynamicresources.NewObjects(l)
+	mBase := base.Model("n1")
+	l.Slices = []*resourceapi.NodeResourceSlice{relisted}
+	if base.Next(l).Model("n1") != mBase {
+		t.Fatal("a relisted, unchanged slice recompiled the model")
+	}
+	l.Slices = []*resourceapi.NodeResourceSlice{changed}
+	if base.Next(l).Model("n1") == mBase {
+		t.Fatal("a changed slice kept the old model")
+	}
+	l.Slices = []*resourceapi.NodeResourceSlice{s1}
+	if got := base.Next(l).NodeState(n2); got.Capacity() != 0 {
+		t.Fatalf("n2 without slices: capacity %d, want 0", got.Capacity())
+	}
+
+	// A node object that changed gets a state of its own.
+	n1b := n1.DeepCopy()
+	n1b.Labels = map[string]string{"x": "y"}
+	if got := next.NodeState(n1b); got.Node() != n1b {
+		t.Fatal("NodeState of a changed node object returned the state of the old one")
+	}
+}
+
+// TestWithClaimsKeepsOtherNodesStates: a simulated binding on n1 leaves
+// n2's state as it was.
+func TestWithClaimsKeepsOtherNodesStates(t *testing.T) {
+	n1, n2 := schedtest.MakeNode("n1").Obj(), schedtest.MakeNode("n2").Obj()
+	l := baseLists(t, claim("a", "small"))
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
+	o := dynamicresources.NewObjects(l)
+	st1, st2 := o.NodeState(n1), o.NodeState(n2)
+	w := o.WithClaims(onGPU(claim("a", "small"), "n1", "gpu-1"))
+	if w.NodeState(n2) != st2 {
+		t.Fatal("WithClaims rebuilt the state of a node it did not touch")
+	}
+	if got := w.NodeState(n1); got == st1 || got.Capacity() != 1 {
+		t.Fatalf("n1 after the simulated binding: capacity %d, want 1", got.Capacity())
+	}
+	if o.NodeState(n1) != st1 || st1.Capacity() != 2 {
+		t.Fatal("WithClaims changed the states of the Objects it came from")
+	}
+}
+
+// TestNextComparesManyClaimsAsASet: a node with many claims keeps its
+// state when the lister returns the same claims in another order, and
+// loses it when one of them changes.
+func TestNextComparesManyClaimsAsASet(t *testing.T) {
+	n1 := schedtest.MakeNode("n1").Obj()
+	var claims []*resourceapi.ResourceClaim
+	for i := range 20 {
+		c := onGPU(claim(fmt.Sprintf("c%d", i), "small"), "n1", "gpu-0")
+		c.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		claims = append(claims, c)
+	}
+	l := baseLists(t, claims...)
+	o := dynamicresources.NewObjects(l)
+	st := o.NodeState(n1)
+	l.Claims = slices.Clone(claims)
+	slices.Reverse(l.Claims)
+	next := o.Next(l)
+	if next.NodeState(n1) != st {
+		t.Fatal("the same claims in another order rebuilt the node's state")
+	}
+	l.Claims = slices.Clone(l.Claims)
+	l.Claims[3] = l.Claims[3].DeepCopy()
+	l.Claims[3].ResourceVersion = "10"
+	if next.Next(l).NodeState(n1) == st {
+		t.Fatal("a changed claim kept the node's old state")
+	}
+}
