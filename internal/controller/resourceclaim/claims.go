@@ -141,7 +141,7 @@ func (c *Controller) updateClaim(ctx context.Context, claim *resourcev1alpha2.Re
 
 // dropReservations removes the obsolete reservations; when that leaves a
 // WaitForFirstConsumer control-plane claim unused, the same write asks its
-// driver to deallocate it.
+// driver to deallocate it, and an unused structured claim it deallocates.
 func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, class *resourcev1alpha2.ResourceClass,
 	drop map[types.UID]bool) (*resourcev1alpha2.ResourceClaim, error) {
 	requested := false
@@ -156,6 +156,11 @@ func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alph
 		requested = cl.DeletionTimestamp == nil && ShouldRequestDeallocation(cl, class)
 		if requested {
 			cl.Status.DeallocationRequested = true
+		}
+		if ShouldDeallocate(cl, class) {
+			// Unused structured claim: deallocate in the same write.
+			cl.Status.Allocation = nil
+			cl.Status.DriverName = ""
 		}
 		return true
 	})
