@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -20,6 +21,7 @@ type driver struct {
 	name      string
 	endpoint  string // the DRA socket
 	regSocket string // the registration socket it came through
+	seq       uint64 // when its registration socket was seen
 	gen       uint64
 
 	ctx    context.Context
@@ -30,13 +32,13 @@ type driver struct {
 
 // dialDriver connects lazily: gRPC dials on the first call and reconnects
 // by itself. The driver's life ends with ctx (the Manager's) or stop.
-func dialDriver(ctx context.Context, name, endpoint, regSocket string) (*driver, error) {
+func dialDriver(ctx context.Context, name, endpoint, regSocket string, seq uint64) (*driver, error) {
 	conn, err := newConn(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", endpoint, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &driver{name: name, endpoint: endpoint, regSocket: regSocket, ctx: ctx, cancel: cancel,
+	return &driver{name: name, endpoint: endpoint, regSocket: regSocket, seq: seq, ctx: ctx, cancel: cancel,
 		conn: conn, client: drapb.NewNodeClient(conn)}, nil
 }
 
@@ -79,12 +81,23 @@ func newDriverSet() *driverSet {
 	return &driverSet{live: map[string]*driver{}, grace: map[string]*time.Timer{}}
 }
 
-// add makes d the driver of its name and returns the one it replaces.
-func (s *driverSet) add(d *driver) (old *driver, ok bool) {
+// errSuperseded refuses a registration that finished after a later one of
+// the same driver.
+var errSuperseded = errors.New("a later registration of this driver is current")
+
+// errStopping refuses a registration while the manager stops.
+var errStopping = errors.New("the DRA manager is stopping")
+
+// add makes d the driver of its name and returns the one it replaces. It
+// refuses d when the current driver's socket was seen after d's.
+func (s *driverSet) add(d *driver) (old *driver, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return nil, false
+		return nil, errStopping
+	}
+	if cur := s.live[d.name]; cur != nil && cur.seq > d.seq {
+		return nil, errSuperseded
 	}
 	s.nextGen++
 	d.gen = s.nextGen
@@ -94,7 +107,7 @@ func (s *driverSet) add(d *driver) (old *driver, ok bool) {
 		t.Stop()
 		delete(s.grace, d.name)
 	}
-	return old, true
+	return old, nil
 }
 
 // remove drops d if it is still its name's driver, and starts the grace
@@ -198,15 +211,15 @@ func (s *driverSet) stopAll() []*driver {
 // registerDriver makes a driver of a validated registration the current
 // one of its name, replacing (and disconnecting) an earlier one, and
 // starts following its resources.
-func (m *Manager) registerDriver(ctx context.Context, name, endpoint, regSocket string) error {
-	d, err := dialDriver(ctx, name, endpoint, regSocket)
+func (m *Manager) registerDriver(ctx context.Context, name, endpoint, regSocket string, seq uint64) error {
+	d, err := dialDriver(ctx, name, endpoint, regSocket, seq)
 	if err != nil {
 		return err
 	}
-	old, ok := m.drivers.add(d)
-	if !ok {
+	old, err := m.drivers.add(d)
+	if err != nil {
 		d.stop()
-		return fmt.Errorf("the DRA manager is stopping")
+		return err
 	}
 	if old != nil {
 		old.stop()

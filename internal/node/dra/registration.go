@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
@@ -61,16 +62,22 @@ func (m *Manager) watchRegistry() (*fsnotify.Watcher, error) {
 // runRegistry registers the sockets present at start, then follows the
 // directory's changes until ctx ends: a new socket is a registration, a
 // removed one the end of its driver.
+//
+// A socket created while the manager starts is both in the first listing
+// and in a Create event; it registers once. Every registration gets the
+// sequence number of the moment its socket was seen, so that when two
+// sockets of one driver register concurrently the later one wins whatever
+// order their calls finish in.
 func (m *Manager) runRegistry(ctx context.Context, w *fsnotify.Watcher) {
 	defer w.Close()
+	r := registryState{seen: map[string]socketID{}}
 	entries, err := os.ReadDir(m.opts.RegistryDir)
 	if err != nil {
 		m.log.Warn("DRA manager: read plugins registry", "err", err)
 	}
 	for _, e := range entries {
 		if e.Type()&fs.ModeSocket != 0 {
-			path := filepath.Join(m.opts.RegistryDir, e.Name())
-			m.goRun(func() { m.handleSocket(ctx, path) })
+			m.onSocket(ctx, &r, filepath.Join(m.opts.RegistryDir, e.Name()))
 		}
 	}
 	for {
@@ -86,29 +93,58 @@ func (m *Manager) runRegistry(ctx context.Context, w *fsnotify.Watcher) {
 			if !ok {
 				return
 			}
-			m.onRegistryEvent(ctx, ev)
+			m.onRegistryEvent(ctx, &r, ev)
 		}
 	}
 }
 
-func (m *Manager) onRegistryEvent(ctx context.Context, ev fsnotify.Event) {
+// registryState is what runRegistry's goroutine, and only it, knows of the
+// registry directory.
+type registryState struct {
+	seen map[string]socketID // the sockets registered, by path
+	seq  uint64              // the sequence number of the last socket seen
+}
+
+// socketID tells a socket file from another one later created at the same
+// path.
+type socketID struct{ dev, ino uint64 }
+
+func (m *Manager) onRegistryEvent(ctx context.Context, r *registryState, ev fsnotify.Event) {
 	switch {
 	case ev.Has(fsnotify.Create):
-		fi, err := os.Lstat(ev.Name)
-		if err != nil || fi.Mode()&fs.ModeSocket == 0 {
-			return
-		}
-		m.goRun(func() { m.handleSocket(ctx, ev.Name) })
+		m.onSocket(ctx, r, ev.Name)
 	case ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename):
+		delete(r.seen, ev.Name)
 		if d := m.drivers.byRegSocket(ev.Name); d != nil {
 			m.unregisterDriver(d, "its registration socket was removed")
 		}
 	}
 }
 
+// onSocket starts the registration of the socket at path unless it is not
+// a socket or was already registered.
+func (m *Manager) onSocket(ctx context.Context, r *registryState, path string) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSocket == 0 {
+		return
+	}
+	var id socketID
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id = socketID{dev: uint64(st.Dev), ino: st.Ino}
+	}
+	if prev, ok := r.seen[path]; ok && prev == id {
+		return
+	}
+	r.seen[path] = id
+	r.seq++
+	seq := r.seq
+	m.goRun(func() { m.handleSocket(ctx, path, seq) })
+}
+
 // handleSocket runs one registration: GetInfo, validation, registration,
-// NotifyRegistrationStatus. A plugin that does not answer is logged.
-func (m *Manager) handleSocket(ctx context.Context, path string) {
+// NotifyRegistrationStatus. A plugin that does not answer is logged. seq
+// orders the registration among those of its driver.
+func (m *Manager) handleSocket(ctx context.Context, path string, seq uint64) {
 	conn, err := newConn(path)
 	if err != nil {
 		m.log.Warn("DRA manager: dial registration socket", "socket", path, "err", err)
@@ -126,7 +162,7 @@ func (m *Manager) handleSocket(ctx context.Context, path string) {
 	}
 	regErr := validateInfo(info)
 	if regErr == nil {
-		regErr = m.registerDriver(ctx, info.Name, info.Endpoint, path)
+		regErr = m.registerDriver(ctx, info.Name, info.Endpoint, path, seq)
 	}
 	status := &registerapi.RegistrationStatus{PluginRegistered: regErr == nil}
 	if regErr != nil {

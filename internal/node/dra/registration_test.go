@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -100,4 +101,25 @@ func TestDriverWithoutResourcesStaysRegistered(t *testing.T) {
 	}
 	pod := e.readyPod("p", "c", gpuDriver)
 	wantAdmitted(t, admit(t, m, pod))
+}
+
+// Two registrations of one driver that finish out of order: the one whose
+// socket was seen last stays current.
+func TestLaterRegistrationWinsWhateverTheOrder(t *testing.T) {
+	s := newDriverSet()
+	later := &driver{name: gpuDriver, seq: 2}
+	if _, err := s.add(later); err != nil {
+		t.Fatal(err)
+	}
+	earlier := &driver{name: gpuDriver, seq: 1}
+	if _, err := s.add(earlier); !errors.Is(err, errSuperseded) {
+		t.Fatalf("earlier registration finishing last: err %v, want %v", err, errSuperseded)
+	}
+	if s.get(gpuDriver) != later {
+		t.Fatal("the earlier registration replaced the later one")
+	}
+	again := &driver{name: gpuDriver, seq: 3}
+	if old, err := s.add(again); err != nil || old != later {
+		t.Fatalf("a newer registration: old %p err %v, want it to replace %p", old, err, later)
+	}
 }
