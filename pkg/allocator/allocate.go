@@ -19,6 +19,7 @@ type Result struct {
 	Reasons []Reason
 	// Allocations is parallel to Request.Claims: the allocation to store in
 	// the claim's status, or nil for a claim that was already allocated.
+	// Allocate fills it in; Check leaves it nil (see Build).
 	Allocations []*resourceapi.AllocationResult
 	// CapacityBefore and CapacityAfter are how many instances of the node
 	// could be allocated at the same time before and after this allocation
@@ -27,6 +28,10 @@ type Result struct {
 	// Score is 100 * CapacityAfter / CapacityBefore: how much of the node
 	// stays usable. 100 for a node that had no capacity to lose.
 	Score int
+
+	req    *Request
+	model  *Model
+	chosen map[string][]int32 // per driver: instance per item
 }
 
 // Allocate decides whether the prepared claims fit on the node of st, and
@@ -35,8 +40,21 @@ type Result struct {
 // inputs. The only error is ErrDeadline (wrapped with the context's error),
 // returned when ctx ends before the answer is known.
 func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
+	res, err := Check(ctx, req, st)
+	if err != nil {
+		return nil, err
+	}
+	res.Allocations = res.Build()
+	return res, nil
+}
+
+// Check is Allocate without writing the allocation results down: the
+// decision, reasons, capacities and score are the same, and Build returns
+// the allocations Allocate would have. A scheduler checks every node and
+// builds the allocations of the one it picks.
+func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	node := st.model.node
-	res := &Result{Node: node, Allocations: make([]*resourceapi.AllocationResult, len(req.claims))}
+	res := &Result{Node: node}
 	res.CapacityBefore = st.Capacity()
 	res.CapacityAfter = res.CapacityBefore
 	if len(req.reasons) > 0 {
@@ -47,26 +65,36 @@ func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error)
 	if len(res.Reasons) > 0 {
 		return finish(res), nil
 	}
-	chosen := map[string][]int32{} // per driver: instance per item
+	chosen := make(map[string][]int32, len(req.drivers))
 	for _, d := range req.drivers {
 		dm := st.model.drivers[d]
 		if dm == nil {
 			res.Reasons = append(res.Reasons, req.driverMissing(d)...)
 			continue
 		}
+		ds := st.stateOf(d)
 		masks := req.masks(d, dm)
+		if assign, f, ok := req.flat(d, dm, ds, masks); ok {
+			if f != nil {
+				res.Reasons = append(res.Reasons, req.explain(d, dm, ds, masks, f)...)
+				continue
+			}
+			res.CapacityAfter -= len(assign)
+			chosen[d] = assign
+			continue
+		}
 		kinds := make([]int, len(req.items[d]))
 		for i, it := range req.items[d] {
 			kinds[i] = it.kind
 		}
-		s := newSolver(ctx, dm, st.stateOf(d), masks, kinds, len(req.kinds[d]))
+		s := newSolver(ctx, dm, ds, masks, kinds, len(req.kinds[d]))
 		before := s.rootCap
 		ok, f, err := s.solve()
 		if err != nil {
 			return nil, fmt.Errorf("allocate on node %s, driver %s: %w", node, d, err)
 		}
 		if !ok {
-			res.Reasons = append(res.Reasons, req.explain(d, dm, st.stateOf(d), masks, f)...)
+			res.Reasons = append(res.Reasons, req.explain(d, dm, ds, masks, f)...)
 			continue
 		}
 		res.CapacityAfter -= int(before - s.rootCap)
@@ -74,14 +102,63 @@ func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error)
 	}
 	if len(res.Reasons) == 0 {
 		res.Fits = true
-		req.build(res, chosen, st.model)
+		res.req, res.model, res.chosen = req, st.model, chosen
 	}
 	return finish(res), nil
 }
 
+// flat answers for the common simple case without the search: a driver
+// whose instances have no partitions, and requests that all ask for the
+// same kind. Any free matching instance is then as good as another, and
+// the search would take the first ones in listing order; so does flat.
+// ok is false when the case is not simple; f is the search's failure when
+// too few instances are free.
+func (r *Request) flat(d string, dm *driverModel, ds *driverState, masks []uint64) (assign []int32, f *failure, ok bool) {
+	if len(dm.groups) > 0 || len(r.kinds[d]) != 1 {
+		return nil, nil, false
+	}
+	need := int32(len(r.items[d]))
+	assign = make([]int32, 0, need)
+	free := int32(0)
+	for l, m := range masks {
+		x := dm.leaves[l]
+		if m&1 == 0 || (ds != nil && ds.used[x] > 0) {
+			continue
+		}
+		free++
+		if int32(len(assign)) < need {
+			assign = append(assign, x)
+		}
+	}
+	if free < need {
+		return nil, &failure{mask: 1, need: need, capacity: free}, true
+	}
+	return assign, nil, true
+}
+
+// Build returns the allocation results of a fitting Result, parallel to
+// Request.Claims (nil for claims that were already allocated); nil when
+// the claims do not fit. Each call returns new objects.
+func (r *Result) Build() []*resourceapi.AllocationResult {
+	if !r.Fits {
+		return nil
+	}
+	if r.Allocations != nil {
+		out := make([]*resourceapi.AllocationResult, len(r.Allocations))
+		for i, a := range r.Allocations {
+			if a != nil {
+				out[i] = a.DeepCopy()
+			}
+		}
+		return out
+	}
+	out := make([]*resourceapi.AllocationResult, len(r.req.claims))
+	r.req.build(out, r.chosen, r.model)
+	return out
+}
+
 func finish(r *Result) *Result {
 	if !r.Fits {
-		r.Allocations = nil
 		r.CapacityAfter = r.CapacityBefore
 	}
 	r.Score = 100
@@ -161,7 +238,7 @@ func (k *kindOf) outcomes(dm *driverModel) []outcome {
 }
 
 // build fills in the allocation results of the pending claims.
-func (r *Request) build(res *Result, chosen map[string][]int32, m *Model) {
+func (r *Request) build(out []*resourceapi.AllocationResult, chosen map[string][]int32, m *Model) {
 	for ci, c := range r.claims {
 		if !r.pending[ci] {
 			continue
@@ -192,7 +269,7 @@ func (r *Request) build(res *Result, chosen map[string][]int32, m *Model) {
 				},
 			})
 		}
-		res.Allocations[ci] = alloc
+		out[ci] = alloc
 	}
 }
 

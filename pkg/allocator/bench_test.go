@@ -253,7 +253,7 @@ func BenchmarkSimulationClone(b *testing.B) {
 	})
 }
 
-func (c *matchCache) reset() {
+func (c *memo[V]) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m = nil

@@ -322,3 +322,59 @@ func solveDirectExhaustive(req *Request, st *NodeState) (bool, []int32, bool) {
 	ok, _, err := s.solve()
 	return ok, s.assign, err != nil
 }
+
+// TestFlatMatchesSearch: on nodes without partitions and pods whose
+// requests are all of one kind, the shortcut that skips the search gives
+// the search's answer, assignment, capacity and reasons.
+func TestFlatMatchesSearch(t *testing.T) {
+	shortcut := 0
+	for seed := range uint64(600) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		p := &resourceapi.PartitionableResources{}
+		for i := range 1 + rng.IntN(12) {
+			in := randomInstance(rng, fmt.Sprintf("dev-%d", i), 0)
+			in.Partitions = nil
+			p.ResourceInstances = append(p.ResourceInstances, in)
+		}
+		model := NewModel("node", []*resourceapi.NodeResourceSlice{makeSlice("node", "drv", p)})
+		dm := model.drivers["drv"]
+		if dm == nil {
+			continue
+		}
+		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", randomExisting(rng, dm)...)})
+		sel := diffSelectors[rng.IntN(len(diffSelectors))]
+		sels := make([]string, 1+rng.IntN(6))
+		for i := range sels {
+			sels[i] = sel
+		}
+		req := Prepare(nil, []Claim{makeClaim("c", "drv", sels...)})
+		ds, masks := st.stateOf("drv"), req.masks("drv", dm)
+		assign, f, ok := req.flat("drv", dm, ds, masks)
+		if !ok {
+			t.Fatalf("seed %d: shortcut refused a flat node with one kind", seed)
+		}
+		shortcut++
+		s := newTestSolver(context.Background(), req, st)
+		before := s.rootCap
+		fits, sf, err := s.solve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fits != (f == nil) {
+			t.Fatalf("seed %d: shortcut fits=%v, search %v", seed, f == nil, fits)
+		}
+		if fits {
+			if !slices.Equal(assign, s.assign) || int(before-s.rootCap) != len(assign) {
+				t.Fatalf("seed %d: shortcut %v, search %v (capacity %d -> %d)", seed, assign, s.assign, before, s.rootCap)
+			}
+			continue
+		}
+		got, want := req.explain("drv", dm, ds, masks, f), req.explain("drv", dm, ds, masks, sf)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: shortcut reasons %v, search %v", seed, got, want)
+		}
+	}
+	if shortcut < 500 {
+		t.Errorf("only %d cases compared", shortcut)
+	}
+}

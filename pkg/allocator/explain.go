@@ -75,13 +75,32 @@ type clauseTally struct {
 	errors  int
 }
 
+// explanation is what explainKind says of a kind on a driver model.
+type explanation struct {
+	code           ReasonCode
+	clause, detail string
+}
+
 // explainKind finds which clause is to blame when a kind has no free
-// candidate. The selector's top-level conjuncts are evaluated one by one
+// candidate. The answer depends only on the kind and the model, so it is
+// remembered in the model.
+func (r *Request) explainKind(k int, d string, dm *driverModel) (ReasonCode, string, string) {
+	kd := r.kinds[d][k]
+	key := kd.key + "\x02" + kd.class
+	if e, ok := dm.explained.get(key); ok {
+		return e.code, e.clause, e.detail
+	}
+	code, clause, detail := r.explainKindOnce(k, d, dm)
+	dm.explained.put(key, explanation{code: code, clause: clause, detail: detail})
+	return code, clause, detail
+}
+
+// explainKindOnce is explainKind without the memo. The selector's top-level conjuncts are evaluated one by one
 // against every leaf, then, for leaves the selector accepts, the class
 // filters' conjuncts; the first clause that is not true rejected the leaf.
 // A class filter is blamed only when it rejects everything the selector
 // accepts.
-func (r *Request) explainKind(k int, d string, dm *driverModel) (ReasonCode, string, string) {
+func (r *Request) explainKindOnce(k int, d string, dm *driverModel) (ReasonCode, string, string) {
 	kd := r.kinds[d][k]
 	var selTallies, filterTallies []*clauseTally
 	var selClauses, filterClauses []*selector

@@ -48,7 +48,8 @@ type driverModel struct {
 	leaves    []int32 // instances without partitions, in listing order
 	byID      map[string]int32
 	groupByID map[string]int32
-	matches   matchCache
+	matches   memo[[]outcome]   // per kind key: the outcome on each leaf
+	explained memo[explanation] // per kind key and class: why nothing matches
 }
 
 type instNode struct {
@@ -261,29 +262,29 @@ func checkName(name string) string {
 	return ""
 }
 
-// matchCache remembers, per predicate, which leaves of a driver model pass
-// it. Selectors depend only on attributes, which never change in a Model,
-// so repeated pods with the same parameters skip CEL entirely. It is cleared
-// when full.
-type matchCache struct {
+// memo remembers, per predicate, what a driver model says of it: which
+// leaves pass it, or why none does. Selectors depend only on attributes,
+// which never change in a Model, so repeated pods with the same parameters
+// skip CEL entirely. It is cleared when full.
+type memo[V any] struct {
 	mu sync.Mutex
-	m  map[string][]outcome
+	m  map[string]V
 }
 
-const matchCacheMax = 256
+const memoMax = 256
 
-func (c *matchCache) get(key string) ([]outcome, bool) {
+func (c *memo[V]) get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.m[key]
 	return v, ok
 }
 
-func (c *matchCache) put(key string, v []outcome) {
+func (c *memo[V]) put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= matchCacheMax {
-		c.m = map[string][]outcome{}
+	if c.m == nil || len(c.m) >= memoMax {
+		c.m = map[string]V{}
 	}
 	c.m[key] = v
 }

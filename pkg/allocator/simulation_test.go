@@ -218,14 +218,15 @@ func TestSimulationFilter(t *testing.T) {
 }
 
 // TestDeadline: a search cut short by its context reports ErrDeadline,
-// never "does not fit".
+// never "does not fit". Two kinds of request, so that the search runs (one
+// kind on a node without partitions needs none).
 func TestDeadline(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	st := NewNodeState(wholeNode("n", 2*checkEvery), nil, nil)
 	sels := make([]string, 2*checkEvery)
 	for i := range sels {
-		sels[i] = selWhole
+		sels[i] = []string{selWhole, selHalf}[i%2]
 	}
 	res, err := Allocate(ctx, Prepare(nil, []Claim{makeClaim("c", "gpu", sels...)}), st)
 	if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.Canceled) || res != nil {

@@ -318,7 +318,8 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 	return nodeStatus(res.Reasons)
 }
 
-// allocate runs the allocator on a node once per cycle.
+// allocate checks the claims on a node once per cycle; Reserve builds
+// the allocations of the chosen node only.
 func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
 	if r, ok := s.results.Load(node.Name); ok {
 		return r.(*allocator.Result), nil
@@ -327,7 +328,7 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 	if extra := s.extra[node.Name]; len(extra) > 0 {
 		ns = ns.WithAllocated(extra...)
 	}
-	res, err := allocator.Allocate(ctx, s.req, ns)
+	res, err := allocator.Check(ctx, s.req, ns)
 	if err != nil {
 		return nil, err
 	}

@@ -120,9 +120,10 @@ func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.Reso
 	}
 	var out []*resourceapi.ResourceClaim
 	var newly []bool
+	allocs := res.Build()
 	for i, c := range s.req.Claims() {
 		claim := c.Claim.DeepCopy()
-		a := res.Allocations[i]
+		a := allocs[i]
 		if a != nil {
 			claim.Status.Allocation = a
 			claim.Status.DriverName = c.Class.DriverName
