@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,9 +24,14 @@ import (
 // the informers. It rebuilds only after an event (its own handlers, and
 // the scheduler's forwarding handlers, which mark it stale before they
 // move pods); the fence revision is the highest claim resourceVersion the
-// handlers have seen, read before the stores are listed, so the lists are
+// handlers have seen, read before the stores are read, so what is read is
 // complete up to it (a handler that lags the store only lowers the fence:
 // at worst a 409 and a retry).
+//
+// Claim events, the common ones, are applied to the last Objects claim by
+// claim; any other event lists everything again. Both handlers of the
+// claims informer record every claim they see, in event order, so every
+// claim event up to the fence has been recorded when the fence is read.
 type draSource struct {
 	claims      client.Lister[*resourcev1alpha2.ResourceClaim]
 	slices      client.Lister[*resourcev1alpha2.NodeResourceSlice]
@@ -33,10 +40,11 @@ type draSource struct {
 	claimParams client.Lister[*resourcev1alpha2.ResourceClaimParameters]
 	contexts    client.Lister[*resourcev1alpha2.PodSchedulingContext]
 
-	mu     sync.Mutex
-	dirty  bool
-	maxRev uint64
-	cur    *dynamicresources.Objects
+	mu      sync.Mutex
+	dirty   bool                // list everything again
+	changed map[string]struct{} // claims (namespace/name) with events since cur
+	maxRev  uint64
+	cur     *dynamicresources.Objects
 	// written are the scheduler's own PodSchedulingContext writes, by
 	// namespace/name, until the informer shows them: the next cycle must
 	// not write the same decision again from a stale copy.
@@ -51,7 +59,7 @@ func newDRASource(f *client.Factory) (*draSource, error) {
 	d := &draSource{
 		claims: claims.Lister(), slices: slices.Lister(), classes: classes.Lister(),
 		classParams: classParams.Lister(), claimParams: claimParams.Lister(), contexts: contexts.Lister(), dirty: true,
-		written: map[string]*resourcev1alpha2.PodSchedulingContext{},
+		changed: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
 	}
 	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts} {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -72,29 +80,76 @@ func newDRASource(f *client.Factory) (*draSource, error) {
 	return d, nil
 }
 
-// touch marks the objects stale and records a claim's resourceVersion.
+// touch records a claim's event (its key and resourceVersion), or, for
+// any other object (nil), marks everything stale.
 func (d *draSource) touch(claim any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.dirty = true
-	if m, err := meta.Accessor(claim); claim != nil && err == nil {
-		if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
-			d.maxRev = rv
-		}
+	m, err := meta.Accessor(claim)
+	if claim == nil || err != nil {
+		d.dirty = true
+		return
+	}
+	if d.changed == nil {
+		d.changed = map[string]struct{}{}
+	}
+	d.changed[m.GetNamespace()+"/"+m.GetName()] = struct{}{}
+	if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
+		d.maxRev = rv
 	}
 }
 
-// objects returns the current extension, rebuilding it after events.
+// objects returns the current extension, updating it after events.
 func (d *draSource) objects() (*dynamicresources.Objects, error) {
 	d.mu.Lock()
-	if !d.dirty && d.cur != nil {
-		defer d.mu.Unlock()
-		return d.cur, nil
+	prev, full, changed := d.cur, d.dirty || d.cur == nil, d.changed
+	if !full && len(changed) == 0 {
+		d.mu.Unlock()
+		return prev, nil
 	}
-	d.dirty = false
-	rev := d.maxRev
+	d.dirty, d.changed = false, map[string]struct{}{}
+	rev := strconv.FormatUint(d.maxRev, 10)
 	d.mu.Unlock()
-	l := dynamicresources.Lists{Revision: strconv.FormatUint(rev, 10)}
+	var objs *dynamicresources.Objects
+	var err error
+	if full {
+		objs, err = d.list(prev, rev)
+	} else {
+		objs, err = d.update(prev, rev, changed)
+	}
+	if err != nil {
+		d.touch(nil)
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.cur = objs
+	return objs, nil
+}
+
+// update applies the changed claims, as the claims informer now holds
+// them, to prev.
+func (d *draSource) update(prev *dynamicresources.Objects, rev string, changed map[string]struct{}) (*dynamicresources.Objects, error) {
+	upd := make(map[string]*resourcev1alpha2.ResourceClaim, len(changed))
+	for k := range changed {
+		ns, name, _ := strings.Cut(k, "/")
+		c, err := d.claims.Get(ns, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			upd[k] = nil
+		case err != nil:
+			return nil, fmt.Errorf("read DRA claim %s: %w", k, err)
+		default:
+			upd[k] = c
+		}
+	}
+	return prev.WithClaimUpdates(rev, upd), nil
+}
+
+// list lists every DRA object, carrying over from prev the models and
+// node states of nodes whose slices and claims did not change.
+func (d *draSource) list(prev *dynamicresources.Objects, rev string) (*dynamicresources.Objects, error) {
+	l := dynamicresources.Lists{Revision: rev}
 	var err error
 	all := labels.Everything()
 	if l.Claims, err = d.claims.List(all); err == nil {
@@ -109,24 +164,12 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 		}
 	}
 	if err != nil {
-		d.touch(nil)
 		return nil, fmt.Errorf("list DRA objects: %w", err)
 	}
-	d.mu.Lock()
-	prev := d.cur
-	d.mu.Unlock()
-	// The models and node states of nodes whose slices and claims did not
-	// change are carried over: most events touch a claim or two.
-	var objs *dynamicresources.Objects
 	if prev != nil {
-		objs = prev.Next(l)
-	} else {
-		objs = dynamicresources.NewObjects(l)
+		return prev.Next(l), nil
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.cur = objs
-	return objs, nil
+	return dynamicresources.NewObjects(l), nil
 }
 
 // contextList lists the scheduling contexts, each the newer of the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,6 +153,64 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	for _, c := range claims {
 		out.claims[claimKey(c)] = c
 	}
+	return out
+}
+
+// WithClaimUpdates returns the Objects that follow o after claim events:
+// upd maps namespace/name to the claim's current version, nil for a
+// deleted claim; revision is the new fence. Everything else is shared
+// with o, and the claims allocated per node are updated for the claims
+// that changed instead of indexed again: a scheduler at a steady rate of
+// claim events pays for the events, not for every claim on every cycle.
+func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.ResourceClaim) *Objects {
+	o.once.Do(o.indexAllocated)
+	out := &Objects{
+		revision: revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
+		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
+		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states.copy(nil),
+		claims: maps.Clone(o.claims), allocated: maps.Clone(o.allocated),
+	}
+	// Per node touched: the claims that leave its list and those that join.
+	type change struct{ drop, add []*resourceapi.ResourceClaim }
+	touched := map[string]*change{}
+	at := func(node string) *change {
+		c := touched[node]
+		if c == nil {
+			c = &change{}
+			touched[node] = c
+		}
+		return c
+	}
+	for k, c := range upd {
+		if old, ok := o.claims[k]; ok {
+			for _, n := range structuredNodes(old) {
+				at(n).drop = append(at(n).drop, old)
+			}
+		}
+		if c == nil {
+			delete(out.claims, k)
+			continue
+		}
+		out.claims[k] = c
+		for _, n := range structuredNodes(c) {
+			at(n).add = append(at(n).add, c)
+		}
+	}
+	for n, c := range touched {
+		list := make([]*resourceapi.ResourceClaim, 0, len(out.allocated[n])+len(c.add))
+		for _, x := range out.allocated[n] {
+			if !slices.Contains(c.drop, x) {
+				list = append(list, x)
+			}
+		}
+		list = append(list, c.add...)
+		if len(list) == 0 {
+			delete(out.allocated, n)
+			continue
+		}
+		out.allocated[n] = list
+	}
+	out.once.Do(func() {})
 	return out
 }
 

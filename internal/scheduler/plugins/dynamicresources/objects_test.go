@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/schedtest"
@@ -130,5 +131,65 @@ func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	l.Claims[3].ResourceVersion = "10"
 	if next.Next(l).NodeState(n1) == st {
 		t.Fatal("a changed claim kept the node's old state")
+	}
+}
+
+// TestWithClaimUpdates: applying claim events to Objects gives the node
+// states that indexing the new lists from scratch gives, keeps the states
+// of nodes the events did not touch, and leaves the old Objects as it was.
+func TestWithClaimUpdates(t *testing.T) {
+	n1, n2 := schedtest.MakeNode("n1").Obj(), schedtest.MakeNode("n2").Obj()
+	a, b := onGPU(claim("a", "small"), "n1", "gpu-0"), onGPU(claim("b", "small"), "n2", "gpu-0")
+	c := claim("c", "small")
+	l := baseLists(t, a, b, c)
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
+	o := dynamicresources.NewObjects(l)
+	st2 := o.NodeState(n2)
+	if got := o.NodeState(n1).Capacity(); got != 1 {
+		t.Fatalf("n1 capacity %d, want 1", got)
+	}
+
+	// a is freed, c allocated on n1's other GPU, then deleted: n1 has both
+	// GPUs free; b is untouched.
+	cOn1 := onGPU(c, "n1", "gpu-1")
+	steps := []map[string]*resourceapi.ResourceClaim{
+		{"default/a": claim("a", "small"), "default/c": cOn1},
+		{"default/c": nil},
+	}
+	cur := o
+	wantFree := []int{1, 2}
+	for i, upd := range steps {
+		next := cur.WithClaimUpdates(fmt.Sprint(10+i), upd)
+		if got := next.NodeState(n1).Capacity(); got != wantFree[i] {
+			t.Fatalf("step %d: n1 capacity %d, want %d", i, got, wantFree[i])
+		}
+		if next.NodeState(n2) != st2 {
+			t.Fatalf("step %d: the state of n2, which no event touched, was rebuilt", i)
+		}
+		if next.Revision() != fmt.Sprint(10+i) {
+			t.Fatalf("step %d: revision %q", i, next.Revision())
+		}
+		cur = next
+	}
+	if _, ok := cur.Claim("default", "c"); ok {
+		t.Fatal("deleted claim c is still there")
+	}
+	if got := o.NodeState(n1).Capacity(); got != 1 {
+		t.Fatalf("the first Objects changed: n1 capacity %d, want 1", got)
+	}
+	if c, _ := o.Claim("default", "c"); c.Status.Allocation != nil {
+		t.Fatal("the first Objects shows c allocated")
+	}
+
+	// The same as indexing the final lists.
+	l.Claims = []*resourceapi.ResourceClaim{claim("a", "small"), b}
+	fresh := dynamicresources.NewObjects(l)
+	for _, n := range []*corev1.Node{n1, n2} {
+		if got, want := cur.NodeState(n).Capacity(), fresh.NodeState(n).Capacity(); got != want {
+			t.Fatalf("%s: capacity %d after updates, %d indexed afresh", n.Name, got, want)
+		}
+	}
+	if got, want := len(cur.Claims()), len(fresh.Claims()); got != want {
+		t.Fatalf("%d claims after updates, %d indexed afresh", got, want)
 	}
 }
