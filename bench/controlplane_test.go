@@ -86,7 +86,7 @@ const (
 	cpStructuredDriver = "structured.bench.allot.dev"
 	cpStructuredClass  = cpStructuredDriver
 	cpStructuredParams = "any-instance"
-	cpClaimWorkers     = 2 // as internal/controller/manager runs the claim controller
+	cpClaimWorkers     = resourceclaim.DefaultWorkers // as internal/controller/manager runs the claim controller
 	cpTimeout          = 10 * time.Minute
 )
 

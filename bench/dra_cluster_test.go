@@ -33,7 +33,7 @@ const (
 	draTemplate    = "one-instance"
 	// draClaimWorkers is the claim controller's worker count in
 	// internal/controller/manager (allot up, allot controller-manager).
-	draClaimWorkers = 2
+	draClaimWorkers = resourceclaim.DefaultWorkers
 )
 
 // draCluster is an API server and etcd, simulated nodes with a slice

@@ -48,6 +48,7 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	addDevicePluginFlags(f, &o.Node)
 	addDRAFlags(f, &o.Node)
 	f.StringVar((*string)(&o.Scheduler.ScoreStrategy), "score-strategy", "LeastAllocated", "how the scheduler ranks feasible nodes: LeastAllocated (spread) or MostAllocated (pack)")
+	f.IntVar(&o.Scheduler.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "the scheduler stops filtering once this share of the nodes (at least 100) is feasible; 0 adapts to the cluster's size, 100 looks at every node")
 	f.DurationVar(&o.Scheduler.PodInitialBackoff, "pod-initial-backoff", scheduler.DefaultPodInitialBackoff, "scheduler backoff after a pod's first failed attempt; doubles per attempt")
 	f.DurationVar(&o.Scheduler.PodMaxBackoff, "pod-max-backoff", scheduler.DefaultPodMaxBackoff, "longest scheduler backoff between a pod's attempts")
 	f.DurationVar(&o.Scheduler.UnschedulableTimeout, "unschedulable-timeout", scheduler.DefaultUnschedulableTimeout, "retry an unschedulable pod after this long even if no cluster event moved it")

@@ -50,6 +50,12 @@ type Config struct {
 	CycleTimeout time.Duration
 	// Parallelism of filtering and scoring; 0 is GOMAXPROCS.
 	Parallelism int
+	// PercentageOfNodesToScore is the share of the nodes a cycle looks
+	// for feasible ones among before it stops filtering and scores what it
+	// found, as kube-scheduler's option of that name: 0 is adaptive (50 %
+	// at 100 nodes down to 5 % at 5,625 and more), 100 every node. At
+	// least 100 nodes are looked at, and all of them when no node fits.
+	PercentageOfNodesToScore int
 	// ExtraPlugins run after the default plugins (the DRA plugin).
 	ExtraPlugins []framework.Plugin
 	// Metrics receives the scheduler's metrics; nil creates a private
@@ -85,6 +91,9 @@ func (c Config) withDefaults() (Config, error) {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
+	}
+	if c.PercentageOfNodesToScore < 0 || c.PercentageOfNodesToScore > 100 {
+		return c, fmt.Errorf("percentage of nodes to score %d: must be from 0 (adaptive) to 100 (every node)", c.PercentageOfNodesToScore)
 	}
 	if c.PodMaxBackoff < c.PodInitialBackoff {
 		return c, fmt.Errorf("pod max backoff %s is shorter than the initial backoff %s", c.PodMaxBackoff, c.PodInitialBackoff)

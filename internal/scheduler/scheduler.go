@@ -110,6 +110,7 @@ func New(cfg Config) (*Scheduler, error) {
 func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*Scheduler, error) {
 	opts := plugins.Options{
 		ScoreStrategy: cfg.ScoreStrategy, Parallelism: cfg.Parallelism, Extra: cfg.ExtraPlugins,
+		NodesToFind:      framework.NodesToFind(cfg.PercentageOfNodesToScore),
 		DynamicResources: dynamicresources.New(),
 	}
 	fw, err := plugins.NewDefaultFramework(opts)

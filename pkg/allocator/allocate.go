@@ -65,7 +65,13 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	if len(res.Reasons) > 0 {
 		return finish(res), nil
 	}
-	chosen := make(map[string][]int32, len(req.drivers))
+	var chosen map[string][]int32
+	choose := func(d string, assign []int32) {
+		if chosen == nil {
+			chosen = make(map[string][]int32, len(req.drivers))
+		}
+		chosen[d] = assign
+	}
 	for _, d := range req.drivers {
 		dm := st.model.drivers[d]
 		if dm == nil {
@@ -73,16 +79,16 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 			continue
 		}
 		ds := st.stateOf(d)
-		masks := req.masks(d, dm)
-		if assign, f, ok := req.flat(d, dm, ds, masks); ok {
+		if assign, f, ok := req.flat(d, dm, ds); ok {
 			if f != nil {
-				res.Reasons = append(res.Reasons, req.explain(d, dm, ds, masks, f)...)
+				res.Reasons = append(res.Reasons, req.explain(d, dm, ds, req.masks(d, dm), f)...)
 				continue
 			}
 			res.CapacityAfter -= len(assign)
-			chosen[d] = assign
+			choose(d, assign)
 			continue
 		}
+		masks := req.masks(d, dm)
 		kinds := make([]int, len(req.items[d]))
 		for i, it := range req.items[d] {
 			kinds[i] = it.kind
@@ -98,7 +104,7 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 			continue
 		}
 		res.CapacityAfter -= int(before - s.rootCap)
-		chosen[d] = s.assign
+		choose(d, s.assign)
 	}
 	if len(res.Reasons) == 0 {
 		res.Fits = true
@@ -113,20 +119,22 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 // the search would take the first ones in listing order; so does flat.
 // ok is false when the case is not simple; f is the search's failure when
 // too few instances are free.
-func (r *Request) flat(d string, dm *driverModel, ds *driverState, masks []uint64) (assign []int32, f *failure, ok bool) {
+func (r *Request) flat(d string, dm *driverModel, ds *driverState) (assign []int32, f *failure, ok bool) {
 	if len(dm.groups) > 0 || len(r.kinds[d]) != 1 {
 		return nil, nil, false
 	}
 	need := int32(len(r.items[d]))
-	assign = make([]int32, 0, need)
 	free := int32(0)
-	for l, m := range masks {
+	for l, o := range r.kinds[d][0].outcomes(dm) {
 		x := dm.leaves[l]
-		if m&1 == 0 || (ds != nil && ds.used[x] > 0) {
+		if o != outcomeTrue || !dm.insts[x].ok || (ds != nil && ds.used[x] > 0) {
 			continue
 		}
 		free++
 		if int32(len(assign)) < need {
+			if assign == nil {
+				assign = make([]int32, 0, need)
+			}
 			assign = append(assign, x)
 		}
 	}

@@ -349,7 +349,7 @@ func TestFlatMatchesSearch(t *testing.T) {
 		}
 		req := Prepare(nil, []Claim{makeClaim("c", "drv", sels...)})
 		ds, masks := st.stateOf("drv"), req.masks("drv", dm)
-		assign, f, ok := req.flat("drv", dm, ds, masks)
+		assign, f, ok := req.flat("drv", dm, ds)
 		if !ok {
 			t.Fatalf("seed %d: shortcut refused a flat node with one kind", seed)
 		}

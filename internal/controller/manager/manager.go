@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("garbage collector", func() error { return collector.Run(ctx, cfg.GCWorkers) })
 	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
-	run("resourceclaim controller", func() error { return claims.Run(ctx, 2) })
+	run("resourceclaim controller", func() error { return claims.Run(ctx, resourceclaim.DefaultWorkers) })
 	wg.Wait()
 	factory.Shutdown()
 	select {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -65,6 +66,15 @@ func (o *Options) defaults() {
 // their reservedFor.
 const reservedPodIndex = "resourceclaim-controller-reserved-pod"
 
+// ownerPodIndex indexes claims by the "namespace/uid" of the pod that
+// controls them (claims created from a pod's template).
+const ownerPodIndex = "resourceclaim-controller-owner-pod"
+
+// DefaultWorkers is how many claims and pods the controller syncs at once
+// in the controller manager: each sync waits on API round trips, so more
+// workers than cores keep the pipeline full.
+const DefaultWorkers = 8
+
 type objKind int
 
 const (
@@ -84,6 +94,7 @@ type Controller struct {
 	c        *client.Client
 	pods     client.Informer[*corev1.Pod]
 	claims   client.Informer[*resourcev1alpha2.ResourceClaim]
+	tmpls    client.Informer[*resourcev1alpha2.ResourceClaimTemplate]
 	classes  client.Informer[*resourcev1alpha2.ResourceClass]
 	contexts client.Informer[*resourcev1alpha2.PodSchedulingContext]
 	queue    workqueue.TypedRateLimitingInterface[key]
@@ -100,12 +111,13 @@ type Controller struct {
 	expected map[types.UID]map[string]string
 }
 
-// New creates a controller over the factory's pod, claim, class and
-// PodSchedulingContext informers. Call it before the factory is started.
+// New creates a controller over the factory's pod, claim, claim template,
+// class and PodSchedulingContext informers. Call it before the factory is
+// started.
 func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
 	opts.defaults()
 	ctrl := &Controller{
-		c: c, pods: f.Pods(), claims: f.ResourceClaims(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
+		c: c, pods: f.Pods(), claims: f.ResourceClaims(), tmpls: f.ResourceClaimTemplates(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resource_claim", MetricsProvider: opts.QueueMetrics}),
@@ -123,8 +135,8 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	if err := ctrl.claims.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys}); err != nil {
-		return nil, fmt.Errorf("index claims by reserved pod: %w", err)
+	if err := ctrl.claims.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}); err != nil {
+		return nil, fmt.Errorf("index claims by pod: %w", err)
 	}
 	if err := ctrl.addHandlers(); err != nil {
 		return nil, err
@@ -147,6 +159,17 @@ func reservedPodKeys(obj any) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func ownerPodKeys(obj any) ([]string, error) {
+	claim, ok := obj.(*resourcev1alpha2.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	if ref := metav1.GetControllerOfNoCopy(claim); ref != nil && ref.APIVersion == "v1" && ref.Kind == "Pod" {
+		return []string{claim.Namespace + "/" + string(ref.UID)}, nil
+	}
+	return nil, nil
 }
 
 func (c *Controller) addHandlers() error {
@@ -270,7 +293,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.events.Shutdown(sctx)
 	}()
 	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.classes.HasSynced, c.contexts.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.tmpls.HasSynced, c.classes.HasSynced, c.contexts.HasSynced) {
 		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
 	}
 	controllerutil.ShutDownOnDone(ctx, c.queue)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/client"
 )
 
 func newNamespace(name string) *corev1.Namespace {
@@ -140,6 +142,31 @@ func TestLostStatusWriteAdoptsOwnClaimOnly(t *testing.T) {
 		t.Fatalf("recorded claim %q, want the pod's own %q", got, own.Name)
 	}
 	e.consistently("no third claim is created", 500*time.Millisecond, func() bool { return len(e.claims()) == 2 })
+}
+
+// TestRecordClaimsOnStaleCachedPod: the status write starts from the pod
+// as the cache shows it; when that copy is stale, the conflict makes it
+// read the pod again, and nothing written meanwhile is lost.
+func TestRecordClaimsOnStaleCachedPod(t *testing.T) {
+	e := newEnv(t)
+	// Not running: the test makes the one call itself.
+	ctrl, err := New(e.c, client.NewFactory(e.c, 0), Options{Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := e.createPod(makePod("web").template("gpu", "gpu-tmpl").obj())
+	cur := stale.DeepCopy()
+	cur.Status.Conditions = append(cur.Status.Conditions, corev1.PodCondition{Type: "Other", Status: corev1.ConditionTrue})
+	if _, err := e.c.Pods(e.ns).UpdateStatus(e.ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.recordClaims(e.ctx, stale, map[string]string{"gpu": "web-gpu-x"}); err != nil {
+		t.Fatalf("recordClaims on a stale pod: %v", err)
+	}
+	got := e.pod("web")
+	if e.recordedClaim("web", "gpu") != "web-gpu-x" || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Type != "Other" {
+		t.Fatalf("status after recording on a stale copy: %+v", got.Status)
+	}
 }
 
 func TestQuotaRefusalWaitsWithEvent(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/controller/controllerutil"
 )
 
@@ -58,9 +58,7 @@ func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.Po
 	if name := c.existingClaim(pod, rc.Name); name != "" {
 		return name, nil
 	}
-	tctx, cancel := c.apiContext(ctx)
-	tmpl, err := c.c.ResourceClaimTemplates(pod.Namespace).Get(tctx, *rc.ResourceClaimTemplateName)
-	cancel()
+	tmpl, err := c.template(ctx, pod.Namespace, *rc.ResourceClaimTemplateName)
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("%w: template %s/%s of pod %s does not exist", controllerutil.ErrWait,
 			pod.Namespace, *rc.ResourceClaimTemplateName, pod.Name)
@@ -101,7 +99,7 @@ func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
 	if name != "" {
 		return name
 	}
-	claims, err := c.claims.Lister().ListNamespace(pod.Namespace, labels.Everything())
+	claims, err := c.claims.Lister().ByIndex(ownerPodIndex, pod.Namespace+"/"+string(pod.UID))
 	if err != nil {
 		return ""
 	}
@@ -117,20 +115,38 @@ func isQuotaError(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
 }
 
-// recordClaims adds the claims to the pod's status.resourceClaimStatuses,
-// retrying conflicts with a fresh read of the pod.
+// template reads a claim template from the informer's cache, or from the
+// API server when the cache does not have it (yet).
+func (c *Controller) template(ctx context.Context, ns, name string) (*resourcev1alpha2.ResourceClaimTemplate, error) {
+	if t, err := c.tmpls.Lister().Get(ns, name); err == nil {
+		return t, nil
+	}
+	tctx, cancel := c.apiContext(ctx)
+	defer cancel()
+	return c.c.ResourceClaimTemplates(ns).Get(tctx, name)
+}
+
+// recordClaims adds the claims to the pod's status.resourceClaimStatuses:
+// first to the pod as the cache shows it, then, after a conflict, to a
+// fresh read of it.
 func (c *Controller) recordClaims(ctx context.Context, pod *corev1.Pod, claims map[string]string) error {
 	pods := c.c.Pods(pod.Namespace)
+	cached := pod
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		gctx, cancel := c.apiContext(ctx)
-		cur, err := pods.Get(gctx, pod.Name)
-		cancel()
-		if apierrors.IsNotFound(err) {
-			return nil
+		cur := cached.DeepCopy()
+		if cur == nil {
+			gctx, cancel := c.apiContext(ctx)
+			fresh, err := pods.Get(gctx, pod.Name)
+			cancel()
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			cur = fresh
 		}
-		if err != nil {
-			return err
-		}
+		cached = nil
 		if cur.UID != pod.UID {
 			return nil // the pod was replaced; its claims go with the old owner
 		}
@@ -148,7 +164,10 @@ func (c *Controller) recordClaims(ctx context.Context, pod *corev1.Pod, claims m
 		}
 		uctx, cancel := c.apiContext(ctx)
 		defer cancel()
-		_, err = pods.UpdateStatus(uctx, cur)
+		_, err := pods.UpdateStatus(uctx, cur)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
 		return err
 	})
 	if err != nil {

@@ -42,7 +42,9 @@ type Diagnosis struct {
 	// PreFilter is set when a PreFilter plugin stopped the cycle before
 	// any node was looked at; Nodes is then empty.
 	PreFilter *Status
-	// Nodes has one entry per node of the snapshot, in name order.
+	// Nodes has one entry per node looked at, in name order: every node
+	// of the snapshot, unless Schedule stopped early with enough feasible
+	// nodes (Options.NodesToFind).
 	Nodes []NodeResult
 	// Selected is the chosen node; empty unless Status is Success.
 	Selected string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 )
@@ -18,6 +19,11 @@ type Options struct {
 	// Weights multiply ScorePlugins' normalized scores, by plugin name;
 	// plugins not listed weigh 1.
 	Weights map[string]int64
+	// NodesToFind, when set, is how many feasible nodes Schedule looks
+	// for among n nodes before it stops filtering and scores those (see
+	// NodesToFind); nil looks at every node. Diagnose always looks at
+	// every node.
+	NodesToFind func(n int) int
 }
 
 type weightedScore struct {
@@ -26,8 +32,10 @@ type weightedScore struct {
 }
 
 // Framework runs a fixed list of plugins at the extension points each
-// implements, in list order. It holds no state between calls and is safe
-// for concurrent use by the scheduler, Diagnose and simulations alike.
+// implements, in list order. It is safe for concurrent use by the
+// scheduler, Diagnose and simulations alike; the only state it keeps
+// between calls is where the next Schedule that stops early starts
+// filtering.
 type Framework struct {
 	names       []string
 	preFilter   []PreFilterPlugin
@@ -39,13 +47,15 @@ type Framework struct {
 	postBind    []PostBindPlugin
 	events      map[string][]ClusterEventWithHint
 	parallelism int
+	nodesToFind func(n int) int
+	nextStart   atomic.Int64 // index of the node the next early-stopping Schedule filters first
 }
 
 // New sorts plugins into the extension points they implement. Names must
 // be unique and non-empty; weights must name score plugins and be
 // positive.
 func New(plugins []Plugin, opts Options) (*Framework, error) {
-	f := &Framework{events: map[string][]ClusterEventWithHint{}, parallelism: opts.Parallelism}
+	f := &Framework{events: map[string][]ClusterEventWithHint{}, parallelism: opts.Parallelism, nodesToFind: opts.NodesToFind}
 	if f.parallelism <= 0 {
 		f.parallelism = runtime.GOMAXPROCS(0)
 	}
@@ -200,4 +210,28 @@ func normalize(st *Status, plugin string) *Status {
 		st = NewStatus(Error, fmt.Sprintf("plugin %s returned Skip outside PreFilter", plugin))
 	}
 	return st.WithPlugin(plugin)
+}
+
+// MinNodesToFind is the fewest feasible nodes NodesToFind asks for, as in
+// kube-scheduler: with fewer nodes, every node is looked at.
+const MinNodesToFind = 100
+
+// NodesToFind returns the NodesToFind option for a percentage of the
+// nodes, as kube-scheduler's percentageOfNodesToScore: 0 is adaptive (50 %
+// minus one point per 125 nodes, at least 5 %), 100 or more every node;
+// the answer is never below MinNodesToFind.
+func NodesToFind(percentage int) func(n int) int {
+	if percentage >= 100 {
+		return nil
+	}
+	return func(n int) int {
+		if n < MinNodesToFind {
+			return n
+		}
+		p := percentage
+		if p <= 0 {
+			p = max(50-n/125, 5)
+		}
+		return min(max(n*p/100, MinNodesToFind), n)
+	}
 }

@@ -323,3 +323,69 @@ func TestEventsToRegister(t *testing.T) {
 		t.Fatalf("EventResources = %v", got)
 	}
 }
+
+func TestNodesToFind(t *testing.T) {
+	for _, tc := range []struct{ percentage, nodes, want int }{
+		{0, 50, 50}, {0, 100, 100}, {0, 300, 144}, {0, 500, 230}, {0, 1000, 420}, {0, 10000, 500},
+		{10, 500, 100}, {30, 1000, 300}, {99, 1000, 990},
+	} {
+		if got := fw.NodesToFind(tc.percentage)(tc.nodes); got != tc.want {
+			t.Errorf("NodesToFind(%d)(%d) = %d, want %d", tc.percentage, tc.nodes, got, tc.want)
+		}
+	}
+	if fw.NodesToFind(100) != nil {
+		t.Error("NodesToFind(100) is not nil: every node should be filtered")
+	}
+}
+
+// TestScheduleStopsAtEnoughFeasibleNodes: with NodesToFind, Schedule stops
+// filtering once enough nodes are feasible, starts the next cycle where
+// this one stopped (wrapping around), and looks at every node when too few
+// fit; Diagnose always looks at every node.
+func TestScheduleStopsAtEnoughFeasibleNodes(t *testing.T) {
+	var names []string
+	for i := range 300 {
+		names = append(names, fmt.Sprintf("n%04d", i))
+	}
+	snap := nodes(names...)
+	odd := &filterPlugin{name: "Odd", fn: func(_ *corev1.Pod, ni *fw.NodeInfo) *fw.Status {
+		if nodeNum(ni)%2 == 1 {
+			return fw.NewStatus(fw.Unschedulable, "odd")
+		}
+		return nil
+	}}
+	f := newFramework(t, []fw.Plugin{odd, numScore{}}, fw.Options{Parallelism: 1, NodesToFind: fw.NodesToFind(0)})
+	// 144 feasible nodes wanted of 300; every other node fits, so the
+	// first cycle looks at n0000..n0286 and picks the best of those (n0280 to n0286 score 28; the first name wins).
+	d := f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj())
+	if len(d.Nodes) != 287 || len(d.Feasible()) != 144 || d.Selected != "n0280" || d.NumNodes != 300 {
+		t.Fatalf("first cycle: %d nodes looked at, %d feasible, selected %s, of %d; want 287, 144, n0280, 300",
+			len(d.Nodes), len(d.Feasible()), d.Selected, d.NumNodes)
+	}
+	if !slices.IsSortedFunc(d.Nodes, func(a, b fw.NodeResult) int { return strings.Compare(a.Node, b.Node) }) {
+		t.Fatal("nodes looked at are not in name order")
+	}
+	// The second starts at n0287 and wraps around to n0000.
+	d = f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj())
+	if r, ok := d.Node("n0287"); !ok || r.Feasible() {
+		t.Fatalf("second cycle did not start at n0287: %+v", d.Nodes[len(d.Nodes)-1])
+	}
+	if _, ok := d.Node("n0000"); !ok || len(d.Feasible()) != 144 || d.Selected != "n0290" {
+		t.Fatalf("second cycle: %d feasible, selected %s; want 144 with a wrap-around, n0290", len(d.Feasible()), d.Selected)
+	}
+	// Diagnose ignores the option.
+	if d := fw.Diagnose(context.Background(), f, snap, makePod("p").Obj()); len(d.Nodes) != 300 || len(d.Feasible()) != 150 {
+		t.Fatalf("Diagnose looked at %d nodes, %d feasible; want all 300, 150", len(d.Nodes), len(d.Feasible()))
+	}
+	// Too few feasible nodes: every node is looked at.
+	few := &filterPlugin{name: "Few", fn: func(_ *corev1.Pod, ni *fw.NodeInfo) *fw.Status {
+		if nodeNum(ni)%10 != 0 {
+			return fw.NewStatus(fw.Unschedulable, "not a tenth")
+		}
+		return nil
+	}}
+	f = newFramework(t, []fw.Plugin{few}, fw.Options{Parallelism: 2, NodesToFind: fw.NodesToFind(0)})
+	if d := f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj()); len(d.Nodes) != 300 || len(d.Feasible()) != 30 {
+		t.Fatalf("with 30 feasible nodes: looked at %d, found %d; want 300, 30", len(d.Nodes), len(d.Feasible()))
+	}
+}

@@ -12,11 +12,19 @@ import (
 // workqueue.ParallelizeUntil does. It stops handing out work once ctx
 // ends. With one worker (or one piece) it runs on the caller's goroutine.
 func parallelize(ctx context.Context, workers, pieces int, fn func(i int)) {
+	parallelizeUntil(ctx, workers, pieces, nil, fn)
+}
+
+// parallelizeUntil is parallelize that also stops handing out work once
+// stop (when not nil) is set. The pieces done are always a prefix of
+// [0, pieces): chunks are handed out in order and finish once started.
+func parallelizeUntil(ctx context.Context, workers, pieces int, stop *atomic.Bool, fn func(i int)) {
 	if pieces <= 0 {
 		return
 	}
+	stopped := func() bool { return ctx.Err() != nil || (stop != nil && stop.Load()) }
 	if workers <= 1 || pieces == 1 {
-		for i := 0; i < pieces && ctx.Err() == nil; i++ {
+		for i := 0; i < pieces && !stopped(); i++ {
 			fn(i)
 		}
 		return
@@ -30,7 +38,7 @@ func parallelize(ctx context.Context, workers, pieces int, fn func(i int)) {
 	for range workers {
 		go func() {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for !stopped() {
 				c := int(next.Add(1)) - 1
 				if c >= chunks {
 					return

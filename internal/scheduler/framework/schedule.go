@@ -3,7 +3,9 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 )
@@ -77,28 +79,55 @@ func (f *Framework) runPreFilter(ctx context.Context, state *CycleState, pod *co
 
 // runFilters fills d.Nodes. It returns an Error status when a plugin
 // failed or ctx ended before every node was judged.
+//
+// Unless all is set and when the framework has NodesToFind, it stops once
+// enough nodes are feasible: filtering starts where the previous such
+// cycle stopped, so that every node gets its turn, and d.Nodes keeps only
+// the nodes looked at (still in name order).
 func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *corev1.Pod, snap *Snapshot, d *Diagnosis, all bool) *Status {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
 	var failed *Status
 	nodes := snap.Nodes()
+	n := len(nodes)
 	skip := make([]bool, len(f.filter))
 	for i, p := range f.filter {
 		skip[i] = state.skipsFilter(p.Name())
 	}
-	parallelize(ctx, f.parallelism, len(nodes), func(i int) {
-		rej := f.filterNode(ctx, state, pod, nodes[i], skip, all)
-		d.Nodes[i] = NodeResult{Node: nodes[i].Name(), Rejections: rej, info: nodes[i]}
+	want, start := n, 0
+	if !all && f.nodesToFind != nil && n > 0 {
+		want = f.nodesToFind(n)
+	}
+	var stop *atomic.Bool
+	var feasible, done atomic.Int64
+	if want < n {
+		stop = &atomic.Bool{}
+		start = int(f.nextStart.Load() % int64(n))
+	}
+	parallelizeUntil(ctx, f.parallelism, n, stop, func(i int) {
+		j := (start + i) % n
+		rej := f.filterNode(ctx, state, pod, nodes[j], skip, all)
+		d.Nodes[j] = NodeResult{Node: nodes[j].Name(), Rejections: rej, info: nodes[j]}
+		done.Add(1)
 		if len(rej) > 0 && rej[len(rej)-1].Code() == Error {
 			once.Do(func() { failed = rej[len(rej)-1]; cancel() })
+		}
+		if stop != nil && len(rej) == 0 && feasible.Add(1) >= int64(want) {
+			stop.Store(true)
 		}
 	})
 	if failed != nil {
 		return failed
 	}
 	if err := ctx.Err(); err != nil {
-		return AsStatus(fmt.Errorf("filter %d nodes: %w", len(nodes), err))
+		return AsStatus(fmt.Errorf("filter %d nodes: %w", n, err))
+	}
+	if stop != nil {
+		f.nextStart.Store(int64((start + int(done.Load())) % n))
+		if int(done.Load()) < n {
+			d.Nodes = slices.DeleteFunc(d.Nodes, func(r NodeResult) bool { return r.info == nil })
+		}
 	}
 	return nil
 }

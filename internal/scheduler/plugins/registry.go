@@ -22,6 +22,9 @@ type Options struct {
 	ScoreStrategy noderesources.Strategy
 	// Parallelism of filtering and scoring; 0 is GOMAXPROCS.
 	Parallelism int
+	// NodesToFind is the framework's option of that name: nil filters
+	// every node.
+	NodesToFind func(n int) int
 	// Extra plugins run after the default ones at every extension point
 	// they implement (the DRA plugin, test plugins).
 	Extra []framework.Plugin
@@ -76,7 +79,7 @@ func NewDefaultFramework(o Options) (*framework.Framework, error) {
 	}
 	weights := maps.Clone(DefaultWeights)
 	maps.Copy(weights, o.Weights)
-	return framework.New(append(ps, o.Extra...), framework.Options{Parallelism: o.Parallelism, Weights: weights})
+	return framework.New(append(ps, o.Extra...), framework.Options{Parallelism: o.Parallelism, Weights: weights, NodesToFind: o.NodesToFind})
 }
 
 // NewClaimFramework returns the framework of a claim cycle: for a pod
