@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,8 +21,9 @@ import (
 // EventRecorder limits. A repeated event (same object, type, reason and
 // message) within the remembered set updates the existing Event.
 const (
-	eventQueueSize      = 1000
-	eventCacheSize      = 4096
+	eventQueueSize      = 1000 // over all writers
+	eventCacheSize      = 4096 // over all writers
+	eventWriters        = 4
 	eventWriteTimeout   = 10 * time.Second
 	eventMaxNameLength  = 253
 	eventMaxMessageSize = 4096
@@ -30,9 +32,11 @@ const (
 
 // EventRecorder writes core/v1 Events about objects for people to read
 // (`allot describe`, `allot get events`). Eventf never blocks: events go
-// into a bounded queue that one goroutine drains, and are dropped when the
-// queue is full. Repeats of the same (object, type, reason, message) bump
-// count and lastTimestamp of the existing Event instead of creating one.
+// into bounded queues that writer goroutines drain, and are dropped when
+// a queue is full. The events of one object always go to the same writer,
+// so they are written in order. Repeats of the same (object, type,
+// reason, message) bump count and lastTimestamp of the existing Event
+// instead of creating one.
 type EventRecorder struct {
 	c         *Client
 	component string
@@ -41,14 +45,18 @@ type EventRecorder struct {
 
 	mu      sync.RWMutex // guards closed against sends on a closed queue
 	closed  bool
-	queue   chan *corev1.Event
+	writers []*eventWriter
 	ctx     context.Context
 	cancel  context.CancelFunc
-	done    chan struct{}
+	wg      sync.WaitGroup
 	dropped atomic.Int64
+}
 
-	// seen is owned by the writer goroutine.
-	seen *eventCache
+// eventWriter is one writer goroutine's queue and memory of the Events
+// it wrote.
+type eventWriter struct {
+	queue chan *corev1.Event
+	seen  *eventCache // owned by the writer goroutine
 }
 
 // NewEventRecorder starts a recorder that reports as component on host
@@ -56,14 +64,23 @@ type EventRecorder struct {
 // it.
 func NewEventRecorder(c *Client, component, host string) *EventRecorder {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &EventRecorder{
-		c: c, component: component, host: host, now: time.Now,
-		queue: make(chan *corev1.Event, eventQueueSize),
-		ctx:   ctx, cancel: cancel, done: make(chan struct{}),
-		seen: newEventCache(eventCacheSize),
+	r := &EventRecorder{c: c, component: component, host: host, now: time.Now, ctx: ctx, cancel: cancel}
+	for range eventWriters {
+		w := &eventWriter{queue: make(chan *corev1.Event, eventQueueSize/eventWriters), seen: newEventCache(eventCacheSize / eventWriters)}
+		r.writers = append(r.writers, w)
+		r.wg.Add(1)
+		go r.run(w)
 	}
-	go r.run()
 	return r
+}
+
+// writerOf picks the writer of an object's events.
+func (r *EventRecorder) writerOf(ref corev1.ObjectReference) *eventWriter {
+	h := fnv.New32a()
+	h.Write([]byte(ref.Namespace))
+	h.Write([]byte{0})
+	h.Write([]byte(ref.Name))
+	return r.writers[h.Sum32()%uint32(len(r.writers))]
 }
 
 // Eventf records an event about obj. typ is corev1.EventTypeNormal or
@@ -82,7 +99,7 @@ func (r *EventRecorder) Eventf(obj runtime.Object, typ, reason, format string, a
 		return
 	}
 	select {
-	case r.queue <- ev:
+	case r.writerOf(ref).queue <- ev:
 	default:
 		r.dropped.Add(1)
 	}
@@ -98,14 +115,18 @@ func (r *EventRecorder) Shutdown(ctx context.Context) {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
-		close(r.queue)
+		for _, w := range r.writers {
+			close(w.queue)
+		}
 	}
 	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
 	select {
-	case <-r.done:
+	case <-done:
 	case <-ctx.Done():
 		r.cancel()
-		<-r.done
+		<-done
 	}
 	r.cancel()
 }
@@ -149,15 +170,15 @@ func (r *EventRecorder) newEvent(ref corev1.ObjectReference, typ, reason, msg st
 	}
 }
 
-func (r *EventRecorder) run() {
-	defer close(r.done)
-	for ev := range r.queue {
+func (r *EventRecorder) run(w *eventWriter) {
+	defer r.wg.Done()
+	for ev := range w.queue {
 		if r.ctx.Err() != nil {
 			r.dropped.Add(1)
 			continue
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, eventWriteTimeout)
-		if err := r.write(ctx, ev); err != nil {
+		if err := r.write(ctx, w.seen, ev); err != nil {
 			r.dropped.Add(1)
 		}
 		cancel()
@@ -166,14 +187,14 @@ func (r *EventRecorder) run() {
 
 // write creates the event, or bumps the Event already written for the
 // same key.
-func (r *EventRecorder) write(ctx context.Context, ev *corev1.Event) error {
+func (r *EventRecorder) write(ctx context.Context, seen *eventCache, ev *corev1.Event) error {
 	key := eventKey{ref: ev.InvolvedObject, typ: ev.Type, reason: ev.Reason, message: ev.Message}
 	key.ref.ResourceVersion = ""
 	events := r.c.Events(ev.Namespace)
-	if prev := r.seen.get(key); prev != nil {
+	if prev := seen.get(key); prev != nil {
 		out, err := r.bump(ctx, events, prev, ev.LastTimestamp)
 		if err == nil {
-			r.seen.put(key, out)
+			seen.put(key, out)
 			return nil
 		}
 		if !apierrors.IsNotFound(err) {
@@ -186,7 +207,7 @@ func (r *EventRecorder) write(ctx context.Context, ev *corev1.Event) error {
 	if err != nil {
 		return fmt.Errorf("create event: %w", err)
 	}
-	r.seen.put(key, out)
+	seen.put(key, out)
 	return nil
 }
 

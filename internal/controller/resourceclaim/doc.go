@@ -40,6 +40,9 @@
 // Shape: informer event handlers only decide whether an object needs work
 // and enqueue its key; workers pop keys and sync one pod or claim, re-queued
 // with rate limiting on error; a periodic resync enqueues everything that
-// still needs work. All writes go through the API server with a deadline
-// and retry on conflicts with fresh reads.
+// still needs work. Reads come from the informers' caches (claims by an
+// index on their owner pod, templates with the API server as fallback);
+// all writes go through the API server with a deadline and retry on
+// conflicts with fresh reads. The controller manager runs DefaultWorkers
+// workers.
 package resourceclaim
