@@ -44,9 +44,7 @@ func (r *Request) explain(d string, dm *driverModel, ds *driverState, masks []ui
 			continue
 		}
 		code, clause, detail := r.explainKind(k, d, dm)
-		for _, g := range r.groupByClaim(d, func(it item) bool { return it.kind == k }) {
-			out = append(out, newReason(code, g.claim, d, g.names, clause, detail))
-		}
+		out = append(out, r.reasonsFor(d, 1<<k, explanation{code, clause, detail})...)
 	}
 	if len(out) > 0 {
 		return out
@@ -54,10 +52,7 @@ func (r *Request) explain(d string, dm *driverModel, ds *driverState, masks []ui
 	if f != nil && f.mask != 0 {
 		detail := fmt.Sprintf("%d instances needed, but at most %d matching instances can be allocated at the same time",
 			f.need, f.capacity)
-		for _, g := range r.groupByClaim(d, func(it item) bool { return f.mask&(1<<it.kind) != 0 }) {
-			out = append(out, newReason(ReasonNotEnough, g.claim, d, g.names, "", detail))
-		}
-		return out
+		return r.reasonsFor(d, f.mask, explanation{code: ReasonNotEnough, detail: detail})
 	}
 	for _, g := range r.groupByClaim(d, nil) {
 		out = append(out, newReason(ReasonNoCombination, g.claim, d, g.names, "",
@@ -73,6 +68,30 @@ type clauseTally struct {
 	count   int
 	missing int
 	errors  int
+}
+
+// reasonKey is one explanation of the items of some kinds of a driver.
+type reasonKey struct {
+	driver string
+	kinds  uint64
+	e      explanation
+}
+
+// reasonsFor returns the reasons, one per claim, of an explanation that
+// applies to the items of driver d whose kind is in kinds. Many nodes
+// share an explanation (every full node says the same), so the reasons
+// are built once per Request.
+func (r *Request) reasonsFor(d string, kinds uint64, e explanation) []Reason {
+	key := reasonKey{driver: d, kinds: kinds, e: e}
+	if v, ok := r.reasonMemo.Load(key); ok {
+		return v.([]Reason)
+	}
+	var out []Reason
+	for _, g := range r.groupByClaim(d, func(it item) bool { return kinds&(1<<it.kind) != 0 }) {
+		out = append(out, newReason(e.code, g.claim, d, g.names, e.clause, e.detail))
+	}
+	r.reasonMemo.Store(key, out)
+	return out
 }
 
 // explanation is what explainKind says of a kind on a driver model.

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"sync"
 	"slices"
 	"strings"
 
@@ -48,6 +49,8 @@ type Request struct {
 	items   map[string][]item    // per driver
 	kinds   map[string][]*kindOf // per driver
 	reasons []Reason             // pod-level: the pod fits no node
+
+	reasonMemo sync.Map // reasonKey -> []Reason, shared by the nodes checked in parallel
 }
 
 // item is one required instance of one claim.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,12 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if c.cacheBehind(claim) {
+		// The cache has not caught up with this controller's own last
+		// write: syncing the old copy would only conflict. The write's
+		// event syncs the claim again.
+		return nil
 	}
 	drop, err := c.obsoleteReservations(ctx, claim)
 	if err != nil {
@@ -42,6 +49,34 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 		return c.removeFinalizer(ctx, claim)
 	}
 	return nil
+}
+
+// wrote remembers the resourceVersion of the controller's own write of a
+// claim, until the cache shows it.
+func (c *Controller) wrote(claim *resourcev1alpha2.ResourceClaim) {
+	rv, err := strconv.ParseUint(claim.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[claim.UID] = rv
+}
+
+// cacheBehind reports whether the cached claim is older than the
+// controller's own last write of it.
+func (c *Controller) cacheBehind(claim *resourcev1alpha2.ResourceClaim) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.written[claim.UID]
+	if !ok {
+		return false
+	}
+	if rv, err := strconv.ParseUint(claim.ResourceVersion, 10, 64); err != nil || rv >= w {
+		delete(c.written, claim.UID)
+		return false
+	}
+	return true
 }
 
 // class returns the claim's class from the cache, nil when unknown.
@@ -130,6 +165,9 @@ func (c *Controller) updateClaim(ctx context.Context, claim *resourcev1alpha2.Re
 			out, err = claims.UpdateStatus(uctx, cur)
 		} else {
 			out, err = claims.Update(uctx, cur)
+		}
+		if err == nil {
+			c.wrote(out)
 		}
 		return err
 	})

@@ -109,6 +109,9 @@ type Controller struct {
 	// by pod UID and entry name, so a retry never creates a second one.
 	mu       sync.Mutex
 	expected map[types.UID]map[string]string
+	// written is the resourceVersion of the controller's last write of a
+	// claim, by UID, until the cache shows that version.
+	written map[types.UID]uint64
 }
 
 // New creates a controller over the factory's pod, claim, claim template,
@@ -128,7 +131,7 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 		createFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "resource_controller_create_failures_total", Help: "ResourceClaim creations from templates that failed.",
 		}),
-		expected: map[types.UID]map[string]string{},
+		expected: map[types.UID]map[string]string{}, written: map[types.UID]uint64{},
 	}
 	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
 		if err := opts.Registry.Register(m); err != nil {
@@ -249,6 +252,9 @@ func (c *Controller) onClaimDelete(obj any) {
 	if !ok {
 		return
 	}
+	c.mu.Lock()
+	delete(c.written, m.GetUID())
+	c.mu.Unlock()
 	c.enqueueWaitingPods(m.GetNamespace())
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -343,4 +344,27 @@ func counter(t *testing.T, c *Controller, name string) float64 {
 	}
 	t.Fatalf("no counter %s", name)
 	return 0
+}
+
+// TestCacheBehindOwnWrite: a cached claim older than the controller's own
+// last write of it is not synced (that would only conflict); once the
+// cache shows the write, it is, and the memory of the write is dropped.
+func TestCacheBehindOwnWrite(t *testing.T) {
+	c := &Controller{written: map[types.UID]uint64{}}
+	at := func(rv string) *resourcev1alpha2.ResourceClaim {
+		return &resourcev1alpha2.ResourceClaim{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: rv}}
+	}
+	if c.cacheBehind(at("5")) {
+		t.Fatal("behind without any write")
+	}
+	c.wrote(at("10"))
+	if !c.cacheBehind(at("9")) {
+		t.Fatal("a copy older than the controller's write is not behind")
+	}
+	if c.cacheBehind(at("10")) || len(c.written) != 0 {
+		t.Fatalf("the copy of the write itself is behind, or the write is still remembered: %v", c.written)
+	}
+	if c.cacheBehind(at("9")) {
+		t.Fatal("behind after the cache caught up")
+	}
 }
