@@ -70,21 +70,19 @@ func (s *Server) cachedGet(ctx context.Context, k *kind, ns, name string) (runti
 	if err != nil {
 		return nil, err
 	}
-	objs, _, err := c.List(ctx, k.storageKey(ns, name), 0, func(d storage.Decoded) bool {
-		return d.Fields["metadata.name"] == name
-	})
+	cached, ok, _, err := c.Get(ctx, k.storageKey(ns, name), 0)
 	if err != nil {
 		return nil, apiError(k, name, err)
 	}
-	if len(objs) == 0 {
+	if !ok {
 		return nil, apierrors.NewNotFound(k.groupResource(), name)
 	}
-	if o, ok := objs[0].Decoded.Object.(runtime.Object); ok {
+	if o, ok := cached.Decoded.Object.(runtime.Object); ok {
 		cp := o.DeepCopyObject()
-		setRV(cp, objs[0].KV.ModRevision)
+		setRV(cp, cached.KV.ModRevision)
 		return cp, nil
 	}
-	obj, err := decodeStored(k, objs[0].KV.Value, objs[0].KV.ModRevision)
+	obj, err := decodeStored(k, cached.KV.Value, cached.KV.ModRevision)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}

@@ -378,3 +378,29 @@ func TestCacherHidesUndecodableObjects(t *testing.T) {
 		t.Fatalf("cacher lists undecodable objects: %v", keysOf(objs))
 	}
 }
+
+// TestCacherGet: a point read finds exactly the key (not a key it is a
+// prefix of), sees creations, updates and deletions at the revision it
+// waits for, and works with relative and full keys.
+func TestCacherGet(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	c := startCacher(t, s, p, storage.CacherOptions{})
+	rev := must[int64](t)(s.Create(ctx, p+"ns/a-long", encodeObj(nil, "long")))
+	if _, ok, _, err := c.Get(ctx, "ns/a", rev); err != nil || ok {
+		t.Fatalf("Get of a key only a prefix of another: ok=%v err=%v", ok, err)
+	}
+	rev = must[int64](t)(s.Create(ctx, p+"ns/a", encodeObj(nil, "one")))
+	for _, key := range []string{"ns/a", p + "ns/a"} {
+		o, ok, at, err := c.Get(ctx, key, rev)
+		if err != nil || !ok || o.Fields["data"] != "one" || o.ModRevision != rev || at < rev {
+			t.Fatalf("Get(%q) = %+v ok=%v rev=%d err=%v", key, o, ok, at, err)
+		}
+	}
+	rev, _, err := s.Delete(ctx, p+"ns/a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _, err := c.Get(ctx, "ns/a", rev); err != nil || ok {
+		t.Fatalf("Get after delete: ok=%v err=%v", ok, err)
+	}
+}

@@ -34,6 +34,25 @@ func (c *Cacher) List(ctx context.Context, subPrefix string, minRev int64, pred 
 	return c.objects.collect(keyPrefix, pred), c.rev, nil
 }
 
+// Get returns the cached object at key (a full key, or one relative to the
+// cacher's prefix) and the cache revision, after waiting like List for the
+// cache to reach minRev; ok is false when no such object is cached. It
+// does not depend on the key order, so unlike List it never sorts.
+func (c *Cacher) Get(ctx context.Context, key string, minRev int64) (obj CachedObject, ok bool, rev int64, err error) {
+	if err := c.waitReadyBounded(ctx); err != nil {
+		return CachedObject{}, false, 0, err
+	}
+	if err := c.waitFresh(ctx, minRev); err != nil {
+		return CachedObject{}, false, 0, err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if o := c.objects.byKey[c.fullPrefix(key)]; o != nil {
+		return *o, true, c.rev, nil
+	}
+	return CachedObject{}, false, c.rev, nil
+}
+
 // waitFresh waits until the cache revision is at least minRev, asking etcd
 // for progress notifications so that writes outside the prefix also move
 // the cache revision forward.
