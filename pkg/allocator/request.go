@@ -2,9 +2,9 @@ package allocator
 
 import (
 	"fmt"
-	"sync"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"

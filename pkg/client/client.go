@@ -85,7 +85,7 @@ func restClientFor(base *rest.Config, hc *http.Client, gv schema.GroupVersion) (
 	}
 	cfg.ContentType = runtime.ContentTypeJSON
 	cfg.AcceptContentTypes = runtime.ContentTypeJSON
-	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	cfg.NegotiatedSerializer = codecs
 	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create REST client for %s: %w", gv, err)
