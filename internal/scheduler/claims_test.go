@@ -382,3 +382,38 @@ func TestFailedClaimBindingIsRetried(t *testing.T) {
 		t.Errorf("events = %v", f.events)
 	}
 }
+
+// TestFailedBindingFreesDevicesForParkedPods: pa holds the only GPU in
+// memory while its binding runs, so pb is parked as unschedulable; when
+// pa's binding fails (it always does), no API event says the GPU is free,
+// yet pb must move and bind: the safety-net timeout is an hour.
+func TestFailedBindingFreesDevicesForParkedPods(t *testing.T) {
+	f := start(t, Config{}, withDRA)
+	release := make(chan struct{})
+	f.bindHook = func(ctx context.Context, pod string) error {
+		if pod != "pa" {
+			return nil
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return errors.New("connection reset")
+	}
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
+	f.dra.add(t, f.s, draWorld()...)
+	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"), newClaim("a", "small"), newClaim("b", "small"))
+	f.addPod(makePod("pa").Claim("gpu", "a").Obj())
+	eventually(t, "pa to be assumed", func() bool { return f.s.cache.IsAssumed(f.pod("pa").UID) })
+	f.addPod(makePod("pb").Claim("gpu", "b").Obj())
+	eventually(t, "pb to be parked while pa holds the GPU", func() bool {
+		return f.s.queue.Where("default/pb") == queue.Unschedulable
+	})
+	close(release)
+	if node := f.waitNode(t, "pb"); node != "n" {
+		t.Fatalf("pb bound to %q, want n", node)
+	}
+	if n, reserved := f.claimState("b"); n != "n" || len(reserved) != 1 || reserved[0] != "pb" {
+		t.Fatalf("claim b: node %q reserved for %v", n, reserved)
+	}
+}
