@@ -40,6 +40,10 @@ type draSource struct {
 	claimParams client.Lister[*resourcev1alpha2.ResourceClaimParameters]
 	contexts    client.Lister[*resourcev1alpha2.PodSchedulingContext]
 
+	// building serializes objects(): an update applies its claims to the
+	// Objects the previous call built.
+	building sync.Mutex
+
 	mu      sync.Mutex
 	dirty   bool                // list everything again
 	changed map[string]struct{} // claims (namespace/name) with events since cur
@@ -101,6 +105,8 @@ func (d *draSource) touch(claim any) {
 
 // objects returns the current extension, updating it after events.
 func (d *draSource) objects() (*dynamicresources.Objects, error) {
+	d.building.Lock()
+	defer d.building.Unlock()
 	d.mu.Lock()
 	prev, full, changed := d.cur, d.dirty || d.cur == nil, d.changed
 	if !full && len(changed) == 0 {
