@@ -102,14 +102,19 @@ func (r *Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, 
 
 // Watch streams changes from opts.ResourceVersion ("" or "0": first an
 // ADDED event per current object). The watch ends when ctx ends, when the
-// server closes it, or on Stop.
+// server closes it, or on Stop. Events are decoded straight into T (see
+// watchDecoder).
 func (r *Resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
 	req := r.request(r.rc.Get, r.namespace).VersionedParams(&opts, parameterCodec)
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
-	return req.Watch(ctx)
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return watch.NewStreamWatcher(newWatchDecoder(body, r.newObj), watchReporter), nil
 }
 
 // Create stores a new object.
