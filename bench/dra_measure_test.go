@@ -135,11 +135,12 @@ func podNames(prefix string, from, n int) []string {
 }
 
 // measureCeiling is the API server's create rate for plain pods (no
-// scheduler takes them) at the given concurrency, in namespace ns.
-func measureCeiling(ctx context.Context, b *testing.B, c *client.Client, ns string, clients, n int) float64 {
+// scheduler takes them) at the given concurrency, in namespace ns; round
+// names the pods apart from other rounds'.
+func measureCeiling(ctx context.Context, b *testing.B, c *client.Client, ns, round string, clients, n int) float64 {
 	b.Helper()
 	return runParallel(b, clients, n, func(i int) error {
-		p := benchPod(fmt.Sprintf("ceiling-%d", i))
+		p := benchPod(fmt.Sprintf("ceiling-%s-%d", round, i))
 		p.Spec.SchedulerName = "nobody"
 		_, err := c.Pods(ns).Create(ctx, p)
 		return err
