@@ -208,7 +208,17 @@ func (ww *watchWriter) bookmark(rev int64, endOfInitial bool) {
 	if endOfInitial {
 		ann = `,"annotations":{"k8s.io/initial-events-end":"true"}`
 	}
-	obj := `{"kind":` + strconv.Quote(ww.k.gvk.Kind) + `,"apiVersion":` + strconv.Quote(ww.k.gvk.GroupVersion().String()) +
+	// The object is of the kind the watch streams: the resource's own,
+	// or PartialObjectMetadata or Table when the client asked for those
+	// (a metadata informer cannot decode any other kind).
+	kind, apiVersion := ww.k.gvk.Kind, ww.k.gvk.GroupVersion().String()
+	switch {
+	case ww.metadata:
+		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/v1"
+	case ww.table:
+		kind, apiVersion = "Table", "meta.k8s.io/v1"
+	}
+	obj := `{"kind":` + strconv.Quote(kind) + `,"apiVersion":` + strconv.Quote(apiVersion) +
 		`,"metadata":{"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"` + ann + `}}`
 	ww.buf.WriteString(`{"type":"BOOKMARK","object":` + obj + "}\n")
 }

@@ -2,10 +2,12 @@ package client_test
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 )
@@ -66,5 +68,41 @@ func TestMetadataClient(t *testing.T) {
 	}
 	if len(list.Items) != 1 || list.Items[0].Name != "m" || list.Items[0].Labels["app"] != "meta" {
 		t.Fatalf("metadata list = %+v", list.Items)
+	}
+}
+
+// TestMetadataWatchBookmark: a metadata watch's BOOKMARK carries a
+// PartialObjectMetadata, which the metadata client can decode (an event of
+// the resource's own kind would end the watch with a decoding error).
+func TestMetadataWatchBookmark(t *testing.T) {
+	c, ctx := newClient(t), testContext(t)
+	ns := newNamespace(t, c)
+	if _, err := c.Pods(ns).Create(ctx, makePod("m").obj()); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	yes := true
+	w, err := c.Metadata().Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(ns).Watch(ctx, metav1.ListOptions{
+		SendInitialEvents: &yes, AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+	})
+	if err != nil {
+		t.Fatalf("metadata watch: %v", err)
+	}
+	defer w.Stop()
+	for _, want := range []watch.EventType{watch.Added, watch.Bookmark} {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed before %s", want)
+			}
+			m, isMeta := ev.Object.(*metav1.PartialObjectMetadata)
+			if ev.Type != want || !isMeta {
+				t.Fatalf("event %s %#v, want %s of a PartialObjectMetadata", ev.Type, ev.Object, want)
+			}
+			if want == watch.Bookmark && (m.ResourceVersion == "" || m.Annotations[metav1.InitialEventsAnnotationKey] != "true") {
+				t.Fatalf("bookmark %+v, want a resourceVersion and the end-of-initial-events annotation", m.ObjectMeta)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
 	}
 }
