@@ -20,7 +20,7 @@ func describePodDRA(ctx context.Context, s *session, w *describeWriter, u *unstr
 		return
 	}
 	w.line(0, "Claim Status:")
-	for _, name := range podClaimNamesOf(&pod) {
+	for _, name := range pod.ResourceClaimNames() {
 		c, err := s.c.ResourceClaims(pod.Namespace).Get(ctx, name)
 		if err != nil {
 			w.line(1, "%s:\t<%v>", name, err)
@@ -61,22 +61,4 @@ func describePodDRA(ctx context.Context, s *session, w *describeWriter, u *unstr
 	for _, rc := range sc.Status.ResourceClaims {
 		w.line(1, "Unsuitable for %s:\t%s", rc.Name, orNone(strings.Join(rc.UnsuitableNodes, ", ")))
 	}
-}
-
-// podClaimNamesOf lists the claims a pod uses, by name or through the
-// claim generated from a template.
-func podClaimNamesOf(pod *corev1.Pod) []string {
-	var out []string
-	for _, rc := range pod.Spec.ResourceClaims {
-		if rc.ResourceClaimName != nil {
-			out = append(out, *rc.ResourceClaimName)
-			continue
-		}
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == rc.Name && st.ResourceClaimName != nil {
-				out = append(out, *st.ResourceClaimName)
-			}
-		}
-	}
-	return out
 }

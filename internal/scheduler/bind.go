@@ -9,7 +9,6 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 )
 
@@ -46,7 +45,7 @@ func (s *Scheduler) claimsReleased(pod *corev1.Pod) {
 	if s.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return
 	}
-	for _, name := range dynamicresources.ClaimNames(pod) {
+	for _, name := range pod.ResourceClaimNames() {
 		cur, err := s.dra.claims.Get(pod.Namespace, name)
 		if err != nil {
 			continue

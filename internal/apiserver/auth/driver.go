@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -65,7 +64,7 @@ func driverSchedulingContext(a Attributes, lk Lookup) Decision {
 		return deny("%s: look up pod %s/%s: %v", a.User, a.Namespace, a.Name, err)
 	}
 	var errs []error
-	for _, claimName := range podClaimNames(pod) {
+	for _, claimName := range pod.ResourceClaimNames() {
 		claim, err := lookupClaim(lk, a.Namespace, claimName)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("look up resourceclaim %s: %w", claimName, err))
@@ -86,24 +85,6 @@ func driverSchedulingContext(a Attributes, lk Lookup) Decision {
 		reason += " (" + strings.ReplaceAll(err.Error(), "\n", "; ") + ")"
 	}
 	return Decision{Reason: reason}
-}
-
-// podClaimNames lists the ResourceClaim names of a pod: named directly, or
-// generated from a template and recorded in the pod's status.
-func podClaimNames(pod *corev1.Pod) []string {
-	var names []string
-	for _, rc := range pod.Spec.ResourceClaims {
-		if rc.ResourceClaimName != nil {
-			names = append(names, *rc.ResourceClaimName)
-			continue
-		}
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == rc.Name && st.ResourceClaimName != nil {
-				names = append(names, *st.ResourceClaimName)
-			}
-		}
-	}
-	return names
 }
 
 // driverParameters allows writes of claim and class parameters generated

@@ -24,7 +24,7 @@ func (c *Controller) needsContext(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName == "" || pod.DeletionTimestamp != nil || podTerminal(pod) {
 		return false
 	}
-	for _, name := range podClaimNames(pod) {
+	for _, name := range pod.ResourceClaimNames() {
 		claim, err := c.claims.Lister().Get(pod.Namespace, name)
 		if err != nil {
 			continue
@@ -34,24 +34,6 @@ func (c *Controller) needsContext(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// podClaimNames lists the claims the pod uses: named directly, or
-// generated from a template and recorded in its status.
-func podClaimNames(pod *corev1.Pod) []string {
-	var out []string
-	for _, rc := range pod.Spec.ResourceClaims {
-		if rc.ResourceClaimName != nil {
-			out = append(out, *rc.ResourceClaimName)
-			continue
-		}
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == rc.Name && st.ResourceClaimName != nil {
-				out = append(out, *st.ResourceClaimName)
-			}
-		}
-	}
-	return out
 }
 
 // syncContext makes sure a bound pod with pending control-plane claims

@@ -228,18 +228,6 @@ func ClaimsNamed(pod *corev1.Pod) bool {
 	return true
 }
 
-// ClaimNames are the names of the pod's claims known so far (a template's
-// claim once recorded in the pod's status).
-func ClaimNames(pod *corev1.Pod) []string {
-	var out []string
-	for _, pc := range pod.Spec.ResourceClaims {
-		if n := entryClaim(pod, pc); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // entryClaim is the claim name of one entry of pod.spec.resourceClaims,
 // "" while a template's claim is not recorded in the pod's status.
 func entryClaim(pod *corev1.Pod, pc corev1.PodResourceClaim) string {

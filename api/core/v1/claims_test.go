@@ -1,0 +1,27 @@
+package v1
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestResourceClaimNames(t *testing.T) {
+	named, tmpl, generated := "shared", "gpu-tmpl", "p-gpu-x"
+	pod := &Pod{
+		Spec: PodSpec{ResourceClaims: []PodResourceClaim{
+			{Name: "a", ResourceClaimName: &named},
+			{Name: "gpu", ResourceClaimTemplateName: &tmpl},
+			{Name: "late", ResourceClaimTemplateName: &tmpl},
+		}},
+		Status: PodStatus{ResourceClaimStatuses: []PodResourceClaimStatus{
+			{Name: "late"}, // recorded as needing no claim
+			{Name: "gpu", ResourceClaimName: &generated},
+		}},
+	}
+	if got, want := pod.ResourceClaimNames(), []string{"shared", "p-gpu-x"}; !slices.Equal(got, want) {
+		t.Fatalf("ResourceClaimNames() = %v, want %v", got, want)
+	}
+	if got := (&Pod{}).ResourceClaimNames(); got != nil {
+		t.Fatalf("a pod without claims: %v", got)
+	}
+}
