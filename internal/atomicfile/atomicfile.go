@@ -6,6 +6,8 @@
 package atomicfile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,63 @@ func ReadJSON(path string, v any) error {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// ErrCorrupt is matched by the errors of ReadChecksummed for a file that
+// was read but cannot be trusted: not an envelope, a checksum that does
+// not match, or data that does not decode.
+var ErrCorrupt = errors.New("corrupt")
+
+// checksummed is the file WriteChecksummed writes: the JSON of a value and
+// its SHA-256, so that a reader can tell a damaged file from a valid one.
+type checksummed struct {
+	Data     json.RawMessage `json:"data"`
+	Checksum string          `json:"checksum"`
+}
+
+func checksum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// WriteChecksummed replaces path, synced and readable by its owner only,
+// with v as JSON and its checksum, creating path's directory if needed.
+// Checkpoints that a restarted process must be able to trust use it.
+func WriteChecksummed(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	file, err := json.Marshal(checksummed{Data: data, Checksum: checksum(data)})
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("create dir: %w", err)
+	}
+	return WriteFile(path, file, 0o600)
+}
+
+// ReadChecksummed decodes into v what WriteChecksummed wrote at path. A
+// file that cannot be read gives its *fs.PathError (matching
+// fs.ErrNotExist when it is missing); one that cannot be trusted, an error
+// matching ErrCorrupt.
+func ReadChecksummed(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var f checksummed
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("decode %s: %w: %w", path, ErrCorrupt, err)
+	}
+	if checksum(f.Data) != f.Checksum {
+		return fmt.Errorf("%s: %w: checksum mismatch", path, ErrCorrupt)
+	}
+	if err := json.Unmarshal(f.Data, v); err != nil {
+		return fmt.Errorf("decode data of %s: %w: %w", path, ErrCorrupt, err)
 	}
 	return nil
 }

@@ -1,13 +1,9 @@
 package devicemanager
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"allot.dev/allot/internal/atomicfile"
@@ -44,34 +40,20 @@ type allocationEntry struct {
 	Response  []byte   `json:"response,omitempty"`
 }
 
-type checkpointFile struct {
-	Data     json.RawMessage `json:"data"`
-	Checksum string          `json:"checksum"`
-}
-
 func (m *Manager) checkpointPath() string {
 	return filepath.Join(m.opts.CheckpointDir, CheckpointFile)
 }
 
-func checksum(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
 func readCheckpoint(path string) (checkpointData, error) {
-	var f checkpointFile
-	if err := atomicfile.ReadJSON(path, &f); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+	var d checkpointData
+	if err := atomicfile.ReadChecksummed(path, &d); err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return checkpointData{}, nil
+		case errors.Is(err, atomicfile.ErrCorrupt):
+			return checkpointData{}, fmt.Errorf("read checkpoint: %w: %w", ErrCorruptCheckpoint, err)
 		}
 		return checkpointData{}, fmt.Errorf("read checkpoint: %w", err)
-	}
-	if checksum(f.Data) != f.Checksum {
-		return checkpointData{}, fmt.Errorf("read checkpoint %s: %w", path, ErrCorruptCheckpoint)
-	}
-	var d checkpointData
-	if err := json.Unmarshal(f.Data, &d); err != nil {
-		return checkpointData{}, fmt.Errorf("decode checkpoint: %w: %w", ErrCorruptCheckpoint, err)
 	}
 	return d, nil
 }
@@ -87,18 +69,7 @@ func (m *Manager) writeCheckpoint() error {
 	for _, r := range m.devices.snapshot() {
 		d.Resources = append(d.Resources, resourceEntry{Name: r.Name, PreStartRequired: r.Options.PreStartRequired})
 	}
-	data, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	if err := os.MkdirAll(m.opts.CheckpointDir, 0o750); err != nil {
-		return fmt.Errorf("create checkpoint dir: %w", err)
-	}
-	file, err := json.Marshal(checkpointFile{Data: data, Checksum: checksum(data)})
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	if err := atomicfile.WriteFile(m.checkpointPath(), file, 0o600); err != nil {
+	if err := atomicfile.WriteChecksummed(m.checkpointPath(), d); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	return nil

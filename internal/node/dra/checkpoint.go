@@ -1,14 +1,9 @@
 package dra
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,16 +23,6 @@ type checkpointData struct {
 	Claims []claimRecord `json:"claims"`
 }
 
-type checkpointFile struct {
-	Data     json.RawMessage `json:"data"`
-	Checksum string          `json:"checksum"`
-}
-
-func checksum(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
 // loadClaimStore returns a store with the checkpoint at path (none yet:
 // empty; path empty: memory only).
 func loadClaimStore(path string) (*claimStore, error) {
@@ -45,23 +30,15 @@ func loadClaimStore(path string) (*claimStore, error) {
 	if path == "" {
 		return s, nil
 	}
-	var f checkpointFile
-	if err := atomicfile.ReadJSON(path, &f); err != nil {
-		var pathErr *fs.PathError
+	var d checkpointData
+	if err := atomicfile.ReadChecksummed(path, &d); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return s, nil
-		case errors.As(err, &pathErr):
-			return nil, fmt.Errorf("read checkpoint: %w", err)
+		case errors.Is(err, atomicfile.ErrCorrupt):
+			return nil, fmt.Errorf("read checkpoint: %w: %w", ErrCorruptCheckpoint, err)
 		}
-		return nil, fmt.Errorf("read checkpoint: %w: %w", ErrCorruptCheckpoint, err)
-	}
-	if checksum(f.Data) != f.Checksum {
-		return nil, fmt.Errorf("read checkpoint %s: %w", path, ErrCorruptCheckpoint)
-	}
-	var d checkpointData
-	if err := json.Unmarshal(f.Data, &d); err != nil {
-		return nil, fmt.Errorf("decode checkpoint: %w: %w", ErrCorruptCheckpoint, err)
+		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
 	for i := range d.Claims {
 		rec := d.Claims[i]
@@ -80,18 +57,7 @@ func (s *claimStore) save() error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	data, err := json.Marshal(checkpointData{Claims: s.snapshot()})
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	file, err := json.Marshal(checkpointFile{Data: data, Checksum: checksum(data)})
-	if err != nil {
-		return fmt.Errorf("encode checkpoint: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
-		return fmt.Errorf("create checkpoint dir: %w", err)
-	}
-	if err := atomicfile.WriteFile(s.path, file, 0o600); err != nil {
+	if err := atomicfile.WriteChecksummed(s.path, checkpointData{Claims: s.snapshot()}); err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
 	return nil
