@@ -9,12 +9,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/controller/controllerutil"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/pkg/client"
@@ -44,7 +46,8 @@ type draCluster struct {
 	c     *client.Client // the load generator's
 	nodes []string
 	sched *scheduler.Metrics
-	errs  chan error // a component that stopped with an error
+	ctrl  *prometheus.Registry // the claim controller's work queue metrics
+	errs  chan error           // a component that stopped with an error
 }
 
 // startDRACluster starts everything and creates the cluster-wide DRA
@@ -61,7 +64,12 @@ func startDRACluster(ctx context.Context, b *testing.B, nodes int, statusWrites 
 	cl.createClusterObjects(ctx, b)
 
 	f := client.NewFactory(ctrlC, 0)
-	ctrl, err := resourceclaim.New(ctrlC, f, resourceclaim.Options{Logger: quietLogger()})
+	cl.ctrl = prometheus.NewRegistry()
+	queues, err := controllerutil.NewQueueMetrics(cl.ctrl)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctrl, err := resourceclaim.New(ctrlC, f, resourceclaim.Options{Logger: quietLogger(), QueueMetrics: queues})
 	if err != nil {
 		b.Fatal(err)
 	}

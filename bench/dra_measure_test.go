@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -145,6 +146,30 @@ func measureCeiling(ctx context.Context, b *testing.B, c *client.Client, ns, rou
 		_, err := c.Pods(ns).Create(ctx, p)
 		return err
 	})
+}
+
+// settledWrites is writeCounts once the writes that follow the last
+// binding have been made: the Scheduled events of the last pods, which
+// event writers send after the binding, belong to the measured pods too.
+// It waits until no write happened for 300ms (at most 10s).
+func (e *env) settledWrites(b *testing.B) map[string]float64 {
+	b.Helper()
+	total := func(m map[string]float64) (n float64) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	cur := e.writeCounts(b)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		next := e.writeCounts(b)
+		if total(next) == total(cur) {
+			return next
+		}
+		cur = next
+	}
+	return cur
 }
 
 // writeCounts reads apiserver_request_total for the writing verbs, keyed
@@ -410,4 +435,62 @@ func checkAllocations(ctx context.Context, b *testing.B, c *client.Client, want 
 	if len(owner) != want {
 		b.Fatalf("%d instances allocated, want %d", len(owner), want)
 	}
+}
+
+// progress logs, every interval until ctx ends, where the pods are: bound
+// so far, the scheduler's queues, its cycles, and the claim controller's
+// queue. ALLOT_BENCH_PROGRESS=1 turns it on; it tells which stage holds a
+// backlog.
+func (cl *draCluster) progress(ctx context.Context, b *testing.B, w *bindings, interval time.Duration) {
+	if os.Getenv("ALLOT_BENCH_PROGRESS") == "" {
+		return
+	}
+	gauge := func(reg interface {
+		Gather() ([]*dto.MetricFamily, error)
+	}, name, label string) map[string]float64 {
+		out := map[string]float64{}
+		fams, err := reg.Gather()
+		if err != nil {
+			return out
+		}
+		for _, f := range fams {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				v := m.GetGauge().GetValue()
+				if m.GetCounter() != nil {
+					v = m.GetCounter().GetValue()
+				}
+				if h := m.GetHistogram(); h != nil {
+					v = float64(h.GetSampleCount())
+				}
+				for _, l := range m.GetLabel() {
+					if l.GetName() == label {
+						out[l.GetValue()] += v
+					}
+				}
+			}
+		}
+		return out
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			w.mu.Lock()
+			bound := len(w.times)
+			w.mu.Unlock()
+			q := gauge(cl.sched.Registry, "allot_scheduler_pending_pods", "queue")
+			cycles := gauge(cl.sched.Registry, "allot_scheduler_scheduling_attempt_duration_seconds", "result")
+			depth := gauge(cl.ctrl, "workqueue_depth", "name")
+			b.Logf("progress: bound %d; scheduler active %.0f backoff %.0f unschedulable %.0f, cycles %v; claim controller queue %.0f",
+				bound, q["active"], q["backoff"], q["unschedulable"], cycles, depth["resource_claim"])
+		}
+	}()
 }

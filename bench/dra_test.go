@@ -90,6 +90,7 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 		cl.addNamespace(ctx, b, ns)
 	}
 	w := watchBindings(ctx, b, cl.c)
+	cl.progress(ctx, b, w, time.Second)
 	interval := time.Second / time.Duration(envInt("ALLOT_BENCH_RATE", 1000))
 	timeout := 10*time.Minute + time.Duration(pods)*100*time.Millisecond
 
@@ -106,7 +107,7 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	writes0, cycles0 := cl.e.writeCounts(b), schedulerCycles(b, cl.sched)
 	created := createPods(ctx, b, cl.c, "test", measured, benchClients, interval)
 	bound := w.wait(ctx, b, cl.c, "test", measured, timeout)
-	writes, cycles := diffWrites(writes0, cl.e.writeCounts(b), len(measured)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(measured))
+	writes, cycles := diffWrites(writes0, cl.e.settledWrites(b), len(measured)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(measured))
 	cl.check(b)
 	checkAllocations(ctx, b, cl.c, pods)
 	createRate := ceilingMean(ctx, b, cl.c, rateBefore, benchClients, ceilingN)
@@ -156,7 +157,7 @@ func runDRASteadyState(b *testing.B, nodes, inUse int, duration time.Duration, c
 	}
 	// The claim controller's writes for the last batch belong to it.
 	waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
-	writes, cycles := diffWrites(writes0, cl.e.writeCounts(b), len(created)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(created))
+	writes, cycles := diffWrites(writes0, cl.e.settledWrites(b), len(created)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(created))
 	cl.check(b)
 	checkAllocations(ctx, b, cl.c, inUse)
 	createRate := ceilingMean(ctx, b, cl.c, rateBefore, steadyBatch, ceilingN)

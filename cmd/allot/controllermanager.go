@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -46,4 +49,6 @@ func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
 	f.DurationVar(&cfg.GCResync, "gc-resync", 0, "how often the garbage collector re-examines every object (default 10m)")
 	f.DurationVar(&cfg.GCRediscovery, "gc-rediscovery", 0, "how often the garbage collector re-discovers resources (default 30s)")
 	f.IntVar(&cfg.GCWorkers, "gc-workers", 0, "garbage collector workers (default 4)")
+	f.IntVar(&cfg.ClaimWorkers, "concurrent-resource-claim-syncs", 0,
+		fmt.Sprintf("pods and claims the ResourceClaim controller syncs at once (default %d)", resourceclaim.DefaultWorkers))
 }

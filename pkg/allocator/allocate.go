@@ -54,7 +54,7 @@ func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error)
 // builds the allocations of the one it picks.
 func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	node := st.model.node
-	res := &Result{Node: node}
+	res := &Result{Node: node, req: req}
 	res.CapacityBefore = st.Capacity()
 	res.CapacityAfter = res.CapacityBefore
 	if len(req.reasons) > 0 {
@@ -108,7 +108,7 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	}
 	if len(res.Reasons) == 0 {
 		res.Fits = true
-		res.req, res.model, res.chosen = req, st.model, chosen
+		res.model, res.chosen = st.model, chosen
 	}
 	return finish(res), nil
 }
@@ -142,6 +142,22 @@ func (r *Request) flat(d string, dm *driverModel, ds *driverState) (assign []int
 		return nil, &failure{mask: 1, need: need, capacity: free}, true
 	}
 	return assign, nil, true
+}
+
+// For returns, for req, the result that Check gives req on the node state
+// r was checked on; r must come from Check (not Allocate) of a request
+// with the same non-empty Signature as req. Only the claims change: a
+// caller that remembers results per node state (the scheduler, across
+// pods built from one template) answers from it without searching again.
+func (r *Result) For(req *Request) *Result {
+	if r.req == req || r.req == nil {
+		return r
+	}
+	out := *r
+	out.req = req
+	out.Allocations = nil
+	out.Reasons = req.rebind(r.req, r.Reasons)
+	return &out
 }
 
 // Build returns the allocation results of a fitting Result, parallel to

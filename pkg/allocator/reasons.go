@@ -92,6 +92,8 @@ type Reason struct {
 	Clause string
 	// Message is the whole explanation, for people.
 	Message string
+
+	detail string // Message without the claim, requests and driver
 }
 
 func (r Reason) String() string { return r.Message }
@@ -117,7 +119,7 @@ func newReason(code ReasonCode, claim, driver string, requests []string, clause,
 	}
 	b.WriteString(detail)
 	return Reason{Code: code, Claim: claim, Driver: driver, Requests: requests, Clause: clause,
-		Message: strings.TrimSpace(b.String())}
+		Message: strings.TrimSpace(b.String()), detail: detail}
 }
 
 // abbreviate lists up to four names, then how many more there are.

@@ -50,7 +50,10 @@ type Request struct {
 	kinds   map[string][]*kindOf // per driver
 	reasons []Reason             // pod-level: the pod fits no node
 
-	reasonMemo sync.Map // reasonKey -> []Reason, shared by the nodes checked in parallel
+	reasonMemo sync.Map // reasonKey -> []Reason, rebindKey -> Reason; shared by the nodes checked in parallel
+
+	sigOnce sync.Once
+	sig     string
 }
 
 // item is one required instance of one claim.
@@ -104,6 +107,79 @@ func (r *Request) Unresolvable() []Reason { return r.reasons }
 
 // Claims returns the prepared claims, in the order of Result.Allocations.
 func (r *Request) Claims() []*Claim { return r.claims }
+
+// Signature is equal for two requests exactly when Check answers them
+// alike on every node state, apart from the names of their claims (see
+// Result.For): the same classes at the same resourceVersion and, per
+// driver, the same predicates and the same requests of the same claims in
+// the same order. It is "" for a request whose answers are not to be
+// shared: one with pod-level reasons, a claim that is already allocated
+// (its allocation and reservations are its own), or a class without a
+// resourceVersion to tell its versions apart.
+func (r *Request) Signature() string {
+	r.sigOnce.Do(func() { r.sig = r.signature() })
+	return r.sig
+}
+
+func (r *Request) signature() string {
+	if len(r.reasons) > 0 || len(r.claims) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, c := range r.claims {
+		if !r.pending[i] || c.Class == nil || c.Class.ResourceVersion == "" {
+			return ""
+		}
+		fmt.Fprintf(&b, "c%q%q%q;", c.Class.Name, c.Class.UID, c.Class.ResourceVersion)
+	}
+	for _, d := range r.drivers {
+		fmt.Fprintf(&b, "d%q", d)
+		for _, k := range r.kinds[d] {
+			fmt.Fprintf(&b, "k%q%q", k.key, k.class)
+		}
+		for _, it := range r.items[d] {
+			fmt.Fprintf(&b, "i%d,%d,%q", it.claim, it.kind, it.name)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// rebindKey names one reason of a result for request from, as rebound
+// for another request.
+type rebindKey struct {
+	from *Request
+	msg  string
+}
+
+// rebind returns reasons of a Check of request from, which has the same
+// Signature as r, naming r's claims instead of from's. Claims are matched
+// by position; every node that shares a reason shares its rebinding.
+func (r *Request) rebind(from *Request, reasons []Reason) []Reason {
+	if len(reasons) == 0 {
+		return nil
+	}
+	out := make([]Reason, len(reasons))
+	for i, x := range reasons {
+		k := rebindKey{from: from, msg: x.Message}
+		if v, ok := r.reasonMemo.Load(k); ok {
+			out[i] = v.(Reason)
+			continue
+		}
+		y := x
+		if x.Claim != "" {
+			for j, c := range from.claims {
+				if c.Key() == x.Claim {
+					y = newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)
+					break
+				}
+			}
+		}
+		r.reasonMemo.Store(k, y)
+		out[i] = y
+	}
+	return out
+}
 
 // checkClaim decides whether a claim still needs allocating and whether the
 // pod may use it at all.

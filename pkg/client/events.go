@@ -21,9 +21,9 @@ import (
 // EventRecorder limits. A repeated event (same object, type, reason and
 // message) within the remembered set updates the existing Event.
 const (
-	eventQueueSize      = 1000 // over all writers
+	eventQueueSize      = 2000 // over all writers
 	eventCacheSize      = 4096 // over all writers
-	eventWriters        = 4
+	eventWriters        = 8
 	eventWriteTimeout   = 10 * time.Second
 	eventMaxNameLength  = 253
 	eventMaxMessageSize = 4096

@@ -32,9 +32,12 @@ type Config struct {
 	// checked.
 	NodeMonitorGracePeriod time.Duration
 	NodeMonitorPeriod      time.Duration
-	// GCWorkers and NamespaceWorkers size the work queues' worker pools.
+	// GCWorkers, NamespaceWorkers and ClaimWorkers size the work queues'
+	// worker pools (ClaimWorkers: the ResourceClaim controller's, default
+	// resourceclaim.DefaultWorkers).
 	GCWorkers        int
 	NamespaceWorkers int
+	ClaimWorkers     int
 	// GCResync and GCRediscovery tune the garbage collector.
 	GCResync      time.Duration
 	GCRediscovery time.Duration
@@ -55,6 +58,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.NamespaceWorkers == 0 {
 		cfg.NamespaceWorkers = 2
+	}
+	if cfg.ClaimWorkers == 0 {
+		cfg.ClaimWorkers = resourceclaim.DefaultWorkers
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
@@ -105,7 +111,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("garbage collector", func() error { return collector.Run(ctx, cfg.GCWorkers) })
 	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
-	run("resourceclaim controller", func() error { return claims.Run(ctx, resourceclaim.DefaultWorkers) })
+	run("resourceclaim controller", func() error { return claims.Run(ctx, cfg.ClaimWorkers) })
 	wg.Wait()
 	factory.Shutdown()
 	select {

@@ -71,9 +71,12 @@ const reservedPodIndex = "resourceclaim-controller-reserved-pod"
 const ownerPodIndex = "resourceclaim-controller-owner-pod"
 
 // DefaultWorkers is how many claims and pods the controller syncs at once
-// in the controller manager: each sync waits on API round trips, so more
-// workers than cores keep the pipeline full.
-const DefaultWorkers = 8
+// in the controller manager. A pod's sync is two sequential writes (the
+// claim, then the pod's status), each waiting on etcd's fsync; with 8
+// workers the controller, not the scheduler, held the backlog of
+// BenchmarkDRA (bench/README.md), and etcd batches concurrent writes into
+// one fsync, so many workers cost goroutines, not disk.
+const DefaultWorkers = 32
 
 type objKind int
 

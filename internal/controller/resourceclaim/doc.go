@@ -44,5 +44,5 @@
 // index on their owner pod, templates with the API server as fallback);
 // all writes go through the API server with a deadline and retry on
 // conflicts with fresh reads. The controller manager runs DefaultWorkers
-// workers.
+// workers (--concurrent-resource-claim-syncs).
 package resourceclaim

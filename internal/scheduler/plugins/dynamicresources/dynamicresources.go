@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -44,6 +45,49 @@ type DynamicResources struct {
 	reserved map[string]*memClaim    // by claim key
 	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
 	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
+
+	checked checkedCache
+}
+
+// checkedCache remembers, per node, the last allocator.Check result with
+// the node state and request Signature it answered. Pods from one template
+// have requests of equal signature, and between two such pods only the
+// nodes that took a pod change state, so the next pod's filter answers
+// every other node from here instead of checking it again.
+type checkedCache struct {
+	mu   sync.RWMutex
+	m    map[string]checked
+	hits atomic.Int64 // answers reused, for tests
+}
+
+type checked struct {
+	state *allocator.NodeState
+	sig   string
+	res   *allocator.Result
+}
+
+// checkedCacheMax bounds checkedCache: past it (nodes come and go) the
+// cache starts over.
+const checkedCacheMax = 1 << 16
+
+func (c *checkedCache) get(node string, st *allocator.NodeState, sig string) *allocator.Result {
+	c.mu.RLock()
+	e, ok := c.m[node]
+	c.mu.RUnlock()
+	if !ok || e.state != st || e.sig != sig {
+		return nil
+	}
+	c.hits.Add(1)
+	return e.res
+}
+
+func (c *checkedCache) put(node string, st *allocator.NodeState, sig string, res *allocator.Result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= checkedCacheMax {
+		c.m = map[string]checked{}
+	}
+	c.m[node] = checked{state: st, sig: sig, res: res}
 }
 
 // ticket is one reserved pod's pending binding on a (node, driver): later
@@ -86,6 +130,8 @@ func (*DynamicResources) Name() string { return Name }
 type stateData struct {
 	objects *Objects
 	req     *allocator.Request
+	sig     string                                  // req.Signature()
+	checked *checkedCache                           // the plugin's, shared across cycles
 	base    map[string]string                       // claim key -> resourceVersion decided on
 	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
 	reasons []allocator.Reason                      // pod-level rejection
@@ -125,7 +171,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
 	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{},
-		context: ownContext(objs, pod)}
+		context: ownContext(objs, pod), checked: &p.checked}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
@@ -141,6 +187,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		return st
 	}
 	s.req = allocator.Prepare(pod, claims)
+	s.sig = s.req.Signature()
 	if rs := s.req.Unresolvable(); len(rs) > 0 {
 		s.reasons = rs
 		return podLevelStatus(rs)
@@ -307,18 +354,35 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 }
 
 // allocate checks the claims on a node once per cycle; Reserve builds
-// the allocations of the chosen node only.
+// the allocations of the chosen node only. A node whose state is the one
+// an earlier pod with a request of the same signature was checked on
+// takes that answer (see checkedCache); nodes with in-memory allocations
+// of pods in flight are always checked.
 func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
 	if r, ok := s.results.Load(node.Name); ok {
 		return r.(*allocator.Result), nil
 	}
 	ns := s.objects.NodeState(node)
-	if extra := s.extra[node.Name]; len(extra) > 0 {
-		ns = ns.WithAllocated(extra...)
+	extra := s.extra[node.Name]
+	reuse := s.sig != "" && len(extra) == 0 && s.checked != nil
+	if reuse {
+		if prev := s.checked.get(node.Name, ns, s.sig); prev != nil {
+			res := prev.For(s.req)
+			s.results.Store(node.Name, res)
+			return res, nil
+		}
 	}
-	res, err := allocator.Check(ctx, s.req, ns)
+	st := ns
+	if len(extra) > 0 {
+		st = ns.WithAllocated(extra...)
+	}
+	res, err := allocator.Check(ctx, s.req, st)
 	if err != nil {
 		return nil, err
+	}
+	if reuse {
+		own := *res // callers of Result may change theirs
+		s.checked.put(node.Name, ns, s.sig, &own)
 	}
 	s.results.Store(node.Name, res)
 	return res, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -386,5 +387,88 @@ func TestClaimsReady(t *testing.T) {
 	}
 	if p.ClaimsReady(podUsing("q", "a"), stale) {
 		t.Fatal("another pod's binding made the claim ready for q")
+	}
+}
+
+// TestFilterReusesChecksAcrossPods: pods whose claims have the same shape
+// share the allocator's answer for a node whose state is unchanged, with
+// the reasons naming each pod's own claim; a node whose claims changed, or
+// that holds in-memory allocations, is checked again.
+func TestFilterReusesChecksAcrossPods(t *testing.T) {
+	ctx := context.Background()
+	versioned := func(claims ...*resourceapi.ResourceClaim) dynamicresources.Lists {
+		l := baseLists(t, claims...)
+		l.Classes[0].ResourceVersion = "3"
+		return l
+	}
+	onGPU := func(name, gpu string) *resourceapi.ResourceClaim {
+		c := claim(name, "small")
+		c.Status.Allocation = &resourceapi.AllocationResult{
+			AvailableOnNodes: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+				{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}}},
+			ResourceHandles: []resourceapi.ResourceHandle{{DriverName: driver, StructuredData: &resourceapi.StructuredResourceHandle{
+				NodeName: "n1", Partitionable: &resourceapi.PartitionableAllocationResult{Instances: []resourceapi.AllocatedResourceInstance{{ID: gpu}}}}}},
+		}
+		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "pod-" + name, UID: types.UID("uid-pod-" + name)}}
+		return c
+	}
+	p := dynamicresources.New()
+
+	// Both GPUs taken: the second pod gets the first pod's answer, about
+	// its own claim.
+	full := snapshotOf(versioned(onGPU("a", "gpu-0"), onGPU("b", "gpu-1"), claim("c", "small"), claim("d", "small")), "n1")
+	if _, st := cycle(t, p, full, podUsing("pod-c", "c")); st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), "claim default/c") {
+		t.Fatalf("pod-c on a full node: %s %q", st.Code(), st.Message())
+	}
+	if p.ReusedChecks() != 0 {
+		t.Fatalf("%d reused answers before a second pod", p.ReusedChecks())
+	}
+	_, st := cycle(t, p, full, podUsing("pod-d", "d"))
+	if st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), "claim default/d") || strings.Contains(st.Message(), "default/c") {
+		t.Fatalf("pod-d on a full node: %s %q, want its own claim named", st.Code(), st.Message())
+	}
+	if p.ReusedChecks() != 1 {
+		t.Fatalf("pod-d: %d reused answers, want 1", p.ReusedChecks())
+	}
+
+	// b freed: the node's state changed, so the answer is new.
+	freed := snapshotOf(versioned(onGPU("a", "gpu-0"), claim("b", "small"), claim("c", "small"), claim("d", "small")), "n1")
+	stateC, st := cycle(t, p, freed, podUsing("pod-c", "c"))
+	if !st.IsSuccess() {
+		t.Fatalf("pod-c after b was freed: %q", st.Message())
+	}
+	if p.ReusedChecks() != 1 {
+		t.Fatalf("a changed node answered from the cache (%d reused)", p.ReusedChecks())
+	}
+	// pod-c holds the free GPU in memory: pod-d must not take the cached
+	// "fits" of the same node state.
+	if st := p.Reserve(ctx, stateC, podUsing("pod-c", "c"), "n1"); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	if _, st := cycle(t, p, freed, podUsing("pod-d", "d")); st.Code() != framework.Unschedulable {
+		t.Fatalf("pod-d with the last GPU reserved by pod-c: %s %q, want Unschedulable", st.Code(), st.Message())
+	}
+	p.Unreserve(ctx, stateC, podUsing("pod-c", "c"), "n1")
+	stateD, st := cycle(t, p, freed, podUsing("pod-d", "d"))
+	if !st.IsSuccess() || p.ReusedChecks() != 2 {
+		t.Fatalf("pod-d after Unreserve: %q, %d reused answers, want success and 2", st.Message(), p.ReusedChecks())
+	}
+	// The reused answer builds pod-d's own allocation.
+	if st := p.Reserve(ctx, stateD, podUsing("pod-d", "d"), "n1"); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	b := &corev1.Binding{}
+	if st := p.ContributeBinding(ctx, stateD, podUsing("pod-d", "d"), "n1", b); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	if len(b.ResourceClaims) != 1 || b.ResourceClaims[0].Name != "d" || b.ResourceClaims[0].Allocation == nil {
+		t.Fatalf("pod-d's binding: %+v", b.ResourceClaims)
+	}
+	alloc, err := json.Marshal(b.ResourceClaims[0].Allocation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(alloc), `"gpu-1"`) || strings.Contains(string(alloc), `"gpu-0"`) {
+		t.Fatalf("pod-d's allocation %s, want the free gpu-1", alloc)
 	}
 }
