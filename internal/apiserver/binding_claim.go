@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -22,7 +24,7 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 	if !podUsesClaim(pod, bc.Name) {
 		return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
 	}
-	obj, err := s.getObj(ctx, ck, pod.Namespace, bc.Name)
+	obj, err := s.readClaimForBinding(ctx, ck, pod.Namespace, bc)
 	if err != nil {
 		return storage.Op{}, nil, err
 	}
@@ -70,6 +72,22 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 		return storage.Op{}, nil, apierrors.NewInternalError(err)
 	}
 	return storage.Update(ck.storageKey(claim.Namespace, claim.Name), data, rev), structured, nil
+}
+
+// readClaimForBinding reads a claim of a binding: from the watch cache
+// when the cache holds the very version the binding was decided on
+// (bc.ResourceVersion), else from etcd. Either way the transaction
+// compares the claim's revision, so a claim changed since fails the
+// binding exactly as a read from etcd would have.
+func (s *Server) readClaimForBinding(ctx context.Context, ck *kind, ns string, bc corev1.BindingResourceClaim) (runtime.Object, error) {
+	if bc.ResourceVersion != "" && ctx.Value(freshKey{}) == nil {
+		if obj, err := s.cachedGet(ctx, ck, ns, bc.Name); err == nil {
+			if acc, err := meta.Accessor(obj); err == nil && acc.GetResourceVersion() == bc.ResourceVersion {
+				return obj, nil
+			}
+		}
+	}
+	return s.getObj(ctx, ck, ns, bc.Name)
 }
 
 // reserveFor adds the pod to the claim's reservedFor, checking that the

@@ -83,6 +83,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ri
 func (s *Server) deleteObj(ctx context.Context, k *kind, ri *requestInfo, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	var deleted bool
 	out, err := s.guaranteedUpdate(ctx, k, ns, name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
+		deleted = false // fn may run again, on a fresher cur
 		acc, _ := meta.Accessor(cur)
 		if err := checkPreconditions(k, acc, opts); err != nil {
 			return nil, nil, err

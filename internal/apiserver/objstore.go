@@ -185,13 +185,33 @@ type updateFunc func(cur runtime.Object) (runtime.Object, []storage.Op, error)
 
 // guaranteedUpdate reads, applies fn and writes, retrying on conflicts.
 func (s *Server) guaranteedUpdate(ctx context.Context, k *kind, ns, name string, fn updateFunc) (runtime.Object, error) {
-	for i := 0; ; i++ {
-		cur, err := s.getObj(ctx, k, ns, name)
-		if err != nil {
-			return nil, err
+	// The first attempt starts from the watch cache, which saves a read
+	// and a decode from etcd: the write compares the revision, so a stale
+	// copy only fails it. A stale copy could also mislead fn (a spurious
+	// conflict, a refusal, "no change"), so then the update starts over
+	// from etcd before anything is answered. Neither counts as a retry.
+	tryCache := true
+	for i := 0; ; {
+		var cur runtime.Object
+		cached := false
+		if tryCache {
+			tryCache = false
+			if obj, err := s.cachedGet(ctx, k, ns, name); err == nil {
+				cur, cached = obj, true
+			}
+		}
+		if cur == nil {
+			obj, err := s.getObj(ctx, k, ns, name)
+			if err != nil {
+				return nil, err
+			}
+			cur = obj
 		}
 		curRev, _ := revisionOf(cur)
 		next, extra, err := fn(cur.DeepCopyObject())
+		if cached && (err != nil || next == nil) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +219,10 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *kind, ns, name string,
 			return cur, nil
 		}
 		out, err := s.writeObj(ctx, k, next, curRev, extra)
-		if apierrors.IsConflict(err) && i < maxUpdateRetries {
+		if apierrors.IsConflict(err) && (cached || i < maxUpdateRetries) {
+			if !cached {
+				i++
+			}
 			continue
 		}
 		return out, err

@@ -47,6 +47,44 @@ type DynamicResources struct {
 	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
 	checked checkedCache
+	derived derivedCache
+}
+
+// derivedCache remembers, per node, the node state with the in-memory
+// allocations of pods in flight applied (NodeState.WithAllocated), with
+// the base state and claims it was derived from. While bindings are in
+// flight every cycle needs the same derived states; rebuilding them per
+// cycle cost more than checking the nodes, and a derived state that is
+// the same object lets checkedCache answer for its node too.
+type derivedCache struct {
+	mu sync.RWMutex
+	m  map[string]derivedState
+}
+
+type derivedState struct {
+	base  *allocator.NodeState
+	extra []*resourceapi.ResourceClaim
+	state *allocator.NodeState
+}
+
+// withAllocated returns base with the claims extra (in-memory claims,
+// which are not modified while in flight) applied.
+func (c *derivedCache) withAllocated(node string, base *allocator.NodeState, extra []*resourceapi.ResourceClaim) *allocator.NodeState {
+	c.mu.RLock()
+	e, ok := c.m[node]
+	c.mu.RUnlock()
+	if ok && e.base == base && len(e.extra) == len(extra) &&
+		!slices.ContainsFunc(extra, func(x *resourceapi.ResourceClaim) bool { return !slices.Contains(e.extra, x) }) {
+		return e.state
+	}
+	st := base.WithAllocated(extra...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= checkedCacheMax {
+		c.m = map[string]derivedState{}
+	}
+	c.m[node] = derivedState{base: base, extra: slices.Clone(extra), state: st}
+	return st
 }
 
 // checkedCache remembers, per node, the last allocator.Check result with
@@ -132,6 +170,7 @@ type stateData struct {
 	req     *allocator.Request
 	sig     string                                  // req.Signature()
 	checked *checkedCache                           // the plugin's, shared across cycles
+	derived *derivedCache                           // the plugin's, shared across cycles
 	base    map[string]string                       // claim key -> resourceVersion decided on
 	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
 	reasons []allocator.Reason                      // pod-level rejection
@@ -171,7 +210,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
 	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{},
-		context: ownContext(objs, pod), checked: &p.checked}
+		context: ownContext(objs, pod), checked: &p.checked, derived: &p.derived}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
@@ -354,27 +393,29 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 }
 
 // allocate checks the claims on a node once per cycle; Reserve builds
-// the allocations of the chosen node only. A node whose state is the one
-// an earlier pod with a request of the same signature was checked on
-// takes that answer (see checkedCache); nodes with in-memory allocations
-// of pods in flight are always checked.
+// the allocations of the chosen node only. A node whose state (with the
+// in-memory allocations of pods in flight) is the one an earlier pod with
+// a request of the same signature was checked on takes that answer (see
+// checkedCache).
 func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
 	if r, ok := s.results.Load(node.Name); ok {
 		return r.(*allocator.Result), nil
 	}
-	ns := s.objects.NodeState(node)
-	extra := s.extra[node.Name]
-	reuse := s.sig != "" && len(extra) == 0 && s.checked != nil
+	st := s.objects.NodeState(node)
+	if extra := s.extra[node.Name]; len(extra) > 0 {
+		if s.derived != nil {
+			st = s.derived.withAllocated(node.Name, st, extra)
+		} else {
+			st = st.WithAllocated(extra...)
+		}
+	}
+	reuse := s.sig != "" && s.checked != nil
 	if reuse {
-		if prev := s.checked.get(node.Name, ns, s.sig); prev != nil {
+		if prev := s.checked.get(node.Name, st, s.sig); prev != nil {
 			res := prev.For(s.req)
 			s.results.Store(node.Name, res)
 			return res, nil
 		}
-	}
-	st := ns
-	if len(extra) > 0 {
-		st = ns.WithAllocated(extra...)
 	}
 	res, err := allocator.Check(ctx, s.req, st)
 	if err != nil {
@@ -382,7 +423,7 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 	}
 	if reuse {
 		own := *res // callers of Result may change theirs
-		s.checked.put(node.Name, ns, s.sig, &own)
+		s.checked.put(node.Name, st, s.sig, &own)
 	}
 	s.results.Store(node.Name, res)
 	return res, nil

@@ -432,7 +432,7 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 	}
 
 	// b freed: the node's state changed, so the answer is new.
-	freed := snapshotOf(versioned(onGPU("a", "gpu-0"), claim("b", "small"), claim("c", "small"), claim("d", "small")), "n1")
+	freed := snapshotOf(versioned(onGPU("a", "gpu-0"), claim("b", "small"), claim("c", "small"), claim("d", "small"), claim("e", "small")), "n1")
 	stateC, st := cycle(t, p, freed, podUsing("pod-c", "c"))
 	if !st.IsSuccess() {
 		t.Fatalf("pod-c after b was freed: %q", st.Message())
@@ -441,34 +441,44 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 		t.Fatalf("a changed node answered from the cache (%d reused)", p.ReusedChecks())
 	}
 	// pod-c holds the free GPU in memory: pod-d must not take the cached
-	// "fits" of the same node state.
+	// "fits" of the node without it; pod-e, with the same reservation in
+	// flight, shares pod-d's answer.
 	if st := p.Reserve(ctx, stateC, podUsing("pod-c", "c"), "n1"); !st.IsSuccess() {
 		t.Fatal(st.Message())
 	}
-	if _, st := cycle(t, p, freed, podUsing("pod-d", "d")); st.Code() != framework.Unschedulable {
-		t.Fatalf("pod-d with the last GPU reserved by pod-c: %s %q, want Unschedulable", st.Code(), st.Message())
+	for i, pod := range []string{"d", "e"} {
+		_, st := cycle(t, p, freed, podUsing("pod-"+pod, pod))
+		if st.Code() != framework.Unschedulable || !strings.Contains(st.Message(), "claim default/"+pod) {
+			t.Fatalf("pod-%s with the last GPU reserved by pod-c: %s %q, want Unschedulable about its claim", pod, st.Code(), st.Message())
+		}
+		if got := p.ReusedChecks(); got != int64(1+i) {
+			t.Fatalf("pod-%s: %d reused answers, want %d", pod, got, 1+i)
+		}
 	}
 	p.Unreserve(ctx, stateC, podUsing("pod-c", "c"), "n1")
-	stateD, st := cycle(t, p, freed, podUsing("pod-d", "d"))
-	if !st.IsSuccess() || p.ReusedChecks() != 2 {
-		t.Fatalf("pod-d after Unreserve: %q, %d reused answers, want success and 2", st.Message(), p.ReusedChecks())
+	if _, st := cycle(t, p, freed, podUsing("pod-d", "d")); !st.IsSuccess() {
+		t.Fatalf("pod-d after Unreserve: %q", st.Message())
 	}
-	// The reused answer builds pod-d's own allocation.
-	if st := p.Reserve(ctx, stateD, podUsing("pod-d", "d"), "n1"); !st.IsSuccess() {
+	stateE, st := cycle(t, p, freed, podUsing("pod-e", "e"))
+	if !st.IsSuccess() || p.ReusedChecks() != 3 {
+		t.Fatalf("pod-e: %q, %d reused answers, want success and 3", st.Message(), p.ReusedChecks())
+	}
+	// The reused answer builds pod-e's own allocation.
+	if st := p.Reserve(ctx, stateE, podUsing("pod-e", "e"), "n1"); !st.IsSuccess() {
 		t.Fatal(st.Message())
 	}
 	b := &corev1.Binding{}
-	if st := p.ContributeBinding(ctx, stateD, podUsing("pod-d", "d"), "n1", b); !st.IsSuccess() {
+	if st := p.ContributeBinding(ctx, stateE, podUsing("pod-e", "e"), "n1", b); !st.IsSuccess() {
 		t.Fatal(st.Message())
 	}
-	if len(b.ResourceClaims) != 1 || b.ResourceClaims[0].Name != "d" || b.ResourceClaims[0].Allocation == nil {
-		t.Fatalf("pod-d's binding: %+v", b.ResourceClaims)
+	if len(b.ResourceClaims) != 1 || b.ResourceClaims[0].Name != "e" || b.ResourceClaims[0].Allocation == nil {
+		t.Fatalf("pod-e's binding: %+v", b.ResourceClaims)
 	}
 	alloc, err := json.Marshal(b.ResourceClaims[0].Allocation)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(alloc), `"gpu-1"`) || strings.Contains(string(alloc), `"gpu-0"`) {
-		t.Fatalf("pod-d's allocation %s, want the free gpu-1", alloc)
+		t.Fatalf("pod-e's allocation %s, want the free gpu-1", alloc)
 	}
 }

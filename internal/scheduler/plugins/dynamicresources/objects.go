@@ -210,6 +210,11 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 		}
 		out.allocated[n] = list
 	}
+	changed := make(map[string]bool, len(touched))
+	for n := range touched {
+		changed[n] = true
+	}
+	out.states = o.states.copyExcept(changed)
 	out.once.Do(func() {})
 	return out
 }
@@ -249,6 +254,9 @@ func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node
 // allocated on it are the same.
 func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 	o.once.Do(o.indexAllocated)
+	if st := o.states.verified(node.Name, node); st != nil {
+		return st
+	}
 	model, claims := o.Model(node.Name), o.allocated[node.Name]
 	if st := o.states.get(node.Name, model, node, claims); st != nil {
 		return st
@@ -334,25 +342,50 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 }
 
 // stateCache holds one base NodeState per node with the claims it was
-// built from.
+// built from. An entry is verified when it is known to match the model
+// and allocated claims of the node in the Objects that owns the cache:
+// built from them, checked against them, or carried over by
+// WithClaimUpdates for a node none of whose claims changed. A verified
+// entry only needs the node object compared, under a read lock.
 type stateCache struct {
-	mu sync.Mutex
+	mu sync.RWMutex
 	m  map[string]cachedState
 }
 
 type cachedState struct {
-	claims []*resourceapi.ResourceClaim
-	state  *allocator.NodeState
+	claims   []*resourceapi.ResourceClaim
+	state    *allocator.NodeState
+	verified bool
+}
+
+// verified returns the node's state if its entry is verified and was
+// built for the same node object; nil otherwise.
+func (c *stateCache) verified(name string, node *corev1.Node) *allocator.NodeState {
+	c.mu.RLock()
+	e, ok := c.m[name]
+	c.mu.RUnlock()
+	if !ok || !e.verified || !sameObject(e.state.Node(), node) {
+		return nil
+	}
+	return e.state
 }
 
 // get returns the node's state if it was built from the same model, node
-// object and claims; nil otherwise.
+// object and claims, and marks it verified; nil otherwise.
 func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node, claims []*resourceapi.ResourceClaim) *allocator.NodeState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
 	e, ok := c.m[name]
+	c.mu.RUnlock()
 	if !ok || e.state.Model() != model || !sameObject(e.state.Node(), node) || !sameSet(e.claims, claims) {
 		return nil
+	}
+	if !e.verified {
+		c.mu.Lock()
+		if cur, ok := c.m[name]; ok && cur.state == e.state {
+			cur.verified = true
+			c.m[name] = cur
+		}
+		c.mu.Unlock()
 	}
 	return e.state
 }
@@ -360,17 +393,33 @@ func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node,
 func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[name] = cachedState{claims: claims, state: st}
+	c.m[name] = cachedState{claims: claims, state: st, verified: true}
 }
 
 // copy returns a new cache with the entries whose model keep accepts (all
-// when keep is nil).
+// when keep is nil), none of them verified.
 func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stateCache {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	out := &stateCache{m: make(map[string]cachedState, len(c.m))}
 	for n, e := range c.m {
 		if keep == nil || keep(n, e.state.Model()) {
+			e.verified = false
+			out.m[n] = e
+		}
+	}
+	return out
+}
+
+// copyExcept returns a new cache without the entries of the nodes in
+// changed; the others stay verified if they were: for them, the new
+// Objects has the same model and allocated claims.
+func (c *stateCache) copyExcept(changed map[string]bool) *stateCache {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &stateCache{m: make(map[string]cachedState, len(c.m))}
+	for n, e := range c.m {
+		if !changed[n] {
 			out.m[n] = e
 		}
 	}

@@ -174,6 +174,10 @@ func TestWithClaimUpdates(t *testing.T) {
 	if _, ok := cur.Claim("default", "c"); ok {
 		t.Fatal("deleted claim c is still there")
 	}
+	// A changed node object gets a new state, carried over or not.
+	if cur.NodeState(schedtest.MakeNode("n2").Obj()) == st2 {
+		t.Fatal("n2's state survived a change of the node object")
+	}
 	if got := o.NodeState(n1).Capacity(); got != 1 {
 		t.Fatalf("the first Objects changed: n1 capacity %d, want 1", got)
 	}
