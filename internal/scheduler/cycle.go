@@ -94,6 +94,12 @@ func resultOf(st *framework.Status) string {
 func (s *Scheduler) scheduleFailed(ctx, cctx context.Context, qp *queue.QueuedPod, state *framework.CycleState, d *framework.Diagnosis, start time.Time) {
 	s.observeAttempt(resultOf(d.Status), start)
 	f := failure{status: d.Status, message: d.Message(), rejectedBy: d.RejectingPlugins(), condition: true}
+	if d.Status.Code() == framework.Wait && qp.Attempts <= 1 && dynamicresources.AwaitsRecordedClaims(state) {
+		// Its claims' events are on their way: park the pod for them
+		// without a condition or an event. Should one never come, the
+		// next attempt reports the wait.
+		f.condition, f.quiet = false, true
+	}
 	if d.Status.IsRejected() {
 		if pf := s.fw.RunPostFilter(cctx, state, qp.Pod, d); pf.IsSuccess() && pf != nil {
 			f.retrySoon = true
@@ -120,6 +126,7 @@ type failure struct {
 	message    string   // for people; default status.Message()
 	rejectedBy []string // plugins whose events may help
 	condition  bool     // write PodScheduled=False (ResourceClaimsAllocated=False in a claim cycle)
+	quiet      bool     // no FailedScheduling event
 	retrySoon  bool     // retry after backoff instead of waiting for an event
 	claims     bool     // a claim cycle's failure
 	// write, when set, is an API write the attempt decided on (a
@@ -150,7 +157,9 @@ func (s *Scheduler) finish(ctx context.Context, qp *queue.QueuedPod, f failure) 
 		if f.claims {
 			event = ReasonFailedResourceClaimAllocation
 		}
-		s.events.Eventf(qp.Pod, corev1.EventTypeWarning, event, "%s", f.message)
+		if !f.quiet {
+			s.events.Eventf(qp.Pod, corev1.EventTypeWarning, event, "%s", f.message)
+		}
 		switch {
 		case f.status.Code() == framework.Error || f.retrySoon:
 			s.queue.Backoff(qp)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,5 +35,66 @@ func TestPendingPodGatedUntilTemplateClaimRecorded(t *testing.T) {
 	}
 	if patches, _ := f.counts(); patches != 0 {
 		t.Fatalf("%d status patches, want none: the pod never waited in a cycle", patches)
+	}
+}
+
+// A pod whose status records its template claim before the scheduler's
+// claim informer has the claim waits for it quietly on its first attempt:
+// no PodScheduled=False patch, no FailedScheduling event; the claim's
+// event moves it, and it is bound.
+func TestRecordedClaimNotSeenYetWaitsQuietly(t *testing.T) {
+	f := start(t, Config{}, withDRA)
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
+	f.dra.add(t, f.s, draWorld()...)
+	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
+	f.addPod(makePod("p").ClaimTemplate("gpu", "t").Obj())
+	name := "p-gpu"
+	f.updatePodStatus("p", func(st *corev1.PodStatus) {
+		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for f.s.queue.Where("default/p") != queue.Unschedulable {
+		if time.Now().After(deadline) {
+			t.Fatalf("pod in %q, want parked after its attempt", f.s.queue.Where("default/p"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the attempt's writes, had there been any
+	if patches, events := f.counts(); patches+events != 0 {
+		t.Fatalf("%d status patches and %d events while the claim's event is on its way, want none", patches, events)
+	}
+	f.dra.add(t, f.s, newClaim("p-gpu", "small"))
+	if node := f.waitNode(t, "p"); node != "n" {
+		t.Fatalf("bound to %q, want n", node)
+	}
+	if patches, _ := f.counts(); patches != 0 {
+		t.Fatalf("%d status patches, want none", patches)
+	}
+}
+
+// Should the recorded claim never show up, the next attempt (here after
+// the unschedulable timeout) reports the wait.
+func TestRecordedClaimNeverSeenIsReported(t *testing.T) {
+	f := start(t, Config{UnschedulableTimeout: 100 * time.Millisecond}, withDRA)
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
+	f.dra.add(t, f.s, draWorld()...)
+	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
+	f.addPod(makePod("p").ClaimTemplate("gpu", "t").Obj())
+	name := "p-gpu"
+	f.updatePodStatus("p", func(st *corev1.PodStatus) {
+		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if patches, events := f.counts(); patches > 0 && events > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wait for a claim that never shows up was never reported")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c := PodScheduledCondition(f.pod("p")); c == nil || !strings.Contains(c.Message, "waiting for resource claim default/p-gpu") {
+		t.Fatalf("PodScheduled condition %+v, want the wait for default/p-gpu", c)
 	}
 }

@@ -61,7 +61,7 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 		res.Reasons = slices.Clone(req.reasons)
 		return finish(res), nil
 	}
-	res.Reasons = append(res.Reasons, req.nodeReasons(st)...)
+	res.Reasons = joinReasons(res.Reasons, req.nodeReasons(st))
 	if len(res.Reasons) > 0 {
 		return finish(res), nil
 	}
@@ -75,13 +75,13 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	for _, d := range req.drivers {
 		dm := st.model.drivers[d]
 		if dm == nil {
-			res.Reasons = append(res.Reasons, req.driverMissing(d)...)
+			res.Reasons = joinReasons(res.Reasons, req.driverMissing(d))
 			continue
 		}
 		ds := st.stateOf(d)
 		if assign, f, ok := req.flat(d, dm, ds); ok {
 			if f != nil {
-				res.Reasons = append(res.Reasons, req.explain(d, dm, ds, req.masks(d, dm), f)...)
+				res.Reasons = joinReasons(res.Reasons, req.explain(d, dm, ds, req.masks(d, dm), f))
 				continue
 			}
 			res.CapacityAfter -= len(assign)
@@ -100,7 +100,7 @@ func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 			return nil, fmt.Errorf("allocate on node %s, driver %s: %w", node, d, err)
 		}
 		if !ok {
-			res.Reasons = append(res.Reasons, req.explain(d, dm, ds, masks, f)...)
+			res.Reasons = joinReasons(res.Reasons, req.explain(d, dm, ds, masks, f))
 			continue
 		}
 		res.CapacityAfter -= int(before - s.rootCap)
@@ -179,6 +179,18 @@ func (r *Result) Build() []*resourceapi.AllocationResult {
 	out := make([]*resourceapi.AllocationResult, len(r.req.claims))
 	r.req.build(out, r.chosen, r.model)
 	return out
+}
+
+// joinReasons appends more to rs. When rs is empty it returns more itself:
+// the memoized reasons of a request (reasonsFor) are then shared by every
+// node that gives them, which lets Result.For and its callers work once
+// per distinct set of reasons instead of once per node. Shared slices are
+// clipped, so an append by a caller copies them.
+func joinReasons(rs, more []Reason) []Reason {
+	if len(rs) == 0 {
+		return slices.Clip(more)
+	}
+	return append(rs, more...)
 }
 
 func finish(r *Result) *Result {

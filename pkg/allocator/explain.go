@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,7 +45,7 @@ func (r *Request) explain(d string, dm *driverModel, ds *driverState, masks []ui
 			continue
 		}
 		code, clause, detail := r.explainKind(k, d, dm)
-		out = append(out, r.reasonsFor(d, 1<<k, explanation{code, clause, detail})...)
+		out = joinReasons(out, r.reasonsFor(d, 1<<k, explanation{code, clause, detail}))
 	}
 	if len(out) > 0 {
 		return out
@@ -90,6 +91,7 @@ func (r *Request) reasonsFor(d string, kinds uint64, e explanation) []Reason {
 	for _, g := range r.groupByClaim(d, func(it item) bool { return kinds&(1<<it.kind) != 0 }) {
 		out = append(out, newReason(e.code, g.claim, d, g.names, e.clause, e.detail))
 	}
+	out = slices.Clip(out)
 	r.reasonMemo.Store(key, out)
 	return out
 }

@@ -50,7 +50,7 @@ type Request struct {
 	kinds   map[string][]*kindOf // per driver
 	reasons []Reason             // pod-level: the pod fits no node
 
-	reasonMemo sync.Map // reasonKey -> []Reason, rebindKey -> Reason; shared by the nodes checked in parallel
+	reasonMemo sync.Map // reasonKey, rebindKey -> []Reason; shared by the nodes checked in parallel
 
 	sigOnce sync.Once
 	sig     string
@@ -145,39 +145,41 @@ func (r *Request) signature() string {
 	return b.String()
 }
 
-// rebindKey names one reason of a result for request from, as rebound
-// for another request.
+// rebindKey names a slice of reasons of a result for request from, by
+// its first element: Check shares the slices of reasons that many nodes
+// give (see joinReasons), so one rebinding serves them all.
 type rebindKey struct {
-	from *Request
-	msg  string
+	from  *Request
+	first *Reason
+	n     int
 }
 
 // rebind returns reasons of a Check of request from, which has the same
 // Signature as r, naming r's claims instead of from's. Claims are matched
-// by position; every node that shares a reason shares its rebinding.
+// by position. The result is shared by every caller with the same slice
+// and must not be modified.
 func (r *Request) rebind(from *Request, reasons []Reason) []Reason {
 	if len(reasons) == 0 {
 		return nil
 	}
+	k := rebindKey{from: from, first: &reasons[0], n: len(reasons)}
+	if v, ok := r.reasonMemo.Load(k); ok {
+		return v.([]Reason)
+	}
 	out := make([]Reason, len(reasons))
 	for i, x := range reasons {
-		k := rebindKey{from: from, msg: x.Message}
-		if v, ok := r.reasonMemo.Load(k); ok {
-			out[i] = v.(Reason)
+		out[i] = x
+		if x.Claim == "" {
 			continue
 		}
-		y := x
-		if x.Claim != "" {
-			for j, c := range from.claims {
-				if c.Key() == x.Claim {
-					y = newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)
-					break
-				}
+		for j, c := range from.claims {
+			if c.Key() == x.Claim {
+				out[i] = newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)
+				break
 			}
 		}
-		r.reasonMemo.Store(k, y)
-		out[i] = y
 	}
+	r.reasonMemo.Store(k, out)
 	return out
 }
 

@@ -33,23 +33,25 @@ func parallelizeUntil(ctx context.Context, workers, pieces int, stop *atomic.Boo
 	chunks := (pieces + chunk - 1) / chunk
 	workers = min(workers, chunks)
 	var next atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(workers)
-	for range workers {
-		go func() {
-			defer wg.Done()
-			for !stopped() {
-				c := int(next.Add(1)) - 1
-				if c >= chunks {
-					return
-				}
-				end := min((c+1)*chunk, pieces)
-				for i := c * chunk; i < end; i++ {
-					fn(i)
-				}
+	work := func() {
+		for !stopped() {
+			c := int(next.Add(1)) - 1
+			if c >= chunks {
+				return
 			}
-		}()
+			end := min((c+1)*chunk, pieces)
+			for i := c * chunk; i < end; i++ {
+				fn(i)
+			}
+		}
 	}
+	// The caller is one of the workers: on a busy machine, a cycle then
+	// does not wait for every worker goroutine to be scheduled.
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -174,9 +175,10 @@ type stateData struct {
 	base    map[string]string                       // claim key -> resourceVersion decided on
 	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
 	reasons []allocator.Reason                      // pod-level rejection
-	results *sync.Map                               // node -> *allocator.Result
-	chosen  []*resourceapi.ResourceClaim            // Reserve: the claims after binding
-	newly   []bool                                  // per chosen: allocated by this pod
+	unseen  int                                     // of reasons: template claims recorded in the pod's status, not in Objects
+	results *nodeResults
+	chosen  []*resourceapi.ResourceClaim // Reserve: the claims after binding
+	newly   []bool                       // per chosen: allocated by this pod
 
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
@@ -186,8 +188,7 @@ type stateData struct {
 // Clone implements framework.StateData. Results are immutable values.
 func (s *stateData) Clone() framework.StateData {
 	cp := *s
-	cp.results = &sync.Map{}
-	s.results.Range(func(k, v any) bool { cp.results.Store(k, v); return true })
+	cp.results = s.results.clone()
 	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
 	cp.cp = slices.Clone(s.cp)
 	return &cp
@@ -209,12 +210,12 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
-	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: &sync.Map{},
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(),
 		context: ownContext(objs, pod), checked: &p.checked, derived: &p.derived}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
-		if objs.claims[k].Status.Allocation != nil {
+		if c, ok := objs.claims.get(k); ok && c.Status.Allocation != nil {
 			continue // counted on its node already; the overlay adds reservations only
 		}
 		for _, n := range structuredNodes(c) {
@@ -250,13 +251,16 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 		key := pod.Namespace + "/" + name
 		claim, ok := overlay[key]
 		if !ok {
-			claim, ok = s.objects.claims[key]
+			claim, ok = s.objects.claims.get(key)
 		}
 		if !ok {
 			waiting = append(waiting, s.wait(allocator.ReasonClaimNotFound, key, "resource claim "+key))
+			if pc.ResourceClaimTemplateName != nil {
+				s.unseen++
+			}
 			continue
 		}
-		if base, ok := s.objects.claims[key]; ok {
+		if base, ok := s.objects.claims.get(key); ok {
 			s.base[key] = base.ResourceVersion
 		}
 		if class, ok := s.objects.controlPlane(claim); ok {
@@ -353,7 +357,7 @@ func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*resou
 	defer p.mu.Unlock()
 	out := map[string]*resourceapi.ResourceClaim{}
 	for k, m := range p.reserved {
-		cur, ok := objs.claims[k]
+		cur, ok := objs.claims.get(k)
 		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
 			delete(p.reserved, k)
 			continue
@@ -389,7 +393,7 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 	if res.Fits {
 		return nil
 	}
-	return nodeStatus(res.Reasons)
+	return s.results.status(res.Reasons)
 }
 
 // allocate checks the claims on a node once per cycle; Reserve builds
@@ -398,8 +402,8 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 // a request of the same signature was checked on takes that answer (see
 // checkedCache).
 func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
-	if r, ok := s.results.Load(node.Name); ok {
-		return r.(*allocator.Result), nil
+	if r, ok := s.results.load(node.Name); ok {
+		return r, nil
 	}
 	st := s.objects.NodeState(node)
 	if extra := s.extra[node.Name]; len(extra) > 0 {
@@ -413,7 +417,7 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 	if reuse {
 		if prev := s.checked.get(node.Name, st, s.sig); prev != nil {
 			res := prev.For(s.req)
-			s.results.Store(node.Name, res)
+			s.results.store(node.Name, res)
 			return res, nil
 		}
 	}
@@ -425,8 +429,67 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 		own := *res // callers of Result may change theirs
 		s.checked.put(node.Name, st, s.sig, &own)
 	}
-	s.results.Store(node.Name, res)
+	s.results.store(node.Name, res)
 	return res, nil
+}
+
+// nodeResults are one cycle's allocator answers by node, and the Filter
+// statuses made of their reasons, one per distinct slice of reasons: nodes
+// that give the same reasons share them (see allocator.Result.For), and a
+// framework.Status is never modified (WithPlugin copies it).
+type nodeResults struct {
+	mu       sync.Mutex
+	byNode   map[string]*allocator.Result
+	statuses map[reasonsKey]*framework.Status
+}
+
+// reasonsKey names a slice of reasons, which the cycle's results keep
+// alive, by its first element and length.
+type reasonsKey struct {
+	first *allocator.Reason
+	n     int
+}
+
+func newNodeResults() *nodeResults {
+	return &nodeResults{byNode: map[string]*allocator.Result{}, statuses: map[reasonsKey]*framework.Status{}}
+}
+
+func (r *nodeResults) load(node string) (*allocator.Result, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.byNode[node]
+	return res, ok
+}
+
+func (r *nodeResults) store(node string, res *allocator.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byNode[node] = res
+}
+
+// status returns the Filter status of a node rejected for rs.
+func (r *nodeResults) status(rs []allocator.Reason) *framework.Status {
+	if len(rs) == 0 {
+		return nodeStatus(rs)
+	}
+	k := reasonsKey{first: &rs[0], n: len(rs)}
+	r.mu.Lock()
+	st, ok := r.statuses[k]
+	r.mu.Unlock()
+	if ok {
+		return st
+	}
+	st = nodeStatus(rs)
+	r.mu.Lock()
+	r.statuses[k] = st
+	r.mu.Unlock()
+	return st
+}
+
+func (r *nodeResults) clone() *nodeResults {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &nodeResults{byNode: maps.Clone(r.byNode), statuses: maps.Clone(r.statuses)}
 }
 
 // nodeStatus: instances that are in use may free up (Unschedulable); a

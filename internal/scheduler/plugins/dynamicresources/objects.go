@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,13 +53,13 @@ type Objects struct {
 	claimParams    map[string]*resourceapi.ResourceClaimParameters // namespace/name
 	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
 	vendor         map[vendorKey]*unstructured.Unstructured
-	claims         map[string]*resourceapi.ResourceClaim        // namespace/name
+	claims         layered[*resourceapi.ResourceClaim]          // namespace/name
 	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models         *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states         *stateCache                                  // copied by WithClaims and Next
 
 	once      sync.Once
-	allocated map[string][]*resourceapi.ResourceClaim // by node, from structured handles
+	allocated layered[[]*resourceapi.ResourceClaim] // by node, from structured handles
 }
 
 type claimGenKey struct {
@@ -81,7 +80,6 @@ func NewObjects(l Lists) *Objects {
 		claimParams:    map[string]*resourceapi.ResourceClaimParameters{},
 		claimParamsGen: map[claimGenKey]*resourceapi.ResourceClaimParameters{},
 		vendor:         map[vendorKey]*unstructured.Unstructured{},
-		claims:         map[string]*resourceapi.ResourceClaim{},
 		contexts:       map[string]*resourceapi.PodSchedulingContext{},
 		models:         &modelCache{m: map[string]cachedModel{}},
 		states:         &stateCache{m: map[string]cachedState{}},
@@ -130,9 +128,11 @@ func NewObjects(l Lists) *Objects {
 		gvk := u.GroupVersionKind()
 		o.vendor[vendorKey{gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName()}] = u
 	}
+	claims := make(map[string]*resourceapi.ResourceClaim, len(l.Claims))
 	for _, c := range l.Claims {
-		o.claims[claimKey(c)] = c
+		claims[claimKey(c)] = c
 	}
+	o.claims = newLayered(claims)
 	return o
 }
 
@@ -145,14 +145,12 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
 		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states.copy(nil),
-		claims: make(map[string]*resourceapi.ResourceClaim, len(o.claims)+len(claims)),
 	}
-	for k, v := range o.claims {
-		out.claims[k] = v
-	}
+	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
 	for _, c := range claims {
-		out.claims[claimKey(c)] = c
+		set[claimKey(c)] = c
 	}
+	out.claims = o.claims.with(set, nil)
 	return out
 }
 
@@ -167,8 +165,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	out := &Objects{
 		revision: revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states.copy(nil),
-		claims: maps.Clone(o.claims), allocated: maps.Clone(o.allocated),
+		vendor: o.vendor, contexts: o.contexts, models: o.models,
 	}
 	// Per node touched: the claims that leave its list and those that join.
 	type change struct{ drop, add []*resourceapi.ResourceClaim }
@@ -181,35 +178,42 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 		}
 		return c
 	}
+	setClaims := make(map[string]*resourceapi.ResourceClaim, len(upd))
+	var delClaims []string
 	for k, c := range upd {
-		if old, ok := o.claims[k]; ok {
+		if old, ok := o.claims.get(k); ok {
 			for _, n := range structuredNodes(old) {
 				at(n).drop = append(at(n).drop, old)
 			}
 		}
 		if c == nil {
-			delete(out.claims, k)
+			delClaims = append(delClaims, k)
 			continue
 		}
-		out.claims[k] = c
+		setClaims[k] = c
 		for _, n := range structuredNodes(c) {
 			at(n).add = append(at(n).add, c)
 		}
 	}
+	out.claims = o.claims.with(setClaims, delClaims)
+	setNodes := make(map[string][]*resourceapi.ResourceClaim, len(touched))
+	var delNodes []string
 	for n, c := range touched {
-		list := make([]*resourceapi.ResourceClaim, 0, len(out.allocated[n])+len(c.add))
-		for _, x := range out.allocated[n] {
+		prev, _ := o.allocated.get(n)
+		list := make([]*resourceapi.ResourceClaim, 0, len(prev)+len(c.add))
+		for _, x := range prev {
 			if !slices.Contains(c.drop, x) {
 				list = append(list, x)
 			}
 		}
 		list = append(list, c.add...)
 		if len(list) == 0 {
-			delete(out.allocated, n)
+			delNodes = append(delNodes, n)
 			continue
 		}
-		out.allocated[n] = list
+		setNodes[n] = list
 	}
+	out.allocated = o.allocated.with(setNodes, delNodes)
 	changed := make(map[string]bool, len(touched))
 	for n := range touched {
 		changed[n] = true
@@ -221,8 +225,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 
 // Claim returns the claim namespace/name.
 func (o *Objects) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
-	c, ok := o.claims[namespace+"/"+name]
-	return c, ok
+	return o.claims.get(namespace + "/" + name)
 }
 
 // Context returns the PodSchedulingContext namespace/name (named after
@@ -234,10 +237,8 @@ func (o *Objects) Context(namespace, name string) (*resourceapi.PodSchedulingCon
 
 // Claims returns every claim, sorted by namespace and name.
 func (o *Objects) Claims() []*resourceapi.ResourceClaim {
-	out := make([]*resourceapi.ResourceClaim, 0, len(o.claims))
-	for _, c := range o.claims {
-		out = append(out, c)
-	}
+	out := make([]*resourceapi.ResourceClaim, 0, o.claims.len())
+	o.claims.each(func(_ string, c *resourceapi.ResourceClaim) { out = append(out, c) })
 	slices.SortFunc(out, compareClaims)
 	return out
 }
@@ -257,7 +258,8 @@ func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 	if st := o.states.verified(node.Name, node); st != nil {
 		return st
 	}
-	model, claims := o.Model(node.Name), o.allocated[node.Name]
+	claims, _ := o.allocated.get(node.Name)
+	model := o.Model(node.Name)
 	if st := o.states.get(node.Name, model, node, claims); st != nil {
 		return st
 	}
@@ -270,19 +272,20 @@ func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 // particular order. It runs for every snapshot, so it avoids per-claim
 // allocations.
 func (o *Objects) indexAllocated() {
-	o.allocated = map[string][]*resourceapi.ResourceClaim{}
-	for _, c := range o.claims {
+	allocated := map[string][]*resourceapi.ResourceClaim{}
+	o.claims.each(func(_ string, c *resourceapi.ResourceClaim) {
 		if c.Status.Allocation == nil {
-			continue
+			return
 		}
 		hs := c.Status.Allocation.ResourceHandles
 		for i, h := range hs {
 			if h.StructuredData == nil || onNodeBefore(hs[:i], h.StructuredData.NodeName) {
 				continue
 			}
-			o.allocated[h.StructuredData.NodeName] = append(o.allocated[h.StructuredData.NodeName], c)
+			allocated[h.StructuredData.NodeName] = append(allocated[h.StructuredData.NodeName], c)
 		}
-	}
+	})
+	o.allocated = newLayered(allocated)
 }
 
 // onNodeBefore reports whether one of hs is a structured handle on node.

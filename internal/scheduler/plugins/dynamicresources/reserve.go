@@ -110,11 +110,10 @@ func (p *DynamicResources) awaitEarlier(ctx context.Context, keys [][2]string, s
 // bound returns the pod's claims as the binding to nodeName will leave
 // them, and which of them the pod allocates.
 func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.ResourceClaim, []bool, error) {
-	r, ok := s.results.Load(nodeName)
+	res, ok := s.results.load(nodeName)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName)
 	}
-	res := r.(*allocator.Result)
 	if !res.Fits {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the claims do not fit", Name, nodeName)
 	}
@@ -271,10 +270,20 @@ func Result(state *framework.CycleState, node string) *allocator.Result {
 	if !ok {
 		return nil
 	}
-	if r, ok := s.results.Load(node); ok {
-		return r.(*allocator.Result)
+	if r, ok := s.results.load(node); ok {
+		return r
 	}
 	return nil
+}
+
+// AwaitsRecordedClaims reports whether the cycle's pod waits only for
+// claims that its template entries name in its status but the snapshot
+// does not have yet. The claim controller records a claim only after
+// creating it, so that is the lag between the scheduler's pod and claim
+// informers, over in milliseconds when the claim's event arrives.
+func AwaitsRecordedClaims(state *framework.CycleState) bool {
+	s, ok := readState(state)
+	return ok && s.unseen > 0 && s.unseen == len(s.reasons)
 }
 
 // PodReasons returns why PreFilter rejected the pod or made it wait, with
