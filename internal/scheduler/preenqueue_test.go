@@ -43,15 +43,7 @@ func TestPendingPodGatedUntilTemplateClaimRecorded(t *testing.T) {
 // no PodScheduled=False patch, no FailedScheduling event; the claim's
 // event moves it, and it is bound.
 func TestRecordedClaimNotSeenYetWaitsQuietly(t *testing.T) {
-	f := start(t, Config{}, withDRA)
-	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
-	f.dra.add(t, f.s, draWorld()...)
-	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
-	f.addPod(makePod("p").ClaimTemplate("gpu", "t").Obj())
-	name := "p-gpu"
-	f.updatePodStatus("p", func(st *corev1.PodStatus) {
-		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
-	})
+	f := recordedBeforeSeen(t, Config{})
 	deadline := time.Now().Add(10 * time.Second)
 	for f.s.queue.Where("default/p") != queue.Unschedulable {
 		if time.Now().After(deadline) {
@@ -75,15 +67,7 @@ func TestRecordedClaimNotSeenYetWaitsQuietly(t *testing.T) {
 // Should the recorded claim never show up, the next attempt (here after
 // the unschedulable timeout) reports the wait.
 func TestRecordedClaimNeverSeenIsReported(t *testing.T) {
-	f := start(t, Config{UnschedulableTimeout: 100 * time.Millisecond}, withDRA)
-	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
-	f.dra.add(t, f.s, draWorld()...)
-	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
-	f.addPod(makePod("p").ClaimTemplate("gpu", "t").Obj())
-	name := "p-gpu"
-	f.updatePodStatus("p", func(st *corev1.PodStatus) {
-		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
-	})
+	f := recordedBeforeSeen(t, Config{UnschedulableTimeout: 100 * time.Millisecond})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if patches, events := f.counts(); patches > 0 && events > 0 {
@@ -97,4 +81,21 @@ func TestRecordedClaimNeverSeenIsReported(t *testing.T) {
 	if c := PodScheduledCondition(f.pod("p")); c == nil || !strings.Contains(c.Message, "waiting for resource claim default/p-gpu") {
 		t.Fatalf("PodScheduled condition %+v, want the wait for default/p-gpu", c)
 	}
+}
+
+// recordedBeforeSeen starts a scheduler with a node and the DRA objects
+// but claim p-gpu, and a pod p whose status records p-gpu as the claim of
+// its template entry.
+func recordedBeforeSeen(t *testing.T, cfg Config) *fakeCluster {
+	t.Helper()
+	f := start(t, cfg, withDRA)
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
+	f.dra.add(t, f.s, draWorld()...)
+	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
+	f.addPod(makePod("p").ClaimTemplate("gpu", "t").Obj())
+	name := "p-gpu"
+	f.updatePodStatus("p", func(st *corev1.PodStatus) {
+		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
+	})
+	return f
 }
