@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	kjson "sigs.k8s.io/json"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // watchDecoder decodes a watch stream of one kind. client-go's decoder
@@ -20,7 +21,13 @@ import (
 // scanned four times and decoded once. The kind of a typed client's watch
 // is known, so this decoder reads the event's envelope and decodes the
 // object straight into a new T. As client-go's does, it clears the
-// objects' TypeMeta.
+// objects' TypeMeta. Objects are decoded with encoding/json's v2 engine
+// (github.com/go-json-experiment/json), about twice as fast as the v1
+// engine for API objects and with half the allocations; its defaults
+// match what a client needs of the server's output: names match case-
+// sensitively, as Kubernetes' decoder does, unknown fields are ignored,
+// and the API types' own UnmarshalJSON methods (times, quantities, raw
+// extensions, unstructured objects) are used as they are.
 type watchDecoder[T runtime.Object] struct {
 	body   io.ReadCloser
 	dec    *json.Decoder
@@ -55,7 +62,7 @@ func (d *watchDecoder[T]) Decode() (watch.EventType, runtime.Object, error) {
 	if len(ev.Object) == 0 {
 		return "", nil, fmt.Errorf("watch event %s has no object", ev.Type)
 	}
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(ev.Object, obj); err != nil {
+	if err := jsonv2.Unmarshal(ev.Object, obj); err != nil {
 		return "", nil, fmt.Errorf("decode %s watch event: %w", ev.Type, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
