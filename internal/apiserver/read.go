@@ -19,7 +19,10 @@ import (
 // decoderFor builds the watch cache decoder of a kind: labels and
 // selectable fields, from one decode per stored change.
 func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
-	keepObject := k.gvk.Group == "" && k.resource == "namespaces"
+	// Admission reads namespaces on every create, and every binding reads
+	// its node: keep those decoded. They are few next to pods and claims,
+	// whose decoded copies would multiply the cache's memory.
+	keepObject := k.gvk.Group == "" && (k.resource == "namespaces" || k.resource == "nodes")
 	return func(key string, value []byte) (storage.Decoded, error) {
 		if k.lightDecode != nil {
 			return k.lightDecode(value)
@@ -30,7 +33,6 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 		}
 		d := storage.Decoded{Labels: labelsOf(obj), Fields: k.fieldSet(obj)}
 		if keepObject {
-			// Admission reads namespaces on every create: keep them decoded.
 			d.Object = obj
 		}
 		return d, nil

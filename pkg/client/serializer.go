@@ -1,7 +1,11 @@
 package client
 
 import (
+	"reflect"
+	"slices"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -182,7 +186,7 @@ func newClientSerializer() clientSerializer {
 	var infos []runtime.SerializerInfo
 	for _, info := range base.SupportedMediaTypes() {
 		if info.MediaType == runtime.ContentTypeJSON {
-			info.Serializer = mk(false, false)
+			info.Serializer = typedSerializer{mk(false, false)}
 			info.PrettySerializer = mk(true, false)
 			info.StrictSerializer = mk(false, true)
 			if info.StreamSerializer != nil {
@@ -197,6 +201,40 @@ func newClientSerializer() clientSerializer {
 }
 
 func (s clientSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
+
+// typedSerializer is the JSON serializer with a fast path for the common
+// decode: a response into a typed API object of the response's own kind
+// (a created pod into a *Pod, a list into a *PodList). That one is decoded
+// with encoding/json's v2 engine, about twice as fast as the v1 engine
+// with half the allocations (see watchDecoder). Everything else (no
+// target, unstructured targets, a Status where an object was expected, a
+// document without its kind) goes through the serializer itself, as does
+// a document the v2 engine refuses.
+type typedSerializer struct{ *json.Serializer }
+
+// Decode implements runtime.Decoder.
+func (s typedSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into == nil || defaults != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	switch into.(type) {
+	case runtime.Unstructured, *runtime.Unknown:
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	kinds, _, err := scheme.Scheme.ObjectKinds(into)
+	if err != nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	actual, err := topLevelMeta{}.Interpret(data)
+	if err != nil || actual.Kind == "" || actual.Version == "" || !slices.Contains(kinds, *actual) {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	if err := jsonv2.Unmarshal(data, into); err != nil {
+		reflect.ValueOf(into).Elem().SetZero()
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	return into, actual, nil
+}
 
 func (s clientSerializer) EncoderForVersion(e runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
 	return runtime.WithVersionEncoder{Version: gv, Encoder: e, ObjectTyper: scheme.Scheme}

@@ -52,6 +52,15 @@ func TestWatchDecoder(t *testing.T) {
 	if _, _, err := d.Decode(); err != io.EOF {
 		t.Fatalf("end of stream: %v, want io.EOF", err)
 	}
+	// The object before the type, an unknown field, an event without object.
+	d = newWatchDecoder(io.NopCloser(strings.NewReader(`{"object":{"metadata":{"name":"b"}},"extra":[1,{"x":2}],"type":"DELETED"} {"type":"ADDED"}`)),
+		func() *corev1.Pod { return &corev1.Pod{} })
+	if typ, obj, err := d.Decode(); err != nil || typ != watch.Deleted || obj.(*corev1.Pod).Name != "b" {
+		t.Fatalf("object first: %s %#v %v", typ, obj, err)
+	}
+	if _, _, err := d.Decode(); err == nil || !strings.Contains(err.Error(), "has no object") {
+		t.Fatalf("no object: %v", err)
+	}
 	d = newWatchDecoder(io.NopCloser(strings.NewReader(`{"type":"ADDED","object":{"metadata":`)), func() *corev1.Pod { return &corev1.Pod{} })
 	if _, _, err := d.Decode(); err == nil || err == io.EOF {
 		t.Fatalf("cut stream: %v, want an error other than io.EOF", err)

@@ -2,7 +2,7 @@ package client
 
 import (
 	"bytes"
-	"encoding/json"
+	stdjson "encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	kjson "sigs.k8s.io/json"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -27,6 +28,89 @@ import (
 // field the API types have: times, quantities, raw extensions, maps,
 // pointers, escapes, empty values.
 func TestWatchDecoderMatchesKubernetesDecoder(t *testing.T) {
+	for i, obj := range sampleObjects(t) {
+		data, err := stdjson.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, want); err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		stream := `{"type":"MODIFIED","object":` + string(data) + "}\n"
+		d := newWatchDecoder(io.NopCloser(strings.NewReader(stream)), func() runtime.Object {
+			return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
+		})
+		_, got, err := d.Decode()
+		if err != nil {
+			t.Fatalf("object %d (%T): %v", i, obj, err)
+		}
+		want.GetObjectKind().SetGroupVersionKind(got.GetObjectKind().GroupVersionKind())
+		sameObject(t, i, want, got)
+	}
+}
+
+// TestTypedSerializerMatchesKubernetesDecoder: responses decoded into a
+// typed object of their own kind take the v2 engine and give what the
+// serializer gives; every other case is the serializer's own answer.
+func TestTypedSerializerMatchesKubernetesDecoder(t *testing.T) {
+	base := json.NewSerializerWithOptions(topLevelMeta{}, scheme.Scheme, scheme.Scheme, json.SerializerOptions{})
+	fast := typedSerializer{base}
+	for i, obj := range sampleObjects(t) {
+		if _, ok := obj.(runtime.Unstructured); ok {
+			continue
+		}
+		data, err := stdjson.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newObj := func() runtime.Object { return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object) }
+		want, wantGVK, err := base.Decode(data, nil, newObj())
+		if err != nil {
+			t.Fatalf("object %d: %v", i, err)
+		}
+		got, gotGVK, err := fast.Decode(data, nil, newObj())
+		if err != nil || *gotGVK != *wantGVK {
+			t.Fatalf("object %d (%T): %v, kind %v want %v", i, obj, err, gotGVK, wantGVK)
+		}
+		sameObject(t, i, want, got)
+	}
+	// The fast path is taken: it allocates less.
+	podJSON, _ := stdjson.Marshal(richObjects()[0])
+	slow := testing.AllocsPerRun(20, func() { _, _, _ = base.Decode(podJSON, nil, &corev1.Pod{}) })
+	quick := testing.AllocsPerRun(20, func() { _, _, _ = fast.Decode(podJSON, nil, &corev1.Pod{}) })
+	if quick >= slow {
+		t.Errorf("decoding a pod: %.0f allocations, the serializer %.0f: the v2 path was not taken", quick, slow)
+	}
+	// A Status where a pod was expected, and no target: the serializer's
+	// answers.
+	status := []byte(`{"kind":"Status","apiVersion":"v1","status":"Success","code":200}`)
+	if got, _, err := fast.Decode(status, nil, &corev1.Pod{}); err != nil {
+		t.Fatal(err)
+	} else if st, ok := got.(*metav1.Status); !ok || st.Code != 200 {
+		t.Fatalf("Status into a pod: %T %+v", got, got)
+	}
+	pod := []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}`)
+	if got, _, err := fast.Decode(pod, nil, nil); err != nil || got.(*corev1.Pod).Name != "x" {
+		t.Fatalf("no target: %#v %v", got, err)
+	}
+	if _, _, err := fast.Decode([]byte(`{"metadata":{"name":"x"}}`), nil, &corev1.Pod{}); err != nil {
+		t.Fatalf("no kind in the document: %v", err)
+	}
+}
+
+func sameObject(t *testing.T, i int, want, got runtime.Object) {
+	t.Helper()
+	a, _ := stdjson.Marshal(want)
+	b, _ := stdjson.Marshal(got)
+	if !bytes.Equal(a, b) || !reflect.DeepEqual(normalize(t, want), normalize(t, got)) {
+		t.Fatalf("object %d (%T) decodes differently:\nkubernetes: %s\nv2:         %s", i, want, a, b)
+	}
+}
+
+// sampleObjects are every API object of the manifests in examples/ and
+// objects that use every kind of field the API types have.
+func sampleObjects(t *testing.T) []runtime.Object {
 	var objs []runtime.Object
 	files, _ := filepath.Glob("../../examples/*/*.yaml")
 	more, _ := filepath.Glob("../../examples/*/*/*.yaml")
@@ -51,43 +135,19 @@ func TestWatchDecoderMatchesKubernetesDecoder(t *testing.T) {
 	if len(objs) < 10 {
 		t.Fatalf("only %d example objects found", len(objs))
 	}
-	objs = append(objs, richObjects()...)
-	for i, obj := range objs {
-		data, err := json.Marshal(obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, want); err != nil {
-			t.Fatalf("object %d: %v", i, err)
-		}
-		stream := `{"type":"MODIFIED","object":` + string(data) + "}\n"
-		d := newWatchDecoder(io.NopCloser(strings.NewReader(stream)), func() runtime.Object {
-			return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
-		})
-		_, got, err := d.Decode()
-		if err != nil {
-			t.Fatalf("object %d (%T): %v", i, obj, err)
-		}
-		want.GetObjectKind().SetGroupVersionKind(got.GetObjectKind().GroupVersionKind())
-		a, _ := json.Marshal(want)
-		b, _ := json.Marshal(got)
-		if !bytes.Equal(a, b) || !reflect.DeepEqual(normalize(t, want), normalize(t, got)) {
-			t.Fatalf("object %d (%T) decodes differently:\nkubernetes: %s\nwatch:      %s", i, obj, a, b)
-		}
-	}
+	return append(objs, richObjects()...)
 }
 
 // normalize drops what a re-marshal compares already (quantities cache
 // their string form) by going through JSON into a generic map.
 func normalize(t *testing.T, obj runtime.Object) map[string]any {
 	t.Helper()
-	data, err := json.Marshal(obj)
+	data, err := stdjson.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := stdjson.Unmarshal(data, &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
