@@ -28,7 +28,7 @@ func (q *Queue) Unschedulable(qp *QueuedPod, rejectedBy []string, waiting bool) 
 	defer q.report()
 	f := q.inFlight[qp.Pod.UID]
 	q.prepare(qp, f)
-	qp.RejectedBy, qp.waiting = rejectedBy, waiting
+	qp.RejectedBy, qp.waiting, qp.errored = rejectedBy, waiting, false
 	retry := f != nil && (f.updated || q.missedEvent(qp, f.seq))
 	q.land(qp.Pod.UID)
 	switch {
@@ -52,7 +52,7 @@ func (q *Queue) Backoff(qp *QueuedPod) {
 		return
 	}
 	q.prepare(qp, f)
-	qp.RejectedBy, qp.waiting = nil, false
+	qp.RejectedBy, qp.waiting, qp.errored = nil, false, true
 	q.requeue(qp)
 }
 
@@ -104,6 +104,7 @@ func (q *Queue) requeue(qp *QueuedPod) {
 		return
 	}
 	q.backoff.push(qp)
+	q.cond.Signal() // an idle Pop may take it early
 	select {
 	case q.wake <- struct{}{}:
 	default:

@@ -4,7 +4,11 @@
 //	active         ready to be tried: highest priority first, then oldest
 //	               entry into the queue
 //	backoff        failed recently; moves to active when its backoff ends
-//	               (InitialBackoff doubling per attempt, up to MaxBackoff)
+//	               (InitialBackoff doubling per attempt, up to MaxBackoff),
+//	               or, for a pod an event moved here (not after an error),
+//	               as soon as Pop finds active empty: an idle scheduler
+//	               does not wait out backoffs (as kube-scheduler's
+//	               SchedulerPopFromBackoffQ)
 //	unschedulable  fit no node; moves back only on a cluster event that a
 //	               plugin which rejected it registered (and whose hint says
 //	               Queue), on a change to the pod's spec or labels, or after

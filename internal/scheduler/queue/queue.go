@@ -45,6 +45,7 @@ type QueuedPod struct {
 	RejectedBy []string
 
 	waiting      bool
+	errored      bool // in backoff after an error (or a PostFilter's retry): never popped early
 	backoffUntil time.Time
 }
 
@@ -254,6 +255,10 @@ func (q *Queue) Pop() (*QueuedPod, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.active.len() == 0 && !q.closed {
+		if qp := q.earlyFromBackoff(); qp != nil {
+			q.active.push(qp)
+			break
+		}
 		q.cond.Wait()
 	}
 	if q.closed {
@@ -264,6 +269,26 @@ func (q *Queue) Pop() (*QueuedPod, error) {
 	q.inFlight[qp.Pod.UID] = &flight{qp: qp, seq: q.seq}
 	q.report()
 	return qp, nil
+}
+
+// earlyFromBackoff takes out of backoff, when no pod is active, the pod
+// whose backoff ends first among those an event moved there (as
+// kube-scheduler does since SchedulerPopFromBackoffQ): backoff keeps a
+// busy scheduler fair to other pods, and an idle one has no other pods.
+// A pod whose attempt failed with an error keeps its backoff. nil when
+// there is none.
+func (q *Queue) earlyFromBackoff() *QueuedPod {
+	var best *QueuedPod
+	for _, qp := range q.backoff.items {
+		if !qp.errored && (best == nil || qp.backoffUntil.Before(best.backoffUntil)) {
+			best = qp
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	q.backoff.remove(best.Pod.UID)
+	return best
 }
 
 // Close wakes every Pop with ErrClosed.

@@ -407,3 +407,46 @@ func TestGate(t *testing.T) {
 		t.Fatalf("deleted gated pod in %q, want gone", got)
 	}
 }
+
+// An idle scheduler takes a pod that an event moved to backoff without
+// waiting for its backoff to end; a pod backing off after an error waits.
+func TestIdlePopTakesMovedPodFromBackoff(t *testing.T) {
+	q, _ := newQueue(t)
+	moved := makePod("moved").Req("cpu", "2").Obj()
+	parkForCPU(t, q, moved)
+	q.OnEvent(ev(framework.AssignedPod, framework.Delete), makePod("x").Obj(), nil)
+	if q.Where(moved.UID) != Backoff {
+		t.Fatalf("pod in %q, want backoff", q.Where(moved.UID))
+	}
+	failed := makePod("failed").Obj()
+	q.Add(failed)
+	q.Backoff(pop(t, q))
+	done := make(chan *QueuedPod, 2)
+	go func() {
+		for range 2 {
+			qp, err := q.Pop()
+			if err != nil {
+				close(done)
+				return
+			}
+			done <- qp
+		}
+	}()
+	select {
+	case qp := <-done:
+		if qp.Pod.Name != "moved" {
+			t.Fatalf("popped %s first, want the moved pod", qp.Pod.Name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an idle Pop did not take the moved pod out of backoff")
+	}
+	select {
+	case qp := <-done:
+		t.Fatalf("popped %v before its error backoff ended", qp)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if q.Where(failed.UID) != Backoff {
+		t.Fatalf("errored pod in %q, want backoff", q.Where(failed.UID))
+	}
+	q.Close()
+}
