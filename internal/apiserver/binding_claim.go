@@ -21,14 +21,29 @@ import (
 // and the (node, driver) pairs of its structured allocations.
 func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node *corev1.Node, bc corev1.BindingResourceClaim, path *field.Path) (storage.Op, [][2]string, error) {
 	gr := ck.groupResource()
-	if !podUsesClaim(pod, bc.Name) {
-		return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
-	}
+	named := podUsesClaim(pod, bc.Name)
 	obj, err := s.readClaimForBinding(ctx, ck, pod.Namespace, bc)
+	if apierrors.IsNotFound(err) && !named {
+		err = nil // the pod does not use it either: say that
+	}
 	if err != nil {
 		return storage.Op{}, nil, err
 	}
-	old := obj.(*resourcev1alpha2.ResourceClaim)
+	var old *resourcev1alpha2.ResourceClaim
+	if obj != nil {
+		old = obj.(*resourcev1alpha2.ResourceClaim)
+	}
+	if !named {
+		// A claim generated for one of the pod's template entries, whose
+		// name the claim controller has not recorded in the pod's status
+		// yet: the binding records it.
+		entry := unrecordedEntry(pod, old)
+		if entry == "" {
+			return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
+		}
+		name := old.Name
+		pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &name})
+	}
 	rev, _ := revisionOf(old)
 	if bc.ResourceVersion != "" && bc.ResourceVersion != old.ResourceVersion {
 		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim changed since resourceVersion %s", bc.ResourceVersion))
@@ -72,6 +87,31 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 		return storage.Op{}, nil, apierrors.NewInternalError(err)
 	}
 	return storage.Update(ck.storageKey(claim.Namespace, claim.Name), data, rev), structured, nil
+}
+
+// unrecordedEntry returns the template entry of the pod that claim was
+// generated for (resourcev1alpha2.GeneratedFor), when the pod's status
+// records no claim for that entry; "" otherwise.
+func unrecordedEntry(pod *corev1.Pod, claim *resourcev1alpha2.ResourceClaim) string {
+	if claim == nil {
+		return ""
+	}
+	uid, entry, ok := resourcev1alpha2.GeneratedFor(claim)
+	if !ok || uid != pod.UID {
+		return ""
+	}
+	for _, pc := range pod.Spec.ResourceClaims {
+		if pc.Name != entry || pc.ResourceClaimTemplateName == nil {
+			continue
+		}
+		for _, st := range pod.Status.ResourceClaimStatuses {
+			if st.Name == entry {
+				return "" // recorded, for another claim
+			}
+		}
+		return entry
+	}
+	return ""
 }
 
 // readClaimForBinding reads a claim of a binding: from the watch cache

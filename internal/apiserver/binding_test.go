@@ -9,7 +9,9 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // structuredAlloc is a structured allocation of one instance on a node.
@@ -136,5 +138,48 @@ func TestBindingRaceNeverDoubleAllocates(t *testing.T) {
 		if wins != 1 {
 			t.Fatalf("round %d: %d writers won (codes %v), want exactly 1", round, wins, codes)
 		}
+	}
+}
+
+// A claim generated for a template entry of the pod (controlled by the
+// pod, annotated with the entry) may be bound before the claim controller
+// records it in the pod's status: the binding records it. A claim
+// generated for another pod, or for an entry already recorded, may not.
+func TestBindingRecordsGeneratedClaim(t *testing.T) {
+	ns := newNamespace(t)
+	ensureNode(t, "bind-g1")
+	tmpl := "t"
+	pod := makePod("p").obj()
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	r := admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", pod)
+	expect(t, r, 201)
+	r.into(t, pod)
+	claimsPath := "/apis/resource.k8s.io/v1alpha2/namespaces/" + ns + "/resourceclaims"
+	yes := true
+	generated := func(name string, uid types.UID, entry string) *resourcev1alpha2.ResourceClaim {
+		c := makeClaim(name, "gpu")
+		c.Annotations = map[string]string{resourcev1alpha2.PodClaimNameAnnotation: entry}
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: uid, Controller: &yes}}
+		return c
+	}
+	expect(t, admin(t, "POST", claimsPath, generated("p-gpu-abcde", pod.UID, "gpu")), 201)
+	expect(t, admin(t, "POST", claimsPath, generated("other-pods", "another-uid", "gpu")), 201)
+	expect(t, admin(t, "POST", claimsPath, generated("other-entry", pod.UID, "fpga")), 201)
+	podPath := "/api/v1/namespaces/" + ns + "/pods/p"
+	for _, name := range []string{"other-pods", "other-entry"} {
+		expect(t, admin(t, "POST", podPath+"/binding", bindingWith(t, "bind-g1", currentRev(t), allocClaim(t, name, "bind-g1", "gpu-0"))), 400, "does not use claim")
+	}
+	expect(t, admin(t, "POST", podPath+"/binding", bindingWith(t, "bind-g1", currentRev(t), allocClaim(t, "p-gpu-abcde", "bind-g1", "gpu-0"))), 201)
+	var got corev1.Pod
+	admin(t, "GET", podPath, nil).into(t, &got)
+	if got.Spec.NodeName != "bind-g1" || len(got.Status.ResourceClaimStatuses) != 1 ||
+		got.Status.ResourceClaimStatuses[0].Name != "gpu" || *got.Status.ResourceClaimStatuses[0].ResourceClaimName != "p-gpu-abcde" {
+		t.Fatalf("bound pod: node %q, claim statuses %+v", got.Spec.NodeName, got.Status.ResourceClaimStatuses)
+	}
+	var claim resourcev1alpha2.ResourceClaim
+	admin(t, "GET", claimsPath+"/p-gpu-abcde", nil).into(t, &claim)
+	if claim.Status.Allocation == nil || len(claim.Status.ReservedFor) != 1 || claim.Status.ReservedFor[0].UID != got.UID {
+		t.Fatalf("claim not allocated and reserved: %+v", claim.Status)
 	}
 }

@@ -20,6 +20,29 @@ const (
 // finalizer together once the claim is unused (seed 002).
 const DeleteProtectionFinalizer = "semantic.dra.k8s.io/delete-protection"
 
+// PodClaimNameAnnotation is set on every claim the claim controller
+// generates from a pod's template: its value is the name of the pod's
+// spec.resourceClaims entry. With the pod as controlling owner it
+// identifies the claim as that entry's, before and after the pod's status
+// records its name.
+const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
+
+// GeneratedFor returns the pod (by UID) and the spec.resourceClaims entry
+// the claim was generated for, from its controlling owner reference and
+// PodClaimNameAnnotation; ok is false for other claims.
+func GeneratedFor(c *ResourceClaim) (podUID types.UID, entry string, ok bool) {
+	entry, ok = c.Annotations[PodClaimNameAnnotation]
+	if !ok {
+		return "", "", false
+	}
+	for _, ref := range c.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "Pod" && ref.APIVersion == "v1" {
+			return ref.UID, entry, true
+		}
+	}
+	return "", "", false
+}
+
 // +genclient
 // +kubebuilder:object:root=true
 

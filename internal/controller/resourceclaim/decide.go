@@ -13,7 +13,7 @@ import (
 // its value is the name of the pod's spec.resourceClaims entry. With the
 // pod as controlling owner it identifies the claim as the pod's, so a lost
 // status write is repaired without creating a second claim.
-const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
+const PodClaimNameAnnotation = resourcev1alpha2.PodClaimNameAnnotation
 
 // Event reasons.
 const (
