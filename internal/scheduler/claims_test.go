@@ -32,7 +32,11 @@ func withDRA(f *fakeCluster) {
 	idx := func() toolscache.Indexer {
 		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
-	d := &fakeDRA{claims: idx(), slices: idx(), classes: idx(), classParams: idx(), claimParams: idx(), contexts: idx()}
+	claims := idx()
+	if err := claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeys}); err != nil {
+		panic(err)
+	}
+	d := &fakeDRA{claims: claims, slices: idx(), classes: idx(), classParams: idx(), claimParams: idx(), contexts: idx()}
 	f.dra = d
 	f.s.dra = &draSource{
 		claims:      client.NewLister[*resourceapi.ResourceClaim](d.claims, resourceapi.Resource("resourceclaims")),

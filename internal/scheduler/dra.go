@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -55,9 +56,34 @@ type draSource struct {
 	written map[string]*resourcev1alpha2.PodSchedulingContext
 }
 
+// generatedIndex indexes claims by the "podUID/entry" they were generated
+// for (resourcev1alpha2.GeneratedFor), for the queue's gate.
+const generatedIndex = "allot.dev/generated-for"
+
+func generatedKeys(obj any) ([]string, error) {
+	c, ok := obj.(*resourcev1alpha2.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	if uid, entry, ok := resourcev1alpha2.GeneratedFor(c); ok && c.DeletionTimestamp == nil {
+		return []string{string(uid) + "/" + entry}, nil
+	}
+	return nil, nil
+}
+
+// generatedFor reports whether the claim informer has a claim generated
+// for the entry of the pod with that UID.
+func (d *draSource) generatedFor(podUID types.UID, entry string) bool {
+	objs, err := d.claims.ByIndex(generatedIndex, string(podUID)+"/"+entry)
+	return err == nil && len(objs) > 0
+}
+
 // newDRASource subscribes to the DRA informers of f.
 func newDRASource(f *client.Factory) (*draSource, error) {
 	claims, slices, classes := f.ResourceClaims(), f.NodeResourceSlices(), f.ResourceClasses()
+	if err := claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeys}); err != nil {
+		return nil, fmt.Errorf("index claims: %w", err)
+	}
 	classParams, claimParams := f.ResourceClassParameters(), f.ResourceClaimParameters()
 	contexts := f.PodSchedulingContexts()
 	d := &draSource{

@@ -6,6 +6,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/client"
 )
@@ -78,6 +79,11 @@ func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEven
 		AddFunc: func(obj any) {
 			stale(obj)
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Add}, nil, obj)
+			if c, ok := obj.(*resourcev1alpha2.ResourceClaim); ok {
+				if uid, _, ok := resourcev1alpha2.GeneratedFor(c); ok {
+					s.queue.Regate(uid) // its pod may be gated waiting for it
+				}
+			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			stale(newObj)

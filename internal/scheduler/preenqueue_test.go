@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/queue"
 )
 
@@ -98,4 +101,45 @@ func recordedBeforeSeen(t *testing.T, cfg Config) *fakeCluster {
 		st.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &name}}
 	})
 	return f
+}
+
+// A pod need not wait for the claim controller to record its template
+// claim: the claim generated for the entry (controlled by the pod,
+// annotated with the entry) lets it out of the gate when the claim
+// informer has it, and its binding carries the claim.
+func TestGeneratedClaimUngatesPod(t *testing.T) {
+	f := start(t, Config{}, withDRA)
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "4").Obj())
+	f.dra.add(t, f.s, draWorld()...)
+	f.dra.add(t, f.s, gpuSlice(t, "n", "8Gi"))
+	pod := makePod("p").ClaimTemplate("gpu", "t").Obj()
+	f.addPod(pod)
+	if got := f.s.queue.Where(pod.UID); got != queue.Gated {
+		t.Fatalf("pod in %q, want gated", got)
+	}
+	// A claim generated for another entry of the pod does not open the gate.
+	yes := true
+	generated := func(name, entry string) *resourceapi.ResourceClaim {
+		c := newClaim(name, "small")
+		c.Annotations = map[string]string{resourceapi.PodClaimNameAnnotation: entry}
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: pod.UID, Controller: &yes}}
+		return c
+	}
+	f.dra.add(t, f.s, generated("p-other-xyz", "other"))
+	if got := f.s.queue.Where(pod.UID); got != queue.Gated {
+		t.Fatalf("pod in %q after a claim for another entry, want gated", got)
+	}
+	f.dra.add(t, f.s, generated("p-gpu-abcde", "gpu"))
+	if node := f.waitNode(t, "p"); node != "n" {
+		t.Fatalf("bound to %q, want n", node)
+	}
+	f.mu.Lock()
+	b := f.bindings["p"]
+	f.mu.Unlock()
+	if b == nil || len(b.ResourceClaims) != 1 || b.ResourceClaims[0].Name != "p-gpu-abcde" || b.ResourceClaims[0].Allocation == nil {
+		t.Fatalf("binding %+v, want it to allocate p-gpu-abcde", b)
+	}
+	if patches, _ := f.counts(); patches != 0 {
+		t.Fatalf("%d status patches, want none", patches)
+	}
 }

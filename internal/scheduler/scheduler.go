@@ -128,7 +128,7 @@ func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*
 	s.queue = queue.New(queue.Options{
 		InitialBackoff: cfg.PodInitialBackoff, MaxBackoff: cfg.PodMaxBackoff,
 		UnschedulableTimeout: cfg.UnschedulableTimeout, Events: fw.EventsToRegister(),
-		Metrics: s.metrics.setPending, Gate: preEnqueue,
+		Metrics: s.metrics.setPending, Gate: s.preEnqueue,
 	})
 	return s, nil
 }
@@ -195,14 +195,22 @@ func (s *Scheduler) responsible(pod *corev1.Pod) bool {
 		pod.DeletionTimestamp == nil && !framework.IsTerminal(pod)
 }
 
-// preEnqueue keeps a pending pod out of the active queue while a claim
-// of a template entry is not recorded in its status: the claim controller
-// records it after creating the claim, and that update lets the pod in.
-// No attempt, condition or event is spent on it meanwhile. Pods given a
-// node by hand pass: their claim cycle records the wait in their
-// ResourceClaimsAllocated condition.
-func preEnqueue(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" || dynamicresources.ClaimsNamed(pod)
+// preEnqueue keeps a pending pod out of the active queue while the claim
+// of a template entry is neither recorded in its status nor in the claim
+// informer: the claim's event (Regate) or the status update that records
+// it lets the pod in, whichever comes first. No attempt, condition or
+// event is spent on it meanwhile. Pods given a node by hand pass: their
+// claim cycle records the wait in their ResourceClaimsAllocated
+// condition.
+func (s *Scheduler) preEnqueue(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return true
+	}
+	var generated func(types.UID, string) bool
+	if s.dra != nil {
+		generated = s.dra.generatedFor
+	}
+	return dynamicresources.ClaimsNamed(pod, generated)
 }
 
 // needsClaimCycle reports whether a pod given a node by hand needs a claim

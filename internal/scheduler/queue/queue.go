@@ -165,6 +165,23 @@ func (q *Queue) Add(pod *corev1.Pod) {
 	q.cond.Signal()
 }
 
+// Regate asks the gate again about a gated pod, after a change the gate
+// depends on that is not a change of the pod; a pod that now passes
+// becomes active.
+func (q *Queue) Regate(uid types.UID) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qp, ok := q.gated[uid]
+	if !ok || q.opts.Gate == nil || !q.opts.Gate(qp.Pod) {
+		return
+	}
+	delete(q.gated, uid)
+	qp.Timestamp = q.opts.Now()
+	q.active.push(qp)
+	q.cond.Signal()
+	q.report()
+}
+
 // refresh replaces the pod object of a queued pod, keeping its place; a
 // gated pod that now passes the gate becomes active.
 func (q *Queue) refresh(pod *corev1.Pod) bool {

@@ -49,7 +49,12 @@
 //     owned by it), or if the event frees instances (an allocation cleared,
 //     an allocated claim deleted) and all the pod's claims are known.
 //     ClaimsNamed tells the scheduler's queue gate whether a pending pod's
-//     template claims are recorded; until then it is not tried at all.
+//     template claims are known: recorded in its status, or generated
+//     for the entry (resourcev1alpha2.GeneratedFor) and in the claim
+//     informer; until then it is not tried at all. PreFilter resolves an
+//     unrecorded template entry to the claim generated for it
+//     (Objects.GeneratedClaim), and the binding records it in the pod's
+//     status.
 //   - Objects.Next rebuilds the view after events, keeping each node's
 //     compiled model while its slices are the same objects, and its base
 //     NodeState while the node object and its allocated claims are too.

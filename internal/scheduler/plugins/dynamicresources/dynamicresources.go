@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
@@ -243,7 +245,7 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 	var out []allocator.Claim
 	var waiting []string
 	for _, pc := range pod.Spec.ResourceClaims {
-		name, missing, code := claimName(pod, pc)
+		name, missing, code := claimName(pod, pc, s.objects)
 		if missing != "" {
 			waiting = append(waiting, s.wait(code, "", missing))
 			continue
@@ -292,10 +294,17 @@ func (s *stateData) wait(code allocator.ReasonCode, claim, what string) string {
 }
 
 // claimName resolves one entry of pod.spec.resourceClaims to a claim name,
-// or says what is missing.
-func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim) (name, missing string, code allocator.ReasonCode) {
+// or says what is missing. A template entry's claim is the one its status
+// records or, before the claim controller has recorded it, the claim in
+// objs (when not nil) generated for the entry: the binding records it.
+func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim, objs *Objects) (name, missing string, code allocator.ReasonCode) {
 	if n := entryClaim(pod, pc); n != "" {
 		return n, "", ""
+	}
+	if objs != nil && pc.ResourceClaimTemplateName != nil {
+		if n, ok := objs.GeneratedClaim(pod.UID, pc.Name); ok {
+			return n, "", ""
+		}
 	}
 	tmpl := ""
 	if pc.ResourceClaimTemplateName != nil {
@@ -305,13 +314,19 @@ func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim) (name, missing strin
 }
 
 // ClaimsNamed reports whether every claim of the pod is known by name:
-// named in its spec, or a template's claim recorded in its status by the
-// claim controller. Until then PreFilter can only make the pod wait; the
+// named in its spec, a template's claim recorded in its status by the
+// claim controller, or a claim generated for the template entry that
+// generated (when not nil) reports, as the scheduler's claim informer
+// shows it. Until then PreFilter can only make the pod wait; the
 // scheduler keeps such a pending pod out of its active queue (a
-// PreEnqueue gate) until the status update that records the claim.
-func ClaimsNamed(pod *corev1.Pod) bool {
+// PreEnqueue gate) until the claim or the status update that records it
+// arrives.
+func ClaimsNamed(pod *corev1.Pod, generated func(podUID types.UID, entry string) bool) bool {
 	for _, pc := range pod.Spec.ResourceClaims {
-		if entryClaim(pod, pc) == "" {
+		if entryClaim(pod, pc) != "" {
+			continue
+		}
+		if generated == nil || pc.ResourceClaimTemplateName == nil || !generated(pod.UID, pc.Name) {
 			return false
 		}
 	}

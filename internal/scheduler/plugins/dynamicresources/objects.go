@@ -54,6 +54,7 @@ type Objects struct {
 	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
 	vendor         map[vendorKey]*unstructured.Unstructured
 	claims         layered[*resourceapi.ResourceClaim]          // namespace/name
+	generated      layered[string]                              // podUID/entry -> name of the claim generated for it
 	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models         *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states         *stateCache                                  // copied by WithClaims and Next
@@ -129,10 +130,14 @@ func NewObjects(l Lists) *Objects {
 		o.vendor[vendorKey{gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName()}] = u
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(l.Claims))
+	generated := map[string]string{}
 	for _, c := range l.Claims {
 		claims[claimKey(c)] = c
+		if k := generatedKey(c); k != "" {
+			generated[k] = c.Name
+		}
 	}
-	o.claims = newLayered(claims)
+	o.claims, o.generated = newLayered(claims), newLayered(generated)
 	return o
 }
 
@@ -151,6 +156,7 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 		set[claimKey(c)] = c
 	}
 	out.claims = o.claims.with(set, nil)
+	out.generated = o.generatedWith(set, nil)
 	return out
 }
 
@@ -196,6 +202,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 		}
 	}
 	out.claims = o.claims.with(setClaims, delClaims)
+	out.generated = o.generatedWith(setClaims, delClaims)
 	setNodes := make(map[string][]*resourceapi.ResourceClaim, len(touched))
 	var delNodes []string
 	for n, c := range touched {
@@ -221,6 +228,53 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	out.states = o.states.copyExcept(changed)
 	out.once.Do(func() {})
 	return out
+}
+
+// generatedKey is the key of a claim in Objects.generated: the pod and
+// entry it was generated for; "" for other claims and claims being
+// deleted (the claim controller generates a new one).
+func generatedKey(c *resourceapi.ResourceClaim) string {
+	uid, entry, ok := resourceapi.GeneratedFor(c)
+	if !ok || c.DeletionTimestamp != nil {
+		return ""
+	}
+	return string(uid) + "/" + entry
+}
+
+// generatedWith is o.generated after the claims set are set and the
+// claims del (namespace/name) deleted.
+func (o *Objects) generatedWith(set map[string]*resourceapi.ResourceClaim, del []string) layered[string] {
+	put := map[string]string{}
+	var drop []string
+	forget := func(key string) {
+		if old, ok := o.claims.get(key); ok {
+			if k := generatedKey(old); k != "" {
+				if name, _ := o.generated.get(k); name == old.Name {
+					drop = append(drop, k)
+				}
+			}
+		}
+	}
+	for key, c := range set {
+		forget(key)
+		if k := generatedKey(c); k != "" {
+			put[k] = c.Name
+		}
+	}
+	for _, key := range del {
+		forget(key)
+	}
+	if len(put) == 0 && len(drop) == 0 {
+		return o.generated
+	}
+	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
+	return o.generated.with(put, drop)
+}
+
+// GeneratedClaim returns the name of the claim generated for the entry of
+// the pod with that UID (resourceapi.GeneratedFor), if there is one.
+func (o *Objects) GeneratedClaim(podUID types.UID, entry string) (string, bool) {
+	return o.generated.get(string(podUID) + "/" + entry)
 }
 
 // Claim returns the claim namespace/name.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -196,4 +197,38 @@ func TestWithClaimUpdates(t *testing.T) {
 	if got, want := len(cur.Claims()), len(fresh.Claims()); got != want {
 		t.Fatalf("%d claims after updates, %d indexed afresh", got, want)
 	}
+}
+
+// GeneratedClaim follows the claims generated for pods' template entries
+// through updates: new, replaced, being deleted, deleted.
+func TestGeneratedClaimIndex(t *testing.T) {
+	yes := true
+	gen := func(name, uid, entry string) *resourceapi.ResourceClaim {
+		c := claim(name, "small")
+		c.Annotations = map[string]string{resourceapi.PodClaimNameAnnotation: entry}
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID(uid), Controller: &yes}}
+		return c
+	}
+	o := dynamicresources.NewObjects(baseLists(t, gen("a", "u1", "gpu"), claim("plain", "small")))
+	want := func(o *dynamicresources.Objects, uid, entry, name string) {
+		t.Helper()
+		got, ok := o.GeneratedClaim(types.UID(uid), entry)
+		if name == "" && ok || name != "" && got != name {
+			t.Fatalf("GeneratedClaim(%s, %s) = %q, %v; want %q", uid, entry, got, ok, name)
+		}
+	}
+	want(o, "u1", "gpu", "a")
+	want(o, "u1", "fpga", "")
+	deleting := gen("a", "u1", "gpu")
+	deleting.DeletionTimestamp = &metav1.Time{}
+	o2 := o.WithClaimUpdates("8", map[string]*resourceapi.ResourceClaim{"default/a": deleting, "default/b": gen("b", "u2", "gpu")})
+	want(o2, "u1", "gpu", "")
+	want(o2, "u2", "gpu", "b")
+	o3 := o2.WithClaimUpdates("9", map[string]*resourceapi.ResourceClaim{"default/a": nil, "default/c": gen("c", "u1", "gpu")})
+	want(o3, "u1", "gpu", "c")
+	o4 := o3.WithClaimUpdates("10", map[string]*resourceapi.ResourceClaim{"default/b": nil})
+	want(o4, "u2", "gpu", "")
+	want(o, "u1", "gpu", "a") // earlier versions are unchanged
+	want(o2, "u2", "gpu", "b")
+	want(o.WithClaims(gen("d", "u3", "x")), "u3", "x", "d")
 }

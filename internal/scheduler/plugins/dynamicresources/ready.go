@@ -18,7 +18,7 @@ func (p *DynamicResources) ClaimsReady(pod *corev1.Pod, lookup func(namespace, n
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pc := range pod.Spec.ResourceClaims {
-		name, missing, _ := claimName(pod, pc)
+		name, missing, _ := claimName(pod, pc, nil)
 		if missing != "" {
 			return false
 		}
