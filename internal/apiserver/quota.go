@@ -23,7 +23,13 @@ import (
 
 func (s *Server) quotas(ctx context.Context, ns string) ([]*corev1.ResourceQuota, error) {
 	qk := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "resourcequotas"))
-	res, err := s.store.List(ctx, qk.nsPrefix(ns), storage.ListOptions{})
+	// A serializable read: a linearizable one waits on etcd's raft loop
+	// and, under a burst of writes, cost a claim create more than the rest
+	// of it. A quota that changed since is caught by the create's
+	// transaction, which compares the revision of every quota it charges
+	// and is then admitted again with a fresh read (freshKey), as is a
+	// refusal.
+	res, err := s.store.List(ctx, qk.nsPrefix(ns), storage.ListOptions{Serializable: ctx.Value(freshKey{}) == nil})
 	if err != nil {
 		return nil, fmt.Errorf("list quotas: %w", err)
 	}
@@ -41,7 +47,13 @@ func (s *Server) quotas(ctx context.Context, ns string) ([]*corev1.ResourceQuota
 // chargeClaimQuota checks the namespace's quotas for one more claim and
 // returns the operations that record it.
 func (s *Server) chargeClaimQuota(ctx context.Context, c *resourcev1alpha2.ResourceClaim) ([]storage.Op, error) {
-	return s.claimQuotaOps(ctx, c, 1)
+	ops, err := s.claimQuotaOps(ctx, c, 1)
+	if apierrors.IsForbidden(err) && ctx.Value(freshKey{}) == nil {
+		// Refused on a serializable read: make sure with a linearizable
+		// one (the limit may just have been raised, or claims deleted).
+		return s.claimQuotaOps(context.WithValue(ctx, freshKey{}, true), c, 1)
+	}
+	return ops, err
 }
 
 // releaseQuota returns the operations that give back a deleted object's
@@ -51,7 +63,7 @@ func (s *Server) releaseQuota(ctx context.Context, k *kind, obj runtime.Object) 
 	if !ok {
 		return nil, nil
 	}
-	return s.claimQuotaOps(ctx, c, -1)
+	return s.claimQuotaOps(context.WithValue(ctx, freshKey{}, true), c, -1)
 }
 
 func (s *Server) claimQuotaOps(ctx context.Context, c *resourcev1alpha2.ResourceClaim, delta int64) ([]storage.Op, error) {

@@ -101,9 +101,30 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 			if !ok {
 				return
 			}
-			if !ww.event(ev) {
+			if !ww.event(ev) || !ww.drain(events) || !ww.flush() {
 				return
 			}
+		}
+	}
+}
+
+// drain writes the events already waiting, without blocking, so that a
+// burst goes out in one flush (one HTTP/2 DATA frame, one TLS record, one
+// write) instead of one per event. It returns false when the watch is
+// over: the channel closed (what was written is flushed) or a write failed.
+func (ww *watchWriter) drain(events <-chan storage.CacheEvent) bool {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				ww.flush()
+				return false
+			}
+			if !ww.event(ev) {
+				return false
+			}
+		default:
+			return true
 		}
 	}
 }
@@ -144,19 +165,15 @@ type watchWriter struct {
 	buf       bytes.Buffer
 }
 
+// event buffers one event (send flushes past 64 KiB); the caller flushes.
 func (ww *watchWriter) event(ev storage.CacheEvent) bool {
 	switch ev.Type {
 	case storage.Added, storage.Modified, storage.Deleted:
-		ok := ww.send(string(ev.Type), ev.Object.KV.Value, ev.Object.KV.ModRevision)
-		ww.flush()
-		return ok
+		return ww.send(string(ev.Type), ev.Object.KV.Value, ev.Object.KV.ModRevision)
 	case storage.Bookmark:
-		if !ww.bookmarks {
-			return true
+		if ww.bookmarks {
+			ww.bookmark(ev.Revision, false)
 		}
-		ww.bookmark(ev.Revision, false)
-		ww.flush()
-		return true
 	}
 	return true
 }

@@ -19,6 +19,11 @@ type ListOptions struct {
 	// Revision reads at that revision (ErrCompacted if compacted); 0 reads
 	// the latest. With Continue set it must be 0 or equal the token's.
 	Revision int64
+	// Serializable reads the member's own state without confirming with
+	// the cluster's leader that it is current: no wait on the raft loop,
+	// but on a member that lags, an older state. A single member (allot
+	// up's embedded etcd) is always current.
+	Serializable bool
 }
 
 // ListResult is one page of a List.
@@ -78,6 +83,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts ListOptions) (List
 	}
 	if opts.Limit > 0 {
 		getOpts = append(getOpts, clientv3.WithLimit(opts.Limit))
+	}
+	if opts.Serializable {
+		getOpts = append(getOpts, clientv3.WithSerializable())
 	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()

@@ -292,3 +292,22 @@ func TestListOptionsValidation(t *testing.T) {
 	_, err = s.List(ctx, p, storage.ListOptions{Revision: cur + 1000})
 	mustErrIs(t, err, storage.ErrFutureRevision)
 }
+
+// A serializable List of a single member reads the same as a linearizable
+// one, writes acknowledged before it included.
+func TestListSerializable(t *testing.T) {
+	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
+	for i := range 5 {
+		must[int64](t)(s.Create(ctx, fmt.Sprintf("%sobj%d", p, i), fmt.Appendf(nil, "v%d", i)))
+		ser := must[storage.ListResult](t)(s.List(ctx, p, storage.ListOptions{Serializable: true}))
+		lin := must[storage.ListResult](t)(s.List(ctx, p, storage.ListOptions{}))
+		if len(ser.Items) != i+1 || len(lin.Items) != i+1 {
+			t.Fatalf("after %d creates: serializable %d items, linearizable %d", i+1, len(ser.Items), len(lin.Items))
+		}
+		for j := range ser.Items {
+			if ser.Items[j].Key != lin.Items[j].Key || string(ser.Items[j].Value) != string(lin.Items[j].Value) {
+				t.Fatalf("item %d differs: %s=%s vs %s=%s", j, ser.Items[j].Key, ser.Items[j].Value, lin.Items[j].Key, lin.Items[j].Value)
+			}
+		}
+	}
+}
