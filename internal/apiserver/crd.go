@@ -195,13 +195,22 @@ func (s *Server) applyCRDEvent(ctx context.Context, ev storage.CacheEvent) {
 	crd := obj.(*apiextv1.CustomResourceDefinition)
 	switch ev.Type {
 	case storage.Added, storage.Modified:
-		for _, k := range s.reg.all() {
-			if k.crd != nil && k.crd.Name == crd.Name {
-				s.reg.remove(k.gvk.GroupVersion().WithResource(k.resource))
-			}
-		}
+		// The new versions replace the old in place, and only then are
+		// versions no longer served removed: a kind the CRD still serves is
+		// never missing from the registry, not even for a moment (its
+		// custom resources would get 404s).
 		if err := s.serveCRD(ctx, crd); err != nil {
 			s.log.Error("serve CRD", "crd", crd.Name, "err", err)
+			return
+		}
+		served := map[schema.GroupVersionResource]bool{}
+		for _, k := range crdKinds(crd) {
+			served[k.gvk.GroupVersion().WithResource(k.resource)] = true
+		}
+		for _, k := range s.reg.all() {
+			if gvr := k.gvk.GroupVersion().WithResource(k.resource); k.crd != nil && k.crd.Name == crd.Name && !served[gvr] {
+				s.reg.remove(gvr)
+			}
 		}
 	case storage.Deleted:
 		var prefix string

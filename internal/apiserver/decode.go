@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,12 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, k *kind, dat
 	case asStrict(err, &se) && strings.EqualFold(mode, "Ignore"):
 	case asStrict(err, &se) && strings.EqualFold(mode, "Warn"):
 		for _, p := range se.Problems {
-			w.Header().Add("Warning", `299 - "`+strings.ReplaceAll(p, `"`, `'`)+`"`)
+			// An update may decode its body more than once (a retry after a
+			// conflict or a stale cached copy): warn once.
+			v := `299 - "` + strings.ReplaceAll(p, `"`, `'`) + `"`
+			if !slices.Contains(w.Header().Values("Warning"), v) {
+				w.Header().Add("Warning", v)
+			}
 		}
 	case asStrict(err, &se):
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in %s: %s", "strict decoding error", k.gvk.Kind, strings.Join(se.Problems, ", ")))
