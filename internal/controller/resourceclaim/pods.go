@@ -39,6 +39,13 @@ func (c *Controller) syncPod(ctx context.Context, ns, name string) error {
 		}
 	}
 	if len(recorded) > 0 {
+		// The claims' creation took a round trip or more: start from the
+		// pod as the cache shows it now. The scheduler may have bound it
+		// meanwhile, and its binding records a generated claim itself; then
+		// there is nothing left to write.
+		if cur, err := c.pods.Lister().Get(ns, name); err == nil && cur.UID == pod.UID {
+			pod = cur
+		}
 		if err := c.recordClaims(ctx, pod, recorded); err != nil {
 			errs = append(errs, err)
 		}
