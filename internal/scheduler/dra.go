@@ -65,8 +65,8 @@ func generatedKeys(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if uid, entry, ok := resourcev1alpha2.GeneratedFor(c); ok && c.DeletionTimestamp == nil {
-		return []string{string(uid) + "/" + entry}, nil
+	if k := dynamicresources.GeneratedKey(c); k != "" {
+		return []string{k}, nil
 	}
 	return nil, nil
 }
@@ -74,7 +74,7 @@ func generatedKeys(obj any) ([]string, error) {
 // generatedFor reports whether the claim informer has a claim generated
 // for the entry of the pod with that UID.
 func (d *draSource) generatedFor(podUID types.UID, entry string) bool {
-	objs, err := d.claims.ByIndex(generatedIndex, string(podUID)+"/"+entry)
+	objs, err := d.claims.ByIndex(generatedIndex, dynamicresources.EntryKey(podUID, entry))
 	return err == nil && len(objs) > 0
 }
 

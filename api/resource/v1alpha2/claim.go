@@ -32,15 +32,11 @@ const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
 // PodClaimNameAnnotation; ok is false for other claims.
 func GeneratedFor(c *ResourceClaim) (podUID types.UID, entry string, ok bool) {
 	entry, ok = c.Annotations[PodClaimNameAnnotation]
-	if !ok {
+	ref := metav1.GetControllerOfNoCopy(c)
+	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" {
 		return "", "", false
 	}
-	for _, ref := range c.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "Pod" && ref.APIVersion == "v1" {
-			return ref.UID, entry, true
-		}
-	}
-	return "", "", false
+	return ref.UID, entry, true
 }
 
 // +genclient

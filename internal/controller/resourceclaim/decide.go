@@ -84,8 +84,8 @@ func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.
 // IsPodClaim reports whether the controller generated claim for the pod's
 // entry: the pod is its controlling owner and the annotation names entry.
 func IsPodClaim(claim *resourcev1alpha2.ResourceClaim, pod *corev1.Pod, entry string) bool {
-	ref := metav1.GetControllerOfNoCopy(claim)
-	return ref != nil && ref.UID == pod.UID && claim.Annotations[PodClaimNameAnnotation] == entry
+	uid, e, ok := resourcev1alpha2.GeneratedFor(claim)
+	return ok && uid == pod.UID && e == entry
 }
 
 // ReservationObsolete reports whether a reservedFor entry may be removed,

@@ -133,7 +133,7 @@ func NewObjects(l Lists) *Objects {
 	generated := map[string]string{}
 	for _, c := range l.Claims {
 		claims[claimKey(c)] = c
-		if k := generatedKey(c); k != "" {
+		if k := GeneratedKey(c); k != "" {
 			generated[k] = c.Name
 		}
 	}
@@ -230,16 +230,20 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	return out
 }
 
-// generatedKey is the key of a claim in Objects.generated: the pod and
-// entry it was generated for; "" for other claims and claims being
-// deleted (the claim controller generates a new one).
-func generatedKey(c *resourceapi.ResourceClaim) string {
+// GeneratedKey is "podUID/entry" of the pod and entry a claim was
+// generated for (resourceapi.GeneratedFor); "" for other claims and claims
+// being deleted (the claim controller generates a new one). Objects and
+// the scheduler's claim informer index generated claims by it.
+func GeneratedKey(c *resourceapi.ResourceClaim) string {
 	uid, entry, ok := resourceapi.GeneratedFor(c)
 	if !ok || c.DeletionTimestamp != nil {
 		return ""
 	}
-	return string(uid) + "/" + entry
+	return EntryKey(uid, entry)
 }
+
+// EntryKey is the GeneratedKey of the claims generated for a pod's entry.
+func EntryKey(podUID types.UID, entry string) string { return string(podUID) + "/" + entry }
 
 // generatedWith is o.generated after the claims set are set and the
 // claims del (namespace/name) deleted.
@@ -248,7 +252,7 @@ func (o *Objects) generatedWith(set map[string]*resourceapi.ResourceClaim, del [
 	var drop []string
 	forget := func(key string) {
 		if old, ok := o.claims.get(key); ok {
-			if k := generatedKey(old); k != "" {
+			if k := GeneratedKey(old); k != "" {
 				if name, _ := o.generated.get(k); name == old.Name {
 					drop = append(drop, k)
 				}
@@ -257,7 +261,7 @@ func (o *Objects) generatedWith(set map[string]*resourceapi.ResourceClaim, del [
 	}
 	for key, c := range set {
 		forget(key)
-		if k := generatedKey(c); k != "" {
+		if k := GeneratedKey(c); k != "" {
 			put[k] = c.Name
 		}
 	}
@@ -274,7 +278,7 @@ func (o *Objects) generatedWith(set map[string]*resourceapi.ResourceClaim, del [
 // GeneratedClaim returns the name of the claim generated for the entry of
 // the pod with that UID (resourceapi.GeneratedFor), if there is one.
 func (o *Objects) GeneratedClaim(podUID types.UID, entry string) (string, bool) {
-	return o.generated.get(string(podUID) + "/" + entry)
+	return o.generated.get(EntryKey(podUID, entry))
 }
 
 // Claim returns the claim namespace/name.
