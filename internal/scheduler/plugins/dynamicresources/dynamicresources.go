@@ -53,16 +53,38 @@ type DynamicResources struct {
 	derived derivedCache
 }
 
+// perNode is a map by node name, safe for concurrent use, that starts
+// over past perNodeMax entries (nodes come and go).
+type perNode[V any] struct {
+	mu sync.RWMutex
+	m  map[string]V
+}
+
+const perNodeMax = 1 << 16
+
+func (c *perNode[V]) load(node string) (V, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[node]
+	return v, ok
+}
+
+func (c *perNode[V]) store(node string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= perNodeMax {
+		c.m = map[string]V{}
+	}
+	c.m[node] = v
+}
+
 // derivedCache remembers, per node, the node state with the in-memory
 // allocations of pods in flight applied (NodeState.WithAllocated), with
 // the base state and claims it was derived from. While bindings are in
 // flight every cycle needs the same derived states; rebuilding them per
 // cycle cost more than checking the nodes, and a derived state that is
 // the same object lets checkedCache answer for its node too.
-type derivedCache struct {
-	mu sync.RWMutex
-	m  map[string]derivedState
-}
+type derivedCache struct{ perNode[derivedState] }
 
 type derivedState struct {
 	base  *allocator.NodeState
@@ -73,20 +95,12 @@ type derivedState struct {
 // withAllocated returns base with the claims extra (in-memory claims,
 // which are not modified while in flight) applied.
 func (c *derivedCache) withAllocated(node string, base *allocator.NodeState, extra []*resourceapi.ResourceClaim) *allocator.NodeState {
-	c.mu.RLock()
-	e, ok := c.m[node]
-	c.mu.RUnlock()
-	if ok && e.base == base && len(e.extra) == len(extra) &&
+	if e, ok := c.load(node); ok && e.base == base && len(e.extra) == len(extra) &&
 		!slices.ContainsFunc(extra, func(x *resourceapi.ResourceClaim) bool { return !slices.Contains(e.extra, x) }) {
 		return e.state
 	}
 	st := base.WithAllocated(extra...)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= checkedCacheMax {
-		c.m = map[string]derivedState{}
-	}
-	c.m[node] = derivedState{base: base, extra: slices.Clone(extra), state: st}
+	c.store(node, derivedState{base: base, extra: slices.Clone(extra), state: st})
 	return st
 }
 
@@ -96,8 +110,7 @@ func (c *derivedCache) withAllocated(node string, base *allocator.NodeState, ext
 // nodes that took a pod change state, so the next pod's filter answers
 // every other node from here instead of checking it again.
 type checkedCache struct {
-	mu   sync.RWMutex
-	m    map[string]checked
+	perNode[checked]
 	hits atomic.Int64 // answers reused, for tests
 }
 
@@ -107,14 +120,8 @@ type checked struct {
 	res   *allocator.Result
 }
 
-// checkedCacheMax bounds checkedCache: past it (nodes come and go) the
-// cache starts over.
-const checkedCacheMax = 1 << 16
-
 func (c *checkedCache) get(node string, st *allocator.NodeState, sig string) *allocator.Result {
-	c.mu.RLock()
-	e, ok := c.m[node]
-	c.mu.RUnlock()
+	e, ok := c.load(node)
 	if !ok || e.state != st || e.sig != sig {
 		return nil
 	}
@@ -123,12 +130,7 @@ func (c *checkedCache) get(node string, st *allocator.NodeState, sig string) *al
 }
 
 func (c *checkedCache) put(node string, st *allocator.NodeState, sig string, res *allocator.Result) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= checkedCacheMax {
-		c.m = map[string]checked{}
-	}
-	c.m[node] = checked{state: st, sig: sig, res: res}
+	c.store(node, checked{state: st, sig: sig, res: res})
 }
 
 // ticket is one reserved pod's pending binding on a (node, driver): later
@@ -422,13 +424,9 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 	}
 	st := s.objects.NodeState(node)
 	if extra := s.extra[node.Name]; len(extra) > 0 {
-		if s.derived != nil {
-			st = s.derived.withAllocated(node.Name, st, extra)
-		} else {
-			st = st.WithAllocated(extra...)
-		}
+		st = s.derived.withAllocated(node.Name, st, extra)
 	}
-	reuse := s.sig != "" && s.checked != nil
+	reuse := s.sig != ""
 	if reuse {
 		if prev := s.checked.get(node.Name, st, s.sig); prev != nil {
 			res := prev.For(s.req)
