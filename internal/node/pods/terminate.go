@@ -31,10 +31,13 @@ func (w *Worker) gracePeriod() time.Duration {
 }
 
 // terminate drives a pod being deleted (or gone from the API) to its end:
-// stop every container with the grace period, report the final status,
-// release the pod's resources, remove the containers, then complete the
-// deletion in the API and drop the pod's files. Each step is retried at
-// the next sync until it succeeds.
+// stop every container with the grace period, release the pod's
+// resources, report the final status, remove the containers, then
+// complete the deletion in the API and drop the pod's files. Each step is
+// retried at the next sync until it succeeds. Resources are released
+// before the final status is reported, as finish does: a scheduler frees a
+// pod's resources once its status is terminal, and may place the next pod
+// here at once.
 func (w *Worker) terminate(ctx context.Context, now time.Time) time.Time {
 	retry := now.Add(w.cfg.Timing.Retry)
 	if !w.stopAll(ctx, now, w.gracePeriod()) {
@@ -45,10 +48,10 @@ func (w *Worker) terminate(ctx context.Context, now time.Time) time.Time {
 		w.final = &final{phase: finalPhase(inits, mains)}
 		w.finalAt = now
 	}
-	if !w.gone && w.report(ctx, now) {
+	if !w.release(ctx) {
 		return retry
 	}
-	if !w.release(ctx) {
+	if !w.gone && w.report(ctx, now) {
 		return retry
 	}
 	if !w.removeAll(ctx) {

@@ -221,6 +221,45 @@ func TestDeletionWritesFinalStatusFirst(t *testing.T) {
 	}
 }
 
+// A deleted pod's resources are released before its terminal status is
+// written: the scheduler frees them as soon as it sees that status.
+func TestDeletionReleasesBeforeFinalStatus(t *testing.T) {
+	var phaseAtRelease corev1.PodPhase
+	var api *fakeAPI
+	adm := &releasingAdmitter{admitFunc: func(context.Context, *corev1.Pod) Admission { return Admitted() }}
+	rec := &phaseRecorder{releasingAdmitter: adm, phase: func() corev1.PodPhase { return api.get().Status.Phase }, at: &phaseAtRelease}
+	h := newHarness(t, makePod("p").containers("c1").obj(), func(c *Config) { c.Hooks.Admitters = []Admitter{rec} })
+	api = h.api
+	h.start()
+	h.sync()
+	grace := int64(1)
+	pod := h.api.modify(func(p *corev1.Pod) {
+		now := metav1.NewTime(h.clock.now())
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	})
+	h.w.Update(pod)
+	h.w.takeMail()
+	h.sync()
+	if adm.released != 1 {
+		t.Fatalf("released %d times, want once", adm.released)
+	}
+	if phaseAtRelease == corev1.PodFailed || phaseAtRelease == corev1.PodSucceeded {
+		t.Fatalf("the API showed the pod %s when its resources were released", phaseAtRelease)
+	}
+}
+
+// phaseRecorder notes the pod's phase in the API when it is released.
+type phaseRecorder struct {
+	*releasingAdmitter
+	phase func() corev1.PodPhase
+	at    *corev1.PodPhase
+}
+
+func (r *phaseRecorder) Release(ctx context.Context, p *corev1.Pod) error {
+	*r.at = r.phase()
+	return r.releasingAdmitter.Release(ctx, p)
+}
+
 type recordingAPI struct {
 	API
 	onDelete func()
