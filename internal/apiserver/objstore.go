@@ -183,6 +183,11 @@ func unwrapFirst(err error) error {
 // object means "no change".
 type updateFunc func(cur runtime.Object) (runtime.Object, []storage.Op, error)
 
+// certain marks an update function's error as one a fresher read could
+// not change: guaranteedUpdate answers it even when fn saw the watch
+// cache's copy.
+type certain struct{ error }
+
 // guaranteedUpdate reads, applies fn and writes, retrying on conflicts.
 func (s *Server) guaranteedUpdate(ctx context.Context, k *kind, ns, name string, fn updateFunc) (runtime.Object, error) {
 	// The first attempt starts from the watch cache, which saves a read
@@ -209,6 +214,9 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *kind, ns, name string,
 		}
 		curRev, _ := revisionOf(cur)
 		next, extra, err := fn(cur.DeepCopyObject())
+		if c, ok := err.(certain); ok {
+			return nil, c.error
+		}
 		if cached && (err != nil || next == nil) {
 			continue
 		}

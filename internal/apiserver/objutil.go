@@ -35,9 +35,30 @@ func keepStatus(obj, old runtime.Object) {
 }
 
 // specChanged reports whether anything but metadata and status differs.
+// Typed objects compare their other fields with apiequality.Semantic, as
+// Kubernetes' strategies compare a spec to decide on a new generation.
 func specChanged(obj, old runtime.Object) bool {
-	a, b := withoutMetaStatus(obj), withoutMetaStatus(old)
-	return !apiequality.Semantic.DeepEqual(a, b)
+	if _, ok := obj.(*unstructured.Unstructured); !ok {
+		a, b := reflect.ValueOf(obj), reflect.ValueOf(old)
+		if a.Kind() == reflect.Pointer && b.Type() == a.Type() && a.Elem().Kind() == reflect.Struct {
+			a, b = a.Elem(), b.Elem()
+			for i := range a.NumField() {
+				f := a.Type().Field(i)
+				switch {
+				case !f.IsExported() || f.Tag.Get("json") == "-":
+					continue // not part of the object's JSON
+				case f.Name == "TypeMeta" || f.Name == "ObjectMeta" || f.Name == "Status":
+					continue
+				}
+				if !apiequality.Semantic.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	x, y := withoutMetaStatus(obj), withoutMetaStatus(old)
+	return !apiequality.Semantic.DeepEqual(x, y)
 }
 
 func withoutMetaStatus(obj runtime.Object) map[string]any {

@@ -150,7 +150,13 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 	out, err := s.guaranteedUpdate(r.Context(), k, ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
 		curRV, _ := revisionOf(cur)
 		if wantRV != 0 && wantRV != curRV {
-			return nil, nil, apierrors.NewConflict(k.groupResource(), ri.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+			err := apierrors.NewConflict(k.groupResource(), ri.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+			if wantRV < curRV {
+				// Revisions only grow: even a cached copy newer than the
+				// caller's proves the caller's stale.
+				return nil, nil, certain{err}
+			}
+			return nil, nil, err
 		}
 		return s.prepareUpdate(r.Context(), k, ri, obj.DeepCopyObject(), cur)
 	})
