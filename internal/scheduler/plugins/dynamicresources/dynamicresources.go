@@ -214,7 +214,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
-	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(),
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(snap.Len()),
 		context: ownContext(objs, pod), checked: &p.checked, derived: &p.derived}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
@@ -429,7 +429,15 @@ func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator
 	reuse := s.sig != ""
 	if reuse {
 		if prev := s.checked.get(node.Name, st, s.sig); prev != nil {
-			res := prev.For(s.req)
+			// A fitting answer is the same for every request of the
+			// signature but for the request it builds from: keep the
+			// earlier one, and let the callers that build or explain
+			// (Result, bound) take it For this request. Only a rejection's
+			// reasons name claims, for Filter's status.
+			res := prev
+			if !prev.Fits {
+				res = prev.For(s.req)
+			}
 			s.results.store(node.Name, res)
 			return res, nil
 		}
@@ -463,8 +471,8 @@ type reasonsKey struct {
 	n     int
 }
 
-func newNodeResults() *nodeResults {
-	return &nodeResults{byNode: map[string]*allocator.Result{}, statuses: map[reasonsKey]*framework.Status{}}
+func newNodeResults(nodes int) *nodeResults {
+	return &nodeResults{byNode: make(map[string]*allocator.Result, nodes), statuses: map[reasonsKey]*framework.Status{}}
 }
 
 func (r *nodeResults) load(node string) (*allocator.Result, bool) {

@@ -117,6 +117,7 @@ func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.Reso
 	if !res.Fits {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the claims do not fit", Name, nodeName)
 	}
+	res = res.For(s.req) // allocate may keep another request's fitting answer
 	var out []*resourceapi.ResourceClaim
 	var newly []bool
 	allocs := res.Build()
@@ -270,8 +271,8 @@ func Result(state *framework.CycleState, node string) *allocator.Result {
 	if !ok {
 		return nil
 	}
-	if r, ok := s.results.load(node); ok {
-		return r
+	if r, ok := s.results.load(node); ok && s.req != nil {
+		return r.For(s.req)
 	}
 	return nil
 }
