@@ -338,10 +338,14 @@ func peakRSS(b *testing.B) float64 {
 // draResult is one measured phase.
 type draResult struct {
 	created, bound []time.Time // per measured pod
-	writes         writeDelta
-	cycles         cycleDelta
-	createRate     float64 // API creates/s, same run, same concurrency
-	clients        int
+	// elapsed, when set, is the measured time (the steady state leaves
+	// out the time between its measured batches); else the time from the
+	// first create to the last bind.
+	elapsed    time.Duration
+	writes     writeDelta
+	cycles     cycleDelta
+	createRate float64 // API creates/s, same run, same concurrency
+	clients    int
 }
 
 // report computes the metrics of r, reports them and logs a summary.
@@ -358,7 +362,11 @@ func (r draResult) report(b *testing.B) {
 		}
 		lat[i] = r.bound[i].Sub(r.created[i])
 	}
-	rate := float64(len(lat)) / last.Sub(first).Seconds()
+	span := last.Sub(first)
+	if r.elapsed > 0 {
+		span = r.elapsed
+	}
+	rate := float64(len(lat)) / span.Seconds()
 	ceiling := r.createRate / r.writes.perPod
 	p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
 	peak := peakRSS(b)

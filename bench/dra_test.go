@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -133,6 +135,16 @@ func ceilingMean(ctx context.Context, b *testing.B, c *client.Client, before flo
 
 // runDRASteadyState is SteadyStateClusterResourceClaimTemplate with inUse
 // instances held by preallocated claims.
+//
+// The ceiling is sampled between the batches, about every
+// steadyCeilingEvery of measured time, and before and after them: this
+// shared machine's speed moves by a third within seconds (consecutive
+// samples of 1,250 creates ranged from 888 to 2,604/s in one minute), so
+// a ceiling measured only before and after the batches compared them
+// with another machine. Before each sample the pipeline's writes settle,
+// as before the first; the batch after a sample is left out of the
+// measurement (not of the writes per pod), since it starts on a machine
+// without the previous batch's trailing work.
 func runDRASteadyState(b *testing.B, nodes, inUse int, duration time.Duration, ceilingN int) {
 	resetPeakRSS(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -151,24 +163,73 @@ func runDRASteadyState(b *testing.B, nodes, inUse int, duration time.Duration, c
 	waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
 	cl.e.settledWrites(b)
 
-	ceilingN = max(ceilingN/2, 100)
-	rateBefore := measureCeiling(ctx, b, cl.c, "ceiling", "before", steadyBatch, ceilingN)
+	var ceil ceilingSamples
+	sampleN := max(ceilingN/8, 50)
+	ceil.measure(ctx, b, cl.c, steadyBatch, max(ceilingN/2, 100))
 	writes0, cycles0 := cl.e.writeCounts(b), schedulerCycles(b, cl.sched)
 	var created, bound []time.Time
-	for start := time.Now(); time.Since(start) < duration; {
+	var elapsed, sinceSample time.Duration
+	pods, between, skip := 0, 0, false
+	for elapsed < duration {
+		start := time.Now()
 		c, bd := runSteadyBatch(ctx, b, cl, w, &seq)
+		pods += len(c)
+		if skip {
+			skip = false
+			continue
+		}
+		d := time.Since(start)
+		elapsed, sinceSample = elapsed+d, sinceSample+d
 		created, bound = append(created, c...), append(bound, bd...)
+		if sinceSample >= steadyCeilingEvery && elapsed < duration {
+			waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
+			cl.e.settledWrites(b)
+			ceil.measure(ctx, b, cl.c, steadyBatch, sampleN)
+			between += sampleN
+			sinceSample, skip = 0, true
+		}
 	}
 	// The claim controller's writes for the last batch belong to it.
 	waitClaimsReleased(ctx, b, cl.c, "test", time.Minute)
-	writes, cycles := diffWrites(writes0, cl.e.settledWrites(b), len(created)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(created))
+	after := cl.e.settledWrites(b)
+	after["create pods 201"] -= float64(between) // the samples' creates
+	writes, cycles := diffWrites(writes0, after, pods), diffCycles(cycles0, schedulerCycles(b, cl.sched), pods)
 	cl.check(b)
 	checkAllocations(ctx, b, cl.c, inUse)
-	createRate := ceilingMean(ctx, b, cl.c, rateBefore, steadyBatch, ceilingN)
+	ceil.measure(ctx, b, cl.c, steadyBatch, max(ceilingN/2, 100))
+	b.Logf("API creates at %d clients: %s", steadyBatch, &ceil)
 	draResult{
-		created: created, bound: bound, createRate: createRate, clients: steadyBatch,
+		created: created, bound: bound, elapsed: elapsed, createRate: ceil.rate(), clients: steadyBatch,
 		writes: writes, cycles: cycles,
 	}.report(b)
+}
+
+// steadyCeilingEvery is the measured time between two samples of the
+// ceiling in the steady state.
+const steadyCeilingEvery = time.Second
+
+// ceilingSamples are measurements of the ceiling's create rate; rate is
+// all their creates over all their time.
+type ceilingSamples struct {
+	n     int
+	secs  float64
+	rates []float64
+}
+
+func (s *ceilingSamples) measure(ctx context.Context, b *testing.B, c *client.Client, clients, n int) {
+	b.Helper()
+	r := measureCeiling(ctx, b, c, "ceiling", strconv.Itoa(len(s.rates)), clients, n)
+	s.n, s.secs, s.rates = s.n+n, s.secs+float64(n)/r, append(s.rates, r)
+}
+
+func (s *ceilingSamples) rate() float64 { return float64(s.n) / s.secs }
+
+func (s *ceilingSamples) String() string {
+	parts := make([]string, len(s.rates))
+	for i, r := range s.rates {
+		parts[i] = strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return fmt.Sprintf("samples %s/s; %.0f/s over all", strings.Join(parts, " "), s.rate())
 }
 
 // runSteadyBatch creates steadyBatch pods at once, waits until all are
