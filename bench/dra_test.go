@@ -106,8 +106,13 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	cl.check(b)
 
 	cl.e.settledWrites(b) // the fill's trailing event writes, before anything is measured
+	// The ceiling: two samples before the measured pods and two after
+	// (this shared machine's speed drifts within seconds; see
+	// runDRASteadyState).
 	ceilingN := max(pods/4, 100)
-	rateBefore := measureCeiling(ctx, b, cl.c, "ceiling", "before", benchClients, ceilingN)
+	var ceil ceilingSamples
+	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
+	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
 	measured := podNames("pod", 0, pods-len(fill))
 	writes0, cycles0 := cl.e.writeCounts(b), schedulerCycles(b, cl.sched)
 	created := createPods(ctx, b, cl.c, "test", measured, benchClients, interval)
@@ -115,22 +120,13 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	writes, cycles := diffWrites(writes0, cl.e.settledWrites(b), len(measured)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(measured))
 	cl.check(b)
 	checkAllocations(ctx, b, cl.c, pods)
-	createRate := ceilingMean(ctx, b, cl.c, rateBefore, benchClients, ceilingN)
+	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
+	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
+	b.Logf("API creates at %d clients: %s", benchClients, &ceil)
 	draResult{
-		created: created, bound: bound, createRate: createRate, clients: benchClients,
+		created: created, bound: bound, createRate: ceil.rate(), clients: benchClients,
 		writes: writes, cycles: cycles,
 	}.report(b)
-}
-
-// ceilingMean measures the ceiling again after the measured pods and
-// returns the mean with the measurement before them: the speed of this
-// shared machine drifts by a third within minutes, and creates get slower
-// as the cluster fills up.
-func ceilingMean(ctx context.Context, b *testing.B, c *client.Client, before float64, clients, n int) float64 {
-	b.Helper()
-	after := measureCeiling(ctx, b, c, "ceiling", "after", clients, n)
-	b.Logf("API creates at %d clients: %.0f/s before the measured pods, %.0f/s after", clients, before, after)
-	return (before + after) / 2
 }
 
 // runDRASteadyState is SteadyStateClusterResourceClaimTemplate with inUse
