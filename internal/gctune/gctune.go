@@ -5,8 +5,8 @@
 // objects against a large, slowly changing heap (informer caches, the
 // watch cache, the allocator's models). At Go's default GOGC=100 the
 // collector ran 15 % of all CPU in BenchmarkDRA's 5000pods; at 200 the
-// pipeline moved 20 % more pods per second for about a tenth more peak
-// memory (bench/README.md). The components therefore default to
+// pipeline moved 10-20 % more pods per second for about 30 % more peak
+// memory (docs/decisions.md, bench/README.md). The components therefore default to
 // DefaultPercent; the GOGC environment variable, when set, wins over the
 // default, and an explicit --gc-percent wins over both.
 package gctune
@@ -14,6 +14,7 @@ package gctune
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 )
 
 // DefaultPercent is the GOGC value of allot's long-running components.
@@ -26,11 +27,16 @@ const DefaultPercent = 200
 func Apply(percent int, explicit bool) int {
 	if !explicit {
 		if _, set := os.LookupEnv("GOGC"); set {
-			cur := debug.SetGCPercent(100)
-			debug.SetGCPercent(cur)
-			return cur
+			return current()
 		}
 	}
 	debug.SetGCPercent(percent)
 	return percent
+}
+
+// current is the collector's target in effect.
+func current() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
