@@ -54,13 +54,16 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 		return
 	}
 	var rev int64
+	var cur *corev1.Pod // the pod as a failed attempt's transaction found it
 	for i := 0; ; i++ {
 		ctx := r.Context()
-		if i > 0 {
+		if i > 0 && cur == nil {
 			ctx = context.WithValue(ctx, freshKey{}, true)
 		}
-		rev, err = s.bind(ctx, k, ri.namespace, ri.name, b)
-		if errors.Is(err, errPodMoved) && i < maxUpdateRetries {
+		rev, err = s.bind(ctx, k, ri.namespace, ri.name, b, cur)
+		var moved *podMovedError
+		if errors.As(err, &moved) && i < maxUpdateRetries {
+			cur = moved.pod
 			continue
 		}
 		break
@@ -74,11 +77,30 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 	writeObject(w, http.StatusCreated, st)
 }
 
-// errPodMoved is a conflict on the pod itself, retried with fresh reads
-// of the pod, the node and the claims.
-var errPodMoved = errors.New("pod changed during binding")
+// podMovedError is a conflict on the pod itself: the binding is tried
+// again on pod, the state the failed transaction found, or, when that
+// could not be had, with fresh reads of the pod, the node and the claims.
+type podMovedError struct{ pod *corev1.Pod }
 
-func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *corev1.Binding) (int64, error) {
+func (e *podMovedError) Error() string { return "pod changed during binding" }
+
+// podMoved builds the retry of a binding whose pod changed: the failed
+// transaction returned the pod's current value (te.Value, nil when the pod
+// is gone), so the retry needs no read of its own; a cached copy could
+// lag behind it.
+func podMoved(podKind *kind, te *storage.TxnError) error {
+	if te.Value == nil {
+		return &podMovedError{} // deleted meanwhile: the fresh read says so
+	}
+	obj, err := decodeStored(podKind, te.Value, te.ModRevision)
+	if err != nil {
+		return &podMovedError{}
+	}
+	pod, _ := obj.(*corev1.Pod)
+	return &podMovedError{pod: pod}
+}
+
+func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *corev1.Binding, cur *corev1.Pod) (int64, error) {
 	gr := podKind.groupResource()
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		return 0, apierrors.NewBadRequest("binding target kind must be Node")
@@ -87,14 +109,18 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	if node == "" {
 		return 0, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "the node to bind to")})
 	}
-	// The pod and node come from the watch cache: the transaction below
-	// compares the pod's revision, so a stale copy fails it and the binding
-	// is retried from etcd.
-	obj, err := s.readForBinding(ctx, podKind, ns, name)
-	if err != nil {
-		return 0, err
+	// The pod and node come from the watch cache (or cur, on a retry):
+	// the transaction below compares the pod's revision, so a stale copy
+	// fails it and the binding is retried on the pod that transaction
+	// found.
+	pod := cur
+	if pod == nil {
+		obj, err := s.readForBinding(ctx, podKind, ns, name)
+		if err != nil {
+			return 0, err
+		}
+		pod = obj.(*corev1.Pod)
 	}
-	pod := obj.(*corev1.Pod)
 	podRev, _ := revisionOf(pod)
 	switch {
 	case pod.DeletionTimestamp != nil:
@@ -125,7 +151,7 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	if err != nil {
 		var te *storage.TxnError
 		if errors.As(err, &te) && te.Index == 0 {
-			return 0, errPodMoved // a stale or changed pod: read it again
+			return 0, podMoved(podKind, te) // a stale or changed pod
 		}
 		if errors.As(err, &te) {
 			return 0, apierrors.NewConflict(gr, name, fmt.Errorf("binding failed: %s changed concurrently (%v); recompute and try again", te.Key, te.Reason))

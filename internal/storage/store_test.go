@@ -114,6 +114,14 @@ func TestTxnAtomicityAndErrorIndex(t *testing.T) {
 			if te.Index != tc.index || te.Key != tc.ops[tc.index].Key || !errors.Is(err, tc.reason) {
 				t.Fatalf("got %+v, want index %d reason %v", te, tc.index, tc.reason)
 			}
+			// The failing key's state comes with the error.
+			wantValue, wantRev := []byte(nil), int64(0)
+			if te.Key == p+"existing" {
+				wantValue, wantRev = []byte("e"), existing
+			}
+			if string(te.Value) != string(wantValue) || (te.Value == nil) != (wantValue == nil) || te.ModRevision != wantRev {
+				t.Fatalf("failing key %s: value %q at %d, want %q at %d", te.Key, te.Value, te.ModRevision, wantValue, wantRev)
+			}
 			// Nothing of the failed transaction was applied.
 			for _, k := range []string{p + "new1", p + "new2"} {
 				if _, err := s.Get(ctx, k); !errors.Is(err, storage.ErrNotFound) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -93,8 +94,10 @@ type TxnError struct {
 	Key    string // its key
 	Reason error  // ErrConflict, ErrExists or ErrNotFound
 	// ModRevision is the key's ModRevision when the compare failed (0 if
-	// absent).
+	// absent), and Value its value then (nil if absent): a caller that
+	// retries needs no read of its own.
 	ModRevision int64
+	Value       []byte
 }
 
 func (e *TxnError) Error() string {
@@ -125,7 +128,7 @@ func (s *Store) Txn(ctx context.Context, ops []Op) (int64, error) {
 			cmps = append(cmps, c)
 			if !seen[op.Key] {
 				seen[op.Key] = true
-				elses = append(elses, clientv3.OpGet(op.Key, clientv3.WithKeysOnly()))
+				elses = append(elses, clientv3.OpGet(op.Key))
 			}
 		}
 		if w, ok := opWrite(op); ok {
@@ -188,16 +191,21 @@ func opWrite(op Op) (clientv3.Op, bool) {
 // by the Else branch (same revision as the failed compares) and reports
 // the first Op that did not hold.
 func explainFailure(ops []Op, resp *clientv3.TxnResponse) error {
-	modRevs := make(map[string]int64, len(resp.Responses))
+	kvs := make(map[string]*mvccpb.KeyValue, len(resp.Responses))
 	for _, r := range resp.Responses {
 		for _, kv := range r.GetResponseRange().GetKvs() {
-			modRevs[string(kv.Key)] = kv.ModRevision
+			kvs[string(kv.Key)] = kv
 		}
 	}
 	for i, op := range ops {
-		mod, exists := modRevs[op.Key]
+		kv, exists := kvs[op.Key]
+		var mod int64
+		var value []byte
+		if exists {
+			mod, value = kv.ModRevision, kv.Value
+		}
 		if reason := opFailure(op, mod, exists); reason != nil {
-			return &TxnError{Index: i, Key: op.Key, Reason: reason, ModRevision: mod}
+			return &TxnError{Index: i, Key: op.Key, Reason: reason, ModRevision: mod, Value: value}
 		}
 	}
 	// Unreachable unless etcd and this evaluation disagree.
