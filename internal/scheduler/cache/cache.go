@@ -30,13 +30,17 @@ type Cache struct {
 	// node has not changed.
 	handedOut map[string]*framework.NodeInfo
 	names     []string // sorted names of nodes with a Node object; nil when stale
+	// last is the last snapshot, its nodes parallel to names while names
+	// is not stale; dirty names the nodes changed since.
+	last  *framework.Snapshot
+	dirty map[string]struct{}
 }
 
 // New returns an empty cache.
 func New() *Cache {
 	return &Cache{
 		nodes: map[string]*framework.NodeInfo{}, pods: map[types.UID]*podState{},
-		handedOut: map[string]*framework.NodeInfo{},
+		handedOut: map[string]*framework.NodeInfo{}, dirty: map[string]struct{}{},
 	}
 }
 
@@ -50,9 +54,10 @@ func (c *Cache) info(name string) *framework.NodeInfo {
 	return ni
 }
 
-func (c *Cache) touch(ni *framework.NodeInfo) {
+func (c *Cache) touch(name string, ni *framework.NodeInfo) {
 	c.generation++
 	ni.SetGeneration(c.generation)
+	c.dirty[name] = struct{}{}
 }
 
 // AddNode adds or replaces a node.
@@ -64,7 +69,7 @@ func (c *Cache) AddNode(node *corev1.Node) {
 		c.names = nil
 	}
 	ni.SetNode(node)
-	c.touch(ni)
+	c.touch(node.Name, ni)
 }
 
 // UpdateNode replaces a node.
@@ -86,7 +91,7 @@ func (c *Cache) RemoveNode(name string) {
 		return
 	}
 	ni.SetNode(nil)
-	c.touch(ni)
+	c.touch(name, ni)
 }
 
 // AssumePod accounts pod (spec.nodeName set) on its node before it is
@@ -148,7 +153,7 @@ func (c *Cache) RemovePod(pod *corev1.Pod) {
 func (c *Cache) addLocked(pod *corev1.Pod, assumed bool) {
 	ni := c.info(pod.Spec.NodeName)
 	ni.AddPodInfo(framework.NewPodInfo(pod))
-	c.touch(ni)
+	c.touch(pod.Spec.NodeName, ni)
 	c.pods[pod.UID] = &podState{pod: pod, assumed: assumed}
 }
 
@@ -159,17 +164,34 @@ func (c *Cache) removeLocked(pod *corev1.Pod) {
 		return
 	}
 	_ = ni.RemovePod(pod) // cannot fail: the pod was added to this node
-	c.touch(ni)
+	c.touch(pod.Spec.NodeName, ni)
 	if ni.Node() == nil && len(ni.Pods()) == 0 {
 		delete(c.nodes, pod.Spec.NodeName)
 	}
 }
 
 // Snapshot returns an immutable snapshot of the nodes, cloning only the
-// nodes that changed since the previous call.
+// nodes that changed since the previous call: the previous snapshot
+// itself when none did, else its nodes with the changed ones replaced.
 func (c *Cache) Snapshot() *framework.Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.names != nil && c.last != nil {
+		if len(c.dirty) == 0 {
+			return c.last
+		}
+		infos := slices.Clone(c.last.Nodes())
+		for name := range c.dirty {
+			i, ok := slices.BinarySearch(c.names, name)
+			if !ok {
+				continue // a node without a Node object is not in snapshots
+			}
+			infos[i] = c.handOut(name)
+		}
+		clear(c.dirty)
+		c.last = framework.NewSnapshotFromSortedNodeInfos(infos)
+		return c.last
+	}
 	if c.names == nil {
 		c.names = make([]string, 0, len(c.nodes))
 		for name, ni := range c.nodes {
@@ -181,15 +203,23 @@ func (c *Cache) Snapshot() *framework.Snapshot {
 	}
 	infos := make([]*framework.NodeInfo, len(c.names))
 	for i, name := range c.names {
-		ni := c.nodes[name]
-		prev, ok := c.handedOut[name]
-		if !ok || prev.Generation() != ni.Generation() {
-			prev = ni.Clone()
-			c.handedOut[name] = prev
-		}
-		infos[i] = prev
+		infos[i] = c.handOut(name)
 	}
-	return framework.NewSnapshotFromNodeInfos(infos)
+	clear(c.dirty)
+	c.last = framework.NewSnapshotFromSortedNodeInfos(infos)
+	return c.last
+}
+
+// handOut returns the clone of node name for a snapshot: the one handed
+// out before while the node has not changed since.
+func (c *Cache) handOut(name string) *framework.NodeInfo {
+	ni := c.nodes[name]
+	prev, ok := c.handedOut[name]
+	if !ok || prev.Generation() != ni.Generation() {
+		prev = ni.Clone()
+		c.handedOut[name] = prev
+	}
+	return prev
 }
 
 // Counts returns the number of nodes and of pods (assumed ones among

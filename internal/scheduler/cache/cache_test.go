@@ -1,9 +1,15 @@
 package cache
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/schedtest"
 )
 
@@ -112,4 +118,86 @@ func TestPodBeforeNode(t *testing.T) {
 	if cpuOn(t, c, "late") != 1000 {
 		t.Fatal("update counted the pod twice or lost it")
 	}
+}
+
+// The incremental snapshot (the last one with changed nodes replaced)
+// must equal a snapshot rebuilt from scratch after every change.
+func TestSnapshotMatchesRebuild(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := New()
+	nodes := map[string]*corev1.Node{}
+	pods := map[string]*corev1.Pod{} // by name; bound or assumed
+	prev := c.Snapshot()
+	prevDesc := describe(prev)
+	for step := range 3000 {
+		name := fmt.Sprintf("n%d", rng.IntN(12))
+		pod := fmt.Sprintf("p%d", rng.IntN(40))
+		switch op := rng.IntN(6); {
+		case op == 0:
+			n := makeNode(name).Alloc("cpu", strconv.Itoa(1+rng.IntN(8))).Obj()
+			c.AddNode(n)
+			nodes[name] = n
+		case op == 1 && rng.IntN(4) == 0:
+			c.RemoveNode(name)
+			delete(nodes, name)
+		case op == 2:
+			if _, ok := pods[pod]; !ok {
+				p := makePod(pod).Req("cpu", "1").Node(name).Obj()
+				c.AddPod(p)
+				pods[pod] = p
+			}
+		case op == 3:
+			if _, ok := pods[pod]; !ok {
+				p := makePod(pod).Req("cpu", "1").Node(name).Obj()
+				if err := c.AssumePod(p); err != nil {
+					t.Fatal(err)
+				}
+				pods[pod] = p
+			}
+		case op == 4:
+			if p, ok := pods[pod]; ok {
+				c.RemovePod(p)
+				delete(pods, pod)
+			}
+		default:
+			if p, ok := pods[pod]; ok && c.IsAssumed(p.UID) {
+				c.ForgetPod(p)
+				delete(pods, pod)
+			}
+		}
+		if rng.IntN(3) > 0 {
+			continue // several changes between two snapshots, too
+		}
+		got := c.Snapshot()
+		var ns []*corev1.Node
+		for _, n := range nodes {
+			ns = append(ns, n)
+		}
+		var ps []*corev1.Pod
+		for _, p := range pods {
+			ps = append(ps, p)
+		}
+		want := framework.NewSnapshot(ns, ps)
+		if g, w := describe(got), describe(want); g != w {
+			t.Fatalf("step %d: snapshot\n%s\nwant\n%s", step, g, w)
+		}
+		if describe(prev) != prevDesc {
+			t.Fatalf("step %d: an earlier snapshot changed", step)
+		}
+		prev, prevDesc = got, describe(got)
+	}
+}
+
+// describe renders a snapshot's nodes, their allocatable CPU and pods.
+func describe(s *framework.Snapshot) string {
+	var b strings.Builder
+	for _, ni := range s.Nodes() {
+		var names []string
+		for _, p := range ni.Pods() {
+			names = append(names, p.Pod.Name)
+		}
+		slices.Sort(names)
+		fmt.Fprintf(&b, "%s cpu=%d requested=%d pods=%v\n", ni.Name(), ni.Allocatable().MilliCPU, ni.Requested().MilliCPU, names)
+	}
+	return b.String()
 }

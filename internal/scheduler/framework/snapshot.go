@@ -51,6 +51,13 @@ func NewSnapshotFromNodeInfos(infos []*NodeInfo) *Snapshot {
 	return &Snapshot{nodes: out}
 }
 
+// NewSnapshotFromSortedNodeInfos is NewSnapshotFromNodeInfos for infos
+// that are already in name order and all have a Node; the snapshot keeps
+// infos, which the caller must not modify afterwards.
+func NewSnapshotFromSortedNodeInfos(infos []*NodeInfo) *Snapshot {
+	return &Snapshot{nodes: infos}
+}
+
 // Nodes returns the nodes in name order. Do not modify.
 func (s *Snapshot) Nodes() []*NodeInfo { return s.nodes }
 
