@@ -160,6 +160,38 @@ func (r *Result) For(req *Request) *Result {
 	return &out
 }
 
+// CheckReusing is Check that remembers, on st, its last answer to a
+// request with a non-empty Signature, and gives that answer again to the
+// next request of the same signature on st instead of searching: pods
+// built from one template have requests of equal signature, and between
+// two such pods the states of the nodes that took neither stay the same
+// objects. reused tells when the answer was Check's for another request;
+// take it For req before reading its Reasons or calling Build (a fitting
+// answer differs only there, so a caller that looks only at Fits, the
+// capacities and Score need not). The answer kept is a copy: callers may
+// change the Result they get from a search.
+func CheckReusing(ctx context.Context, req *Request, st *NodeState) (res *Result, reused bool, err error) {
+	sig := req.Signature()
+	if sig != "" {
+		if m := st.memo.Load(); m != nil && m.sig == sig {
+			return m.res, m.res.req != req, nil
+		}
+	}
+	res, err = Check(ctx, req, st)
+	if err != nil || sig == "" {
+		return res, false, err
+	}
+	own := *res
+	st.memo.Store(&checkMemo{sig: sig, res: &own})
+	return res, false, nil
+}
+
+// checkMemo is a NodeState's last answer of CheckReusing.
+type checkMemo struct {
+	sig string
+	res *Result
+}
+
 // Build returns the allocation results of a fitting Result, parallel to
 // Request.Claims (nil for claims that were already allocated); nil when
 // the claims do not fit. Each call returns new objects.

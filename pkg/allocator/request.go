@@ -38,6 +38,15 @@ func claimKey(c *resourceapi.ResourceClaim) string {
 	return c.Namespace + "/" + c.Name
 }
 
+// hasKey reports whether key is the claim's Key, without building it.
+func (c *Claim) hasKey(key string) bool {
+	if c.Claim == nil {
+		return key == ""
+	}
+	ns, name := c.Claim.Namespace, c.Claim.Name
+	return len(key) == len(ns)+1+len(name) && key[len(ns)] == '/' && key[:len(ns)] == ns && key[len(ns)+1:] == name
+}
+
 // Request is a pod's claims compiled for allocation. Prepare it once per
 // pod (per scheduling cycle) and call Allocate for each node; it is
 // read-only and safe for concurrent use.
@@ -50,7 +59,7 @@ type Request struct {
 	kinds   map[string][]*kindOf // per driver
 	reasons []Reason             // pod-level: the pod fits no node
 
-	reasonMemo sync.Map // reasonKey, rebindKey -> []Reason; shared by the nodes checked in parallel
+	reasonMemo sync.Map // reasonKey, reboundKey -> []Reason; shared by the nodes checked in parallel
 
 	sigOnce sync.Once
 	sig     string
@@ -145,41 +154,58 @@ func (r *Request) signature() string {
 	return b.String()
 }
 
-// rebindKey names a slice of reasons of a result for request from, by
-// its first element: Check shares the slices of reasons that many nodes
-// give (see joinReasons), so one rebinding serves them all.
-type rebindKey struct {
-	from  *Request
-	first *Reason
-	n     int
+// reboundKey is the content of one reason of a request with r's
+// Signature, by the position of its claim: answers kept for many earlier
+// requests (see CheckReusing) say the same of many nodes, and r renames
+// each such reason once.
+type reboundKey struct {
+	code                   ReasonCode
+	claim                  int
+	driver, clause, detail string
+	requests               [4]string
+	n                      int
 }
 
 // rebind returns reasons of a Check of request from, which has the same
 // Signature as r, naming r's claims instead of from's. Claims are matched
-// by position. The result is shared by every caller with the same slice
-// and must not be modified.
+// by position. A single reason comes back as a slice shared by every
+// caller with a reason of the same content, so that they can share what
+// they make of it too; no result may be modified.
 func (r *Request) rebind(from *Request, reasons []Reason) []Reason {
-	if len(reasons) == 0 {
+	switch len(reasons) {
+	case 0:
 		return nil
-	}
-	k := rebindKey{from: from, first: &reasons[0], n: len(reasons)}
-	if v, ok := r.reasonMemo.Load(k); ok {
-		return v.([]Reason)
+	case 1:
+		return r.rebound(from, reasons[0])
 	}
 	out := make([]Reason, len(reasons))
 	for i, x := range reasons {
-		out[i] = x
-		if x.Claim == "" {
-			continue
-		}
-		for j, c := range from.claims {
-			if c.Key() == x.Claim {
-				out[i] = newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)
-				break
-			}
-		}
+		out[i] = r.rebound(from, x)[0]
 	}
-	r.reasonMemo.Store(k, out)
+	return out
+}
+
+// rebound is rebind of one reason, as a one-element slice.
+func (r *Request) rebound(from *Request, x Reason) []Reason {
+	j := -1
+	if x.Claim != "" {
+		j = slices.IndexFunc(from.claims, func(c *Claim) bool { return c.hasKey(x.Claim) })
+	}
+	if j < 0 {
+		return []Reason{x}
+	}
+	if len(x.Requests) > len(reboundKey{}.requests) {
+		return []Reason{newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)}
+	}
+	k := reboundKey{code: x.Code, claim: j, driver: x.Driver, clause: x.Clause, detail: x.detail, n: len(x.Requests)}
+	copy(k.requests[:], x.Requests)
+	if v, ok := r.reasonMemo.Load(k); ok {
+		return v.([]Reason)
+	}
+	out := []Reason{newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)}
+	if v, loaded := r.reasonMemo.LoadOrStore(k, out); loaded {
+		return v.([]Reason)
+	}
 	return out
 }
 

@@ -170,3 +170,67 @@ func TestResultForReasonsNameTheClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckReusing: a node state keeps its last answer for a signature
+// and gives it to the next request of that signature; another state, or
+// a request of another signature, is checked anew. Reasons of answers
+// kept for different earlier requests, rebound to one request, are one
+// shared slice.
+func TestCheckReusing(t *testing.T) {
+	ctx := context.Background()
+	mk := func(name, sel string) *Request {
+		c := versioned(makeClaim(name, "gpu", sel))
+		c[0].Claim.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: "ns"}
+		return Prepare(nil, c)
+	}
+	model := wholeNode("n1", 2)
+	free := NewNodeState(model, nil, nil)
+	full := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("used", "n1", "gpu", "gpu-0", "gpu-1")})
+
+	first, reused, err := CheckReusing(ctx, mk("a", "true"), free)
+	if err != nil || reused || !first.Fits {
+		t.Fatalf("first check: fits=%v reused=%v err=%v", first.Fits, reused, err)
+	}
+	second := mk("b", "true")
+	got, reused, err := CheckReusing(ctx, second, free)
+	if err != nil || !reused || !got.Fits {
+		t.Fatalf("same signature on the same state: fits=%v reused=%v err=%v", got.Fits, reused, err)
+	}
+	if want, _ := Check(ctx, second, free); !reflect.DeepEqual(got.For(second).Build(), want.Build()) {
+		t.Fatalf("the reused answer builds %v, Check %v", got.For(second).Build(), want.Build())
+	}
+	if _, reused, _ := CheckReusing(ctx, mk("c", "true"), free.WithAllocated()); reused {
+		t.Fatal("another state object reused the answer")
+	}
+	if _, reused, _ := CheckReusing(ctx, mk("d", `quantities["memory"] >= "1Ti"`), free); reused {
+		t.Fatal("a request of another signature reused the answer")
+	}
+	// The answer kept is the last one: d's, so c's signature is checked
+	// again.
+	if _, reused, _ := CheckReusing(ctx, mk("e", "true"), free); reused {
+		t.Fatal("an answer replaced by another signature's was reused")
+	}
+
+	// Two full nodes remember rejections of two different pods; a third
+	// pod gets both renamed to its claim, as one slice.
+	full2 := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("used", "n1", "gpu", "gpu-0", "gpu-1")})
+	if _, _, err := CheckReusing(ctx, mk("p1", "true"), full); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := CheckReusing(ctx, mk("p2", "true"), full2); err != nil {
+		t.Fatal(err)
+	}
+	third := mk("p3", "true")
+	r1, reused1, _ := CheckReusing(ctx, third, full)
+	r2, reused2, _ := CheckReusing(ctx, third, full2)
+	if !reused1 || !reused2 || r1.Fits || r2.Fits {
+		t.Fatalf("full nodes: reused %v %v, fits %v %v", reused1, reused2, r1.Fits, r2.Fits)
+	}
+	a, b := r1.For(third).Reasons, r2.For(third).Reasons
+	if len(a) != 1 || len(b) != 1 || &a[0] != &b[0] {
+		t.Fatalf("the rebound reasons of two nodes are not one slice: %v %v", a, b)
+	}
+	if a[0].Claim != "ns/p3" || !strings.HasPrefix(a[0].Message, "claim ns/p3") {
+		t.Fatalf("rebound reason %q names %q, want ns/p3", a[0].Message, a[0].Claim)
+	}
+}

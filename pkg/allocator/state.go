@@ -3,6 +3,7 @@ package allocator
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -19,6 +20,8 @@ type NodeState struct {
 
 	capOnce  sync.Once
 	capTotal int
+
+	memo atomic.Pointer[checkMemo] // see CheckReusing
 }
 
 // driverState counts allocations in one driver's forest.

@@ -3,7 +3,9 @@ package framework
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrNotFound is returned by CycleState.Read for a key nobody wrote.
@@ -23,11 +25,17 @@ type StateData interface {
 // PreFilter writes, Filter and Score read (concurrently), Reserve and the
 // binding step read and may write. It lives from Pop to the end of
 // binding and is then dropped. It is safe for concurrent use; reads take
-// no lock, since Filter reads it once per node and plugin.
+// no lock, since Filter reads it once per node and plugin: the few
+// entries are a slice, replaced on every write.
 type CycleState struct {
-	data       sync.Map // StateKey -> StateData
+	data       atomic.Pointer[[]stateEntry] // replaced, never modified; writes hold mu
 	mu         sync.Mutex
 	skipFilter map[string]bool
+}
+
+type stateEntry struct {
+	key StateKey
+	v   StateData
 }
 
 // NewCycleState returns an empty state.
@@ -37,18 +45,45 @@ func NewCycleState() *CycleState {
 
 // Read returns the data stored under key, or ErrNotFound.
 func (c *CycleState) Read(key StateKey) (StateData, error) {
-	v, ok := c.data.Load(key)
-	if !ok {
-		return nil, fmt.Errorf("read %s: %w", key, ErrNotFound)
+	if p := c.data.Load(); p != nil {
+		for _, e := range *p {
+			if e.key == key {
+				return e.v, nil
+			}
+		}
 	}
-	return v.(StateData), nil
+	return nil, fmt.Errorf("read %s: %w", key, ErrNotFound)
 }
 
 // Write stores data under key, replacing what was there.
-func (c *CycleState) Write(key StateKey, v StateData) { c.data.Store(key, v) }
+func (c *CycleState) Write(key StateKey, v StateData) {
+	c.update(func(es []stateEntry) []stateEntry {
+		if i := slices.IndexFunc(es, func(e stateEntry) bool { return e.key == key }); i >= 0 {
+			es[i].v = v
+			return es
+		}
+		return append(es, stateEntry{key: key, v: v})
+	})
+}
 
 // Delete removes key.
-func (c *CycleState) Delete(key StateKey) { c.data.Delete(key) }
+func (c *CycleState) Delete(key StateKey) {
+	c.update(func(es []stateEntry) []stateEntry {
+		return slices.DeleteFunc(es, func(e stateEntry) bool { return e.key == key })
+	})
+}
+
+// update replaces the entries with fn's change of a copy of them.
+func (c *CycleState) update(fn func([]stateEntry) []stateEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var cur []stateEntry
+	if p := c.data.Load(); p != nil {
+		cur = *p
+	}
+	next := fn(slices.Clone(cur))
+	c.data.Store(&next)
+}
 
 // Clone copies the state, cloning every value, so that a what-if run
 // (Diagnose over several nodes, a simulation) cannot disturb the original.
@@ -57,12 +92,15 @@ func (c *CycleState) Clone() *CycleState {
 		return nil
 	}
 	out := NewCycleState()
-	c.data.Range(func(k, v any) bool {
-		out.data.Store(k, v.(StateData).Clone())
-		return true
-	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p := c.data.Load(); p != nil {
+		cloned := make([]stateEntry, len(*p))
+		for i, e := range *p {
+			cloned[i] = stateEntry{key: e.key, v: e.v.Clone()}
+		}
+		out.data.Store(&cloned)
+	}
 	for k := range c.skipFilter {
 		out.skipFilter[k] = true
 	}

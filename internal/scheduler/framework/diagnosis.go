@@ -23,10 +23,12 @@ type NodeResult struct {
 	// in Diagnose. Empty means the node is feasible.
 	Rejections []*Status `json:"-"`
 	// Score is the weighted total of a feasible node, when scored.
-	Score  int64         `json:"score,omitempty"`
+	Score int64 `json:"score,omitempty"`
+	// Scores are the plugins' parts of Score, in Diagnose only.
 	Scores []PluginScore `json:"scores,omitempty"`
 
-	info *NodeInfo
+	info  *NodeInfo
+	index int // in the snapshot's Nodes
 }
 
 // Feasible reports whether no filter rejected the node.

@@ -40,8 +40,10 @@ type Framework struct {
 	names       []string
 	preFilter   []PreFilterPlugin
 	filter      []FilterPlugin
+	filterAt    []IndexedFilterPlugin // parallel to filter, nil where not implemented
 	postFilter  []PostFilterPlugin
 	score       []weightedScore
+	scoreAt     []IndexedScorePlugin // parallel to score, nil where not implemented
 	reserve     []ReservePlugin
 	bind        []BindContributor
 	postBind    []PostBindPlugin
@@ -84,6 +86,8 @@ func (f *Framework) add(p Plugin, weights map[string]int64) error {
 	}
 	if x, ok := p.(FilterPlugin); ok {
 		f.filter, used = append(f.filter, x), true
+		ix, _ := p.(IndexedFilterPlugin)
+		f.filterAt = append(f.filterAt, ix)
 	}
 	if x, ok := p.(PostFilterPlugin); ok {
 		f.postFilter, used = append(f.postFilter, x), true
@@ -94,6 +98,8 @@ func (f *Framework) add(p Plugin, weights map[string]int64) error {
 			w = 1
 		}
 		f.score, used = append(f.score, weightedScore{x, w}), true
+		ix, _ := p.(IndexedScorePlugin)
+		f.scoreAt = append(f.scoreAt, ix)
 	}
 	if x, ok := p.(ReservePlugin); ok {
 		f.reserve, used = append(f.reserve, x), true

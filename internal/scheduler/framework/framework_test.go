@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -387,5 +388,65 @@ func TestScheduleStopsAtEnoughFeasibleNodes(t *testing.T) {
 	f = newFramework(t, []fw.Plugin{few}, fw.Options{Parallelism: 2, NodesToFind: fw.NodesToFind(0)})
 	if d := f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj()); len(d.Nodes) != 300 || len(d.Feasible()) != 30 {
 		t.Fatalf("with 30 feasible nodes: looked at %d, found %d; want 300, 30", len(d.Nodes), len(d.Feasible()))
+	}
+}
+
+// indexedPlugin checks that the framework hands FilterAt and ScoreAt each
+// node's position in the snapshot, and that Filter and Score are not
+// called beside them.
+type indexedPlugin struct {
+	t     *testing.T
+	snap  *fw.Snapshot
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (p *indexedPlugin) Name() string { return "Indexed" }
+func (p *indexedPlugin) at(what string, ni *fw.NodeInfo, i int) {
+	if got := p.snap.Nodes()[i]; got != ni {
+		p.t.Errorf("%s: position %d is %s, not %s", what, i, got.Name(), ni.Name())
+	}
+	p.mu.Lock()
+	p.calls[what]++
+	p.mu.Unlock()
+}
+func (p *indexedPlugin) Filter(context.Context, *fw.CycleState, *corev1.Pod, *fw.NodeInfo) *fw.Status {
+	p.t.Error("Filter called on an IndexedFilterPlugin")
+	return nil
+}
+func (p *indexedPlugin) FilterAt(_ context.Context, _ *fw.CycleState, _ *corev1.Pod, ni *fw.NodeInfo, i int) *fw.Status {
+	p.at("filter", ni, i)
+	return nil
+}
+func (p *indexedPlugin) Score(context.Context, *fw.CycleState, *corev1.Pod, *fw.NodeInfo) (int64, *fw.Status) {
+	p.t.Error("Score called on an IndexedScorePlugin")
+	return 0, nil
+}
+func (p *indexedPlugin) ScoreAt(_ context.Context, _ *fw.CycleState, _ *corev1.Pod, ni *fw.NodeInfo, i int) (int64, *fw.Status) {
+	p.at("score", ni, i)
+	return int64(i), nil
+}
+
+func TestIndexedPluginsGetPositions(t *testing.T) {
+	snap := nodes("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7")
+	p := &indexedPlugin{t: t, snap: snap, calls: map[string]int{}}
+	// n2 rejected by an earlier plugin: its feasible neighbours keep their
+	// positions in scoring.
+	f := newFramework(t, []fw.Plugin{rejectNodes("R", fw.Unschedulable, "no", "n2"), p}, fw.Options{Parallelism: 3})
+	d := f.Schedule(context.Background(), fw.NewCycleState(), snap, makePod("p").Obj())
+	if d.Selected != "n7" {
+		t.Fatalf("selected %q, want n7 (the highest position scores most)", d.Selected)
+	}
+	if p.calls["filter"] != 7 || p.calls["score"] != 7 {
+		t.Fatalf("calls %v, want 7 filters and 7 scores", p.calls)
+	}
+	for _, r := range d.Nodes {
+		if r.Scores != nil {
+			t.Fatalf("Schedule kept plugin scores for %s: %v", r.Node, r.Scores)
+		}
+	}
+	diag := fw.Diagnose(context.Background(), f, snap, makePod("p").Obj())
+	if r, _ := diag.Node("n5"); len(r.Scores) != 1 || r.Scores[0].Score != 5 {
+		t.Fatalf("Diagnose's scores of n5: %+v", r.Scores)
 	}
 }

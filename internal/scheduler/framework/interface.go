@@ -42,6 +42,15 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo) *Status
 }
 
+// IndexedFilterPlugin is a FilterPlugin that is also told the node's
+// position i in the cycle's Snapshot.Nodes, so that it can keep per-node
+// results of the cycle in a slice rather than a map by name. The
+// framework calls FilterAt instead of Filter.
+type IndexedFilterPlugin interface {
+	FilterPlugin
+	FilterAt(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo, i int) *Status
+}
+
 // PostFilterPlugin runs when no node fits, with every node's rejection.
 // Success means the plugin changed something that may let the pod fit
 // (made room, released a claim): the pod is retried after backoff instead
@@ -57,6 +66,14 @@ type PostFilterPlugin interface {
 type ScorePlugin interface {
 	Plugin
 	Score(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo) (int64, *Status)
+}
+
+// IndexedScorePlugin is a ScorePlugin that is also told the node's
+// position in the cycle's Snapshot.Nodes (see IndexedFilterPlugin); the
+// framework calls ScoreAt instead of Score.
+type IndexedScorePlugin interface {
+	ScorePlugin
+	ScoreAt(ctx context.Context, state *CycleState, pod *corev1.Pod, node *NodeInfo, i int) (int64, *Status)
 }
 
 // ScoreNormalizer is implemented by ScorePlugins whose raw scores are not

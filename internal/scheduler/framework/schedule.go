@@ -50,7 +50,7 @@ func (f *Framework) run(ctx context.Context, state *CycleState, snap *Snapshot, 
 		d.Selected = feasible[0].Node
 		return d
 	}
-	if st := f.runScore(ctx, state, pod, feasible); st != nil {
+	if st := f.runScore(ctx, state, pod, feasible, diagnose); st != nil {
 		d.Status = st
 		return d
 	}
@@ -107,8 +107,8 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 	}
 	parallelizeUntil(ctx, f.parallelism, n, stop, func(i int) {
 		j := (start + i) % n
-		rej := f.filterNode(ctx, state, pod, nodes[j], skip, all)
-		d.Nodes[j] = NodeResult{Node: nodes[j].Name(), Rejections: rej, info: nodes[j]}
+		rej := f.filterNode(ctx, state, pod, nodes[j], j, skip, all)
+		d.Nodes[j] = NodeResult{Node: nodes[j].Name(), Rejections: rej, info: nodes[j], index: j}
 		done.Add(1)
 		if len(rej) > 0 && rej[len(rej)-1].Code() == Error {
 			once.Do(func() { failed = rej[len(rej)-1]; cancel() })
@@ -132,14 +132,19 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 	return nil
 }
 
-// filterNode returns the rejections of one node; an Error stops it.
-func (f *Framework) filterNode(ctx context.Context, state *CycleState, pod *corev1.Pod, ni *NodeInfo, skip []bool, all bool) []*Status {
+// filterNode returns the rejections of node j; an Error stops it.
+func (f *Framework) filterNode(ctx context.Context, state *CycleState, pod *corev1.Pod, ni *NodeInfo, j int, skip []bool, all bool) []*Status {
 	var out []*Status
 	for i, p := range f.filter {
 		if skip[i] {
 			continue
 		}
-		st := p.Filter(ctx, state, pod, ni)
+		var st *Status
+		if x := f.filterAt[i]; x != nil {
+			st = x.FilterAt(ctx, state, pod, ni, j)
+		} else {
+			st = p.Filter(ctx, state, pod, ni)
+		}
 		if st.IsSuccess() {
 			continue
 		}
@@ -170,18 +175,17 @@ func noFit(d *Diagnosis) *Status {
 }
 
 // runScore scores the feasible nodes with every ScorePlugin, normalizes
-// and weighs the scores, and sets each result's Score and Scores.
-func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult) *Status {
+// and weighs the scores, and sets each result's Score, and its Scores
+// when diagnose is set.
+func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult, diagnose bool) *Status {
 	if len(f.score) == 0 {
 		return nil
 	}
-	infos := make([]*NodeInfo, len(feasible))
-	for i, r := range feasible {
-		infos[i] = r.info
-	}
+	// One array for all plugins' scores: a cycle scores hundreds of nodes.
+	all := make([]NodeScore, len(f.score)*len(feasible))
 	scores := make([][]NodeScore, len(f.score))
 	for j := range f.score {
-		scores[j] = make([]NodeScore, len(feasible))
+		scores[j] = all[j*len(feasible) : (j+1)*len(feasible) : (j+1)*len(feasible)]
 	}
 	// A plugin whose PreFilter returned Skip has nothing to say about this
 	// pod: its scores stay zero for every node (no per-node calls).
@@ -191,17 +195,24 @@ func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1
 	}
 	errs := make([]*Status, len(feasible))
 	parallelize(ctx, f.parallelism, len(feasible), func(i int) {
+		r := feasible[i]
 		for j, p := range f.score {
 			if skip[j] {
-				scores[j][i] = NodeScore{Name: infos[i].Name()}
+				scores[j][i] = NodeScore{Name: r.Node}
 				continue
 			}
-			s, st := p.Score(ctx, state, pod, infos[i])
+			var s int64
+			var st *Status
+			if x := f.scoreAt[j]; x != nil {
+				s, st = x.ScoreAt(ctx, state, pod, r.info, r.index)
+			} else {
+				s, st = p.Score(ctx, state, pod, r.info)
+			}
 			if !st.IsSuccess() {
-				errs[i] = AsStatus(fmt.Errorf("score node %s: %s", infos[i].Name(), st.Message())).WithPlugin(p.Name())
+				errs[i] = AsStatus(fmt.Errorf("score node %s: %s", r.Node, st.Message())).WithPlugin(p.Name())
 				return
 			}
-			scores[j][i] = NodeScore{Name: infos[i].Name(), Score: s}
+			scores[j][i] = NodeScore{Name: r.Node, Score: s}
 		}
 	})
 	for _, st := range errs {
@@ -212,10 +223,14 @@ func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1
 	if err := ctx.Err(); err != nil {
 		return AsStatus(fmt.Errorf("score %d nodes: %w", len(feasible), err))
 	}
-	return f.weigh(ctx, state, pod, feasible, scores)
+	return f.weigh(ctx, state, pod, feasible, scores, diagnose)
 }
 
-func (f *Framework) weigh(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult, scores [][]NodeScore) *Status {
+func (f *Framework) weigh(ctx context.Context, state *CycleState, pod *corev1.Pod, feasible []*NodeResult, scores [][]NodeScore, diagnose bool) *Status {
+	var parts []PluginScore
+	if diagnose {
+		parts = make([]PluginScore, len(feasible)*len(f.score))
+	}
 	for j, p := range f.score {
 		if n, ok := p.ScorePlugin.(ScoreNormalizer); ok {
 			if st := n.NormalizeScore(ctx, state, pod, scores[j]); !st.IsSuccess() {
@@ -223,14 +238,16 @@ func (f *Framework) weigh(ctx context.Context, state *CycleState, pod *corev1.Po
 			}
 		}
 		for i, s := range scores[j] {
-			if feasible[i].Scores == nil {
-				feasible[i].Scores = make([]PluginScore, 0, len(f.score))
-			}
 			if s.Score < MinNodeScore || s.Score > MaxNodeScore {
 				return AsStatus(fmt.Errorf("score %d of node %s is outside [%d, %d]", s.Score, s.Name, MinNodeScore, MaxNodeScore)).WithPlugin(p.Name())
 			}
 			r := feasible[i]
-			r.Scores = append(r.Scores, PluginScore{Plugin: p.Name(), Score: s.Score, Weight: p.weight})
+			if diagnose {
+				if r.Scores == nil {
+					r.Scores = parts[i*len(f.score) : i*len(f.score) : (i+1)*len(f.score)]
+				}
+				r.Scores = append(r.Scores, PluginScore{Plugin: p.Name(), Score: s.Score, Weight: p.weight})
+			}
 			r.Score += s.Score * p.weight
 		}
 	}

@@ -73,6 +73,9 @@ func (s *Snapshot) Get(name string) (*NodeInfo, bool) {
 	return s.nodes[i], true
 }
 
+// Index returns the position of the node called name in Nodes.
+func (s *Snapshot) Index(name string) (int, bool) { return s.find(name) }
+
 func (s *Snapshot) find(name string) (int, bool) {
 	return slices.BinarySearchFunc(s.nodes, name, func(ni *NodeInfo, n string) int {
 		return strings.Compare(ni.Name(), n)

@@ -2,6 +2,8 @@ package framework_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	fw "allot.dev/allot/internal/scheduler/framework"
@@ -51,9 +53,46 @@ func TestCycleStateClone(t *testing.T) {
 	if _, err := fw.ReadAs[*other](cs, "k"); err == nil {
 		t.Fatal("ReadAs with the wrong type succeeded")
 	}
+	cs.Write("j", &counter{n: 3})
+	cs.Write("k", &counter{n: 4})
+	if c, _ := fw.ReadAs[*counter](cs, "k"); c.n != 4 {
+		t.Fatalf("k after a second write: %d, want 4", c.n)
+	}
+	if c, _ := fw.ReadAs[*counter](cp, "k"); c.n != 2 {
+		t.Fatalf("the clone's k after the original's write: %d, want 2", c.n)
+	}
 	cs.Delete("k")
 	if _, err := cs.Read("k"); err == nil {
 		t.Fatal("Delete left the key")
+	}
+	if c, err := fw.ReadAs[*counter](cs, "j"); err != nil || c.n != 3 {
+		t.Fatalf("j after deleting k: %v %v", c, err)
+	}
+}
+
+// Filters read the state concurrently while a plugin may write to it.
+func TestCycleStateConcurrentReads(t *testing.T) {
+	cs := fw.NewCycleState()
+	cs.Write("a", &counter{n: 1})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 1000 {
+				if _, err := cs.Read("a"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 100 {
+		cs.Write(fw.StateKey(fmt.Sprint("k", i)), &counter{n: i})
+	}
+	wg.Wait()
+	for i := range 100 {
+		if c, err := fw.ReadAs[*counter](cs, fw.StateKey(fmt.Sprint("k", i))); err != nil || c.n != i {
+			t.Fatalf("k%d: %v %v", i, c, err)
+		}
 	}
 }
 

@@ -49,8 +49,8 @@ type DynamicResources struct {
 	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
 	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
-	checked checkedCache
 	derived derivedCache
+	reused  atomic.Int64 // answers of allocator.CheckReusing given again, for tests
 }
 
 // perNode is a map by node name, safe for concurrent use, that starts
@@ -83,7 +83,7 @@ func (c *perNode[V]) store(node string, v V) {
 // the base state and claims it was derived from. While bindings are in
 // flight every cycle needs the same derived states; rebuilding them per
 // cycle cost more than checking the nodes, and a derived state that is
-// the same object lets checkedCache answer for its node too.
+// the same object lets allocator.CheckReusing answer for its node too.
 type derivedCache struct{ perNode[derivedState] }
 
 type derivedState struct {
@@ -104,35 +104,6 @@ func (c *derivedCache) withAllocated(node string, base *allocator.NodeState, ext
 	return st
 }
 
-// checkedCache remembers, per node, the last allocator.Check result with
-// the node state and request Signature it answered. Pods from one template
-// have requests of equal signature, and between two such pods only the
-// nodes that took a pod change state, so the next pod's filter answers
-// every other node from here instead of checking it again.
-type checkedCache struct {
-	perNode[checked]
-	hits atomic.Int64 // answers reused, for tests
-}
-
-type checked struct {
-	state *allocator.NodeState
-	sig   string
-	res   *allocator.Result
-}
-
-func (c *checkedCache) get(node string, st *allocator.NodeState, sig string) *allocator.Result {
-	e, ok := c.load(node)
-	if !ok || e.state != st || e.sig != sig {
-		return nil
-	}
-	c.hits.Add(1)
-	return e.res
-}
-
-func (c *checkedCache) put(node string, st *allocator.NodeState, sig string, res *allocator.Result) {
-	c.store(node, checked{state: st, sig: sig, res: res})
-}
-
 // ticket is one reserved pod's pending binding on a (node, driver): later
 // pods wait for it so that their fence includes its revision instead of
 // failing with a conflict.
@@ -150,14 +121,16 @@ type memClaim struct {
 }
 
 var (
-	_ framework.PreFilterPlugin   = &DynamicResources{}
-	_ framework.FilterPlugin      = &DynamicResources{}
-	_ framework.PostFilterPlugin  = &DynamicResources{}
-	_ framework.ScorePlugin       = &DynamicResources{}
-	_ framework.ReservePlugin     = &DynamicResources{}
-	_ framework.BindContributor   = &DynamicResources{}
-	_ framework.PostBindPlugin    = &DynamicResources{}
-	_ framework.EnqueueExtensions = &DynamicResources{}
+	_ framework.PreFilterPlugin     = &DynamicResources{}
+	_ framework.FilterPlugin        = &DynamicResources{}
+	_ framework.IndexedFilterPlugin = &DynamicResources{}
+	_ framework.IndexedScorePlugin  = &DynamicResources{}
+	_ framework.PostFilterPlugin    = &DynamicResources{}
+	_ framework.ScorePlugin         = &DynamicResources{}
+	_ framework.ReservePlugin       = &DynamicResources{}
+	_ framework.BindContributor     = &DynamicResources{}
+	_ framework.PostBindPlugin      = &DynamicResources{}
+	_ framework.EnqueueExtensions   = &DynamicResources{}
 )
 
 // New returns the plugin.
@@ -174,7 +147,7 @@ type stateData struct {
 	objects *Objects
 	req     *allocator.Request
 	sig     string                                  // req.Signature()
-	checked *checkedCache                           // the plugin's, shared across cycles
+	reused  *atomic.Int64                           // the plugin's count of reused answers
 	derived *derivedCache                           // the plugin's, shared across cycles
 	base    map[string]string                       // claim key -> resourceVersion decided on
 	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
@@ -214,8 +187,8 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
-	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(snap.Len()),
-		context: ownContext(objs, pod), checked: &p.checked, derived: &p.derived}
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(snap),
+		context: ownContext(objs, pod), reused: &p.reused, derived: &p.derived}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
@@ -392,18 +365,26 @@ func parseRev(s string) uint64 {
 }
 
 // Filter implements framework.FilterPlugin.
-func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	return p.FilterAt(ctx, state, pod, ni, -1)
+}
+
+// FilterAt implements framework.IndexedFilterPlugin. A node that is not
+// in the snapshot PreFilter saw is judged, but its answer is not kept.
+func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo, i int) *framework.Status {
 	s, ok := readState(state)
 	if !ok || s.req == nil {
 		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
 	}
-	if ni.Node().Labels[LabelCDI] == "false" {
+	i = s.results.at(i, ni)
+	st, noCDI := s.objects.nodeState(ni.Node())
+	if noCDI {
 		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ErrReasonNoCDI)
 	}
 	if st := s.filterControlPlane(ni.Node()); st != nil {
 		return st
 	}
-	res, err := s.allocate(ctx, ni.Node())
+	res, err := s.check(ctx, ni.Node(), st, i)
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
 	}
@@ -413,54 +394,56 @@ func (p *DynamicResources) Filter(ctx context.Context, state *framework.CycleSta
 	return s.results.status(res.Reasons)
 }
 
-// allocate checks the claims on a node once per cycle; Reserve builds
-// the allocations of the chosen node only. A node whose state (with the
-// in-memory allocations of pods in flight) is the one an earlier pod with
-// a request of the same signature was checked on takes that answer (see
-// checkedCache).
-func (s *stateData) allocate(ctx context.Context, node *corev1.Node) (*allocator.Result, error) {
-	if r, ok := s.results.load(node.Name); ok {
+// result is the cycle's answer on node i of the snapshot: Filter's, or
+// checked now.
+func (s *stateData) result(ctx context.Context, node *corev1.Node, i int) (*allocator.Result, error) {
+	if r := s.results.load(i); r != nil {
 		return r, nil
 	}
-	st := s.objects.NodeState(node)
+	st, _ := s.objects.nodeState(node)
+	return s.check(ctx, node, st, i)
+}
+
+// check checks the claims on a node, whose base state is st, once per
+// cycle, and keeps the answer as node i's; Reserve builds the
+// allocations of the chosen node only. A node whose state (with the
+// in-memory allocations of pods in flight) is the one an earlier pod with
+// a request of the same signature was checked on takes that answer
+// (allocator.CheckReusing).
+func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.NodeState, i int) (*allocator.Result, error) {
 	if extra := s.extra[node.Name]; len(extra) > 0 {
 		st = s.derived.withAllocated(node.Name, st, extra)
 	}
-	reuse := s.sig != ""
-	if reuse {
-		if prev := s.checked.get(node.Name, st, s.sig); prev != nil {
-			// A fitting answer is the same for every request of the
-			// signature but for the request it builds from: keep the
-			// earlier one, and let the callers that build or explain
-			// (Result, bound) take it For this request. Only a rejection's
-			// reasons name claims, for Filter's status.
-			res := prev
-			if !prev.Fits {
-				res = prev.For(s.req)
-			}
-			s.results.store(node.Name, res)
-			return res, nil
-		}
-	}
-	res, err := allocator.Check(ctx, s.req, st)
+	res, reused, err := allocator.CheckReusing(ctx, s.req, st)
 	if err != nil {
 		return nil, err
 	}
-	if reuse {
-		own := *res // callers of Result may change theirs
-		s.checked.put(node.Name, st, s.sig, &own)
+	if reused {
+		s.reused.Add(1)
+		// A fitting answer is the same for every request of the signature
+		// but for the request it builds from: keep the earlier one, and
+		// let the callers that build or explain (Result, bound) take it
+		// For this request. Only a rejection's reasons name claims, for
+		// Filter's status.
+		if !res.Fits {
+			res = res.For(s.req)
+		}
 	}
-	s.results.store(node.Name, res)
+	s.results.store(i, res)
 	return res, nil
 }
 
-// nodeResults are one cycle's allocator answers by node, and the Filter
-// statuses made of their reasons, one per distinct slice of reasons: nodes
-// that give the same reasons share them (see allocator.Result.For), and a
-// framework.Status is never modified (WithPlugin copies it).
+// nodeResults are one cycle's allocator answers by the node's position
+// in the cycle's snapshot, and the Filter statuses made of their reasons,
+// one per distinct slice of reasons: nodes that give the same reasons
+// share them (see allocator.Result.For), and a framework.Status is never
+// modified (WithPlugin copies it). Each node's answer is written by the
+// one Filter call of the node and read after filtering has ended.
 type nodeResults struct {
+	snap   *framework.Snapshot
+	byNode []*allocator.Result
+
 	mu       sync.Mutex
-	byNode   map[string]*allocator.Result
 	statuses map[reasonsKey]*framework.Status
 }
 
@@ -471,21 +454,39 @@ type reasonsKey struct {
 	n     int
 }
 
-func newNodeResults(nodes int) *nodeResults {
-	return &nodeResults{byNode: make(map[string]*allocator.Result, nodes), statuses: map[reasonsKey]*framework.Status{}}
+func newNodeResults(snap *framework.Snapshot) *nodeResults {
+	return &nodeResults{snap: snap, byNode: make([]*allocator.Result, snap.Len()), statuses: map[reasonsKey]*framework.Status{}}
 }
 
-func (r *nodeResults) load(node string) (*allocator.Result, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res, ok := r.byNode[node]
-	return res, ok
+// index is the node's position in the snapshot, -1 when it is not there.
+func (r *nodeResults) index(node string) int {
+	if i, ok := r.snap.Index(node); ok {
+		return i
+	}
+	return -1
 }
 
-func (r *nodeResults) store(node string, res *allocator.Result) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.byNode[node] = res
+// at is i if ni is node i of the snapshot, else ni's own position: the
+// framework's position refers to the snapshot it filters, which is the
+// one PreFilter saw unless a caller mixed two.
+func (r *nodeResults) at(i int, ni *framework.NodeInfo) int {
+	if nodes := r.snap.Nodes(); i >= 0 && i < len(nodes) && nodes[i] == ni {
+		return i
+	}
+	return r.index(ni.Name())
+}
+
+func (r *nodeResults) load(i int) *allocator.Result {
+	if i < 0 || i >= len(r.byNode) {
+		return nil
+	}
+	return r.byNode[i]
+}
+
+func (r *nodeResults) store(i int, res *allocator.Result) {
+	if i >= 0 && i < len(r.byNode) {
+		r.byNode[i] = res
+	}
 }
 
 // status returns the Filter status of a node rejected for rs.
@@ -510,7 +511,7 @@ func (r *nodeResults) status(rs []allocator.Reason) *framework.Status {
 func (r *nodeResults) clone() *nodeResults {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &nodeResults{byNode: maps.Clone(r.byNode), statuses: maps.Clone(r.statuses)}
+	return &nodeResults{snap: r.snap, byNode: slices.Clone(r.byNode), statuses: maps.Clone(r.statuses)}
 }
 
 // nodeStatus: instances that are in use may free up (Unschedulable); a
@@ -530,12 +531,17 @@ func nodeStatus(rs []allocator.Reason) *framework.Status {
 
 // Score implements framework.ScorePlugin: the share of the node's DRA
 // capacity left after the allocation (0 for pods without claims).
-func (p *DynamicResources) Score(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+func (p *DynamicResources) Score(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) (int64, *framework.Status) {
+	return p.ScoreAt(ctx, state, pod, ni, -1)
+}
+
+// ScoreAt implements framework.IndexedScorePlugin.
+func (p *DynamicResources) ScoreAt(ctx context.Context, state *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo, i int) (int64, *framework.Status) {
 	s, ok := readState(state)
 	if !ok || s.req == nil {
 		return 0, nil
 	}
-	res, err := s.allocate(ctx, ni.Node())
+	res, err := s.result(ctx, ni.Node(), s.results.at(i, ni))
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}

@@ -455,13 +455,15 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 			t.Fatalf("pod-%s: %d reused answers, want %d", pod, got, 1+i)
 		}
 	}
+	// Without the reservation the node is back to the state pod-c was
+	// checked on, which keeps that answer: pod-d and pod-e take it.
 	p.Unreserve(ctx, stateC, podUsing("pod-c", "c"), "n1")
-	if _, st := cycle(t, p, freed, podUsing("pod-d", "d")); !st.IsSuccess() {
-		t.Fatalf("pod-d after Unreserve: %q", st.Message())
+	if _, st := cycle(t, p, freed, podUsing("pod-d", "d")); !st.IsSuccess() || p.ReusedChecks() != 3 {
+		t.Fatalf("pod-d after Unreserve: %q, %d reused answers, want success and 3", st.Message(), p.ReusedChecks())
 	}
 	stateE, st := cycle(t, p, freed, podUsing("pod-e", "e"))
-	if !st.IsSuccess() || p.ReusedChecks() != 3 {
-		t.Fatalf("pod-e: %q, %d reused answers, want success and 3", st.Message(), p.ReusedChecks())
+	if !st.IsSuccess() || p.ReusedChecks() != 4 {
+		t.Fatalf("pod-e: %q, %d reused answers, want success and 4", st.Message(), p.ReusedChecks())
 	}
 	// The reused answer builds pod-e's own allocation.
 	if st := p.Reserve(ctx, stateE, podUsing("pod-e", "e"), "n1"); !st.IsSuccess() {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -57,10 +58,19 @@ type Objects struct {
 	generated      layered[string]                              // podUID/entry -> name of the claim generated for it
 	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models         *modelCache                                  // shared with WithClaims' Objects, carried over by Next
-	states         *stateCache                                  // copied by WithClaims and Next
+	states         *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
 
 	once      sync.Once
-	allocated layered[[]*resourceapi.ResourceClaim] // by node, from structured handles
+	allocated layered[*nodeClaims] // by node with slices or structured handles
+}
+
+// nodeClaims are the claims allocated on one node (by their structured
+// handles), with the node's base state once built. An Objects derived
+// by WithClaimUpdates shares the entries of the nodes whose claims did
+// not change, and with them their states: the models are shared too.
+type nodeClaims struct {
+	claims []*resourceapi.ResourceClaim
+	state  atomic.Pointer[cachedState] // built from claims and the node's model; for state.Node()
 }
 
 type claimGenKey struct {
@@ -149,7 +159,7 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := &Objects{
 		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states.copy(nil),
+		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states,
 	}
 	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
 	for _, c := range claims {
@@ -203,10 +213,13 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	}
 	out.claims = o.claims.with(setClaims, delClaims)
 	out.generated = o.generatedWith(setClaims, delClaims)
-	setNodes := make(map[string][]*resourceapi.ResourceClaim, len(touched))
+	setNodes := make(map[string]*nodeClaims, len(touched))
 	var delNodes []string
 	for n, c := range touched {
-		prev, _ := o.allocated.get(n)
+		var prev []*resourceapi.ResourceClaim
+		if e, ok := o.allocated.get(n); ok {
+			prev = e.claims
+		}
 		list := make([]*resourceapi.ResourceClaim, 0, len(prev)+len(c.add))
 		for _, x := range prev {
 			if !slices.Contains(c.drop, x) {
@@ -214,18 +227,14 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 			}
 		}
 		list = append(list, c.add...)
-		if len(list) == 0 {
+		if len(list) == 0 && len(o.slices[n]) == 0 {
 			delNodes = append(delNodes, n)
 			continue
 		}
-		setNodes[n] = list
+		setNodes[n] = &nodeClaims{claims: list}
 	}
 	out.allocated = o.allocated.with(setNodes, delNodes)
-	changed := make(map[string]bool, len(touched))
-	for n := range touched {
-		changed[n] = true
-	}
-	out.states = o.states.copyExcept(changed)
+	out.states = o.states
 	out.once.Do(func() {})
 	return out
 }
@@ -312,25 +321,42 @@ func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node
 // is reused while the node's model, the node object and the claims
 // allocated on it are the same.
 func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
-	o.once.Do(o.indexAllocated)
-	if st := o.states.verified(node.Name, node); st != nil {
-		return st
-	}
-	claims, _ := o.allocated.get(node.Name)
-	model := o.Model(node.Name)
-	if st := o.states.get(node.Name, model, node, claims); st != nil {
-		return st
-	}
-	st := allocator.NewNodeState(model, node, claims)
-	o.states.put(node.Name, claims, st)
+	st, _ := o.nodeState(node)
 	return st
+}
+
+// nodeState is NodeState, and whether the node says its runtime cannot
+// inject CDI devices (LabelCDI "false"), which Filter asks of every node
+// and the cache answers with the state.
+func (o *Objects) nodeState(node *corev1.Node) (*allocator.NodeState, bool) {
+	o.once.Do(o.indexAllocated)
+	nc, _ := o.allocated.get(node.Name)
+	var claims []*resourceapi.ResourceClaim
+	if nc != nil {
+		if e := nc.state.Load(); e != nil && sameObject(e.state.Node(), node) {
+			return e.state, e.noCDI
+		}
+		claims = nc.claims
+	}
+	model := o.Model(node.Name)
+	e, ok := o.states.get(node.Name, model, node, claims)
+	if !ok {
+		e = o.states.put(node.Name, claims, allocator.NewNodeState(model, node, claims))
+	}
+	if nc != nil {
+		nc.state.Store(&e)
+	}
+	return e.state, e.noCDI
 }
 
 // indexAllocated lists the claims allocated on each node, in no
 // particular order. It runs for every snapshot, so it avoids per-claim
 // allocations.
 func (o *Objects) indexAllocated() {
-	allocated := map[string][]*resourceapi.ResourceClaim{}
+	allocated := make(map[string]*nodeClaims, len(o.slices))
+	for n := range o.slices {
+		allocated[n] = &nodeClaims{}
+	}
 	o.claims.each(func(_ string, c *resourceapi.ResourceClaim) {
 		if c.Status.Allocation == nil {
 			return
@@ -340,7 +366,12 @@ func (o *Objects) indexAllocated() {
 			if h.StructuredData == nil || onNodeBefore(hs[:i], h.StructuredData.NodeName) {
 				continue
 			}
-			allocated[h.StructuredData.NodeName] = append(allocated[h.StructuredData.NodeName], c)
+			e := allocated[h.StructuredData.NodeName]
+			if e == nil {
+				e = &nodeClaims{}
+				allocated[h.StructuredData.NodeName] = e
+			}
+			e.claims = append(e.claims, c)
 		}
 	})
 	o.allocated = newLayered(allocated)
@@ -403,84 +434,52 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 }
 
 // stateCache holds one base NodeState per node with the claims it was
-// built from. An entry is verified when it is known to match the model
-// and allocated claims of the node in the Objects that owns the cache:
-// built from them, checked against them, or carried over by
-// WithClaimUpdates for a node none of whose claims changed. A verified
-// entry only needs the node object compared, under a read lock.
+// built from, for the nodes that an Objects' nodeClaims cannot answer
+// for: entries another Objects built (Next carries them over, WithClaims
+// shares them), nodes without slices or claims, and nodes whose object
+// changed. An entry answers only for the same model, node object and set
+// of claims, so Objects of one lineage can share one cache.
 type stateCache struct {
 	mu sync.RWMutex
 	m  map[string]cachedState
 }
 
 type cachedState struct {
-	claims   []*resourceapi.ResourceClaim
-	state    *allocator.NodeState
-	verified bool
+	claims []*resourceapi.ResourceClaim
+	state  *allocator.NodeState
+	noCDI  bool // of state.Node()
 }
 
-// verified returns the node's state if its entry is verified and was
-// built for the same node object; nil otherwise.
-func (c *stateCache) verified(name string, node *corev1.Node) *allocator.NodeState {
-	c.mu.RLock()
-	e, ok := c.m[name]
-	c.mu.RUnlock()
-	if !ok || !e.verified || !sameObject(e.state.Node(), node) {
-		return nil
-	}
-	return e.state
-}
-
-// get returns the node's state if it was built from the same model, node
-// object and claims, and marks it verified; nil otherwise.
-func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node, claims []*resourceapi.ResourceClaim) *allocator.NodeState {
+// get returns the node's entry if its state was built from the same
+// model, node object and claims.
+func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node, claims []*resourceapi.ResourceClaim) (cachedState, bool) {
 	c.mu.RLock()
 	e, ok := c.m[name]
 	c.mu.RUnlock()
 	if !ok || e.state.Model() != model || !sameObject(e.state.Node(), node) || !sameSet(e.claims, claims) {
-		return nil
+		return cachedState{}, false
 	}
-	if !e.verified {
-		c.mu.Lock()
-		if cur, ok := c.m[name]; ok && cur.state == e.state {
-			cur.verified = true
-			c.m[name] = cur
-		}
-		c.mu.Unlock()
-	}
-	return e.state
+	return e, true
 }
 
-func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) {
+func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) cachedState {
+	e := cachedState{claims: claims, state: st}
+	if n := st.Node(); n != nil {
+		e.noCDI = n.Labels[LabelCDI] == "false"
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m[name] = cachedState{claims: claims, state: st, verified: true}
+	c.m[name] = e
+	return e
 }
 
-// copy returns a new cache with the entries whose model keep accepts (all
-// when keep is nil), none of them verified.
+// copy returns a new cache with the entries whose model keep accepts.
 func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stateCache {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	out := &stateCache{m: make(map[string]cachedState, len(c.m))}
 	for n, e := range c.m {
-		if keep == nil || keep(n, e.state.Model()) {
-			e.verified = false
-			out.m[n] = e
-		}
-	}
-	return out
-}
-
-// copyExcept returns a new cache without the entries of the nodes in
-// changed; the others stay verified if they were: for them, the new
-// Objects has the same model and allocated claims.
-func (c *stateCache) copyExcept(changed map[string]bool) *stateCache {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := &stateCache{m: make(map[string]cachedState, len(c.m))}
-	for n, e := range c.m {
-		if !changed[n] {
+		if keep(n, e.state.Model()) {
 			out.m[n] = e
 		}
 	}

@@ -110,8 +110,8 @@ func (p *DynamicResources) awaitEarlier(ctx context.Context, keys [][2]string, s
 // bound returns the pod's claims as the binding to nodeName will leave
 // them, and which of them the pod allocates.
 func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.ResourceClaim, []bool, error) {
-	res, ok := s.results.load(nodeName)
-	if !ok {
+	res := s.results.load(s.results.index(nodeName))
+	if res == nil {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName)
 	}
 	if !res.Fits {
@@ -271,7 +271,7 @@ func Result(state *framework.CycleState, node string) *allocator.Result {
 	if !ok {
 		return nil
 	}
-	if r, ok := s.results.load(node); ok && s.req != nil {
+	if r := s.results.load(s.results.index(node)); r != nil && s.req != nil {
 		return r.For(s.req)
 	}
 	return nil
