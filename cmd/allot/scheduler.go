@@ -78,7 +78,7 @@ func addSchedulerFlags(cmd *cobra.Command, cfg *scheduler.Config) {
 	f.DurationVar(&cfg.BindTimeout, "bind-timeout", scheduler.DefaultBindTimeout, "deadline of one pod's binding")
 	f.DurationVar(&cfg.APITimeout, "api-timeout", scheduler.DefaultAPITimeout, "deadline of the scheduler's other API calls (status patches)")
 	f.DurationVar(&cfg.CycleTimeout, "cycle-timeout", scheduler.DefaultCycleTimeout, "deadline of one scheduling cycle's plugin calls")
-	f.IntVar(&cfg.Parallelism, "parallelism", 0, "goroutines that filter and score nodes in one cycle (0: GOMAXPROCS)")
+	f.IntVar(&cfg.Parallelism, "parallelism", 0, "goroutines that filter and score nodes in one cycle (0: one per 1000 nodes, at most GOMAXPROCS)")
 	f.IntVar(&cfg.PercentageOfNodesToScore, "percentage-of-nodes-to-score", 0, "stop filtering once this share of the nodes (at least 100) is feasible and pick among those; 0 adapts to the cluster's size as kube-scheduler does, 100 looks at every node")
 }
 

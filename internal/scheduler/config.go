@@ -48,7 +48,8 @@ type Config struct {
 	APITimeout time.Duration
 	// CycleTimeout bounds one scheduling cycle's plugin calls.
 	CycleTimeout time.Duration
-	// Parallelism of filtering and scoring; 0 is GOMAXPROCS.
+	// Parallelism of filtering and scoring; 0 is one goroutine per
+	// framework.NodesPerWorker nodes, at most GOMAXPROCS.
 	Parallelism int
 	// PercentageOfNodesToScore is the share of the nodes a cycle looks
 	// for feasible ones among before it stops filtering and scores what it

@@ -3,6 +3,7 @@ package framework_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -448,5 +449,19 @@ func TestIndexedPluginsGetPositions(t *testing.T) {
 	diag := fw.Diagnose(context.Background(), f, snap, makePod("p").Obj())
 	if r, _ := diag.Node("n5"); len(r.Scores) != 1 || r.Scores[0].Score != 5 {
 		t.Fatalf("Diagnose's scores of n5: %+v", r.Scores)
+	}
+}
+
+func TestWorkers(t *testing.T) {
+	auto := newFramework(t, []fw.Plugin{rejectNodes("R", fw.Unschedulable, "no")}, fw.Options{})
+	for n, want := range map[int]int{0: 1, 500: 1, fw.NodesPerWorker - 1: 1, 2 * fw.NodesPerWorker: min(2, runtime.GOMAXPROCS(0)),
+		100 * fw.NodesPerWorker: runtime.GOMAXPROCS(0)} {
+		if got := auto.Workers(n); got != want {
+			t.Errorf("Parallelism 0, %d nodes: %d goroutines, want %d", n, got, want)
+		}
+	}
+	fixed := newFramework(t, []fw.Plugin{rejectNodes("R", fw.Unschedulable, "no")}, fw.Options{Parallelism: 3})
+	if got := fixed.Workers(10); got != 3 {
+		t.Errorf("Parallelism 3, 10 nodes: %d goroutines, want 3", got)
 	}
 }

@@ -100,16 +100,15 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 		want = f.nodesToFind(n)
 	}
 	var stop *atomic.Bool
-	var feasible, done atomic.Int64
+	var feasible atomic.Int64
 	if want < n {
 		stop = &atomic.Bool{}
 		start = int(f.nextStart.Load() % int64(n))
 	}
-	parallelizeUntil(ctx, f.parallelism, n, stop, func(i int) {
+	parallelizeUntil(ctx, f.workers(n), n, stop, func(i int) {
 		j := (start + i) % n
 		rej := f.filterNode(ctx, state, pod, nodes[j], j, skip, all)
 		d.Nodes[j] = NodeResult{Node: nodes[j].Name(), Rejections: rej, info: nodes[j], index: j}
-		done.Add(1)
 		if len(rej) > 0 && rej[len(rej)-1].Code() == Error {
 			once.Do(func() { failed = rej[len(rej)-1]; cancel() })
 		}
@@ -124,10 +123,10 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 		return AsStatus(fmt.Errorf("filter %d nodes: %w", n, err))
 	}
 	if stop != nil {
-		f.nextStart.Store(int64((start + int(done.Load())) % n))
-		if int(done.Load()) < n {
-			d.Nodes = slices.DeleteFunc(d.Nodes, func(r NodeResult) bool { return r.info == nil })
-		}
+		// The nodes filtered are a prefix of the order from start: count
+		// them here rather than with a counter the goroutines share.
+		d.Nodes = slices.DeleteFunc(d.Nodes, func(r NodeResult) bool { return r.info == nil })
+		f.nextStart.Store(int64((start + len(d.Nodes)) % n))
 	}
 	return nil
 }
@@ -194,7 +193,7 @@ func (f *Framework) runScore(ctx context.Context, state *CycleState, pod *corev1
 		skip[j] = state.skipsFilter(p.Name())
 	}
 	errs := make([]*Status, len(feasible))
-	parallelize(ctx, f.parallelism, len(feasible), func(i int) {
+	parallelize(ctx, f.workers(len(feasible)), len(feasible), func(i int) {
 		r := feasible[i]
 		for j, p := range f.score {
 			if skip[j] {

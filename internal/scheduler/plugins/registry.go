@@ -20,7 +20,8 @@ import (
 type Options struct {
 	// ScoreStrategy of NodeResourcesFit; "" is LeastAllocated.
 	ScoreStrategy noderesources.Strategy
-	// Parallelism of filtering and scoring; 0 is GOMAXPROCS.
+	// Parallelism of filtering and scoring; 0 is one goroutine per
+	// framework.NodesPerWorker nodes, at most GOMAXPROCS.
 	Parallelism int
 	// NodesToFind is the framework's option of that name: nil filters
 	// every node.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,7 +49,11 @@ type DynamicResources struct {
 	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
 	derived derivedCache
-	reused  atomic.Int64 // answers of allocator.CheckReusing given again, for tests
+	// reused counts the answers allocator.CheckReusing gave again, for
+	// tests that set countReused: a counter shared by the goroutines
+	// filtering nodes costs more than the answer.
+	countReused bool
+	reused      atomic.Int64
 }
 
 // perNode is a map by node name, safe for concurrent use, that starts
@@ -147,7 +150,7 @@ type stateData struct {
 	objects *Objects
 	req     *allocator.Request
 	sig     string                                  // req.Signature()
-	reused  *atomic.Int64                           // the plugin's count of reused answers
+	reused  *atomic.Int64                           // the plugin's count of reused answers; nil when not counting
 	derived *derivedCache                           // the plugin's, shared across cycles
 	base    map[string]string                       // claim key -> resourceVersion decided on
 	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
@@ -188,7 +191,10 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
 	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(snap),
-		context: ownContext(objs, pod), reused: &p.reused, derived: &p.derived}
+		context: ownContext(objs, pod), derived: &p.derived}
+	if p.countReused {
+		s.reused = &p.reused
+	}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
@@ -419,7 +425,9 @@ func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.
 		return nil, err
 	}
 	if reused {
-		s.reused.Add(1)
+		if s.reused != nil {
+			s.reused.Add(1)
+		}
 		// A fitting answer is the same for every request of the signature
 		// but for the request it builds from: keep the earlier one, and
 		// let the callers that build or explain (Result, bound) take it
@@ -440,11 +448,9 @@ func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.
 // modified (WithPlugin copies it). Each node's answer is written by the
 // one Filter call of the node and read after filtering has ended.
 type nodeResults struct {
-	snap   *framework.Snapshot
-	byNode []*allocator.Result
-
-	mu       sync.Mutex
-	statuses map[reasonsKey]*framework.Status
+	snap     *framework.Snapshot
+	byNode   []*allocator.Result
+	statuses *sync.Map // reasonsKey -> *framework.Status; read by the filtering goroutines, rarely written
 }
 
 // reasonsKey names a slice of reasons, which the cycle's results keep
@@ -455,7 +461,7 @@ type reasonsKey struct {
 }
 
 func newNodeResults(snap *framework.Snapshot) *nodeResults {
-	return &nodeResults{snap: snap, byNode: make([]*allocator.Result, snap.Len()), statuses: map[reasonsKey]*framework.Status{}}
+	return &nodeResults{snap: snap, byNode: make([]*allocator.Result, snap.Len()), statuses: &sync.Map{}}
 }
 
 // index is the node's position in the snapshot, -1 when it is not there.
@@ -495,23 +501,17 @@ func (r *nodeResults) status(rs []allocator.Reason) *framework.Status {
 		return nodeStatus(rs)
 	}
 	k := reasonsKey{first: &rs[0], n: len(rs)}
-	r.mu.Lock()
-	st, ok := r.statuses[k]
-	r.mu.Unlock()
-	if ok {
-		return st
+	if st, ok := r.statuses.Load(k); ok {
+		return st.(*framework.Status)
 	}
-	st = nodeStatus(rs)
-	r.mu.Lock()
-	r.statuses[k] = st
-	r.mu.Unlock()
-	return st
+	st, _ := r.statuses.LoadOrStore(k, nodeStatus(rs))
+	return st.(*framework.Status)
 }
 
 func (r *nodeResults) clone() *nodeResults {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return &nodeResults{snap: r.snap, byNode: slices.Clone(r.byNode), statuses: maps.Clone(r.statuses)}
+	statuses := &sync.Map{}
+	r.statuses.Range(func(k, v any) bool { statuses.Store(k, v); return true })
+	return &nodeResults{snap: r.snap, byNode: slices.Clone(r.byNode), statuses: statuses}
 }
 
 // nodeStatus: instances that are in use may free up (Unschedulable); a

@@ -412,7 +412,7 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 		c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "pod-" + name, UID: types.UID("uid-pod-" + name)}}
 		return c
 	}
-	p := dynamicresources.New()
+	p := dynamicresources.NewCountingReuse()
 
 	// Both GPUs taken: the second pod gets the first pod's answer, about
 	// its own claim.
