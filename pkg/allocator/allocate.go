@@ -160,6 +160,16 @@ func (r *Result) For(req *Request) *Result {
 	return &out
 }
 
+// ReasonsFor returns r's reasons as Check gives them to req: r's own
+// when r answers req, else renamed to req's claims (see For). Unlike
+// For it copies nothing; the slice must not be modified.
+func (r *Result) ReasonsFor(req *Request) []Reason {
+	if r.req == req || r.req == nil {
+		return r.Reasons
+	}
+	return req.rebind(r.req, r.Reasons)
+}
+
 // CheckReusing is Check that remembers, on st, its last answer to a
 // request with a non-empty Signature, and gives that answer again to the
 // next request of the same signature on st instead of searching: pods

@@ -126,8 +126,31 @@ func (r *Request) Claims() []*Claim { return r.claims }
 // (its allocation and reservations are its own), or a class without a
 // resourceVersion to tell its versions apart.
 func (r *Request) Signature() string {
-	r.sigOnce.Do(func() { r.sig = r.signature() })
+	r.sigOnce.Do(func() { r.sig = intern(r.signature()) })
 	return r.sig
+}
+
+// signatures interns signatures: equal ones share their bytes, so that
+// comparing them, as CheckReusing does on every node, compares pointers.
+var signatures struct {
+	sync.Mutex
+	m map[string]string
+}
+
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	signatures.Lock()
+	defer signatures.Unlock()
+	if v, ok := signatures.m[s]; ok {
+		return v
+	}
+	if signatures.m == nil || len(signatures.m) >= 4096 {
+		signatures.m = map[string]string{} // templates and classes change: start over
+	}
+	signatures.m[s] = s
+	return s
 }
 
 func (r *Request) signature() string {

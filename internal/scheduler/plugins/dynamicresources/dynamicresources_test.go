@@ -484,3 +484,71 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 		t.Fatalf("pod-e's allocation %s, want the free gpu-1", alloc)
 	}
 }
+
+// TestAnswersCarryOverUnchangedNodes: a cycle takes an earlier cycle's
+// answer for a node whose NodeInfo and allocated claims are the same
+// since, for a pod of the same request signature, and checks again a
+// node whose claims changed (WithClaimUpdates), whose NodeInfo is new,
+// or that has claims of a pod in flight.
+func TestAnswersCarryOverUnchangedNodes(t *testing.T) {
+	ctx := context.Background()
+	l := baseLists(t, claim("a", "small"), claim("b", "small"), claim("c", "small"), claim("d", "small"),
+		claim("x", "small"), claim("y", "small"))
+	l.Classes[0].ResourceVersion = "3"
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2"), slice(t, "n3")}
+	objs := dynamicresources.NewObjects(l)
+	nodes := framework.NewSnapshot([]*corev1.Node{schedtest.MakeNode("n1").Obj(), schedtest.MakeNode("n2").Obj(), schedtest.MakeNode("n3").Obj()}, nil)
+	p := dynamicresources.NewCountingReuse()
+	f, err := framework.New([]framework.Plugin{p}, framework.Options{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(snap *framework.Snapshot, pod *corev1.Pod) (*framework.CycleState, *framework.Diagnosis) {
+		t.Helper()
+		state := framework.NewCycleState()
+		d := f.Schedule(ctx, state, snap, pod)
+		if !d.Status.IsSuccess() {
+			t.Fatalf("%s: %s", pod.Name, d.Message())
+		}
+		return state, d
+	}
+	run(nodes.WithExtension(dynamicresources.Name, objs), podUsing("pod-a", "a"))
+	if got := p.ReusedChecks(); got != 0 {
+		t.Fatalf("first pod: %d reused answers", got)
+	}
+
+	// n1 fills up: the next pod checks n1 again and takes n2's and n3's
+	// answers.
+	full := objs.WithClaimUpdates("11", map[string]*resourceapi.ResourceClaim{
+		"default/x": onGPU(claim("x", "small"), "n1", "gpu-0"), "default/y": onGPU(claim("y", "small"), "n1", "gpu-1")})
+	state, _ := run(nodes.WithExtension(dynamicresources.Name, full), podUsing("pod-b", "b"))
+	if got := p.ReusedChecks(); got != 2 {
+		t.Fatalf("after n1 changed: %d reused answers, want 2 (n2, n3)", got)
+	}
+	if r := dynamicresources.Result(state, "n1"); r == nil || r.Fits {
+		t.Fatalf("n1 with both GPUs allocated: %+v, want a rejection", r)
+	}
+	if r := dynamicresources.Result(state, "n2"); r == nil || !r.Fits {
+		t.Fatalf("n2: %+v, want it to fit", r)
+	}
+
+	// pod-b is in flight on n2 (reserved, not yet in the Objects): n2 is
+	// checked with it, n1 and n3 are taken from before.
+	if st := p.Reserve(ctx, state, podUsing("pod-b", "b"), "n2"); !st.IsSuccess() {
+		t.Fatal(st.Message())
+	}
+	run(nodes.WithExtension(dynamicresources.Name, full), podUsing("pod-c", "c"))
+	if got := p.ReusedChecks(); got != 4 {
+		t.Fatalf("with pod-b in flight on n2: %d reused answers, want 4", got)
+	}
+	p.Unreserve(ctx, state, podUsing("pod-b", "b"), "n2")
+
+	// Every NodeInfo new, and a new node object for n3: n1 and n2 keep
+	// their node states, whose last answers they give again
+	// (allocator.CheckReusing); n3 is checked.
+	changed := framework.NewSnapshot([]*corev1.Node{nodes.Nodes()[0].Node(), nodes.Nodes()[1].Node(), schedtest.MakeNode("n3").Label("zone", "z").Obj()}, nil)
+	run(changed.WithExtension(dynamicresources.Name, full), podUsing("pod-d", "d"))
+	if got := p.ReusedChecks(); got != 6 {
+		t.Fatalf("with every NodeInfo new: %d reused answers, want 6 (n1, n2)", got)
+	}
+}

@@ -62,7 +62,21 @@ type Objects struct {
 
 	once      sync.Once
 	allocated layered[*nodeClaims] // by node with slices or structured handles
+
+	// gen names this Objects among all (see reuseView). parent is the
+	// Objects WithClaimUpdates derived it from, and touched the nodes
+	// whose allocated claims differ from parent's; a new link cuts the
+	// chain maxAncestry links back, so that it keeps few Objects alive.
+	gen     uint64
+	parent  atomic.Pointer[Objects]
+	touched []string
 }
+
+// objectsGen numbers Objects.
+var objectsGen atomic.Uint64
+
+// maxAncestry is how many Objects a chain of WithClaimUpdates keeps.
+const maxAncestry = 16
 
 // nodeClaims are the claims allocated on one node (by their structured
 // handles), with the node's base state once built. An Objects derived
@@ -94,6 +108,7 @@ func NewObjects(l Lists) *Objects {
 		contexts:       map[string]*resourceapi.PodSchedulingContext{},
 		models:         &modelCache{m: map[string]cachedModel{}},
 		states:         &stateCache{m: map[string]cachedState{}},
+		gen:            objectsGen.Add(1),
 	}
 	for _, c := range l.Contexts {
 		o.contexts[c.Namespace+"/"+c.Name] = c
@@ -160,6 +175,7 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
 		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states,
+		gen: objectsGen.Add(1),
 	}
 	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
 	for _, c := range claims {
@@ -182,6 +198,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 		revision: revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
 		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
 		vendor: o.vendor, contexts: o.contexts, models: o.models,
+		gen: objectsGen.Add(1),
 	}
 	// Per node touched: the claims that leave its list and those that join.
 	type change struct{ drop, add []*resourceapi.ResourceClaim }
@@ -236,6 +253,19 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	out.allocated = o.allocated.with(setNodes, delNodes)
 	out.states = o.states
 	out.once.Do(func() {})
+	out.parent.Store(o)
+	for n := range touched {
+		out.touched = append(out.touched, n)
+	}
+	a := o
+	for range maxAncestry - 2 {
+		if a = a.parent.Load(); a == nil {
+			break
+		}
+	}
+	if a != nil {
+		a.parent.Store(nil)
+	}
 	return out
 }
 
