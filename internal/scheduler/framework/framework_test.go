@@ -375,6 +375,9 @@ func TestScheduleStopsAtEnoughFeasibleNodes(t *testing.T) {
 	if _, ok := d.Node("n0000"); !ok || len(d.Feasible()) != 144 || d.Selected != "n0290" {
 		t.Fatalf("second cycle: %d feasible, selected %s; want 144 with a wrap-around, n0290", len(d.Feasible()), d.Selected)
 	}
+	if !slices.IsSortedFunc(d.Nodes, func(a, b fw.NodeResult) int { return strings.Compare(a.Node, b.Node) }) || len(d.Nodes) != 288 {
+		t.Fatalf("second cycle: %d nodes looked at, want 288 (from the odd n0287) in name order across the wrap-around", len(d.Nodes))
+	}
 	// Diagnose ignores the option.
 	if d := fw.Diagnose(context.Background(), f, snap, makePod("p").Obj()); len(d.Nodes) != 300 || len(d.Feasible()) != 150 {
 		t.Fatalf("Diagnose looked at %d nodes, %d feasible; want all 300, 150", len(d.Nodes), len(d.Feasible()))

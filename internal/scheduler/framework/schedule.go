@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -123,10 +122,21 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 		return AsStatus(fmt.Errorf("filter %d nodes: %w", n, err))
 	}
 	if stop != nil {
-		// The nodes filtered are a prefix of the order from start: count
-		// them here rather than with a counter the goroutines share.
-		d.Nodes = slices.DeleteFunc(d.Nodes, func(r NodeResult) bool { return r.info == nil })
-		f.nextStart.Store(int64((start + len(d.Nodes)) % n))
+		// The nodes filtered are a prefix of the order from start, so one
+		// or two runs of d.Nodes: count them here rather than with a
+		// counter the goroutines share, and keep them in name order.
+		done := 0
+		for done < n && d.Nodes[(start+done)%n].info != nil {
+			done++
+		}
+		f.nextStart.Store(int64((start + done) % n))
+		if end := start + done; end <= n {
+			d.Nodes = d.Nodes[start:end:end]
+		} else {
+			// [0, end-n) and [start, n): move the second run down.
+			k := copy(d.Nodes[end-n:], d.Nodes[start:])
+			d.Nodes = d.Nodes[: end-n+k : end-n+k]
+		}
 	}
 	return nil
 }
