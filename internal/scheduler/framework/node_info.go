@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -28,6 +29,9 @@ func NewPodInfo(pod *corev1.Pod) *PodInfo {
 // clones.
 type NodeInfo struct {
 	node        *corev1.Node
+	name        string // of node; with the flags below, read by every cycle without touching node
+	cordoned    bool   // node.spec.unschedulable
+	ready       bool   // node's Ready condition is True
 	pods        []*PodInfo
 	requested   Resource
 	nonZero     Resource
@@ -50,12 +54,13 @@ func NewNodeInfo(node *corev1.Node, pods ...*corev1.Pod) *NodeInfo {
 func (n *NodeInfo) Node() *corev1.Node { return n.node }
 
 // Name returns the node's name, or "" without a node.
-func (n *NodeInfo) Name() string {
-	if n.node == nil {
-		return ""
-	}
-	return n.node.Name
-}
+func (n *NodeInfo) Name() string { return n.name }
+
+// Cordoned reports the node's spec.unschedulable.
+func (n *NodeInfo) Cordoned() bool { return n.cordoned }
+
+// Ready reports whether the node's Ready condition is True.
+func (n *NodeInfo) Ready() bool { return n.ready }
 
 // Pods returns the pods on the node. Do not modify.
 func (n *NodeInfo) Pods() []*PodInfo { return n.pods }
@@ -79,8 +84,13 @@ func (n *NodeInfo) SetGeneration(g int64) { n.generation = g }
 // SetNode replaces the node object.
 func (n *NodeInfo) SetNode(node *corev1.Node) {
 	n.node = node
+	n.name, n.cordoned, n.ready = "", false, false
 	n.allocatable = Resource{}
 	if node != nil {
+		n.name, n.cordoned = node.Name, node.Spec.Unschedulable
+		n.ready = slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
 		n.allocatable = NewResource(node.Status.Allocatable)
 	}
 }
@@ -118,7 +128,7 @@ func (n *NodeInfo) RemovePodByUID(uid types.UID) error {
 // objects themselves are shared.
 func (n *NodeInfo) Clone() *NodeInfo {
 	cp := &NodeInfo{
-		node: n.node, pods: append([]*PodInfo(nil), n.pods...),
+		node: n.node, name: n.name, cordoned: n.cordoned, ready: n.ready, pods: append([]*PodInfo(nil), n.pods...),
 		requested: n.requested.Clone(), nonZero: n.nonZero.Clone(),
 		allocatable: n.allocatable.Clone(), generation: n.generation,
 	}

@@ -83,3 +83,24 @@ func TestPodRequests(t *testing.T) {
 		t.Fatalf("requests of an empty pod = %+v", z)
 	}
 }
+
+// NodeInfo keeps what every cycle asks of a node so that filters need
+// not read the node object; SetNode and Clone keep it current.
+func TestNodeInfoNodeFlags(t *testing.T) {
+	ready := makeNode("a").Obj()
+	ni := fw.NewNodeInfo(ready)
+	if ni.Name() != "a" || !ni.Ready() || ni.Cordoned() {
+		t.Fatalf("a ready node: name %q ready %v cordoned %v", ni.Name(), ni.Ready(), ni.Cordoned())
+	}
+	cordoned := makeNode("b").Unschedulable().Ready(corev1.ConditionFalse).Obj()
+	ni.SetNode(cordoned)
+	cp := ni.Clone()
+	for what, x := range map[string]*fw.NodeInfo{"SetNode": ni, "Clone": cp} {
+		if x.Name() != "b" || x.Ready() || !x.Cordoned() {
+			t.Fatalf("%s of a cordoned node not ready: name %q ready %v cordoned %v", what, x.Name(), x.Ready(), x.Cordoned())
+		}
+	}
+	if none := fw.NewNodeInfo(nil); none.Name() != "" || none.Ready() || none.Cordoned() {
+		t.Fatal("a NodeInfo without a node has flags")
+	}
+}

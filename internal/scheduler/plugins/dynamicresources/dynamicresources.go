@@ -503,8 +503,10 @@ func (p *DynamicResources) reuseView(s *stateData, snap *framework.Snapshot) *re
 		v.gens, v.stale = append(v.gens, a.gen), append(v.stale, cur)
 		if len(a.touched) > 0 {
 			cur = slices.Clone(cur)
-			for _, node := range a.touched {
-				mark(cur, node)
+			for _, i := range a.touchedIn(snap) {
+				if i >= 0 {
+					cur[i/64] |= 1 << (i % 64)
+				}
 			}
 		}
 	}

@@ -32,6 +32,9 @@ func (*NodeReady) Name() string { return Name }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeReady) Filter(_ context.Context, _ *framework.CycleState, _ *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	if ni.Ready() {
+		return nil // without reading the node object
+	}
 	return Fits(ni.Node())
 }
 

@@ -36,6 +36,9 @@ func (*NodeUnschedulable) Name() string { return Name }
 
 // Filter implements framework.FilterPlugin.
 func (*NodeUnschedulable) Filter(_ context.Context, _ *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
+	if !ni.Cordoned() {
+		return nil // without reading the node object
+	}
 	return Fits(pod, ni.Node())
 }
 
