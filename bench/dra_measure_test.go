@@ -148,6 +148,16 @@ func measureCeiling(ctx context.Context, b *testing.B, c *client.Client, ns, rou
 	})
 }
 
+// deleteCeiling deletes the pods of one measureCeiling round at once
+// (grace period 0).
+func deleteCeiling(ctx context.Context, b *testing.B, c *client.Client, ns, round string, clients, n int) {
+	b.Helper()
+	zero := int64(0)
+	runParallel(b, clients, n, func(i int) error {
+		return c.Pods(ns).Delete(ctx, fmt.Sprintf("ceiling-%s-%d", round, i), metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+}
+
 // settledWrites is writeCounts once the writes that follow the last
 // binding have been made: the Scheduled events of the last pods, which
 // event writers send after the binding, belong to the measured pods too.

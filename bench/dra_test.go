@@ -108,9 +108,15 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	cl.e.settledWrites(b) // the fill's trailing event writes, before anything is measured
 	// The ceiling: two samples before the measured pods and two after
 	// (this shared machine's speed drifts within seconds; see
-	// runDRASteadyState).
-	ceilingN := max(pods/4, 100)
-	var ceil ceilingSamples
+	// runDRASteadyState), of as many creates in all as the workload has
+	// pods, about half as long as the measured pods take. The samples'
+	// pods are deleted after each sample, so that every sample and the
+	// measured pods see the cluster the workload describes.
+	ceilingN := max(pods/2, 100)
+	ceil := ceilingSamples{after: func(round string, n int) {
+		deleteCeiling(ctx, b, cl.c, "ceiling", round, benchClients, n)
+		cl.e.settledWrites(b) // and the components have seen the deletes
+	}}
 	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
 	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
 	measured := podNames("pod", 0, pods-len(fill))
@@ -210,12 +216,17 @@ type ceilingSamples struct {
 	n     int
 	secs  float64
 	rates []float64
+	after func(round string, n int) // when set, runs after each sample
 }
 
 func (s *ceilingSamples) measure(ctx context.Context, b *testing.B, c *client.Client, clients, n int) {
 	b.Helper()
-	r := measureCeiling(ctx, b, c, "ceiling", strconv.Itoa(len(s.rates)), clients, n)
+	round := strconv.Itoa(len(s.rates))
+	r := measureCeiling(ctx, b, c, "ceiling", round, clients, n)
 	s.n, s.secs, s.rates = s.n+n, s.secs+float64(n)/r, append(s.rates, r)
+	if s.after != nil {
+		s.after(round, n)
+	}
 }
 
 func (s *ceilingSamples) rate() float64 { return float64(s.n) / s.secs }
