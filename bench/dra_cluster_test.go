@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -19,6 +17,7 @@ import (
 	"allot.dev/allot/internal/controller/controllerutil"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/scheduler"
+	"allot.dev/allot/internal/scheduler/schedtest"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -107,7 +106,7 @@ func (cl *draCluster) check(b *testing.B) {
 func (cl *draCluster) createClusterObjects(ctx context.Context, b *testing.B) {
 	b.Helper()
 	runParallel(b, benchClients, len(cl.nodes), func(i int) error {
-		_, err := cl.c.NodeResourceSlices().Create(ctx, draSlice(cl.nodes[i]))
+		_, err := cl.c.NodeResourceSlices().Create(ctx, schedtest.BenchSlice(cl.nodes[i], draDriver, draDevices))
 		return err
 	})
 	cp := &resourceapi.ResourceClassParameters{
@@ -129,31 +128,6 @@ func (cl *draCluster) createClusterObjects(ctx context.Context, b *testing.B) {
 		b.Fatalf("create class: %v", err)
 	}
 }
-
-func draSlice(node string) *resourceapi.NodeResourceSlice {
-	str := func(s string) resourceapi.AttributeValue { return resourceapi.AttributeValue{String: &s} }
-	mem := resource.MustParse("1Gi")
-	version := "1.2.3"
-	common := resourceapi.AttributeGroup{Name: "a100", Attributes: []resourceapi.Attribute{
-		{Name: "model", AttributeValue: str("A100")},
-		{Name: "family", AttributeValue: str("GPU")},
-		{Name: "driverVersion", AttributeValue: resourceapi.AttributeValue{Version: &version}},
-		{Name: "memory", AttributeValue: resourceapi.AttributeValue{Quantity: &mem}},
-	}}
-	s := &resourceapi.NodeResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-" + draDriver}}
-	s.Spec.NodeName, s.Spec.DriverName = node, draDriver
-	s.Spec.Partitionable = &resourceapi.PartitionableResources{CommonAttributes: []resourceapi.AttributeGroup{common}}
-	for i := range draDevices {
-		numa := int64(i)
-		s.Spec.Partitionable.ResourceInstances = append(s.Spec.Partitionable.ResourceInstances, resourceapi.ResourceInstance{
-			Name: draInstance(i), CommonAttributesRefs: []string{common.Name},
-			Attributes: []resourceapi.Attribute{{Name: "numa", AttributeValue: resourceapi.AttributeValue{Int: &numa}}},
-		})
-	}
-	return s
-}
-
-func draInstance(i int) string { return "instance-" + strconv.Itoa(i) }
 
 // addNamespace creates a namespace with the claim parameters (one
 // instance, a CEL selector) and the claim template.
@@ -236,7 +210,7 @@ func (cl *draCluster) fillNode(ctx context.Context, ns, node string, instances [
 	}
 	binding := &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 	for _, inst := range instances {
-		name := fmt.Sprintf("filler-%s-%s", node, draInstance(inst))
+		name := fmt.Sprintf("filler-%s-%s", node, schedtest.BenchInstance(inst))
 		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: draClaimSpec()}
 		if _, err := cl.c.ResourceClaims(ns).Create(ctx, claim); err != nil {
 			return fmt.Errorf("create claim %s: %w", name, err)
@@ -273,7 +247,7 @@ func draAllocation(node string, inst int) *resourceapi.AllocationResult {
 		ResourceHandles: []resourceapi.ResourceHandle{{DriverName: draDriver, StructuredData: &resourceapi.StructuredResourceHandle{
 			NodeName: node,
 			Partitionable: &resourceapi.PartitionableAllocationResult{
-				Instances: []resourceapi.AllocatedResourceInstance{{ID: draInstance(inst)}},
+				Instances: []resourceapi.AllocatedResourceInstance{{ID: schedtest.BenchInstance(inst)}},
 			},
 		}}},
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -18,6 +17,7 @@ import (
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/internal/scheduler/schedtest"
 )
 
 // The shape of bench/'s BenchmarkDRA: 500 nodes with 10 devices each,
@@ -27,28 +27,6 @@ const (
 	draBenchDriver  = "gpu.example.com"
 	draBenchPods    = benchNodes * draBenchDevices
 )
-
-func draBenchSlice(node string) *resourceapi.NodeResourceSlice {
-	str := func(s string) resourceapi.AttributeValue { return resourceapi.AttributeValue{String: &s} }
-	mem := resource.MustParse("1Gi")
-	version := "1.2.3"
-	common := resourceapi.AttributeGroup{Name: "a100", Attributes: []resourceapi.Attribute{
-		{Name: "model", AttributeValue: str("A100")},
-		{Name: "driverVersion", AttributeValue: resourceapi.AttributeValue{Version: &version}},
-		{Name: "memory", AttributeValue: resourceapi.AttributeValue{Quantity: &mem}},
-	}}
-	s := &resourceapi.NodeResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-gpus", UID: types.UID("uid-" + node), ResourceVersion: "1"}}
-	s.Spec.NodeName, s.Spec.DriverName = node, draBenchDriver
-	s.Spec.Partitionable = &resourceapi.PartitionableResources{CommonAttributes: []resourceapi.AttributeGroup{common}}
-	for i := range draBenchDevices {
-		numa := int64(i)
-		s.Spec.Partitionable.ResourceInstances = append(s.Spec.Partitionable.ResourceInstances, resourceapi.ResourceInstance{
-			Name: "instance-" + strconv.Itoa(i), CommonAttributesRefs: []string{common.Name},
-			Attributes: []resourceapi.Attribute{{Name: "numa", AttributeValue: resourceapi.AttributeValue{Int: &numa}}},
-		})
-	}
-	return s
-}
 
 // draBenchLists are the DRA objects with claims claim-0 ... claim-(n-1),
 // none allocated.
@@ -66,7 +44,7 @@ func draBenchLists(nodes []*corev1.Node, n int) dynamicresources.Lists {
 		Revision: "10",
 	}
 	for _, node := range nodes {
-		l.Slices = append(l.Slices, draBenchSlice(node.Name))
+		l.Slices = append(l.Slices, schedtest.BenchSlice(node.Name, draBenchDriver, draBenchDevices))
 	}
 	for i := range n {
 		l.Claims = append(l.Claims, &resourceapi.ResourceClaim{
