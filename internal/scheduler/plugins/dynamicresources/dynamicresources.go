@@ -527,7 +527,7 @@ func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *allocator
 	if k < 0 || v.stale[k][i/64]&(1<<(i%64)) != 0 {
 		return nil
 	}
-	if k >= len(v.gens)/2 {
+	if k > 0 && k >= len(v.gens)/2 {
 		// Still true, but about to fall off the ancestry: say so on the
 		// current Objects.
 		v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: e.res})

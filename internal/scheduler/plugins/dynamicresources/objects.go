@@ -285,9 +285,8 @@ func (o *Objects) touchedIn(snap *framework.Snapshot) []int {
 				break
 			}
 		}
-		// A touched node absent then (-1) may have been added since; it
-		// moves the others, which the check above notices, unless it is
-		// the last by name: look for it again.
+		// A touched node absent then (-1) may have been added since:
+		// look for it again.
 		if ok && !slices.ContainsFunc(*p, func(i int) bool { return i < 0 }) {
 			return *p
 		}
