@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -31,7 +35,8 @@ type Result struct {
 
 	req    *Request
 	model  *Model
-	chosen map[string][]int32 // per driver: instance per item
+	chosen map[string][]int32           // per driver: instance per item
+	shape  *atomic.Pointer[reasonShape] // of Reasons, once asked (see ReasonsFor); shared by copies
 }
 
 // Allocate decides whether the prepared claims fit on the node of st, and
@@ -54,7 +59,7 @@ func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error)
 // builds the allocations of the one it picks.
 func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
 	node := st.model.node
-	res := &Result{Node: node, req: req}
+	res := &Result{Node: node, req: req, shape: new(atomic.Pointer[reasonShape])}
 	res.CapacityBefore = st.Capacity()
 	res.CapacityAfter = res.CapacityBefore
 	if len(req.reasons) > 0 {
@@ -163,11 +168,85 @@ func (r *Result) For(req *Request) *Result {
 // ReasonsFor returns r's reasons as Check gives them to req: r's own
 // when r answers req, else renamed to req's claims (see For). Unlike
 // For it copies nothing; the slice must not be modified.
+//
+// Renamed reasons are kept per request by the shape of r's reasons
+// (their content, claims by position): a scheduler's cycle asks this of
+// hundreds of answers kept from earlier pods, and full nodes all say the
+// same.
 func (r *Result) ReasonsFor(req *Request) []Reason {
-	if r.req == req || r.req == nil {
+	if r.req == req || r.req == nil || len(r.Reasons) == 0 {
 		return r.Reasons
 	}
-	return req.rebind(r.req, r.Reasons)
+	k := r.shapeOf()
+	if k == nil {
+		return req.rebind(r.req, r.Reasons)
+	}
+	if v, ok := req.reasonMemo.Load(k); ok {
+		return v.([]Reason)
+	}
+	v, _ := req.reasonMemo.LoadOrStore(k, req.rebind(r.req, r.Reasons))
+	return v.([]Reason)
+}
+
+// reasonShape is the content of a slice of reasons with the claims they
+// name replaced by their position in the request: two requests of the
+// same signature with reasons of one shape get the same reasons renamed.
+// Shapes are interned, so a shape's pointer names it.
+type reasonShape struct{ key string }
+
+var shapes struct {
+	sync.Mutex
+	m map[string]*reasonShape
+}
+
+// shapeOf returns the interned shape of r's reasons, computed once per
+// Check's result (For and copies share it: renaming keeps the shape).
+// nil for a Result that Check did not make.
+func (r *Result) shapeOf() *reasonShape {
+	if r.shape == nil {
+		return nil
+	}
+	if s := r.shape.Load(); s != nil {
+		return s
+	}
+	var b strings.Builder
+	for _, x := range r.Reasons {
+		j := -1
+		if x.Claim != "" {
+			j = slices.IndexFunc(r.req.claims, func(c *Claim) bool { return c.hasKey(x.Claim) })
+		}
+		b.WriteString(string(x.Code))
+		b.WriteByte(0)
+		b.WriteString(strconv.Itoa(j))
+		for _, f := range []string{x.Driver, x.Clause, x.detail} {
+			b.WriteByte(0)
+			b.WriteString(f)
+		}
+		if j < 0 { // kept as it is
+			b.WriteByte(0)
+			b.WriteString(x.Claim)
+			b.WriteByte(0)
+			b.WriteString(x.Message)
+		}
+		for _, q := range x.Requests {
+			b.WriteByte(1)
+			b.WriteString(q)
+		}
+		b.WriteByte(2)
+	}
+	key := b.String()
+	shapes.Lock()
+	s, ok := shapes.m[key]
+	if !ok {
+		if shapes.m == nil || len(shapes.m) >= 4096 {
+			shapes.m = map[string]*reasonShape{}
+		}
+		s = &reasonShape{key: key}
+		shapes.m[key] = s
+	}
+	shapes.Unlock()
+	r.shape.Store(s)
+	return s
 }
 
 // CheckReusing is Check that remembers, on st, its last answer to a

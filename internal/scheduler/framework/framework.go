@@ -226,6 +226,9 @@ func normalize(st *Status, plugin string) *Status {
 	if st.IsSkip() {
 		st = NewStatus(Error, fmt.Sprintf("plugin %s returned Skip outside PreFilter", plugin))
 	}
+	if st.Plugin() == plugin {
+		return st // a plugin may share statuses it stamped itself
+	}
 	return st.WithPlugin(plugin)
 }
 

@@ -104,9 +104,14 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 		stop = &atomic.Bool{}
 		start = int(f.nextStart.Load() % int64(n))
 	}
+	// Each node's first rejection goes into one array for the cycle.
+	first := make([]*Status, n)
 	parallelizeUntil(ctx, f.workers(n), n, stop, func(i int) {
 		j := (start + i) % n
-		rej := f.filterNode(ctx, state, pod, nodes[j], j, skip, all)
+		rej := f.filterNode(ctx, state, pod, nodes[j], j, skip, all, first[j:j:j+1])
+		if len(rej) == 0 {
+			rej = nil
+		}
 		d.Nodes[j] = NodeResult{Node: nodes[j].Name(), Rejections: rej, info: nodes[j], index: j}
 		if len(rej) > 0 && rej[len(rej)-1].Code() == Error {
 			once.Do(func() { failed = rej[len(rej)-1]; cancel() })
@@ -141,9 +146,9 @@ func (f *Framework) runFilters(ctx context.Context, state *CycleState, pod *core
 	return nil
 }
 
-// filterNode returns the rejections of node j; an Error stops it.
-func (f *Framework) filterNode(ctx context.Context, state *CycleState, pod *corev1.Pod, ni *NodeInfo, j int, skip []bool, all bool) []*Status {
-	var out []*Status
+// filterNode returns the rejections of node j, appended to out; an Error
+// stops it.
+func (f *Framework) filterNode(ctx context.Context, state *CycleState, pod *corev1.Pod, ni *NodeInfo, j int, skip []bool, all bool, out []*Status) []*Status {
 	for i, p := range f.filter {
 		if skip[i] {
 			continue

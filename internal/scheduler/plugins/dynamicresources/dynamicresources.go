@@ -607,7 +607,7 @@ func (r *nodeResults) status(rs []allocator.Reason) *framework.Status {
 	if st, ok := r.statuses.Load(k); ok {
 		return st.(*framework.Status)
 	}
-	st, _ := r.statuses.LoadOrStore(k, nodeStatus(rs))
+	st, _ := r.statuses.LoadOrStore(k, nodeStatus(rs).WithPlugin(Name)) // shared: stamped once
 	return st.(*framework.Status)
 }
 
