@@ -71,23 +71,7 @@ func TestBindingBehindWatchCache(t *testing.T) {
 				break
 			}
 		}
-		kv, err := testStore.Get(ctx, k.storageKey(ns, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, err := decodeStored(k, kv.Value, kv.ModRevision)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := obj.(*corev1.Pod)
-		pod.Labels = map[string]string{"written": "behind"}
-		data, err := encodeForStorage(k, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := testStore.Txn(ctx, []storage.Op{storage.Update(k.storageKey(ns, name), data, kv.ModRevision)}); err != nil {
-			t.Fatal(err)
-		}
+		labelBehind(ctx, t, k, ns, name)
 		if c, err := testAPI.cachedGet(ctx, k, ns, name); err == nil && len(c.(*corev1.Pod).Labels) == 0 {
 			behind++
 		}
@@ -105,27 +89,9 @@ func TestBindingBehindWatchCache(t *testing.T) {
 	// next attempt on that pod succeeds.
 	name := "stale-direct"
 	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod(name).obj()), 201)
-	kv, err := testStore.Get(ctx, k.storageKey(ns, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := decodeStored(k, kv.Value, kv.ModRevision)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale := obj.(*corev1.Pod)
-	newer := stale.DeepCopy()
-	newer.Labels = map[string]string{"written": "behind"}
-	data, err := encodeForStorage(k, newer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev, err := testStore.Txn(ctx, []storage.Op{storage.Update(k.storageKey(ns, name), data, kv.ModRevision)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stale, rev := labelBehind(ctx, t, k, ns, name)
 	b := bindingWith(t, "stale-n1", "")
-	_, err = testAPI.bind(ctx, k, ns, name, b, stale.DeepCopy())
+	_, err := testAPI.bind(ctx, k, ns, name, b, stale.DeepCopy())
 	var moved *podMovedError
 	if !errors.As(err, &moved) || moved.pod == nil {
 		t.Fatalf("binding on a stale pod: %v, want a podMovedError with the current pod", err)
@@ -141,4 +107,31 @@ func TestBindingBehindWatchCache(t *testing.T) {
 	if got.Spec.NodeName != "stale-n1" || got.Labels["written"] != "behind" {
 		t.Fatalf("%s: node %q, labels %v; want bound to stale-n1 with the other writer's label", name, got.Spec.NodeName, got.Labels)
 	}
+}
+
+// labelBehind sets the label written=behind on pod ns/name in etcd,
+// behind the API server's back, and returns the pod as it was and the
+// revision of the write.
+func labelBehind(ctx context.Context, t *testing.T, k *kind, ns, name string) (*corev1.Pod, int64) {
+	t.Helper()
+	kv, err := testStore.Get(ctx, k.storageKey(ns, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := decodeStored(k, kv.Value, kv.ModRevision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := obj.(*corev1.Pod)
+	newer := before.DeepCopy()
+	newer.Labels = map[string]string{"written": "behind"}
+	data, err := encodeForStorage(k, newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := testStore.Txn(ctx, []storage.Op{storage.Update(k.storageKey(ns, name), data, kv.ModRevision)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return before, rev
 }
