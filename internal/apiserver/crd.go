@@ -64,6 +64,7 @@ func crdKinds(crd *apiextv1.CustomResourceDefinition) []*kind {
 			categories: crd.Spec.Names.Categories,
 			namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped,
 			hasStatus:  v.Subresources != nil && v.Subresources.Status != nil,
+			onCreate:   dropStatusOnCreate,
 			newObj:     func() runtime.Object { return &unstructured.Unstructured{Object: map[string]any{}} },
 			crd:        crd,
 			schema:     sch,
@@ -78,12 +79,8 @@ func finishCustom(k *kind, printer []apiextv1.CustomResourceColumnDefinition) {
 	sch := k.schema
 	hasStatus := k.hasStatus
 	k.prepareCreate = func(obj runtime.Object) {
-		u := obj.(*unstructured.Unstructured)
-		if hasStatus {
-			delete(u.Object, "status")
-		}
 		if sch != nil {
-			validation.DefaultCustomResource(sch, u.Object)
+			validation.DefaultCustomResource(sch, obj.(*unstructured.Unstructured).Object)
 		}
 	}
 	k.prepareUpdate = func(obj, old runtime.Object) {

@@ -1,10 +1,13 @@
 package apiserver
 
 import (
+	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,11 +27,16 @@ type kind struct {
 	categories []string
 	namespaced bool
 	hasStatus  bool
+	// onCreate says what a create does with the status the client sent.
+	// Every kind with a status subresource must choose (registry.add
+	// panics otherwise): a forgotten choice would let any creator write
+	// what only the status subresource's writers may.
+	onCreate statusOnCreate
 
 	newObj func() runtime.Object
 
-	// prepareCreate resets what a client may not set on create (status of
-	// most kinds) and fills server-side defaults.
+	// prepareCreate fills server-side defaults and the status a new object
+	// starts with, after onCreate has dealt with the client's status.
 	prepareCreate func(obj runtime.Object)
 	// prepareUpdate carries over from old what a main-resource update may
 	// not change (status).
@@ -51,6 +59,47 @@ type kind struct {
 	schema *apiextv1.JSONSchemaProps
 }
 
+// statusOnCreate is a kind's rule for the status in a create's body.
+type statusOnCreate int
+
+const (
+	// statusUnchosen is the zero value: no choice made, refused for kinds
+	// with a status subresource.
+	statusUnchosen statusOnCreate = iota
+	// dropStatusOnCreate resets status before defaulting, as Kubernetes'
+	// create strategies do: status is written through the status
+	// subresource (or pods/binding) by the components allowed to.
+	dropStatusOnCreate
+	// keepStatusOnCreate stores the status the creator sent. Only Node
+	// uses it: a node agent registers its Node with its capacity and
+	// conditions, and only the node itself (or an admin) may create it.
+	keepStatusOnCreate
+)
+
+// checkKind reports a kind that may not be served as it is.
+func checkKind(k *kind) error {
+	if k.hasStatus && k.onCreate == statusUnchosen {
+		return fmt.Errorf("kind %s has a status subresource but no onCreate choice: set dropStatusOnCreate or keepStatusOnCreate", k.gvk)
+	}
+	return nil
+}
+
+// resetStatus zeroes the status of a typed object (its Status field) or
+// removes it from a custom resource.
+func resetStatus(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status")
+		return
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if st := v.Elem().FieldByName("Status"); st.IsValid() && st.CanSet() {
+		st.Set(reflect.Zero(st.Type()))
+	}
+}
+
 func (k *kind) groupResource() schema.GroupResource {
 	return schema.GroupResource{Group: k.gvk.Group, Resource: k.resource}
 }
@@ -67,6 +116,9 @@ func newRegistry() *registry {
 }
 
 func (r *registry) add(k *kind) {
+	if err := checkKind(k); err != nil {
+		panic(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.byResource[k.gvk.GroupVersion().WithResource(k.resource)] = k

@@ -67,6 +67,9 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetGeneration(1)
 	acc.SetManagedFields(nil)
+	if k.hasStatus && k.onCreate != keepStatusOnCreate {
+		resetStatus(obj)
+	}
 	if k.prepareCreate != nil {
 		k.prepareCreate(obj)
 	}

@@ -42,7 +42,9 @@
 //     subresource) and namespaces. Never status or binding subresources of
 //     built-in kinds, nodes, resourceclasses, resourceclassparameters,
 //     noderesourceslices, podschedulingcontexts, resourcequotas or
-//     customresourcedefinitions.
+//     customresourcedefinitions. A user's claim may not gain, lose or
+//     change the delete-protection finalizer or the generated-claim
+//     annotation: those are the scheduler's and the claim controller's.
 //   - scheduler: reads everything; writes pods/binding, pods/status, events,
 //     podschedulingcontexts, resourceclaims/status, and finalizer-only
 //     updates of resourceclaims (the structured-allocation delete
@@ -82,7 +84,10 @@
 // metadata (uid, creationTimestamp, generation) from the stored object, so
 // that Object and OldObject differ only in what the client asked to change.
 // It ignores status in writes of a main resource and spec in writes of a
-// status subresource, as Kubernetes does; the rules above rely on it. It
+// status subresource, and drops the status of every create (Node excepted,
+// which its node registers with its status), as Kubernetes does; the rules
+// above rely on it: a create must never carry an allocation or a
+// reservation. It
 // decides anonymous requests itself, allowing only [IsPublicPath] paths and
 // discovery.
 package auth

@@ -102,6 +102,15 @@ func (b claimBuilder) label(k, v string) claimBuilder {
 	return b
 }
 
+func (b claimBuilder) annotation(k, v string) claimBuilder {
+	b.c = b.c.DeepCopy()
+	if b.c.Annotations == nil {
+		b.c.Annotations = map[string]string{}
+	}
+	b.c.Annotations[k] = v
+	return b
+}
+
 func (b claimBuilder) obj() *resourcev1alpha2.ResourceClaim { return b.c }
 
 // podBuilder builds a Pod in testNS.

@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -133,4 +134,42 @@ func metadataOnlyChange(obj, old runtime.Object) bool {
 	strip(a)
 	strip(b)
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// userClaimMarks allows a user's create or update of a claim unless it
+// adds, removes or changes what only allot's components put on claims:
+//
+//   - the delete-protection finalizer, which the scheduler sets with a
+//     structured allocation and the claim controller clears after
+//     deallocating. Removing it would let a claim in use be deleted and its
+//     devices handed out again while its pod runs.
+//   - PodClaimNameAnnotation, which marks a claim as the one generated for
+//     a pod's template entry. On a claim the user owns by another pod it
+//     would hand that pod a claim the user wrote.
+//
+// Everything else about a claim's metadata stays the user's.
+func userClaimMarks(a Attributes) Decision {
+	claim, err := as[resourcev1alpha2.ResourceClaim](a.Object)
+	if err != nil {
+		return deny("%s: read new resourceclaim: %v", a.User, err)
+	}
+	old := &resourcev1alpha2.ResourceClaim{}
+	if a.Verb != "create" {
+		if old, err = as[resourcev1alpha2.ResourceClaim](a.OldObject); err != nil {
+			return deny("%s: read stored resourceclaim: %v", a.User, err)
+		}
+	}
+	fin := resourcev1alpha2.DeleteProtectionFinalizer
+	if slices.Contains(claim.Finalizers, fin) != slices.Contains(old.Finalizers, fin) {
+		return deny("%s may not add or remove the finalizer %s of resourceclaims: the scheduler sets it with a structured allocation and the claim controller clears it after deallocation",
+			a.User, fin)
+	}
+	ann := resourcev1alpha2.PodClaimNameAnnotation
+	v, ok := claim.Annotations[ann]
+	ov, ook := old.Annotations[ann]
+	if v != ov || ok != ook {
+		return deny("%s may not set, change or remove the annotation %s of resourceclaims: it marks claims the claim controller generates from pods' templates",
+			a.User, ann)
+	}
+	return allow("%s may write namespaced objects", a.User)
 }
