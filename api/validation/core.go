@@ -161,7 +161,11 @@ func validateQuotaList(list corev1.ResourceList, path *field.Path) field.ErrorLi
 	for _, name := range sortedKeys(list) {
 		p := path.Key(string(name))
 		errs = append(errs, validateQuotaResourceName(string(name), p)...)
-		errs = append(errs, nonNegativeQuantity(p, list[name])...)
+		if qe := nonNegativeQuantity(p, list[name]); len(qe) > 0 {
+			errs = append(errs, qe...)
+		} else {
+			errs = append(errs, quantityInBounds(p, name, list[name])...)
+		}
 	}
 	return errs
 }

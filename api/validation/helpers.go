@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 // Reasons shared by several kinds.
@@ -133,6 +135,23 @@ func nonNegative(path *field.Path, value int64) field.ErrorList {
 func nonNegativeQuantity(path *field.Path, q resource.Quantity) field.ErrorList {
 	if q.Sign() < 0 {
 		return field.ErrorList{field.Invalid(path, q.String(), msgNegative)}
+	}
+	return nil
+}
+
+// quantityInBounds refuses an amount of the named resource that allot
+// cannot count in an int64 (see corev1.Amount): cpu above 2^63-1
+// millicores, anything else above 2^63-1 units. Kubernetes checks only the
+// sign; a larger amount there wraps around in the fit check.
+func quantityInBounds(path *field.Path, name corev1.ResourceName, q resource.Quantity) field.ErrorList {
+	if corev1.IsMilliResource(name) {
+		if q.Cmp(corev1.MaxMilliQuantity) > 0 {
+			return field.ErrorList{field.Invalid(path, q.String(), "must be at most 9223372036854775807m: cpu is counted in millicores in a 64-bit integer")}
+		}
+		return nil
+	}
+	if q.Cmp(corev1.MaxQuantity) > 0 {
+		return field.ErrorList{field.Invalid(path, q.String(), "must be at most 9223372036854775807 (2^63-1): amounts are counted in a 64-bit integer")}
 	}
 	return nil
 }

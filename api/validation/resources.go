@@ -77,6 +77,9 @@ func validateContainerQuantity(name corev1.ResourceName, q resource.Quantity, pa
 	if errs := nonNegativeQuantity(path, q); len(errs) > 0 {
 		return errs
 	}
+	if errs := quantityInBounds(path, name, q); len(errs) > 0 {
+		return errs
+	}
 	if isExtendedResource(name) && !isWholeNumber(q) {
 		return field.ErrorList{field.Invalid(path, q.String(), "must be a whole number for an extended resource")}
 	}
@@ -90,7 +93,7 @@ func validateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 	for _, name := range sortedKeys(list) {
 		p := path.Key(string(name))
 		errs = append(errs, qualifiedName(p, string(name))...)
-		errs = append(errs, nonNegativeQuantity(p, list[name])...)
+		errs = append(errs, validateContainerQuantity(name, list[name], p)...)
 	}
 	return errs
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"github.com/blang/semver/v4"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -186,6 +187,15 @@ func validateAttributeValue(v *resourcev1alpha2.AttributeValue, path *field.Path
 	}
 	if errs := oneOf(path, attributeValueFields, set); len(errs) > 0 {
 		return errs
+	}
+	if v.Quantity != nil {
+		abs := v.Quantity.DeepCopy()
+		if abs.Sign() < 0 {
+			abs.Neg()
+		}
+		if abs.Cmp(corev1.MaxQuantity) > 0 {
+			return field.ErrorList{field.Invalid(path.Child("quantity"), v.Quantity.String(), "must be between -9223372036854775807 and 9223372036854775807 (2^63-1): amounts are counted in a 64-bit integer")}
+		}
 	}
 	if v.Version != nil {
 		if _, err := semver.ParseTolerant(*v.Version); err != nil {

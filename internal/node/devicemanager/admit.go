@@ -62,7 +62,7 @@ func (m *Manager) podNeeds(pod *corev1.Pod) []need {
 				if !ok {
 					q = c.Resources.Requests[corev1.ResourceName(name)]
 				}
-				if v := q.Value(); v > 0 {
+				if v := corev1.Amount(corev1.ResourceName(name), q); v > 0 {
 					out = append(out, need{container: c.Name, init: init, resource: name, count: int(v)})
 				}
 			}

@@ -36,16 +36,19 @@ func NewResource(rl corev1.ResourceList) Resource {
 	return r
 }
 
+// addQuantity adds an amount read with corev1.Amount: amounts never
+// wrap around, even for quantities stored before validation bounded them.
 func (r *Resource) addQuantity(name corev1.ResourceName, q resource.Quantity) {
+	v := corev1.Amount(name, q)
 	switch name {
 	case corev1.ResourceCPU:
-		r.MilliCPU += q.MilliValue()
+		r.MilliCPU = corev1.AddAmounts(r.MilliCPU, v)
 	case corev1.ResourceMemory:
-		r.Memory += q.Value()
+		r.Memory = corev1.AddAmounts(r.Memory, v)
 	case corev1.ResourcePods:
-		r.Pods += q.Value()
+		r.Pods = corev1.AddAmounts(r.Pods, v)
 	default:
-		r.SetScalar(name, r.Scalar[name]+q.Value())
+		r.SetScalar(name, corev1.AddAmounts(r.Scalar[name], v))
 	}
 }
 
@@ -57,25 +60,29 @@ func (r *Resource) SetScalar(name corev1.ResourceName, v int64) {
 	r.Scalar[name] = v
 }
 
-// Add adds o to r.
+// Add adds o to r. A sum stops at math.MaxInt64 instead of wrapping
+// around: no node has that much, so a saturated sum never fits.
 func (r *Resource) Add(o Resource) {
-	r.MilliCPU += o.MilliCPU
-	r.Memory += o.Memory
-	r.Pods += o.Pods
+	r.MilliCPU = corev1.AddAmounts(r.MilliCPU, o.MilliCPU)
+	r.Memory = corev1.AddAmounts(r.Memory, o.Memory)
+	r.Pods = corev1.AddAmounts(r.Pods, o.Pods)
 	for name, v := range o.Scalar {
-		r.SetScalar(name, r.Scalar[name]+v)
+		r.SetScalar(name, corev1.AddAmounts(r.Scalar[name], v))
 	}
 }
 
-// Sub subtracts o from r.
+// Sub subtracts o from r, stopping at 0: after a saturated Add, r may
+// hold less than the amounts added to it.
 func (r *Resource) Sub(o Resource) {
-	r.MilliCPU -= o.MilliCPU
-	r.Memory -= o.Memory
-	r.Pods -= o.Pods
+	r.MilliCPU = subAmounts(r.MilliCPU, o.MilliCPU)
+	r.Memory = subAmounts(r.Memory, o.Memory)
+	r.Pods = subAmounts(r.Pods, o.Pods)
 	for name, v := range o.Scalar {
-		r.SetScalar(name, r.Scalar[name]-v)
+		r.SetScalar(name, subAmounts(r.Scalar[name], v))
 	}
 }
+
+func subAmounts(a, b int64) int64 { return max(a-b, 0) }
 
 // Max raises each amount of r to at least o's.
 func (r *Resource) Max(o Resource) {

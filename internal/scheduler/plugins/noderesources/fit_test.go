@@ -132,3 +132,50 @@ func TestNodeHint(t *testing.T) {
 		}
 	}
 }
+
+// Amounts beyond int64 (stored before validation bounded them, or at the
+// bound) never wrap around in the fit check or the score.
+func TestFitNeverOverflows(t *testing.T) {
+	const maxUnits, maxMilli = "9223372036854775807", "9223372036854775807m"
+	small := makeNode("n").Alloc("cpu", "2").Alloc("memory", "8Gi").Alloc(gpu, "2").Alloc("pods", "10")
+	huge := makeNode("n").Alloc("cpu", maxMilli).Alloc("memory", maxUnits).Alloc(gpu, maxUnits).Alloc("pods", "10")
+	// Sums stop at 2^63-1, so a node needs that much to hold a pod whose
+	// amounts add up beyond it; one byte less holds neither.
+	almost := makeNode("n").Alloc("memory", "9223372036854775806").Alloc("pods", "10")
+	const half = "4611686018427387904" // 2^62
+	tests := map[string]struct {
+		node        schedtest.NodeBuilder
+		pod         schedtest.PodBuilder
+		existing    []*corev1.Pod
+		wantReasons []string
+	}{
+		"cpu 1e400":          {node: small, pod: makePod("p").Req("cpu", "1e400"), wantReasons: []string{"Insufficient cpu"}},
+		"cpu huge Ti":        {node: small, pod: makePod("p").Req("cpu", "99999999999999999999999Ti"), wantReasons: []string{"Insufficient cpu"}},
+		"memory 1e400":       {node: small, pod: makePod("p").Req("memory", "1e400"), wantReasons: []string{"Insufficient memory"}},
+		"extended 1e400":     {node: small, pod: makePod("p").Req(gpu, "1e400").Limit(gpu, "1e400"), wantReasons: []string{"Insufficient example.com/gpu"}},
+		"containers add up":  {node: almost, pod: makePod("p").Req("memory", half).Container("memory", half), wantReasons: []string{"Insufficient memory"}},
+		"at the bound fits":  {node: huge, pod: makePod("p").Req("cpu", maxMilli).Req("memory", maxUnits)},
+		"full node, cpu":     {node: huge, pod: makePod("p").Req("cpu", "1"), existing: []*corev1.Pod{makePod("x").Req("cpu", maxMilli).Obj(), makePod("y").Req("cpu", maxMilli).Obj()}, wantReasons: []string{"Insufficient cpu"}},
+		"full node, memory":  {node: huge, pod: makePod("p").Req("memory", "1"), existing: []*corev1.Pod{makePod("x").Req("memory", maxUnits).Obj(), makePod("y").Req("memory", "1e400").Obj()}, wantReasons: []string{"Insufficient memory"}},
+		"full node, devices": {node: huge, pod: makePod("p").Req(gpu, "1").Limit(gpu, "1"), existing: []*corev1.Pod{makePod("x").Req(gpu, maxUnits).Obj(), makePod("y").Req(gpu, maxUnits).Obj()}, wantReasons: []string{"Insufficient example.com/gpu"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ni := framework.NewNodeInfo(tc.node.Obj(), tc.existing...)
+			req := framework.PodRequests(tc.pod.Obj())
+			st := Fits(req, ni)
+			if len(tc.wantReasons) == 0 {
+				if !st.IsSuccess() {
+					t.Fatalf("Fits = %v, want Success", st)
+				}
+			} else if st.Code() != framework.Unschedulable || !slices.Equal(st.Reasons(), tc.wantReasons) {
+				t.Fatalf("Fits = %v, want Unschedulable %v", st, tc.wantReasons)
+			}
+			for _, s := range []Strategy{LeastAllocated, MostAllocated} {
+				if score := ScoreNode(s, req, framework.PodRequestsNonZero(tc.pod.Obj()), ni); score < 0 || score > framework.MaxNodeScore {
+					t.Errorf("%s score %d outside [0, %d]", s, score, framework.MaxNodeScore)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package noderesources
 
 import (
 	"context"
+	"math/bits"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
@@ -25,11 +26,11 @@ func ScoreNode(strategy Strategy, req, nonZero framework.Resource, ni *framework
 		sum += share(strategy, requested, capacity)
 		n++
 	}
-	add(usedNZ.MilliCPU+nonZero.MilliCPU, alloc.MilliCPU)
-	add(usedNZ.Memory+nonZero.Memory, alloc.Memory)
+	add(corev1.AddAmounts(usedNZ.MilliCPU, nonZero.MilliCPU), alloc.MilliCPU)
+	add(corev1.AddAmounts(usedNZ.Memory, nonZero.Memory), alloc.Memory)
 	for name, v := range req.Scalar {
 		if v > 0 {
-			add(used.Scalar[name]+v, alloc.Scalar[name])
+			add(corev1.AddAmounts(used.Scalar[name], v), alloc.Scalar[name])
 		}
 	}
 	return sum / n
@@ -39,9 +40,17 @@ func share(strategy Strategy, requested, capacity int64) int64 {
 	if capacity <= 0 {
 		return 0
 	}
-	requested = min(requested, capacity)
+	requested = min(max(requested, 0), capacity)
 	if strategy == MostAllocated {
-		return requested * framework.MaxNodeScore / capacity
+		return scaled(requested, capacity)
 	}
-	return (capacity - requested) * framework.MaxNodeScore / capacity
+	return scaled(capacity-requested, capacity)
+}
+
+// scaled is part*MaxNodeScore/whole for 0 <= part <= whole, computed in
+// 128 bits: the product overflows an int64 for amounts above 2^63/100.
+func scaled(part, whole int64) int64 {
+	hi, lo := bits.Mul64(uint64(part), uint64(framework.MaxNodeScore))
+	q, _ := bits.Div64(hi, lo, uint64(whole))
+	return int64(q)
 }
