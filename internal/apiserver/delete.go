@@ -197,11 +197,19 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 		writeError(w, err)
 		return
 	}
+	// The whole collection is authorized before anything is deleted: the
+	// verb on the collection, then each object as a single delete. A
+	// caller may delete all of the selection or none of it.
+	if err := s.authorize(r.Context(), k, ri, "deletecollection", nil, nil); err != nil {
+		writeError(w, err)
+		return
+	}
 	items, _, err := s.listFromCache(r.Context(), k, ri.namespace, "", pred)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	objs := make([]metav1.Object, 0, len(items))
 	for _, it := range items {
 		obj, err := decodeStored(k, it.value, it.rev)
 		if err != nil {
@@ -209,12 +217,27 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 			return
 		}
 		acc, _ := meta.Accessor(obj)
-		sub := *ri
-		sub.name = acc.GetName()
-		if _, _, err := s.deleteObj(r.Context(), k, &sub, acc.GetNamespace(), acc.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		if err := s.authorize(r.Context(), k, itemRequest(ri, acc), "delete", nil, obj); err != nil {
+			writeError(w, err)
+			return
+		}
+		objs = append(objs, acc)
+	}
+	for _, acc := range objs {
+		if _, _, err := s.deleteObj(r.Context(), k, itemRequest(ri, acc), acc.GetNamespace(), acc.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
 			writeError(w, err)
 			return
 		}
 	}
 	writeObject(w, http.StatusOK, statusSuccess(nil))
+}
+
+// itemRequest is a collection request narrowed to one of its objects.
+func itemRequest(ri *requestInfo, acc metav1.Object) *requestInfo {
+	sub := *ri
+	sub.name = acc.GetName()
+	if sub.namespace == "" {
+		sub.namespace = acc.GetNamespace()
+	}
+	return &sub
 }
