@@ -22,6 +22,12 @@ func validateBindingFields(b *corev1.Binding) field.ErrorList {
 	}
 	errs = append(errs, required(tp.Child("name"), b.Target.Name, dnsSubdomain)...)
 	cp := field.NewPath("resourceClaims")
+	if e := maxItems(cp, len(b.ResourceClaims), corev1.PodResourceClaimsMaxSize); len(e) > 0 {
+		return append(errs, e...)
+	}
+	if e := maxItems(field.NewPath("allocationFences"), len(b.AllocationFences), corev1.BindingAllocationFencesMaxSize); len(e) > 0 {
+		return append(errs, e...)
+	}
 	var names unique
 	for i := range b.ResourceClaims {
 		errs = append(errs, validateBindingClaim(&b.ResourceClaims[i], cp.Index(i), &names)...)

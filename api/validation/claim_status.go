@@ -118,6 +118,9 @@ func validateResourceHandle(h *resourcev1alpha2.ResourceHandle, path *field.Path
 		return append(errs, errs1...)
 	}
 	ip := sp.Child("partitionable", "instances")
+	if e := maxItems(ip, len(sd.Partitionable.Instances), resourcev1alpha2.AllocationResultInstancesMaxSize); len(e) > 0 {
+		return append(errs, e...)
+	}
 	var ids unique
 	for i, inst := range sd.Partitionable.Instances {
 		if inst.ID == "" {

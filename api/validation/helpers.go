@@ -156,6 +156,22 @@ func quantityInBounds(path *field.Path, name corev1.ResourceName, q resource.Qua
 	return nil
 }
 
+// Bounds of what an error echoes back: a value the client sent, and the
+// text of an error from a library (a CEL compiler) about it.
+const (
+	maxEchoedValue = 256
+	maxEchoedError = 1024
+)
+
+// abbreviate cuts s to at most n bytes (on a UTF-8 boundary), saying how
+// long it was.
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + fmt.Sprintf("... (%d bytes)", len(s))
+}
+
 // isWholeNumber reports whether q has no fractional part.
 func isWholeNumber(q resource.Quantity) bool {
 	c := q.DeepCopy()

@@ -60,7 +60,7 @@ func compileSelector(expr string, compile SelectorCompiler, path *field.Path) (e
 		}
 	}()
 	if err := compile(expr); err != nil {
-		return field.ErrorList{field.Invalid(path, expr, "does not compile: "+err.Error())}
+		return field.ErrorList{field.Invalid(path, abbreviate(expr, maxEchoedValue), "does not compile: "+abbreviate(err.Error(), maxEchoedError))}
 	}
 	return nil
 }
@@ -87,6 +87,9 @@ func validateClaimParametersFields(p *resourcev1alpha2.ResourceClaimParameters, 
 	if ref := p.GeneratedFrom; ref != nil {
 		errs = append(errs, validateParametersRef(ref.APIGroup, ref.Kind, ref.Name, field.NewPath("generatedFrom"))...)
 	}
+	if e := maxItems(field.NewPath("requests"), len(p.Requests), resourcev1alpha2.ClaimParametersRequestsMaxSize); len(e) > 0 {
+		return append(errs, e...)
+	}
 	compile := opts.compiler()
 	for i := range p.Requests {
 		errs = append(errs, validateRequest(&p.Requests[i], field.NewPath("requests").Index(i), compile)...)
@@ -106,6 +109,9 @@ func validateRequest(r *resourcev1alpha2.ResourceRequest, path *field.Path, comp
 	rp := path.Child("partitionable", "required")
 	if len(r.Partitionable.Required) == 0 {
 		return append(errs, field.Required(rp, "must list at least one required instance"))
+	}
+	if e := maxItems(rp, len(r.Partitionable.Required), resourcev1alpha2.RequiredMaxSize); len(e) > 0 {
+		return append(errs, e...)
 	}
 	var names unique
 	for i, req := range r.Partitionable.Required {
@@ -145,6 +151,9 @@ func validateClassParametersFields(p *resourcev1alpha2.ResourceClassParameters, 
 		gp := field.NewPath("generatedFrom")
 		errs = append(errs, validateParametersRef(ref.APIGroup, ref.Kind, ref.Name, gp)...)
 		errs = append(errs, optional(gp.Child("namespace"), ref.Namespace, dnsLabel)...)
+	}
+	if e := maxItems(field.NewPath("filters"), len(p.Filters), resourcev1alpha2.ClassParametersFiltersMaxSize); len(e) > 0 {
+		return append(errs, e...)
 	}
 	compile := opts.compiler()
 	for i, f := range p.Filters {

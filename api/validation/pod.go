@@ -62,6 +62,9 @@ func validatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 // validatePodResourceClaims checks spec.resourceClaims and returns the
 // entries by name, for the containers' resources.claims to refer to.
 func validatePodResourceClaims(claims []corev1.PodResourceClaim, path *field.Path) (field.ErrorList, map[string]*corev1.PodResourceClaim) {
+	if errs := maxItems(path, len(claims), corev1.PodResourceClaimsMaxSize); len(errs) > 0 {
+		return errs, nil
+	}
 	var errs field.ErrorList
 	byName := make(map[string]*corev1.PodResourceClaim, len(claims))
 	var names unique
@@ -104,6 +107,9 @@ func validateContainer(c *corev1.Container, path *field.Path, names *unique, cla
 		errs = append(errs, validateEnvVar(&c.Env[i], path.Child("env").Index(i))...)
 	}
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
+	if e := maxItems(path.Child("resources", "claims"), len(c.Resources.Claims), corev1.PodResourceClaimsMaxSize); len(e) > 0 {
+		return append(errs, e...)
+	}
 	var used unique
 	for i, rc := range c.Resources.Claims {
 		p := path.Child("resources", "claims").Index(i)
@@ -112,7 +118,7 @@ func validateContainer(c *corev1.Container, path *field.Path, names *unique, cla
 			continue
 		}
 		errs = append(errs, used.check(rc.Name, p.Child("name"))...)
-		if claims[rc.Name] == nil {
+		if claims != nil && claims[rc.Name] == nil { // nil: too many entries to check against
 			errs = append(errs, field.Invalid(p.Child("name"), rc.Name, "must be the name of an entry in spec.resourceClaims"))
 		}
 	}

@@ -18,6 +18,9 @@ func validateSchedulingSpec(spec *resourcev1alpha2.PodSchedulingContextSpec, pat
 }
 
 func validateSchedulingStatus(st *resourcev1alpha2.PodSchedulingContextStatus, path *field.Path) field.ErrorList {
+	if errs := maxItems(path.Child("resourceClaims"), len(st.ResourceClaims), resourcev1alpha2.PodSchedulingClaimsMaxSize); len(errs) > 0 {
+		return errs
+	}
 	var errs field.ErrorList
 	var names unique
 	for i, c := range st.ResourceClaims {

@@ -74,6 +74,9 @@ type sliceWalker struct {
 func validatePartitionable(p *resourcev1alpha2.PartitionableResources, path *field.Path) field.ErrorList {
 	gp := path.Child("commonAttributes")
 	w := &sliceWalker{groups: map[string]bool{}, groupPath: gp.String()}
+	if errs := maxItems(gp, len(p.CommonAttributes), resourcev1alpha2.CommonAttributesMaxSize); len(errs) > 0 {
+		return errs
+	}
 	var names unique
 	for i, g := range p.CommonAttributes {
 		ip := gp.Index(i)
@@ -118,6 +121,10 @@ func (w *sliceWalker) partitions(groups []resourcev1alpha2.ResourceInstanceGroup
 		w.errs = append(w.errs, field.Forbidden(path, fmt.Sprintf("instances may be nested at most %d levels deep", SliceMaxDepth)))
 		return true
 	}
+	if errs := maxItems(path, len(groups), resourcev1alpha2.PartitionsMaxSize); len(errs) > 0 {
+		w.errs = append(w.errs, errs...)
+		return false
+	}
 	var names unique
 	for i := range groups {
 		g, p := &groups[i], path.Index(i)
@@ -135,6 +142,10 @@ func (w *sliceWalker) partitions(groups []resourcev1alpha2.ResourceInstanceGroup
 
 // refs checks that every reference names a common attribute group.
 func (w *sliceWalker) refs(refs []string, path *field.Path) {
+	if errs := maxItems(path, len(refs), resourcev1alpha2.CommonAttributesRefsMaxSize); len(errs) > 0 {
+		w.errs = append(w.errs, errs...)
+		return
+	}
 	var seen unique
 	for i, r := range refs {
 		w.errs = append(w.errs, seen.check(r, path.Index(i))...)
@@ -149,6 +160,9 @@ var attributeValueFields = []string{"quantity", "bool", "int", "intSlice", "stri
 // validateAttributes checks a list of attributes: unique valid names and
 // exactly one value each.
 func validateAttributes(attrs []resourcev1alpha2.Attribute, path *field.Path) field.ErrorList {
+	if errs := maxItems(path, len(attrs), resourcev1alpha2.AttributesMaxSize); len(errs) > 0 {
+		return errs
+	}
 	var errs field.ErrorList
 	var names unique
 	for i := range attrs {
@@ -187,6 +201,16 @@ func validateAttributeValue(v *resourcev1alpha2.AttributeValue, path *field.Path
 	}
 	if errs := oneOf(path, attributeValueFields, set); len(errs) > 0 {
 		return errs
+	}
+	if v.IntSlice != nil {
+		if errs := maxItems(path.Child("intSlice"), len(*v.IntSlice), resourcev1alpha2.AttributeSliceMaxSize); len(errs) > 0 {
+			return errs
+		}
+	}
+	if v.StringSlice != nil {
+		if errs := maxItems(path.Child("stringSlice"), len(*v.StringSlice), resourcev1alpha2.AttributeSliceMaxSize); len(errs) > 0 {
+			return errs
+		}
 	}
 	if v.Quantity != nil {
 		abs := v.Quantity.DeepCopy()

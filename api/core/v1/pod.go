@@ -2,6 +2,16 @@ package v1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// Limits of a pod's lists that allot adds. A pod's binding writes every
+// claim of the pod in one etcd transaction, which holds a bounded number
+// of operations.
+const (
+	PodResourceClaimsMaxSize = 32
+	// BindingAllocationFencesMaxSize bounds a binding's fences: one per
+	// (node, driver) it allocates from.
+	BindingAllocationFencesMaxSize = 32
+)
+
 // +genclient
 // +kubebuilder:object:root=true
 
@@ -42,6 +52,7 @@ type PodSpec struct {
 	Priority                      *int32            `json:"priority,omitempty"`
 	EnableServiceLinks            *bool             `json:"enableServiceLinks,omitempty"`
 	// ResourceClaims names the claims the pod's containers may use.
+	// ResourceClaims holds at most PodResourceClaimsMaxSize entries.
 	ResourceClaims []PodResourceClaim `json:"resourceClaims,omitempty" patchStrategy:"merge,retainKeys" patchMergeKey:"name"`
 }
 

@@ -15,6 +15,35 @@ const (
 	PodSchedulingNodeListMaxSize           = 128
 )
 
+// List limits allot adds where the seeds leave a list unbounded, chosen
+// like Kubernetes' resource.k8s.io/v1 limits (32 requests, selectors and
+// configurations per claim; 32 attributes and capacities per device). The
+// request body limit bounds everything else.
+const (
+	// ClaimParametersRequestsMaxSize bounds requests of
+	// ResourceClaimParameters, and RequiredMaxSize the required instances
+	// of one request.
+	ClaimParametersRequestsMaxSize = 32
+	RequiredMaxSize                = 32
+	// ClassParametersFiltersMaxSize bounds filters of
+	// ResourceClassParameters.
+	ClassParametersFiltersMaxSize = 32
+	// AllocationResultInstancesMaxSize bounds the instances of one
+	// structured handle: every required instance of every request.
+	AllocationResultInstancesMaxSize = ClaimParametersRequestsMaxSize * RequiredMaxSize
+	// PodSchedulingClaimsMaxSize bounds status.resourceClaims of a
+	// PodSchedulingContext: one per claim of the pod.
+	PodSchedulingClaimsMaxSize = 32
+	// Slice lists: attributes of one instance or group, common attribute
+	// groups, references to them, partition groups of one instance, and
+	// elements of intSlice and stringSlice values.
+	AttributesMaxSize           = 64
+	CommonAttributesMaxSize     = 128
+	CommonAttributesRefsMaxSize = 32
+	PartitionsMaxSize           = 128
+	AttributeSliceMaxSize       = 64
+)
+
 // DeleteProtectionFinalizer is set on a claim whose structured allocation
 // the scheduler wrote; the claim controller clears the allocation and the
 // finalizer together once the claim is unused (seed 002).
