@@ -211,7 +211,7 @@ func (o *getOptions) noneFound(s *session, reqs []getRequest) {
 
 // printObjects prints -o yaml, json or name.
 func (o *getOptions) printObjects(ctx context.Context, s *session, reqs []getRequest) error {
-	var items []any
+	items := []any{} // an empty list prints "items": [], as the API and kubectl do
 	var failed error
 	for _, r := range reqs {
 		got, err := o.objectsFor(ctx, s, r)

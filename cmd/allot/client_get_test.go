@@ -96,6 +96,15 @@ func TestGetStructuredOutputs(t *testing.T) {
 	if list.APIVersion != "v1" || list.Kind != "List" || len(list.Items) != 2 {
 		t.Fatalf("-o json = %s %s with %d items", list.APIVersion, list.Kind, len(list.Items))
 	}
+	// An empty list has "items": [], as the API and kubectl print it.
+	// (No test of this package creates class parameters; the fixture's
+	// namespace has no scheduling contexts.)
+	if empty := allot(t, "get", "resourceclassparameters", "-A", "-o", "json"); !strings.Contains(empty, `"items": []`) {
+		t.Fatalf("-A -o json of an empty list = %s", empty)
+	}
+	if empty := allot(t, "get", "podschedulingcontexts", "-n", ns, "-o", "yaml"); !strings.Contains(empty, "items: []") {
+		t.Fatalf("-o yaml of an empty list = %s", empty)
+	}
 	if got := allot(t, "get", "pods,resourceclaims", "-n", ns, "-o", "name"); got != "pod/db\npod/web\nresourceclaim.resource.k8s.io/gpu\n" {
 		t.Fatalf("-o name = %q", got)
 	}
