@@ -102,16 +102,16 @@ func cliApplyMixed(t *testing.T, c *cluster) {
 func cliWatch(t *testing.T, c *cluster) {
 	w := c.allotWatch(t, "get", "pods", "-n", ns, "-w", "--show-labels")
 	isWeb := func(s string) bool { return strings.HasPrefix(s, "web ") }
-	_, first, err := w.stdout.waitFor(0, watchTimeout, isWeb)
+	_, first, err := w.Stdout.WaitFor(0, watchTimeout, isWeb)
 	if err != nil {
-		t.Fatalf("allot get pods -w: no row for web: %v\nstdout:\n%s\nstderr:\n%s", err, w.stdout, w.stderr)
+		t.Fatalf("allot get pods -w: no row for web: %v\nstdout:\n%s\nstderr:\n%s", err, w.Stdout, w.Stderr)
 	}
 	c.kubectl(t, "label", "pod", "web", "-n", ns, "stage=cli")
-	_, _, err = w.stdout.waitFor(first+1, watchTimeout, func(s string) bool { return isWeb(s) && strings.Contains(s, "stage=cli") })
+	_, _, err = w.Stdout.WaitFor(first+1, watchTimeout, func(s string) bool { return isWeb(s) && strings.Contains(s, "stage=cli") })
 	if err != nil {
-		t.Fatalf("allot get pods -w did not show the label change: %v\nstdout:\n%s\nstderr:\n%s", err, w.stdout, w.stderr)
+		t.Fatalf("allot get pods -w did not show the label change: %v\nstdout:\n%s\nstderr:\n%s", err, w.Stdout, w.Stderr)
 	}
-	w.kill()
+	w.Kill()
 }
 
 func cliDelete(t *testing.T, c *cluster) {
@@ -140,6 +140,6 @@ func (c *cluster) allotWatch(t *testing.T, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.kill)
+	t.Cleanup(p.Kill)
 	return p
 }

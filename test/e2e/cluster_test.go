@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"allot.dev/allot/test/internal/testproc"
 	"context"
 	"errors"
 	"os/exec"
@@ -39,9 +40,9 @@ func newCluster(t *testing.T) *cluster {
 			return
 		}
 		if t.Failed() {
-			t.Logf("allot up (pid %d) stderr:\n%s", c.p.pid(), tail(c.p.stderr.String(), 16000))
+			t.Logf("allot up (pid %d) stderr:\n%s", c.p.PID(), tail(c.p.Stderr.String(), 16000))
 		}
-		if _, err := c.p.terminate(stopGrace); err != nil {
+		if _, err := c.p.Terminate(stopGrace); err != nil {
 			t.Logf("stop allot up: %v", err)
 		}
 	})
@@ -52,8 +53,8 @@ func newCluster(t *testing.T) *cluster {
 // written its kubeconfig.
 func (c *cluster) start(t *testing.T, extraArgs ...string) {
 	t.Helper()
-	if c.p != nil && !c.p.exited() {
-		t.Fatalf("start allot up: already running (pid %d)", c.p.pid())
+	if c.p != nil && !c.p.Exited() {
+		t.Fatalf("start allot up: already running (pid %d)", c.p.PID())
 	}
 	c.args = extraArgs
 	args := []string{"up", "--data-dir", c.dataDir, "--listen", "127.0.0.1:0"}
@@ -69,24 +70,24 @@ func (c *cluster) start(t *testing.T, extraArgs ...string) {
 	}
 	c.p = p
 	const listening, kc = "allot API server listening on ", "kubeconfig: "
-	line, _, err := p.stdout.waitFor(0, startTimeout, func(s string) bool { return strings.HasPrefix(s, kc) })
+	line, _, err := p.Stdout.WaitFor(0, startTimeout, func(s string) bool { return strings.HasPrefix(s, kc) })
 	if err != nil {
 		t.Fatalf("allot %s: no %q line: %v\nstdout:\n%s\nstderr:\n%s",
-			strings.Join(args, " "), kc, err, p.stdout, tail(p.stderr.String(), 16000))
+			strings.Join(args, " "), kc, err, p.Stdout, tail(p.Stderr.String(), 16000))
 	}
 	c.kubeconfig = strings.TrimPrefix(line, kc)
 	if want := filepath.Join(c.dataDir, "kubeconfig"); c.kubeconfig != want {
 		t.Errorf("allot up printed kubeconfig %q, want %q (DATA-DIR/kubeconfig)", c.kubeconfig, want)
 	}
-	line, _, err = p.stdout.waitFor(0, time.Second, func(s string) bool { return strings.HasPrefix(s, listening) })
+	line, _, err = p.Stdout.WaitFor(0, time.Second, func(s string) bool { return strings.HasPrefix(s, listening) })
 	if err != nil {
-		t.Fatalf("allot up: no %q line before the kubeconfig line:\n%s", listening, p.stdout)
+		t.Fatalf("allot up: no %q line before the kubeconfig line:\n%s", listening, p.Stdout)
 	}
 	c.url = strings.TrimPrefix(line, listening)
 	if !strings.HasPrefix(c.url, "https://127.0.0.1:") {
 		t.Errorf("allot up listens on %q, want https://127.0.0.1:PORT (TLS always, on the --listen address)", c.url)
 	}
-	t.Logf("allot up (pid %d) listening on %s", p.pid(), c.url)
+	t.Logf("allot up (pid %d) listening on %s", p.PID(), c.url)
 }
 
 // stop stops allot up with SIGTERM and requires a clean exit within the
@@ -96,10 +97,10 @@ func (c *cluster) stop(t *testing.T) {
 	if c.p == nil {
 		return
 	}
-	graceful, err := c.p.terminate(stopGrace)
+	graceful, err := c.p.Terminate(stopGrace)
 	if !graceful || err != nil {
 		t.Errorf("allot up (pid %d) after SIGTERM: exited by itself=%v, exit: %v (want a clean exit within %v)\nstderr:\n%s",
-			c.p.pid(), graceful, err, stopGrace, tail(c.p.stderr.String(), 8000))
+			c.p.PID(), graceful, err, stopGrace, tail(c.p.Stderr.String(), 8000))
 	}
 }
 
@@ -149,7 +150,7 @@ func (c *cluster) kubectlWatch(t *testing.T, args ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.kill)
+	t.Cleanup(p.Kill)
 	return p
 }
 
@@ -182,7 +183,7 @@ func (c *cluster) run(bin string, args ...string) (stdout, stderr string, err er
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = childEnv(c.home)
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = testproc.SysProcAttr()
 	var out, errOut lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

@@ -27,14 +27,14 @@ func TestUpDemo(t *testing.T) {
 			t.Logf("delete the demo pod: %v: %s", err, stderr)
 		}
 	})
-	line, _, err := c.p.stdout.waitFor(0, 4*time.Minute, func(s string) bool { return strings.HasPrefix(s, "demo: pod demo/demo ") })
+	line, _, err := c.p.Stdout.WaitFor(0, 4*time.Minute, func(s string) bool { return strings.HasPrefix(s, "demo: pod demo/demo ") })
 	if err != nil {
-		t.Fatalf("no demo outcome: %v\nstdout:\n%s", err, c.p.stdout)
+		t.Fatalf("no demo outcome: %v\nstdout:\n%s", err, c.p.Stdout)
 	}
 	if line != "demo: pod demo/demo Succeeded" {
-		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.stdout)
+		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.Stdout)
 	}
-	out := c.p.stdout.String()
+	out := c.p.Stdout.String()
 	requireContains(t, "allot up --demo output", out,
 		"demo: trainer| trainer: device plugin gave EXAMPLE_DEVICES=gpu-",
 		"demo: trainer| trainer: DRA claim demo/demo-gpu-",

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"allot.dev/allot/test/internal/testproc"
+
 	"context"
 	"os"
 	"os/exec"
@@ -59,9 +61,9 @@ devices:
 		}
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("device plugin (pid %d) stderr:\n%s", p.pid(), tail(p.stderr.String(), 4000))
+				t.Logf("device plugin (pid %d) stderr:\n%s", p.PID(), tail(p.Stderr.String(), 4000))
 			}
-			_, _ = p.terminate(stopGrace)
+			_, _ = p.Terminate(stopGrace)
 		})
 		return p
 	}
@@ -125,7 +127,7 @@ spec:
 	}
 
 	// kill -9 the node agent; the plugin re-registers on the new kubelet.sock.
-	agent.kill()
+	agent.Kill()
 	c.startNode(t, nodeName, "runc", root, nodeArgs...)
 	time.Sleep(2 * time.Second) // several relists and heartbeats of the new agent
 	waitFor(t, "allocatable example.com/gpu = 3 after the agent restart", func() bool { return allocatable() == "3" })
@@ -150,7 +152,7 @@ spec:
 	c.allot(t, "delete", "pod", "second", "--timeout", "60s")
 
 	// Kill the plugin: after the 1s grace period the resource is gone.
-	plug.kill()
+	plug.Kill()
 	waitFor(t, "capacity and allocatable example.com/gpu = 0 without the plugin", func() bool {
 		return capacity() == "0" && allocatable() == "0"
 	})
@@ -213,7 +215,7 @@ func podResourcesDevices(t *testing.T, socket, pod, container, resource string) 
 func buildExamplePlugin(t *testing.T, dir string) string {
 	t.Helper()
 	plugin := filepath.Join(dir, "example-device-plugin")
-	root, err := moduleRoot()
+	root, err := testproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"allot.dev/allot/test/internal/testproc"
+
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +20,7 @@ func TestDevicePluginPods(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
 	plugin := filepath.Join(dir, "example-device-plugin")
-	root, err := moduleRoot()
+	root, err := testproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +56,9 @@ devices:
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("device plugin stderr:\n%s", tail(p.stderr.String(), 4000))
+			t.Logf("device plugin stderr:\n%s", tail(p.Stderr.String(), 4000))
 		}
-		_, _ = p.terminate(stopGrace)
+		_, _ = p.Terminate(stopGrace)
 	})
 	waitFor(t, "allocatable example.com/gpu = 3", func() bool {
 		return c.jsonpath(t, `{.status.allocatable.example\.com/gpu}`, "node", "dp-node") == "3"

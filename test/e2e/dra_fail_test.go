@@ -20,7 +20,7 @@ func TestDRADriverKill9DuringPrepare(t *testing.T) {
 			d.jsonpath(t, "{.spec.nodeName}", "pod", "p", "-n", "k") == "dra-drvkill"
 	})
 	time.Sleep(time.Second) // the node agent admits the pod and calls prepare, which sleeps 3s
-	d.driver.kill()
+	d.driver.Kill()
 	uid := d.jsonpath(t, "{.metadata.uid}", "resourceclaim", claim, "-n", "k")
 	if n := d.stateLines(t, "prepare", uid); n != 0 {
 		t.Fatalf("claim prepared %d times before the kill, want 0 (prepare should still be sleeping)", n)
@@ -48,7 +48,7 @@ func TestDRANodeAgentKill9(t *testing.T) {
 	uid := d.jsonpath(t, "{.metadata.uid}", "resourceclaim", claim, "-n", "k")
 	started := d.jsonpath(t, "{.status.containerStatuses[0].state.running.startedAt}", "pod", "p", "-n", "k")
 
-	d.node.kill()
+	d.node.Kill()
 	d.restartNode(t)
 	time.Sleep(2 * time.Second) // resyncs and relists of the new agent
 	if got := d.phase(t, "k", "p"); got != "Running" {

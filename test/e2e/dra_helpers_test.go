@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"allot.dev/allot/test/internal/testproc"
+
 	"os"
 	"path/filepath"
 	"regexp"
@@ -93,9 +95,9 @@ func newDRACluster(t *testing.T, nodeName, model string, driverArgs, nodeArgs []
 		}
 		for _, p := range d.drivers {
 			if t.Failed() {
-				t.Logf("gpu driver (pid %d) stderr:\n%s", p.pid(), tail(p.stderr.String(), 6000))
+				t.Logf("gpu driver (pid %d) stderr:\n%s", p.PID(), tail(p.Stderr.String(), 6000))
 			}
-			_, _ = p.terminate(stopGrace)
+			_, _ = p.Terminate(stopGrace)
 		}
 	})
 	waitFor(t, "the node's gpu.example.com slice", func() bool {
@@ -147,9 +149,9 @@ func (d *draCluster) startTranslator(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("gpu translator (pid %d) stderr:\n%s", p.pid(), tail(p.stderr.String(), 4000))
+			t.Logf("gpu translator (pid %d) stderr:\n%s", p.PID(), tail(p.Stderr.String(), 4000))
 		}
-		_, _ = p.terminate(stopGrace)
+		_, _ = p.Terminate(stopGrace)
 	})
 }
 
@@ -188,7 +190,7 @@ func (d *draCluster) phase(t *testing.T, ns, pod string) string {
 // repoRoot is the module root (tests run in test/e2e).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := testproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,9 +118,9 @@ func (f *fabricCluster) addNode(t *testing.T, name, rack, capacity string) *fabr
 	n.plugin = p
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("fabric plugin %s (pid %d) stderr:\n%s", name, p.pid(), tail(p.stderr.String(), 4000))
+			t.Logf("fabric plugin %s (pid %d) stderr:\n%s", name, p.PID(), tail(p.Stderr.String(), 4000))
 		}
-		_, _ = p.terminate(stopGrace)
+		_, _ = p.Terminate(stopGrace)
 	})
 	t.Cleanup(func() { f.deleteAllPods(t) }) // runs first: the plugin unprepares, the agent removes the containers
 	f.nodes[name] = n
@@ -149,12 +149,12 @@ func (f *fabricCluster) startController(t *testing.T) *proc {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("fabric controller (pid %d) stderr:\n%s", p.pid(), tail(p.stderr.String(), 12000))
+			t.Logf("fabric controller (pid %d) stderr:\n%s", p.PID(), tail(p.Stderr.String(), 12000))
 		}
-		if !p.exited() {
-			_ = syscall.Kill(p.pid(), syscall.SIGCONT) // a paused controller handles SIGTERM
+		if !p.Exited() {
+			_ = syscall.Kill(p.PID(), syscall.SIGCONT) // a paused controller handles SIGTERM
 		}
-		_, _ = p.terminate(stopGrace)
+		_, _ = p.Terminate(stopGrace)
 	})
 	f.ctl = p
 	return p
@@ -164,16 +164,16 @@ func (f *fabricCluster) startController(t *testing.T) *proc {
 // answers nothing, like a hung driver.
 func (f *fabricCluster) pause(t *testing.T) {
 	t.Helper()
-	if err := syscall.Kill(f.ctl.pid(), syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP fabric controller (pid %d): %v", f.ctl.pid(), err)
+	if err := syscall.Kill(f.ctl.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP fabric controller (pid %d): %v", f.ctl.PID(), err)
 	}
 }
 
 // resume continues a paused controller.
 func (f *fabricCluster) resume(t *testing.T) {
 	t.Helper()
-	if err := syscall.Kill(f.ctl.pid(), syscall.SIGCONT); err != nil {
-		t.Fatalf("SIGCONT fabric controller (pid %d): %v", f.ctl.pid(), err)
+	if err := syscall.Kill(f.ctl.PID(), syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT fabric controller (pid %d): %v", f.ctl.PID(), err)
 	}
 }
 
@@ -343,22 +343,22 @@ func (f *fabricCluster) watch(t *testing.T, kind, expr string) *proc {
 	t.Helper()
 	p := f.kubectlWatch(t, "get", kind, "-w", "-v=6", "-o", "jsonpath="+expr)
 	waitFor(t, "kubectl get "+kind+" -w watching", func() bool {
-		for _, l := range strings.Split(p.stderr.String(), "\n") {
+		for _, l := range strings.Split(p.Stderr.String(), "\n") {
 			if strings.Contains(l, "watch=true") && strings.Contains(l, " 200 OK") {
 				return true
 			}
 		}
-		return p.exited()
+		return p.Exited()
 	})
-	if p.exited() {
-		t.Fatalf("kubectl get %s -w exited: %v\n%s", kind, p.err, p.stderr)
+	if p.Exited() {
+		t.Fatalf("kubectl get %s -w exited: %v\n%s", kind, p.Err(), p.Stderr)
 	}
 	return p
 }
 
 // seen reports whether a line of the watch's output contains every part.
 func seen(p *proc, parts ...string) bool {
-	for _, l := range strings.Split(p.stdout.String(), "\n") {
+	for _, l := range strings.Split(p.Stdout.String(), "\n") {
 		if containsAll(l, parts...) {
 			return true
 		}
@@ -389,11 +389,11 @@ func (f *fabricCluster) killMidAllocation(t *testing.T, w *proc, claim string) b
 	waitFor(t, "the controller to protect claim "+claim, func() bool {
 		for range 10 {
 			steps++
-			if err := syscall.Kill(f.ctl.pid(), syscall.SIGCONT); err != nil {
+			if err := syscall.Kill(f.ctl.PID(), syscall.SIGCONT); err != nil {
 				t.Fatalf("SIGCONT fabric controller: %v", err)
 			}
 			time.Sleep(500 * time.Microsecond)
-			if err := syscall.Kill(f.ctl.pid(), syscall.SIGSTOP); err != nil {
+			if err := syscall.Kill(f.ctl.PID(), syscall.SIGSTOP); err != nil {
 				t.Fatalf("SIGSTOP fabric controller: %v", err)
 			}
 			time.Sleep(10 * time.Millisecond) // the watch shows what the step wrote
@@ -403,7 +403,7 @@ func (f *fabricCluster) killMidAllocation(t *testing.T, w *proc, claim string) b
 		}
 		return false
 	})
-	f.ctl.kill()
+	f.ctl.Kill()
 	fin := f.jsonpath(t, "{.metadata.finalizers}", "resourceclaim", claim)
 	alloc := f.jsonpath(t, "{.status.allocation.resourceHandles[0].data}", "resourceclaim", claim)
 	t.Logf("killed the controller in step %d; claim %s: finalizers %s, allocation %q", steps, claim, fin, alloc)

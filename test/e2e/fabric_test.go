@@ -80,7 +80,7 @@ func TestFabricAllocation(t *testing.T) {
 		// The scheduler asked the driver through the pod's context for the
 		// node the pod runs on, and deleted the context after binding.
 		if !seen(w, "wffc selected="+node, "r1-a", "r2-a") {
-			t.Errorf("no PodSchedulingContext wffc with selectedNode %s among potential nodes r1-a and r2-a; watch:\n%s", node, w.stdout)
+			t.Errorf("no PodSchedulingContext wffc with selectedNode %s among potential nodes r1-a and r2-a; watch:\n%s", node, w.Stdout)
 		}
 		requireContains(t, "events of pod wffc", f.events(t, "wffc"), "waiting for resource driver to allocate resource", "Scheduled")
 		waitFor(t, "PodSchedulingContext wffc deleted after binding", func() bool {
@@ -183,7 +183,7 @@ func TestFabricRecovery(t *testing.T) {
 		{claim, `"pool":"rack-2"`},
 	} {
 		if !seen(w, step...) {
-			t.Errorf("claim %s never was %q; its changes:\n%s", claim, step[1:], w.stdout)
+			t.Errorf("claim %s never was %q; its changes:\n%s", claim, step[1:], w.Stdout)
 		}
 	}
 	requireContains(t, "events of pod trainer", f.events(t, "trainer"), "Requested deallocation of claim default/"+claim)

@@ -93,8 +93,8 @@ func requireDataDir(t *testing.T, c *cluster, embeddedEtcd bool) {
 // through the two that remain.
 func stepMemberStopped(t *testing.T, c *cluster, endpoints []string, stopMember func(int)) {
 	w := c.kubectlWatch(t, "get", "pods", "-n", ns, "-w", "-o", podWatchFormat)
-	if _, _, err := w.stdout.waitFor(0, watchTimeout, func(s string) bool { return s == "web stage=watched" }); err != nil {
-		t.Fatalf("kubectl get pods -w: initial list has no line %q: %v\nstdout:\n%s\nstderr:\n%s", "web stage=watched", err, w.stdout, w.stderr)
+	if _, _, err := w.Stdout.WaitFor(0, watchTimeout, func(s string) bool { return s == "web stage=watched" }); err != nil {
+		t.Fatalf("kubectl get pods -w: initial list has no line %q: %v\nstdout:\n%s\nstderr:\n%s", "web stage=watched", err, w.Stdout, w.Stderr)
 	}
 	stopped := memberID(t, endpoints[0])
 	stopMember(0)
@@ -111,11 +111,11 @@ func stepMemberStopped(t *testing.T, c *cluster, endpoints []string, stopMember 
 	requireLines(t, "kubectl replace with a member stopped", c.kubectl(t, "replace", "-f", "testdata/web-replaced.yaml"),
 		"pod/web replaced")
 	requireLines(t, "kubectl delete with a member stopped", c.kubectl(t, "delete", "pod", "late", "-n", ns), `pod "late" deleted`)
-	if _, _, err := w.stdout.waitFor(0, watchTimeout, func(s string) bool { return s == "web stage=degraded" }); err != nil {
+	if _, _, err := w.Stdout.WaitFor(0, watchTimeout, func(s string) bool { return s == "web stage=degraded" }); err != nil {
 		t.Errorf("kubectl get pods -w started before the member stopped did not show the label change (want line %q): %v\nstdout:\n%s\nstderr:\n%s",
-			"web stage=degraded", err, w.stdout, w.stderr)
+			"web stage=degraded", err, w.Stdout, w.Stderr)
 	}
-	w.kill()
+	w.Kill()
 
 	before := c.snapshot(t)
 	for _, id := range []objectID{{"Namespace", "", "degraded"}, {"Pod", "degraded", "survivor"},

@@ -92,9 +92,9 @@ devices:
 		}
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("device plugin %s (pid %d) stderr:\n%s", n.name, p.pid(), tail(p.stderr.String(), 4000))
+				t.Logf("device plugin %s (pid %d) stderr:\n%s", n.name, p.PID(), tail(p.Stderr.String(), 4000))
 			}
-			_, _ = p.terminate(stopGrace)
+			_, _ = p.Terminate(stopGrace)
 		})
 		nodes = append(nodes, node{name: n.name, control: control})
 	}
@@ -247,7 +247,7 @@ func TestDRAInstanceHealth(t *testing.T) {
 	t.Log("Report policy: watcher kept running and saw the health")
 
 	// FailPod: restart the node agent with it; the pod is adopted.
-	if _, err := d.node.terminate(stopGrace); err != nil {
+	if _, err := d.node.Terminate(stopGrace); err != nil {
 		t.Logf("stop node agent: %v", err)
 	}
 	d.nodeArgs = append(d.nodeArgs, "--unhealthy-device-policy", "FailPod")
@@ -289,7 +289,7 @@ func TestDRAInstanceHealth(t *testing.T) {
 	if _, stderr, err := d.runKubectl("delete", "pods", "--all", "-n", "hw", "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatalf("delete pods: %v: %s", err, stderr)
 	}
-	if _, err := d.node.terminate(stopGrace); err != nil {
+	if _, err := d.node.Terminate(stopGrace); err != nil {
 		t.Logf("stop node agent: %v", err)
 	}
 	if n := d.kubectl(t, "get", "noderesourceslices", "--field-selector", "spec.nodeName="+nodeName, "-o", "name"); strings.TrimSpace(n) == "" {

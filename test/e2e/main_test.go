@@ -1,12 +1,13 @@
 package e2e
 
 import (
+	"allot.dev/allot/test/internal/testproc"
+
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -28,7 +29,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	if allotBin, err = buildAllot(tmp); err != nil {
+	if allotBin, err = testproc.BuildAllot(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -37,46 +38,6 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// buildAllot builds ./cmd/allot into dir once for the whole package.
-func buildAllot(dir string) (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("find the go command to build allot: %w", err)
-	}
-	bin := filepath.Join(dir, "allot")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "./cmd/allot")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build allot (go build -o %s ./cmd/allot in %s): %w\n%s", bin, root, err, out)
-	}
-	return bin, nil
-}
-
-// moduleRoot walks up from the working directory to the directory holding
-// go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("find module root: %w", err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find module root: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // findKubectl returns kubectl from PATH. When it is missing and the tests

@@ -31,12 +31,12 @@ func TestMetricsAfterDemo(t *testing.T) {
 			t.Logf("delete the demo pod: %v: %s", err, stderr)
 		}
 	})
-	line, _, err := c.p.stdout.waitFor(0, 4*time.Minute, func(s string) bool { return strings.HasPrefix(s, "demo: pod demo/demo ") })
+	line, _, err := c.p.Stdout.WaitFor(0, 4*time.Minute, func(s string) bool { return strings.HasPrefix(s, "demo: pod demo/demo ") })
 	if err != nil {
-		t.Fatalf("no demo outcome: %v\nstdout:\n%s", err, c.p.stdout)
+		t.Fatalf("no demo outcome: %v\nstdout:\n%s", err, c.p.Stdout)
 	}
 	if line != "demo: pod demo/demo Succeeded" {
-		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.stdout)
+		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.Stdout)
 	}
 
 	// The API server: its own metrics, the scheduler's and the controller

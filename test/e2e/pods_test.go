@@ -102,7 +102,7 @@ spec:
 	started := c.jsonpath(t, "{.status.containerStatuses[0].state.running.startedAt}", "pod", "long")
 	id := c.jsonpath(t, "{.status.containerStatuses[0].containerID}", "pod", "long")
 
-	agent.kill() // SIGKILL to the agent alone
+	agent.Kill() // SIGKILL to the agent alone
 	c.startNode(t, "kill-node", "runc", root)
 	time.Sleep(2 * time.Second) // several relists and resyncs of the new agent
 	waitFor(t, "long still Running after the agent restart", func() bool {
@@ -169,9 +169,9 @@ func (c *cluster) startNode(t *testing.T, name, runtime, root string, extra ...s
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("allot node %s (pid %d) stderr:\n%s", name, p.pid(), tail(p.stderr.String(), 8000))
+			t.Logf("allot node %s (pid %d) stderr:\n%s", name, p.PID(), tail(p.Stderr.String(), 8000))
 		}
-		_, _ = p.terminate(stopGrace)
+		_, _ = p.Terminate(stopGrace)
 	})
 	return p
 }
@@ -179,7 +179,7 @@ func (c *cluster) startNode(t *testing.T, name, runtime, root string, extra ...s
 // deleteAllPods deletes the test's pods and waits until their nodes have
 // stopped and removed the containers.
 func (c *cluster) deleteAllPods(t *testing.T) {
-	if c.p == nil || c.p.exited() {
+	if c.p == nil || c.p.Exited() {
 		return
 	}
 	if _, stderr, err := c.runKubectl("delete", "pods", "--all", "--wait=true", "--timeout=90s"); err != nil {

@@ -10,25 +10,25 @@ const podWatchFormat = `jsonpath={.metadata.name} stage={.metadata.labels.stage}
 
 func stepWatch(t *testing.T, c *cluster) {
 	w := c.kubectlWatch(t, "get", "pods", "-n", ns, "-w", "-o", podWatchFormat)
-	_, initial, err := w.stdout.waitFor(0, watchTimeout, func(s string) bool { return s == "web stage=" })
+	_, initial, err := w.Stdout.WaitFor(0, watchTimeout, func(s string) bool { return s == "web stage=" })
 	if err != nil {
-		t.Fatalf("kubectl get pods -w: initial list has no line %q: %v\nstdout:\n%s\nstderr:\n%s", "web stage=", err, w.stdout, w.stderr)
+		t.Fatalf("kubectl get pods -w: initial list has no line %q: %v\nstdout:\n%s\nstderr:\n%s", "web stage=", err, w.Stdout, w.Stderr)
 	}
 	c.kubectl(t, "label", "pod", "web", "-n", ns, "stage=watched")
-	_, seen, err := w.stdout.waitFor(initial+1, watchTimeout, func(s string) bool { return s == "web stage=watched" })
+	_, seen, err := w.Stdout.WaitFor(initial+1, watchTimeout, func(s string) bool { return s == "web stage=watched" })
 	if err != nil {
 		t.Fatalf("kubectl get pods -w did not show the label change (want line %q): %v\nstdout:\n%s\nstderr:\n%s",
-			"web stage=watched", err, w.stdout, w.stderr)
+			"web stage=watched", err, w.Stdout, w.Stderr)
 	}
 	c.kubectl(t, "run", "late", "-n", ns, "--image=busybox", "--restart=Never", "--labels=stage=late")
-	if _, _, err := w.stdout.waitFor(seen+1, watchTimeout, func(s string) bool { return s == "late stage=late" }); err != nil {
+	if _, _, err := w.Stdout.WaitFor(seen+1, watchTimeout, func(s string) bool { return s == "late stage=late" }); err != nil {
 		t.Fatalf("kubectl get pods -w did not show the pod made by kubectl run (want line %q): %v\nstdout:\n%s\nstderr:\n%s",
-			"late stage=late", err, w.stdout, w.stderr)
+			"late stage=late", err, w.Stdout, w.Stderr)
 	}
-	if w.exited() {
-		t.Errorf("kubectl get pods -w exited while watching: %v\nstderr:\n%s", w.err, w.stderr)
+	if w.Exited() {
+		t.Errorf("kubectl get pods -w exited while watching: %v\nstderr:\n%s", w.Err(), w.Stderr)
 	}
-	w.kill()
+	w.Kill()
 }
 
 func stepDelete(t *testing.T, c *cluster) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package e2e
+package testproc
 
 import "syscall"
 
