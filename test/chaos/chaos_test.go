@@ -1,0 +1,73 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+	"time"
+
+	"allot.dev/allot/test/internal/testproc"
+)
+
+// The defaults are CI's short run (about two minutes, fixed seed); `make
+// chaos` runs a long one with its own values.
+var (
+	flagDuration = flag.Duration("chaos.duration", 60*time.Second, "how long pods are created and components killed")
+	flagRate     = flag.Float64("chaos.rate", 4, "pods created per second")
+	flagKill     = flag.Duration("chaos.kill-interval", 3*time.Second, "mean time between kills")
+	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the run's random choices")
+	flagNodes    = flag.Int("chaos.nodes", 3, "DRA nodes (node agent and gpu.example.com driver, each a process)")
+	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
+	flagSettle   = flag.Duration("chaos.settle", 60*time.Second, "bound of each settling phase after the churn")
+	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
+	flagKeep     = flag.Bool("chaos.keep", false, "keep the run's directory (component logs) instead of removing it")
+)
+
+// TestChaos runs the cluster's components as separate processes under a
+// churn of short-lived pods with template claims, kills components with
+// SIGKILL at random and restarts them, then settles and checks the
+// invariants (see Rule*). It fails on any violation.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the chaos run takes minutes")
+	}
+	dir, err := os.MkdirTemp("", "allot-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *flagKeep {
+		t.Logf("run directory (kept): %s", dir)
+	} else {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	bin, err := testproc.BuildAllot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Duration: *flagDuration, Rate: *flagRate, KillInterval: *flagKill, Seed: *flagSeed,
+		Nodes: *flagNodes, SimNodes: *flagSimNodes, Settle: *flagSettle, Log: logWriter{t}}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*cfg.Settle+5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, bin, dir, cfg)
+	if err != nil {
+		t.Fatalf("chaos harness: %v (component logs in %s)", err, dir)
+	}
+	t.Log("\n" + rep.String())
+	if *flagReport != "" {
+		if err := os.WriteFile(*flagReport, []byte(rep.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if len(rep.Violations) > 0 {
+		t.Errorf("%d invariant violations (rerun with -chaos.keep to keep the component logs)", len(rep.Violations))
+	}
+}
+
+// logWriter sends progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-1]))
+	return len(p), nil
+}

@@ -1,0 +1,348 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"allot.dev/allot/pkg/client"
+	"allot.dev/allot/test/internal/testproc"
+)
+
+// component is one allot process of the cluster: it can be killed and is
+// restarted with the same flags and data.
+type component struct {
+	name string
+	args []string
+	log  string // its stderr, appended across restarts
+
+	mu    sync.Mutex
+	p     *testproc.Proc
+	kills int
+}
+
+func (c *component) proc() *testproc.Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.p
+}
+
+// cluster is the API server with its embedded etcd, the scheduler, the
+// controller manager, node agents each with the example DRA driver
+// gpu.example.com, and simulated nodes: every one a process of its own
+// with its own token.
+type cluster struct {
+	bin, dir, home string
+	listen         string // the API server's address, kept across restarts
+	admin          *client.Client
+	adminConfig    string
+	env            []string
+
+	apiserver  *component
+	components []*component // every component, the API server first
+	nodes      []node
+}
+
+// node is a node agent and its driver's files.
+type node struct {
+	name      string
+	agent     *component
+	driver    *component
+	cdiDir    string
+	stateFile string
+}
+
+// model is each node's gpu.example.com inventory: gpu-0 whole only (16Gi),
+// gpu-1 whole (16Gi) or as two 8Gi halves.
+const model = `partitionable:
+  resourceInstances:
+  - name: gpu-0
+    attributes:
+    - {name: memory, quantity: 16Gi}
+  - name: gpu-1
+    attributes:
+    - {name: memory, quantity: 16Gi}
+    partitions:
+    - name: halves
+      resourceInstances:
+      - name: half-0
+        attributes:
+        - {name: memory, quantity: 8Gi}
+      - name: half-1
+        attributes:
+        - {name: memory, quantity: 8Gi}
+`
+
+// devicesPerNode is the most claims one node's model holds at once (gpu-0
+// and two halves of gpu-1).
+const devicesPerNode = 3
+
+// clusterConfig sizes the cluster.
+type clusterConfig struct {
+	Nodes, SimNodes int
+}
+
+// startCluster builds nothing: bin is the allot binary. It starts every
+// component and waits until the nodes are Ready and have published their
+// slices.
+func startCluster(ctx context.Context, bin, dir string, cfg clusterConfig) (*cluster, error) {
+	c := &cluster{bin: bin, dir: dir, home: filepath.Join(dir, "home")}
+	if err := os.MkdirAll(c.home, 0o755); err != nil {
+		return nil, err
+	}
+	c.env = testproc.ChildEnv(c.home)
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c.listen = "127.0.0.1:" + strconv.Itoa(port)
+	data := filepath.Join(dir, "apiserver")
+	c.apiserver = c.newComponent("apiserver", "apiserver", "--data-dir", data, "--listen", c.listen,
+		"--etcd-compaction-interval", "20s")
+	if err := c.startAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	c.adminConfig = filepath.Join(data, "kubeconfig")
+	if c.admin, err = client.NewForKubeconfig(c.adminConfig); err != nil {
+		return nil, err
+	}
+	kc := func(role, name string) (string, error) { return c.kubeconfig(ctx, data, role, name) }
+	schedKC, err := kc("scheduler", "scheduler")
+	if err != nil {
+		return nil, err
+	}
+	cmKC, err := kc("controller-manager", "controller-manager")
+	if err != nil {
+		return nil, err
+	}
+	c.newComponent("scheduler", "scheduler", "--kubeconfig", schedKC,
+		"--pod-initial-backoff", "100ms", "--pod-max-backoff", "1s", "--unschedulable-timeout", "5s", "--api-timeout", "5s", "--bind-timeout", "5s")
+	c.newComponent("controller-manager", "controller-manager", "--kubeconfig", cmKC,
+		"--gc-rediscovery", "5s", "--gc-resync", "30s")
+	for i := range cfg.Nodes {
+		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if cfg.SimNodes > 0 {
+		tokens, err := c.simTokens(ctx, data, cfg.SimNodes)
+		if err != nil {
+			return nil, err
+		}
+		c.newComponent("sim-nodes", "sim-nodes", "--kubeconfig", c.adminConfig, "--token-file", tokens,
+			"--count", strconv.Itoa(cfg.SimNodes), "--prefix", "sim", "--capacity", "cpu=8,memory=32Gi")
+	}
+	for _, comp := range c.components[1:] {
+		if err := c.start(comp); err != nil {
+			return nil, err
+		}
+	}
+	return c, c.waitReady(ctx, cfg)
+}
+
+func (c *cluster) newComponent(name string, args ...string) *component {
+	comp := &component{name: name, args: args, log: filepath.Join(c.dir, name+".log")}
+	c.components = append(c.components, comp)
+	return comp
+}
+
+// addNode prepares a node agent (fake runtime) and its gpu.example.com
+// driver, with a node token.
+func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) {
+	root := filepath.Join(c.dir, name)
+	n := node{name: name, cdiDir: filepath.Join(root, "cdi"), stateFile: filepath.Join(root, "driver-state")}
+	reg := filepath.Join(root, "plugins_registry")
+	for _, d := range []string{reg, n.cdiDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return n, err
+		}
+	}
+	modelFile := filepath.Join(root, "model.yaml")
+	if err := os.WriteFile(modelFile, []byte(model), 0o644); err != nil {
+		return n, err
+	}
+	kc, err := c.kubeconfig(ctx, data, "node", name)
+	if err != nil {
+		return n, err
+	}
+	n.agent = c.newComponent(name, "node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
+		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
+		"--device-plugin-dir", filepath.Join(root, "device-plugins"), "--plugins-registry-dir", reg,
+		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"), "--cdi-spec-dir", n.cdiDir,
+		"--heartbeat-interval", "500ms", "--relist-interval", "200ms", "--resync-interval", "2s",
+		"--retry-interval", "200ms", "--api-timeout", "5s", "--admit-retry-interval", "200ms",
+		"--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
+		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s")
+	n.driver = c.newComponent(name+"-gpu-driver", "example", "gpu-driver", "--config", modelFile,
+		"--plugins-registry-dir", reg, "--plugin-dir", filepath.Join(root, "gpu"), "--cdi-dir", n.cdiDir,
+		"--state-file", n.stateFile)
+	return n, nil
+}
+
+// startAPIServer starts the API server and waits until it listens.
+func (c *cluster) startAPIServer(ctx context.Context) error {
+	if err := c.start(c.apiserver); err != nil {
+		return err
+	}
+	const listening = "allot API server listening on "
+	p := c.apiserver.proc()
+	if _, _, err := p.Stdout.WaitFor(0, time.Minute, func(s string) bool { return strings.HasPrefix(s, listening) }); err != nil {
+		return fmt.Errorf("API server: %w; see %s", err, c.apiserver.log)
+	}
+	return nil
+}
+
+// start runs a component's process.
+func (c *cluster) start(comp *component) error {
+	p, err := testproc.StartLogged(comp.name, c.env, comp.log, c.bin, comp.args...)
+	if err != nil {
+		return err
+	}
+	comp.mu.Lock()
+	comp.p = p
+	comp.mu.Unlock()
+	return nil
+}
+
+// kill sends SIGKILL to a component's process (not its group: nothing it
+// started must die with it) and waits for it.
+func (c *cluster) kill(comp *component) {
+	comp.mu.Lock()
+	comp.kills++
+	p := comp.p
+	comp.mu.Unlock()
+	p.Kill()
+}
+
+// restart starts a killed (or crashed) component again.
+func (c *cluster) restart(ctx context.Context, comp *component) error {
+	if p := comp.proc(); p != nil && !p.Exited() {
+		return nil
+	}
+	if comp == c.apiserver {
+		return c.startAPIServer(ctx)
+	}
+	return c.start(comp)
+}
+
+// stop ends every component: nodes and drivers first, the API server last.
+func (c *cluster) stop() {
+	for i := len(c.components) - 1; i >= 0; i-- {
+		if p := c.components[i].proc(); p != nil {
+			_, _ = p.Terminate(10 * time.Second)
+		}
+	}
+}
+
+// kubeconfig writes a kubeconfig for a new token of role and name.
+func (c *cluster) kubeconfig(ctx context.Context, data, role, name string) (string, error) {
+	tok, err := c.allotCmd(ctx, "token", "create", "--data-dir", data, "--role", role, "--name", name)
+	if err != nil {
+		return "", err
+	}
+	kc, err := os.ReadFile(filepath.Join(data, "kubeconfig"))
+	if err != nil {
+		return "", err
+	}
+	re := regexp.MustCompile(`(?m)^(\s*token: ).*$`)
+	if !re.Match(kc) {
+		return "", errors.New("no token line in the admin kubeconfig")
+	}
+	path := filepath.Join(c.dir, role+"-"+name+".kubeconfig")
+	return path, os.WriteFile(path, re.ReplaceAll(kc, []byte("${1}"+strings.TrimSpace(tok))), 0o600)
+}
+
+// simTokens writes a tokens file with a node token per simulated node.
+func (c *cluster) simTokens(ctx context.Context, data string, n int) (string, error) {
+	var b strings.Builder
+	for i := range n {
+		name := fmt.Sprintf("sim-%d", i)
+		tok, err := c.allotCmd(ctx, "token", "create", "--data-dir", data, "--role", "node", "--name", name)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s,%s,node\n", strings.TrimSpace(tok), name)
+	}
+	path := filepath.Join(c.dir, "sim-tokens.csv")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+// allotCmd runs a short allot command and returns its stdout.
+func (c *cluster) allotCmd(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Env = c.env
+	cmd.SysProcAttr = testproc.SysProcAttr()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", fmt.Errorf("allot %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return "", fmt.Errorf("allot %s: %w", strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// waitReady waits until every node is Ready and every DRA node has
+// published its gpu.example.com slice.
+func (c *cluster) waitReady(ctx context.Context, cfg clusterConfig) error {
+	want := cfg.Nodes + cfg.SimNodes
+	return poll(ctx, 2*time.Minute, func() (bool, error) {
+		nodes, err := c.admin.Nodes().List(ctx, listAll())
+		if err != nil {
+			return false, nil //nolint:nilerr // the server may still be starting
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == "Ready" && cond.Status == "True" {
+					ready++
+				}
+			}
+		}
+		slices, err := c.admin.NodeResourceSlices().List(ctx, listAll())
+		if err != nil {
+			return false, nil //nolint:nilerr
+		}
+		return ready >= want && len(slices.Items) >= cfg.Nodes, nil
+	})
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// poll calls cond every 100ms until it is true, fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not within %v", timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

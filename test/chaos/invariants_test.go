@@ -1,0 +1,144 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The checks find what they are for: each is shown a cluster state that
+// breaks its rule, and one that does not.
+
+func allocated(name, node string, ids ...string) resourcev1alpha2.ResourceClaim {
+	c := resourcev1alpha2.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos", Name: name}}
+	var in []resourcev1alpha2.AllocatedResourceInstance
+	for _, id := range ids {
+		in = append(in, resourcev1alpha2.AllocatedResourceInstance{ID: id})
+	}
+	c.Status.Allocation = &resourcev1alpha2.AllocationResult{ResourceHandles: []resourcev1alpha2.ResourceHandle{{
+		DriverName: "gpu.example.com",
+		StructuredData: &resourcev1alpha2.StructuredResourceHandle{NodeName: node,
+			Partitionable: &resourcev1alpha2.PartitionableAllocationResult{Instances: in}},
+	}}}
+	return c
+}
+
+func TestCheckNoDoubleAllocation(t *testing.T) {
+	for name, tc := range map[string]struct {
+		claims []resourcev1alpha2.ResourceClaim
+		want   int
+	}{
+		"distinct":               {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0"), allocated("b", "n1", "gpu-1")}},
+		"other node":             {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0"), allocated("b", "n2", "gpu-0")}},
+		"siblings in one group":  {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1/halves/half-0"), allocated("b", "n1", "gpu-1/halves/half-1")}},
+		"one claim, two halves":  {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1/halves/half-0", "gpu-1/halves/half-1")}},
+		"same instance":          {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0"), allocated("b", "n1", "gpu-0")}, want: 1},
+		"instance and ancestor":  {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1"), allocated("b", "n1", "gpu-1/halves/half-0")}, want: 1},
+		"two groups of one":      {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1/halves/half-0"), allocated("b", "n1", "gpu-1/quarters/q-3")}, want: 1},
+		"deep ancestor":          {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1/halves/half-0/q/q-1"), allocated("b", "n1", "gpu-1/halves/half-0")}, want: 1},
+		"three on one":           {claims: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0"), allocated("b", "n1", "gpu-0"), allocated("c", "n1", "gpu-0")}, want: 3},
+		"unallocated is nothing": {claims: []resourcev1alpha2.ResourceClaim{{}, allocated("b", "n1", "gpu-0")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := CheckNoDoubleAllocation(tc.claims); len(got) != tc.want {
+				t.Fatalf("got %v, want %d violations", got, tc.want)
+			}
+		})
+	}
+}
+
+func runningPod(name string, uid types.UID, claims ...string) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos", Name: name, UID: uid}}
+	p.Status.Phase = corev1.PodRunning
+	for _, c := range claims {
+		tmpl := "t"
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: "gpu", ResourceClaimTemplateName: &tmpl})
+		if c != "" {
+			p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: "gpu", ResourceClaimName: &c})
+		}
+	}
+	return p
+}
+
+func reserved(c resourcev1alpha2.ResourceClaim, uid types.UID) resourcev1alpha2.ResourceClaim {
+	c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1alpha2.ResourceClaimConsumerReference{Resource: "pods", UID: uid})
+	return c
+}
+
+func TestCheckRunningPodsReserved(t *testing.T) {
+	ok := reserved(allocated("c1", "n1", "gpu-0"), "p1")
+	for name, tc := range map[string]struct {
+		pods   []corev1.Pod
+		claims []resourcev1alpha2.ResourceClaim
+		want   string
+	}{
+		"reserved":      {pods: []corev1.Pod{runningPod("p", "p1", "c1")}, claims: []resourcev1alpha2.ResourceClaim{ok}},
+		"no claims":     {pods: []corev1.Pod{runningPod("p", "p1")}},
+		"not recorded":  {pods: []corev1.Pod{runningPod("p", "p1", "")}, want: "0 of its 1 claims"},
+		"missing":       {pods: []corev1.Pod{runningPod("p", "p1", "c9")}, claims: []resourcev1alpha2.ResourceClaim{ok}, want: "does not exist"},
+		"unallocated":   {pods: []corev1.Pod{runningPod("p", "p1", "c1")}, claims: []resourcev1alpha2.ResourceClaim{{ObjectMeta: ok.ObjectMeta}}, want: "not allocated"},
+		"reserved else": {pods: []corev1.Pod{runningPod("p", "p2", "c1")}, claims: []resourcev1alpha2.ResourceClaim{ok}, want: "not reserved"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := CheckRunningPodsReserved(tc.pods, tc.claims)
+			if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Detail, tc.want)) {
+				t.Fatalf("got %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func generated(name string, pod types.UID) resourcev1alpha2.ResourceClaim {
+	yes := true
+	return resourcev1alpha2.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos", Name: name,
+		Annotations:     map[string]string{resourcev1alpha2.PodClaimNameAnnotation: "gpu"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: pod, Controller: &yes}}}}
+}
+
+func TestCheckSettledClaims(t *testing.T) {
+	pod := runningPod("p", "p1", "c1")
+	for name, tc := range map[string]struct {
+		pods   []corev1.Pod
+		claims []resourcev1alpha2.ResourceClaim
+		want   []string
+	}{
+		"in use":           {pods: []corev1.Pod{pod}, claims: []resourcev1alpha2.ResourceClaim{reserved(allocated("c1", "n1", "gpu-0"), "p1")}},
+		"generated, owned": {pods: []corev1.Pod{pod}, claims: []resourcev1alpha2.ResourceClaim{generated("c1", "p1")}},
+		"unused":           {claims: []resourcev1alpha2.ResourceClaim{allocated("c1", "n1", "gpu-0")}, want: []string{RuleUnusedAllocation}},
+		"orphan":           {claims: []resourcev1alpha2.ResourceClaim{generated("c1", "gone")}, want: []string{RuleOrphanClaim}},
+		"two for an entry": {pods: []corev1.Pod{pod}, claims: []resourcev1alpha2.ResourceClaim{generated("c1", "p1"), generated("c2", "p1")}, want: []string{RuleOrphanClaim}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := CheckSettledClaims(tc.pods, tc.claims)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i, v := range got {
+				if v.Rule != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckNoPodLost(t *testing.T) {
+	created := map[string]types.UID{"a": "1", "b": "2", "c": "3"}
+	listed := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "99"}}}
+	got := CheckNoPodLost(created, map[string]bool{"b": true}, listed)
+	if len(got) != 1 || !strings.Contains(got[0].Detail, "pod c (uid 3)") {
+		t.Fatalf("got %v, want pod c lost (a new pod has its name)", got)
+	}
+}
+
+func TestCheckDriverState(t *testing.T) {
+	state := "prepare u1 chaos/a\nunprepare u1 chaos/a\nprepare u2 chaos/b\nunprepare u3 chaos/c\nprepare u4 chaos/d\nprepare u4 chaos/d\nunprepare u4 chaos/d\n"
+	got := CheckDriverState("n1", state)
+	if len(got) != 2 || !strings.Contains(got[0].Detail, "u2 (chaos/b) prepared 1 more") || !strings.Contains(got[1].Detail, "u4") {
+		t.Fatalf("got %v, want u2 and u4 unbalanced", got)
+	}
+}

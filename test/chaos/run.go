@@ -1,0 +1,508 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/node/runtime/fake"
+)
+
+// Config is one chaos run.
+type Config struct {
+	// Duration is how long pods are created and components killed.
+	Duration time.Duration
+	// Rate is how many pods are created per second.
+	Rate float64
+	// KillInterval is the mean time between kills; a kill takes down two
+	// components at once one time in five.
+	KillInterval time.Duration
+	// Seed makes the run's choices (pods, deletions, victims) repeatable.
+	Seed uint64
+	// Nodes are DRA nodes (node agent and driver); SimNodes simulated
+	// nodes without devices.
+	Nodes, SimNodes int
+	// Settle bounds each phase of settling after the churn.
+	Settle time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Report is what a run found.
+type Report struct {
+	Config           Config
+	PodsCreated      int
+	CreatesFailed    int
+	PodsDeleted      int // by the harness, at random while running or pending
+	PodsReaped       int // finished, deleted by the harness
+	Samples          int // consistent snapshots checked during the churn
+	Kills            map[string]int
+	Violations       []Violation
+	Elapsed          time.Duration
+	ComponentLogsDir string
+}
+
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d simulated nodes (%v in all)\n",
+		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "pods: %d created (%d creates failed), %d deleted at random, %d reaped after finishing\n",
+		r.PodsCreated, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
+	names := make([]string, 0, len(r.Kills))
+	total := 0
+	for n, k := range r.Kills {
+		names = append(names, n)
+		total += k
+	}
+	sort.Strings(names)
+	fmt.Fprintf(&b, "kills: %d:", total)
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s %d", n, r.Kills[n])
+	}
+	fmt.Fprintf(&b, "\nsnapshots checked during the churn: %d\n", r.Samples)
+	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  %s\n", v)
+	}
+	fmt.Fprintf(&b, "component logs: %s\n", r.ComponentLogsDir)
+	return b.String()
+}
+
+// namespace holds the run's pods, templates and claims.
+const namespace = "chaos"
+
+// run is one chaos run in progress.
+type run struct {
+	cfg Config
+	c   *cluster
+	rng *rand.Rand
+	rep *Report
+
+	mu      sync.Mutex
+	created map[string]types.UID // pods whose create succeeded
+	deleted map[string]bool      // pods the harness deleted
+	seq     int
+}
+
+// Run starts a cluster from the allot binary in dir, runs the churn with
+// kills, settles, and checks every invariant. An error means the harness
+// itself failed; broken invariants are the report's violations.
+func Run(ctx context.Context, bin, dir string, cfg Config) (*Report, error) {
+	start := time.Now()
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	c, err := startCluster(ctx, bin, dir, clusterConfig{Nodes: cfg.Nodes, SimNodes: cfg.SimNodes})
+	if c != nil {
+		defer c.stop()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start cluster: %w", err)
+	}
+	r := &run{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		rep:     &Report{Config: cfg, Kills: map[string]int{}, ComponentLogsDir: dir},
+		created: map[string]types.UID{}, deleted: map[string]bool{}}
+	if err := r.setUp(ctx); err != nil {
+		return nil, err
+	}
+	r.logf("cluster up; churn for %v", cfg.Duration)
+	r.churn(ctx)
+	r.logf("churn over; settling")
+	if err := r.settle(ctx); err != nil {
+		return nil, err
+	}
+	for _, comp := range c.components {
+		if comp.kills > 0 {
+			r.rep.Kills[comp.name] = comp.kills
+		}
+	}
+	r.rep.Elapsed = time.Since(start)
+	return r.rep, nil
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.cfg.Log, time.Now().Format("15:04:05.000")+" "+format+"\n", args...)
+}
+
+// setUp creates the namespace, the class, two kinds of claim parameters
+// (any 8Gi instance: a half or a whole GPU; a whole 16Gi GPU) and a
+// template for each.
+func (r *run) setUp(ctx context.Context) error {
+	a := r.c.admin
+	if _, err := a.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	if _, err := a.ResourceClasses().Create(ctx, &resourcev1alpha2.ResourceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com"},
+		DriverName: "gpu.example.com"}); err != nil {
+		return fmt.Errorf("create class: %w", err)
+	}
+	for name, selector := range map[string]string{"any": `quantities["memory"] >= "8Gi"`, "whole": `quantities["memory"] >= "16Gi"`} {
+		p := &resourcev1alpha2.ResourceClaimParameters{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Requests: []resourcev1alpha2.ResourceRequest{{DriverName: "gpu.example.com",
+				ResourceRequestModel: resourcev1alpha2.ResourceRequestModel{Partitionable: &resourcev1alpha2.PartitionableResourceRequests{
+					Required: []resourcev1alpha2.PartitionableResourceRequest{{Selector: selector}}}}}}}
+		if _, err := a.ResourceClaimParameters(namespace).Create(ctx, p); err != nil {
+			return fmt.Errorf("create parameters %s: %w", name, err)
+		}
+		t := &resourcev1alpha2.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: resourcev1alpha2.ResourceClaimTemplateSpec{Spec: resourcev1alpha2.ResourceClaimSpec{ResourceClassName: "gpu.example.com",
+				ParametersRef: &resourcev1alpha2.ResourceClaimParametersReference{APIGroup: resourcev1alpha2.GroupName, Kind: "ResourceClaimParameters", Name: name}}}}
+		if _, err := a.ResourceClaimTemplates(namespace).Create(ctx, t); err != nil {
+			return fmt.Errorf("create template %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// churn creates pods at the configured rate, deletes some at random,
+// reaps finished ones, kills components, and checks consistent snapshots,
+// until the duration is over.
+func (r *run) churn(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	// Each goroutine has its own random source, seeded from the run's.
+	killRng := rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
+	wg.Go(func() { r.killer(ctx, killRng) })
+	wg.Go(func() { r.sampler(ctx) })
+	wg.Go(func() { r.reaper(ctx) })
+	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-tick.C:
+		}
+		r.createPod(ctx)
+		if r.rng.IntN(5) == 0 {
+			r.deleteRandomPod(ctx)
+		}
+	}
+}
+
+// createPod creates one pod: mostly with a claim from a template (one in
+// three asks for a whole GPU), one in ten without claims (it may run on a
+// simulated node). It runs 0.5-3s, then succeeds.
+func (r *run) createPod(ctx context.Context) {
+	r.mu.Lock()
+	r.seq++
+	name := fmt.Sprintf("p-%05d", r.seq)
+	kind := r.rng.IntN(30)
+	runFor := time.Duration(500+r.rng.IntN(2500)) * time.Millisecond
+	r.mu.Unlock()
+	grace := int64(1)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{fake.AnnotationExitAfter: runFor.String()}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	if kind >= 3 {
+		tmpl := "any"
+		if kind < 13 {
+			tmpl = "whole"
+		}
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	got, err := r.c.admin.Pods(namespace).Create(cctx, pod)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		// The create may still have happened (the answer was lost): such
+		// a pod is reaped like the others, but not counted as created.
+		r.rep.CreatesFailed++
+		return
+	}
+	r.rep.PodsCreated++
+	r.created[name] = got.UID
+}
+
+// deleteRandomPod deletes one of the harness's pods that is not finished.
+func (r *run) deleteRandomPod(ctx context.Context) {
+	pods, err := r.listPods(ctx)
+	if err != nil {
+		return
+	}
+	var live []string
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p.Name)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	r.mu.Lock()
+	name := live[r.rng.IntN(len(live))]
+	r.mu.Unlock()
+	if r.deletePod(ctx, name) {
+		r.mu.Lock()
+		r.rep.PodsDeleted++
+		r.mu.Unlock()
+	}
+}
+
+// deletePod deletes a pod, recording that the harness did (first, so that
+// a delete whose answer is lost still counts).
+func (r *run) deletePod(ctx context.Context, name string) bool {
+	r.mu.Lock()
+	r.deleted[name] = true
+	r.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := r.c.admin.Pods(namespace).Delete(dctx, name, metav1.DeleteOptions{})
+	return err == nil || apierrors.IsNotFound(err)
+}
+
+// reaper deletes finished pods every second, so that devices and names
+// are reused.
+func (r *run) reaper(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		pods, err := r.listPods(ctx)
+		if err != nil {
+			continue
+		}
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+				if r.deletePod(ctx, p.Name) {
+					r.mu.Lock()
+					r.rep.PodsReaped++
+					r.mu.Unlock()
+				}
+			}
+		}
+	}
+}
+
+// killer kills a random component (one time in five two of them) every
+// KillInterval on average, and restarts it after a moment.
+func (r *run) killer(ctx context.Context, rng *rand.Rand) {
+	for {
+		wait := time.Duration(float64(r.cfg.KillInterval) * (0.5 + rng.Float64()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		victims := []*component{r.c.components[rng.IntN(len(r.c.components))]}
+		if rng.IntN(5) == 0 {
+			if other := r.c.components[rng.IntN(len(r.c.components))]; other != victims[0] {
+				victims = append(victims, other)
+			}
+		}
+		down := time.Duration(100+rng.IntN(900)) * time.Millisecond
+		for _, v := range victims {
+			r.logf("kill -9 %s; restart in %v", v.name, down)
+			r.c.kill(v)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(down):
+		}
+		for _, v := range victims {
+			if err := r.c.restart(context.WithoutCancel(ctx), v); err != nil {
+				r.logf("restart %s: %v", v.name, err)
+			}
+		}
+	}
+}
+
+// sampler checks, every two seconds, a snapshot of pods and claims read at
+// one revision: no instance is held twice, and running pods hold their
+// claims.
+func (r *run) sampler(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		pods, claims, err := r.snapshot(ctx)
+		if err != nil {
+			continue // the API server may be down
+		}
+		vs := CheckNoDoubleAllocation(claims)
+		vs = append(vs, CheckRunningPodsReserved(pods, claims)...)
+		r.mu.Lock()
+		r.rep.Samples++
+		r.addViolations(vs)
+		r.mu.Unlock()
+	}
+}
+
+// addViolations records violations once each; r.mu is held.
+func (r *run) addViolations(vs []Violation) {
+	for _, v := range vs {
+		if !containsViolation(r.rep.Violations, v) {
+			r.rep.Violations = append(r.rep.Violations, v)
+			r.logf("VIOLATION %s", v)
+		}
+	}
+}
+
+func containsViolation(vs []Violation, v Violation) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshot reads the namespace's pods and claims at one revision: pods
+// from etcd with a limit (which pins the revision), then claims at that
+// exact revision.
+func (r *run) snapshot(ctx context.Context) ([]corev1.Pod, []resourcev1alpha2.ResourceClaim, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := r.c.admin.Pods(namespace).List(ctx, metav1.ListOptions{Limit: 100000})
+	if err != nil {
+		return nil, nil, err
+	}
+	if pods.Continue != "" {
+		return nil, nil, errors.New("more pods than one page")
+	}
+	claims, err := r.c.admin.ResourceClaims(namespace).List(ctx, metav1.ListOptions{Limit: 100000, ResourceVersion: pods.ResourceVersion})
+	if err != nil {
+		return nil, nil, err
+	}
+	return pods.Items, claims.Items, nil
+}
+
+func (r *run) listPods(ctx context.Context) ([]corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := r.c.admin.Pods(namespace).List(ctx, listAll())
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+func listAll() metav1.ListOptions { return metav1.ListOptions{} }
+
+// settle brings every component back, lets the pods finish, checks that
+// none was lost or stuck, deletes them all, and checks that nothing of
+// theirs is left: claims, allocations, prepared claims, CDI specs.
+func (r *run) settle(ctx context.Context) error {
+	for _, comp := range r.c.components {
+		if err := r.c.restart(ctx, comp); err != nil {
+			return fmt.Errorf("restart %s: %w", comp.name, err)
+		}
+	}
+	var vs []Violation
+	// 1. Every pod finishes: none may stay Pending while devices are free.
+	var pods []corev1.Pod
+	err := poll(ctx, r.cfg.Settle, func() (bool, error) {
+		var err error
+		if pods, err = r.listPods(ctx); err != nil {
+			return false, nil //nolint:nilerr // retried until the deadline
+		}
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodPending || p.Status.Phase == corev1.PodRunning) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		if pods == nil {
+			return fmt.Errorf("list pods after the churn: %w", err)
+		}
+		vs = append(vs, r.stuckPending(ctx, pods)...)
+	}
+	r.mu.Lock()
+	vs = append(vs, CheckNoPodLost(r.created, r.deleted, pods)...)
+	r.mu.Unlock()
+	// 2. Delete every pod; each must go.
+	for _, p := range pods {
+		r.deletePod(ctx, p.Name)
+	}
+	if err := poll(ctx, r.cfg.Settle, func() (bool, error) {
+		var err error
+		pods, err = r.listPods(ctx)
+		return err == nil && len(pods) == 0, nil
+	}); err != nil {
+		for _, p := range pods {
+			vs = append(vs, Violation{RuleStuckTerminating, fmt.Sprintf("pod %s (phase %s, node %q) still there %v after its deletion", p.Name, p.Status.Phase, p.Spec.NodeName, r.cfg.Settle)})
+		}
+	}
+	// 3. Claims follow their pods; allocations are released.
+	var claims []resourcev1alpha2.ResourceClaim
+	_ = poll(ctx, r.cfg.Settle, func() (bool, error) {
+		_, cl, err := r.snapshot(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr
+		}
+		claims = cl
+		return len(CheckSettledClaims(pods, cl)) == 0 && len(cl) == 0, nil
+	})
+	vs = append(vs, CheckSettledClaims(pods, claims)...)
+	vs = append(vs, CheckNoDoubleAllocation(claims)...)
+	// 4. Every node's driver unprepared what it prepared.
+	for _, n := range r.c.nodes {
+		state, err := os.ReadFile(n.stateFile)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		vs = append(vs, CheckDriverState(n.name, string(state))...)
+		specs, _ := filepath.Glob(filepath.Join(n.cdiDir, "*"))
+		for _, s := range specs {
+			vs = append(vs, Violation{RuleCDISpecLeft, s})
+		}
+	}
+	r.mu.Lock()
+	r.addViolations(vs)
+	r.mu.Unlock()
+	return nil
+}
+
+// stuckPending reports pods still Pending after the settle time when the
+// cluster had room for them: no pod holds a claim, so every device is
+// free (and a pod without claims fits a simulated node).
+func (r *run) stuckPending(ctx context.Context, pods []corev1.Pod) []Violation {
+	_, claims, err := r.snapshot(ctx)
+	if err != nil {
+		return []Violation{{RuleStuckPending, "cannot read claims: " + err.Error()}}
+	}
+	held := 0
+	for _, c := range claims {
+		if len(c.Status.ReservedFor) > 0 {
+			held++
+		}
+	}
+	var out []Violation
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || (p.Status.Phase != corev1.PodPending && p.Status.Phase != corev1.PodRunning) {
+			continue
+		}
+		if held < len(r.c.nodes)*devicesPerNode {
+			out = append(out, Violation{RuleStuckPending, fmt.Sprintf("pod %s is %s on node %q %v after the churn, with %d of %d devices in use",
+				p.Name, p.Status.Phase, p.Spec.NodeName, r.cfg.Settle, held, len(r.c.nodes)*devicesPerNode)})
+		}
+	}
+	return out
+}
