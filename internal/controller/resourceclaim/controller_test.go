@@ -133,7 +133,7 @@ func TestLostStatusWriteAdoptsOwnClaimOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	stranger := NewClaimFromTemplate(makePod("other").obj(), "gpu", tmpl)
-	stranger.GenerateName, stranger.Namespace = "web-gpu-", e.ns
+	stranger.Name, stranger.GenerateName, stranger.Namespace = "", "web-gpu-", e.ns
 	if _, err := e.c.ResourceClaims(e.ns).Create(e.ctx, stranger); err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +143,48 @@ func TestLostStatusWriteAdoptsOwnClaimOnly(t *testing.T) {
 		t.Fatalf("recorded claim %q, want the pod's own %q", got, own.Name)
 	}
 	e.consistently("no third claim is created", 500*time.Millisecond, func() bool { return len(e.claims()) == 2 })
+}
+
+// A create whose answer was lost (the API server killed after its commit)
+// and whose claim the cache has not seen yet: the retry finds the claim by
+// its name and uses it instead of making a second one. A claim of that
+// name that is not the pod's is never taken.
+func TestRetriedCreateFindsItsClaim(t *testing.T) {
+	e := newEnv(t)
+	e.createTemplate("gpu-tmpl")
+	// Not running: its cache stays empty, as after a lost answer.
+	ctrl, err := New(e.c, client.NewFactory(e.c, 0), Options{Registry: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl.events = client.NewEventRecorder(e.c, "test", "test")
+	t.Cleanup(func() { ctrl.events.Shutdown(e.ctx) })
+	pod := e.createPod(makePod("web").template("gpu", "gpu-tmpl").obj())
+	tmpl, err := e.c.ResourceClaimTemplates(e.ns).Get(e.ctx, "gpu-tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.c.ResourceClaims(e.ns).Create(e.ctx, NewClaimFromTemplate(pod, "gpu", tmpl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ctrl.claimFor(e.ctx, pod, pod.Spec.ResourceClaims[0])
+	if err != nil || got != first.Name {
+		t.Fatalf("claimFor after a lost answer = %q, %v; want the first claim %q", got, err, first.Name)
+	}
+	if n := len(e.claims()); n != 1 {
+		t.Fatalf("%d claims for one entry of one pod", n)
+	}
+
+	other := e.createPod(makePod("other").template("gpu", "gpu-tmpl").obj())
+	squatter := NewClaimFromTemplate(pod, "gpu", tmpl)
+	squatter.Name = GeneratedClaimName(other, "gpu")
+	if _, err := e.c.ResourceClaims(e.ns).Create(e.ctx, squatter); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ctrl.claimFor(e.ctx, other, other.Spec.ResourceClaims[0]); err == nil || !strings.Contains(err.Error(), "is not the pod's") {
+		t.Fatalf("claimFor with another pod's claim in the way = %q, %v; want an error", got, err)
+	}
 }
 
 // TestRecordClaimsOnStaleCachedPod: the status write starts from the pod

@@ -1,7 +1,10 @@
 package resourceclaim
 
 import (
+	"hash/fnv"
 	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,7 +54,33 @@ func recordedClaim(pod *corev1.Pod, entry string) bool {
 	})
 }
 
-// NewClaimFromTemplate builds the claim generated for the pod's entry.
+// GeneratedClaimName is the name of the claim generated for the pod's
+// entry: POD-ENTRY-XXXXX, where XXXXX is derived from the pod's UID and the
+// entry. A server-generated name would make a create whose answer was
+// lost (the API server killed after its commit) impossible to tell from
+// one that failed, and its retry would make a second claim; with this name
+// the retry finds the first one (AlreadyExists). A pod of the same name
+// created later has another UID, so another suffix. The base is cut so the
+// name stays a valid DNS subdomain.
+func GeneratedClaimName(pod *corev1.Pod, entry string) string {
+	const suffixLen, alphabet = 5, "bcdfghjklmnpqrstvwxz2456789" // as generateName's
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(string(pod.UID) + "/" + entry))
+	sum := h.Sum64()
+	suffix := make([]byte, suffixLen)
+	for i := range suffix {
+		suffix[i] = alphabet[sum%uint64(len(alphabet))]
+		sum /= uint64(len(alphabet))
+	}
+	base := pod.Name + "-" + entry + "-"
+	if max := validation.DNS1123SubdomainMaxLength - suffixLen; len(base) > max {
+		base = base[:max]
+	}
+	return base + string(suffix)
+}
+
+// NewClaimFromTemplate builds the claim generated for the pod's entry,
+// named by GeneratedClaimName.
 func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.ResourceClaimTemplate) *resourcev1alpha2.ResourceClaim {
 	yes := true
 	annotations := map[string]string{}
@@ -68,10 +97,10 @@ func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.
 	}
 	return &resourcev1alpha2.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: pod.Name + "-" + entry + "-",
-			Namespace:    pod.Namespace,
-			Labels:       labels,
-			Annotations:  annotations,
+			Name:        GeneratedClaimName(pod, entry),
+			Namespace:   pod.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
 				Controller: &yes, BlockOwnerDeletion: &yes,

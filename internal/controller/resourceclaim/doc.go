@@ -5,13 +5,15 @@
 //     being deleted, each spec.resourceClaims entry naming a
 //     resourceClaimTemplateName without an entry in
 //     status.resourceClaimStatuses gets one ResourceClaim, generated from
-//     the template (generateName POD-CLAIM-, labels, annotations and spec
-//     from the template, the pod as controlling owner, and the annotation
-//     PodClaimNameAnnotation naming the pod's entry). The claim's name is
-//     then recorded in the pod's status. A claim this controller created
-//     for the pod but did not record (the status write was lost) is
-//     recorded instead of creating a second one; claims it did not create
-//     are never adopted. A create refused by quota becomes a Warning event
+//     the template (named POD-CLAIM-XXXXX by GeneratedClaimName, the
+//     suffix derived from the pod's UID and the entry; labels, annotations
+//     and spec from the template, the pod as controlling owner, and the
+//     annotation PodClaimNameAnnotation naming the pod's entry). The
+//     claim's name is then recorded in the pod's status. A claim this
+//     controller created for the pod but did not record (the status write
+//     was lost), or whose create answer was lost (the retry's create finds
+//     it by name), is recorded instead of creating a second one; claims it
+//     did not create are never adopted. A create refused by quota becomes a Warning event
 //     on the pod (FailedResourceClaimCreation) and a retry with backoff.
 //  2. Reservation clean-up. A status.reservedFor entry of a pod is removed
 //     once the pod is gone (its absence from the cache confirmed by a live

@@ -75,8 +75,14 @@ func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.Po
 	}
 	c.created.Inc()
 	cctx, cancel := c.apiContext(ctx)
-	claim, err := c.c.ResourceClaims(pod.Namespace).Create(cctx, NewClaimFromTemplate(pod, rc.Name, tmpl))
+	want := NewClaimFromTemplate(pod, rc.Name, tmpl)
+	claim, err := c.c.ResourceClaims(pod.Namespace).Create(cctx, want)
 	cancel()
+	if apierrors.IsAlreadyExists(err) {
+		// An earlier create of this claim whose answer was lost, or a
+		// claim of that name that is not this pod's.
+		claim, err = c.adoptOwn(ctx, pod, rc.Name, want.Name)
+	}
 	if err != nil {
 		c.createFailures.Inc()
 		if isQuotaError(err) {
@@ -94,6 +100,30 @@ func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.Po
 	c.mu.Unlock()
 	c.log.Info("created claim from template", "pod", pod.Namespace+"/"+pod.Name, "entry", rc.Name, "claim", claim.Name)
 	return claim.Name, nil
+}
+
+// adoptOwn reads the claim named like the pod's entry's generated claim:
+// the pod's own (from a create whose answer was lost) is used; a claim
+// being deleted is waited for; a claim that is not the pod's is an error
+// that names it.
+func (c *Controller) adoptOwn(ctx context.Context, pod *corev1.Pod, entry, name string) (*resourcev1alpha2.ResourceClaim, error) {
+	cctx, cancel := c.apiContext(ctx)
+	defer cancel()
+	cl, err := c.c.ResourceClaims(pod.Namespace).Get(cctx, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%w: claim %s/%s existed, then went away", controllerutil.ErrWait, pod.Namespace, name)
+	case err != nil:
+		return nil, fmt.Errorf("read existing claim %s/%s: %w", pod.Namespace, name, err)
+	case !IsPodClaim(cl, pod, entry):
+		c.events.Eventf(pod, corev1.EventTypeWarning, ReasonFailedCreate,
+			"claim %s for entry %s: a ResourceClaim of that name exists and was not generated for this pod", name, entry)
+		return nil, fmt.Errorf("claim %s/%s for entry %s of pod %s exists and is not the pod's", pod.Namespace, name, entry, pod.Name)
+	case cl.DeletionTimestamp != nil:
+		return nil, fmt.Errorf("%w: the pod's claim %s/%s is being deleted", controllerutil.ErrWait, pod.Namespace, name)
+	}
+	c.log.Info("found the claim of an earlier create", "pod", pod.Namespace+"/"+pod.Name, "entry", entry, "claim", name)
+	return cl, nil
 }
 
 // existingClaim finds a claim the controller created for the pod's entry:
