@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -20,7 +22,59 @@ func newZapLogger(logger *slog.Logger, component string, level zapcore.Level, cl
 	if closing == nil {
 		closing = new(atomic.Bool)
 	}
-	return zap.New(&slogCore{logger: logger.With("component", component), level: level, closing: closing})
+	return zap.New(&slogCore{logger: logger.With("component", component), level: level, closing: closing,
+		repeats: newRepeatLimiter(repeatWindow, time.Now)})
+}
+
+// repeatWindow is how long a message etcd logged is kept from being
+// logged again. At start, etcd retries publishing its member in a tight
+// loop while it replays its log ("failed to publish local member to
+// cluster through raft": a couple of hundred lines in milliseconds).
+const repeatWindow = 10 * time.Second
+
+// repeatLimiter passes the first of a message's entries within a window
+// and counts the others; the first entry after the window says how many
+// were left out.
+type repeatLimiter struct {
+	mu     sync.Mutex
+	window time.Duration
+	now    func() time.Time
+	seen   map[string]*repeats
+}
+
+type repeats struct {
+	logged     time.Time
+	suppressed int
+}
+
+// maxTrackedMessages bounds the limiter's memory: past it, it forgets.
+const maxTrackedMessages = 1024
+
+func newRepeatLimiter(window time.Duration, now func() time.Time) *repeatLimiter {
+	return &repeatLimiter{window: window, now: now, seen: map[string]*repeats{}}
+}
+
+// allow reports whether an entry with msg is to be logged and, if so, how
+// many entries with it were left out since the last one logged.
+func (l *repeatLimiter) allow(msg string) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	r := l.seen[msg]
+	if r == nil {
+		if len(l.seen) >= maxTrackedMessages {
+			clear(l.seen)
+		}
+		l.seen[msg] = &repeats{logged: now}
+		return true, 0
+	}
+	if now.Sub(r.logged) < l.window {
+		r.suppressed++
+		return false, 0
+	}
+	n := r.suppressed
+	r.logged, r.suppressed = now, 0
+	return true, n
 }
 
 // benignWarnings are etcd warnings that are expected for an embedded,
@@ -36,6 +90,7 @@ type slogCore struct {
 	level   zapcore.Level
 	fields  []zapcore.Field
 	closing *atomic.Bool
+	repeats *repeatLimiter // shared by the cores With derives
 }
 
 var _ zapcore.Core = (*slogCore)(nil)
@@ -73,6 +128,10 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	level := slogLevel(e.Level)
 	if c.closing.Load() || benignWarnings[e.Message] {
 		level = slog.LevelDebug
+	} else if ok, left := c.repeats.allow(e.Message); !ok {
+		return nil
+	} else if left > 0 {
+		attrs = append(attrs, slog.Int("repeatsNotLogged", left))
 	}
 	c.logger.LogAttrs(context.Background(), level, e.Message, attrs...)
 	return nil

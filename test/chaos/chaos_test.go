@@ -14,12 +14,12 @@ import (
 // chaos` runs a long one with its own values.
 var (
 	flagDuration = flag.Duration("chaos.duration", 60*time.Second, "how long pods are created and components killed")
-	flagRate     = flag.Float64("chaos.rate", 4, "pods created per second")
+	flagRate     = flag.Float64("chaos.rate", 3, "pods created per second")
 	flagKill     = flag.Duration("chaos.kill-interval", 3*time.Second, "mean time between kills")
 	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the run's random choices")
 	flagNodes    = flag.Int("chaos.nodes", 3, "DRA nodes (node agent and gpu.example.com driver, each a process)")
 	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
-	flagSettle   = flag.Duration("chaos.settle", 60*time.Second, "bound of each settling phase after the churn")
+	flagSettle   = flag.Duration("chaos.settle", 30*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go")
 	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
 	flagKeep     = flag.Bool("chaos.keep", false, "keep the run's directory (component logs) instead of removing it")
 )

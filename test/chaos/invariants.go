@@ -27,7 +27,7 @@ const (
 	RuleUnusedAllocation  = "allocated claim without a consumer"
 	RuleOrphanClaim       = "claim outliving its pod"
 	RulePodLost           = "pod lost"
-	RuleStuckPending      = "pod stuck Pending while devices are free"
+	RuleStuckPending      = "pod stuck Pending or Running while nothing finishes"
 	RuleStuckTerminating  = "pod stuck Terminating"
 	RuleUnbalancedDriver  = "claim prepared and never unprepared"
 	RuleCDISpecLeft       = "CDI spec left behind"
