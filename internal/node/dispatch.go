@@ -1,6 +1,7 @@
 package node
 
 import (
+	"allot.dev/allot/pkg/client"
 	"context"
 	"sync"
 
@@ -174,11 +175,11 @@ func (d *dispatcher) wait() { d.wg.Wait() }
 
 // handler adapts informer events, including deletion tombstones.
 func (d *dispatcher) handler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
+	return client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { d.onUpdate(obj) },
 		UpdateFunc: func(_, obj any) { d.onUpdate(obj) },
 		DeleteFunc: d.onDelete,
-	}
+	})
 }
 
 func (d *dispatcher) onUpdate(obj any) {

@@ -121,7 +121,7 @@ func (f *Fleet) handler() cache.ResourceEventHandler {
 		}
 		return a.disp
 	}
-	return cache.ResourceEventHandlerFuncs{
+	return client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if d := route(obj); d != nil {
 				d.onUpdate(obj)
@@ -137,5 +137,5 @@ func (f *Fleet) handler() cache.ResourceEventHandler {
 				d.onDelete(obj)
 			}
 		},
-	}
+	})
 }

@@ -18,12 +18,12 @@ func (s *Scheduler) addHandlers(f *client.Factory) error {
 		inf toolscache.SharedIndexInformer
 		h   toolscache.ResourceEventHandler
 	}{
-		{f.Nodes().SharedIndexInformer, toolscache.ResourceEventHandlerFuncs{
+		{f.Nodes().SharedIndexInformer, client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: s.onNodeAdd, UpdateFunc: s.onNodeUpdate, DeleteFunc: s.onNodeDelete,
-		}},
-		{f.Pods().SharedIndexInformer, toolscache.ResourceEventHandlerFuncs{
+		})},
+		{f.Pods().SharedIndexInformer, client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: s.onPodAdd, UpdateFunc: s.onPodUpdate, DeleteFunc: s.onPodDelete,
-		}},
+		})},
 	}
 	for _, res := range s.fw.EventResources() {
 		inf := extraInformer(f, res)
@@ -75,7 +75,7 @@ func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEven
 		}
 		s.dra.touch(obj)
 	}
-	return toolscache.ResourceEventHandlerFuncs{
+	return client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			stale(obj)
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Add}, nil, obj)
@@ -93,7 +93,7 @@ func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEven
 			stale(untomb(obj))
 			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Delete}, untomb(obj), nil)
 		},
-	}
+	})
 }
 
 func untomb(obj any) any {

@@ -149,3 +149,40 @@ func (l Lister[T]) collect(objs []any, selector labels.Selector) ([]T, error) {
 	}
 	return out, nil
 }
+
+// SplitReplacements returns h with one more rule: an update whose new
+// object has another UID than the old one is handed to h as the delete of
+// the old object (a cache.DeletedFinalStateUnknown tombstone, as for other
+// deletions found by a relist) and the add of the new one.
+//
+// An informer delivers such an update when it relists after its watch
+// could not resume (an API server restart, a compaction) and finds the
+// name taken by a new object: the old one was deleted and its successor
+// created while the informer was not watching, and it keys objects by
+// namespace and name, not by UID. Handlers that keep state by UID (an
+// owner graph, a cache of pods on nodes, reservations of claims) would
+// otherwise keep the deleted object forever. Every informer handler in
+// allot that tracks deletions is wrapped with it.
+func SplitReplacements(h cache.ResourceEventHandlerFuncs) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: h.AddFunc,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, okOld := oldObj.(metav1.Object)
+			n, okNew := newObj.(metav1.Object)
+			if !okOld || !okNew || o.GetUID() == n.GetUID() {
+				if h.UpdateFunc != nil {
+					h.UpdateFunc(oldObj, newObj)
+				}
+				return
+			}
+			if h.DeleteFunc != nil {
+				key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(oldObj)
+				h.DeleteFunc(cache.DeletedFinalStateUnknown{Key: key, Obj: oldObj})
+			}
+			if h.AddFunc != nil {
+				h.AddFunc(newObj)
+			}
+		},
+		DeleteFunc: h.DeleteFunc,
+	}
+}

@@ -2,11 +2,14 @@ package client_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -130,5 +133,40 @@ func TestInformerFieldSelector(t *testing.T) {
 	all, err := lister.List(nil)
 	if err != nil || len(all) != 1 || all[0].Name != "mine" {
 		t.Fatalf("cached pods = %v, %v; want only mine", all, err)
+	}
+}
+
+// An update to an object with another UID reaches the handler as the old
+// object's deletion (a tombstone) and the new one's addition; other
+// updates pass unchanged.
+func TestSplitReplacements(t *testing.T) {
+	var got []string
+	h := client.SplitReplacements(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { got = append(got, "add "+string(obj.(*corev1.Pod).UID)) },
+		UpdateFunc: func(o, n any) {
+			got = append(got, "update "+string(o.(*corev1.Pod).UID)+"->"+string(n.(*corev1.Pod).UID))
+		},
+		DeleteFunc: func(obj any) {
+			tomb, ok := obj.(cache.DeletedFinalStateUnknown)
+			if !ok || tomb.Key != "ns/p" {
+				t.Fatalf("delete of a replaced object without its tombstone: %#v", obj)
+			}
+			got = append(got, "delete "+string(tomb.Obj.(*corev1.Pod).UID))
+		},
+	})
+	pod := func(uid string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: types.UID(uid)}}
+	}
+	h.OnUpdate(pod("a"), pod("a"))
+	h.OnUpdate(pod("a"), pod("b"))
+	want := []string{"update a->a", "delete a", "add b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	// Handlers without a delete or an update still get the rest.
+	got = nil
+	client.SplitReplacements(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) { got = append(got, "add") }}).OnUpdate(pod("a"), pod("b"))
+	if !slices.Equal(got, []string{"add"}) {
+		t.Fatalf("events %q, want the add only", got)
 	}
 }

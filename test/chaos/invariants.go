@@ -194,17 +194,23 @@ func CheckSettledClaims(pods []corev1.Pod, claims []resourcev1alpha2.ResourceCla
 	return out
 }
 
-// CheckNoPodLost reports pods the harness created (by name, with their
-// uids) that it did not delete and that are not listed.
-func CheckNoPodLost(created map[string]types.UID, deletedByHarness map[string]bool, pods []corev1.Pod) []Violation {
+// CheckNoPodLost reports pods the harness created (names by UID) that it
+// did not delete and that are not listed.
+func CheckNoPodLost(created map[types.UID]string, deletedByHarness map[types.UID]bool, pods []corev1.Pod) []Violation {
 	listed := map[types.UID]bool{}
 	for i := range pods {
 		listed[pods[i].UID] = true
 	}
+	uids := make([]string, 0, len(created))
+	for uid := range created {
+		uids = append(uids, string(uid))
+	}
+	sort.Strings(uids)
 	var out []Violation
-	for _, name := range sortedKeys(created) {
-		if !deletedByHarness[name] && !listed[created[name]] {
-			out = append(out, Violation{RulePodLost, fmt.Sprintf("pod %s (uid %s) was created and never deleted, but is not listed", name, created[name])})
+	for _, s := range uids {
+		uid := types.UID(s)
+		if !deletedByHarness[uid] && !listed[uid] {
+			out = append(out, Violation{RulePodLost, fmt.Sprintf("pod %s (uid %s) was created and never deleted, but is not listed", created[uid], uid)})
 		}
 	}
 	return out

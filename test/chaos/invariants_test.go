@@ -127,9 +127,9 @@ func TestCheckSettledClaims(t *testing.T) {
 }
 
 func TestCheckNoPodLost(t *testing.T) {
-	created := map[string]types.UID{"a": "1", "b": "2", "c": "3"}
+	created := map[types.UID]string{"1": "a", "2": "b", "3": "c"}
 	listed := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "c", UID: "99"}}}
-	got := CheckNoPodLost(created, map[string]bool{"b": true}, listed)
+	got := CheckNoPodLost(created, map[types.UID]bool{"2": true}, listed)
 	if len(got) != 1 || !strings.Contains(got[0].Detail, "pod c (uid 3)") {
 		t.Fatalf("got %v, want pod c lost (a new pod has its name)", got)
 	}

@@ -95,10 +95,14 @@ type run struct {
 	rep *Report
 
 	mu      sync.Mutex
-	created map[string]types.UID // pods whose create succeeded
-	deleted map[string]bool      // pods the harness deleted
-	seq     int
+	created map[types.UID]string // pods whose create succeeded, by UID
+	deleted map[types.UID]bool   // pods the harness deleted
 }
+
+// podNames is the pool of names pods are created with: names are reused
+// as soon as their pod is gone, often while a component is down, so that
+// informers relisting after a gap find names taken by new pods.
+const podNames = 200
 
 // Run starts a cluster from the allot binary in dir, runs the churn with
 // kills, settles, and checks every invariant. An error means the harness
@@ -117,7 +121,7 @@ func Run(ctx context.Context, bin, dir string, cfg Config) (*Report, error) {
 	}
 	r := &run{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		rep:     &Report{Config: cfg, Kills: map[string]int{}, ComponentLogsDir: dir},
-		created: map[string]types.UID{}, deleted: map[string]bool{}}
+		created: map[types.UID]string{}, deleted: map[types.UID]bool{}}
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -203,8 +207,7 @@ func (r *run) churn(ctx context.Context) {
 // claims (it may run on a simulated node). It runs 0.5-3s, then succeeds.
 func (r *run) createPod(ctx context.Context) {
 	r.mu.Lock()
-	r.seq++
-	name := fmt.Sprintf("p-%05d", r.seq)
+	name := fmt.Sprintf("p-%03d", r.rng.IntN(podNames))
 	kind := r.rng.IntN(30)
 	runFor := time.Duration(500+r.rng.IntN(2500)) * time.Millisecond
 	r.mu.Unlock()
@@ -227,14 +230,17 @@ func (r *run) createPod(ctx context.Context) {
 	got, err := r.c.admin.Pods(namespace).Create(cctx, pod)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err != nil {
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// The name's pod is still there: try another name next time.
+	case err != nil:
 		// The create may still have happened (the answer was lost): such
 		// a pod is reaped like the others, but not counted as created.
 		r.rep.CreatesFailed++
-		return
+	default:
+		r.rep.PodsCreated++
+		r.created[got.UID] = name
 	}
-	r.rep.PodsCreated++
-	r.created[name] = got.UID
 }
 
 // deleteRandomPod deletes one of the harness's pods that is not finished.
@@ -243,35 +249,37 @@ func (r *run) deleteRandomPod(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	var live []string
+	var live []corev1.Pod
 	for _, p := range pods {
 		if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			live = append(live, p.Name)
+			live = append(live, p)
 		}
 	}
 	if len(live) == 0 {
 		return
 	}
 	r.mu.Lock()
-	name := live[r.rng.IntN(len(live))]
+	victim := live[r.rng.IntN(len(live))]
 	r.mu.Unlock()
-	if r.deletePod(ctx, name) {
+	if r.deletePod(ctx, &victim) {
 		r.mu.Lock()
 		r.rep.PodsDeleted++
 		r.mu.Unlock()
 	}
 }
 
-// deletePod deletes a pod, recording that the harness did (first, so that
-// a delete whose answer is lost still counts).
-func (r *run) deletePod(ctx context.Context, name string) bool {
+// deletePod deletes a pod (that one: its UID is a precondition), recording
+// that the harness did first, so that a delete whose answer is lost still
+// counts.
+func (r *run) deletePod(ctx context.Context, p *corev1.Pod) bool {
 	r.mu.Lock()
-	r.deleted[name] = true
+	r.deleted[p.UID] = true
 	r.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := r.c.admin.Pods(namespace).Delete(dctx, name, metav1.DeleteOptions{})
-	return err == nil || apierrors.IsNotFound(err)
+	uid := p.UID
+	err := r.c.admin.Pods(namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
 }
 
 // reaper deletes finished pods every second, so that devices and names
@@ -287,9 +295,10 @@ func (r *run) reaper(ctx context.Context) {
 		if err != nil {
 			continue
 		}
-		for _, p := range pods {
+		for i := range pods {
+			p := &pods[i]
 			if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
-				if r.deletePod(ctx, p.Name) {
+				if r.deletePod(ctx, p) {
 					r.mu.Lock()
 					r.rep.PodsReaped++
 					r.mu.Unlock()
@@ -430,8 +439,8 @@ func (r *run) settle(ctx context.Context) error {
 	vs = append(vs, CheckNoPodLost(r.created, r.deleted, pods)...)
 	r.mu.Unlock()
 	// 2. Delete every pod; each must go.
-	for _, p := range pods {
-		r.deletePod(ctx, p.Name)
+	for i := range pods {
+		r.deletePod(ctx, &pods[i])
 	}
 	if err := poll(ctx, r.cfg.Settle, func() (bool, error) {
 		var err error

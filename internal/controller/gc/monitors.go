@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"allot.dev/allot/pkg/client"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -46,11 +47,14 @@ func (ms *monitors) start(ctx context.Context, gvr schema.GroupVersionResource) 
 	c := ms.c
 	inf := controllerutil.NewInformer(controllerutil.MetadataListWatch(c.meta, gvr, ""), &metav1.PartialObjectMetadata{}, c.opts.ResyncInterval)
 	m := &monitor{informer: inf}
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	// A relist that finds a name taken by a new object (its
+	// predecessor deleted while the watch was down) is the predecessor's
+	// removal: the graph is keyed by UID.
+	_, err := inf.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onChange(gvr, m, obj) },
 		UpdateFunc: func(_, obj any) { c.onChange(gvr, m, obj) },
 		DeleteFunc: func(obj any) { c.onDelete(gvr, m, obj) },
-	})
+	}))
 	if err != nil {
 		c.log.Error("watch resource", "resource", gvr, "err", err)
 		return

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"allot.dev/allot/pkg/client"
 	"context"
 	"fmt"
 	"log/slog"
@@ -98,10 +99,10 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace", MetricsProvider: opts.QueueMetrics}),
 	}
 	c.informer = controllerutil.NewInformer(controllerutil.MetadataListWatch(mc, namespacesGVR, ""), &metav1.PartialObjectMetadata{}, opts.ResyncInterval)
-	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := c.informer.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onChange,
 		UpdateFunc: func(_, obj any) { c.onChange(obj) },
-	}); err != nil {
+	})); err != nil {
 		return nil, fmt.Errorf("watch namespaces: %w", err)
 	}
 	return c, nil

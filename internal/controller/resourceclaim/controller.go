@@ -179,18 +179,18 @@ func ownerPodKeys(obj any) ([]string, error) {
 }
 
 func (c *Controller) addHandlers() error {
-	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := c.pods.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onPod,
 		UpdateFunc: func(_, obj any) { c.onPod(obj) },
 		DeleteFunc: c.onPodDelete,
-	}); err != nil {
+	})); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
-	if _, err := c.claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := c.claims.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onClaim,
 		UpdateFunc: func(_, obj any) { c.onClaim(obj) },
 		DeleteFunc: c.onClaimDelete,
-	}); err != nil {
+	})); err != nil {
 		return fmt.Errorf("watch claims: %w", err)
 	}
 	return nil

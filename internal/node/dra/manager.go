@@ -202,20 +202,20 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.factory = client.NewFactory(m.opts.Client, 0,
 		client.WithTweakFor("noderesourceslices", client.WithFieldSelector("spec.nodeName="+m.opts.NodeName)))
 	claims := m.factory.ResourceClaims()
-	if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := claims.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    m.onClaim,
 		UpdateFunc: func(_, obj any) { m.onClaim(obj) },
 		DeleteFunc: m.onClaim,
-	}); err != nil {
+	})); err != nil {
 		return fmt.Errorf("watch resource claims: %w", err)
 	}
 	lister := claims.Lister()
 	m.claims = &lister
-	if _, err := m.factory.NodeResourceSlices().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := m.factory.NodeResourceSlices().AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.slices.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { m.slices.observe(obj, false) },
 		DeleteFunc: func(obj any) { m.slices.observe(obj, true) },
-	}); err != nil {
+	})); err != nil {
 		return fmt.Errorf("watch node resource slices: %w", err)
 	}
 	m.factory.Start(ctx)

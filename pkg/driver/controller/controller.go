@@ -177,10 +177,10 @@ func (c *Controller) addHandlers() error {
 		inf cache.SharedIndexInformer
 		fn  cache.ResourceEventHandlerFuncs
 	}{
-		{c.claims, cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: func(_, obj any) { c.onClaim(obj) }, DeleteFunc: c.onClaim}},
+		{c.claims, client.SplitReplacements(cache.ResourceEventHandlerFuncs{AddFunc: c.onClaim, UpdateFunc: func(_, obj any) { c.onClaim(obj) }, DeleteFunc: c.onClaim})},
 		{c.classes, cache.ResourceEventHandlerFuncs{AddFunc: c.onClass, UpdateFunc: func(_, obj any) { c.onClass(obj) }}},
 		{c.contexts, cache.ResourceEventHandlerFuncs{AddFunc: c.onContext, UpdateFunc: func(_, obj any) { c.onContext(obj) }}},
-		{c.pods, cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: func(_, obj any) { c.onPod(obj) }}},
+		{c.pods, client.SplitReplacements(cache.ResourceEventHandlerFuncs{AddFunc: c.onPod, UpdateFunc: func(_, obj any) { c.onPod(obj) }})},
 	} {
 		reg, err := h.inf.AddEventHandler(h.fn)
 		if err != nil {
