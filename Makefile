@@ -1,6 +1,6 @@
 # allot's build targets. `make test` is the README's test command and what
 # CI runs; `make run` starts the all-in-one cluster.
-.PHONY: build test run generate bench fuzz vet
+.PHONY: build test run generate bench fuzz vet chaos
 
 build:
 	go build -o bin/allot ./cmd/allot
@@ -28,3 +28,17 @@ bench:
 # Longer fuzzing runs, one target at a time.
 fuzz:
 	go test ./api/validation -run '^$$' -fuzz FuzzDecodeValidate -fuzztime 5m
+
+# A long chaos run (test/chaos): components killed with SIGKILL at random
+# under a churn of DRA pods, then every invariant checked. Prints a report
+# (and writes it to $(CHAOS_REPORT)); the component logs are kept.
+DURATION ?= 10m
+RATE ?= 3
+KILL_INTERVAL ?= 3s
+SEED ?= 1
+CHAOS_REPORT ?= _output/chaos-report.txt
+chaos:
+	@mkdir -p $(dir $(CHAOS_REPORT))
+	go test -count=1 -v -run '^TestChaos$$' -timeout 0 ./test/chaos \
+		-chaos.duration $(DURATION) -chaos.rate $(RATE) -chaos.kill-interval $(KILL_INTERVAL) \
+		-chaos.seed $(SEED) -chaos.keep -chaos.report $(abspath $(CHAOS_REPORT))

@@ -2,11 +2,13 @@ package apiserver
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/apiserver/auth"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -157,4 +159,73 @@ func TestUserMayNotForgeClaimMarks(t *testing.T) {
 		"Content-Type", "application/merge-patch+json"), 403, resourcev1alpha2.DeleteProtectionFinalizer)
 	expect(t, call(t, "user", "PATCH", claims+"/fin", `{"metadata":{"annotations":{"`+resourcev1alpha2.PodClaimNameAnnotation+`":"x"}}}`,
 		"Content-Type", "application/merge-patch+json"), 403, resourcev1alpha2.PodClaimNameAnnotation)
+}
+
+// The authorizer's rules were written for auth.Resources: every built-in
+// kind the server serves, with its subresources, must be there (and the
+// role matrix test in package auth decides each role's verbs on it).
+func TestServedKindsAreKnownToTheAuthorizer(t *testing.T) {
+	known := map[string]auth.Resource{}
+	for _, r := range auth.Resources {
+		known[r.Group+"/"+r.Resource] = r
+	}
+	served := map[string]bool{}
+	for _, k := range builtinKinds() {
+		key := k.gvk.Group + "/" + k.resource
+		served[key] = true
+		r, ok := known[key]
+		if !ok {
+			t.Errorf("%s is served but not in auth.Resources: add it, and decide in the role matrix what each role may do with it", key)
+			continue
+		}
+		if r.Namespaced != k.namespaced {
+			t.Errorf("%s: auth.Resources says namespaced=%v, the server %v", key, r.Namespaced, k.namespaced)
+		}
+		var subs []string
+		for _, sub := range []string{"status", "binding", "log", "finalize", "scale", "eviction", "proxy"} {
+			if testAPI.knownSubresource(k, sub) {
+				subs = append(subs, sub)
+			}
+		}
+		if !slices.Equal(sortedCopy(subs), sortedCopy(r.Subresources)) {
+			t.Errorf("%s: auth.Resources lists subresources %v, the server serves %v", key, r.Subresources, subs)
+		}
+	}
+	for key := range known {
+		if !served[key] {
+			t.Errorf("auth.Resources lists %s, which the server does not serve", key)
+		}
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// Without a token, or with one the server does not know (revoked), every
+// verb on every kind is 401; only the public paths answer.
+func TestAnonymousAndRevokedTokensOnEveryKind(t *testing.T) {
+	for _, k := range builtinKinds() {
+		base := "/api/" + k.gvk.Version
+		if k.gvk.Group != "" {
+			base = "/apis/" + k.gvk.Group + "/" + k.gvk.Version
+		}
+		coll := base + "/" + k.resource
+		if k.namespaced {
+			coll = base + "/namespaces/default/" + k.resource
+		}
+		for _, token := range []string{"", "revoked-token"} {
+			for _, r := range []struct{ method, path string }{
+				{"GET", coll}, {"GET", coll + "?watch=true"}, {"POST", coll}, {"GET", coll + "/x"},
+				{"PUT", coll + "/x"}, {"PATCH", coll + "/x"}, {"DELETE", coll + "/x"}, {"DELETE", coll},
+			} {
+				if got := call(t, token, r.method, r.path, `{}`); got.code != 401 {
+					t.Errorf("token %q: %s %s = %d, want 401", token, r.method, r.path, got.code)
+				}
+			}
+		}
+	}
+	expect(t, call(t, "revoked-token", "GET", "/healthz", nil), 200)
 }
