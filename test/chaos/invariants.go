@@ -94,36 +94,6 @@ func overlap(a, b string) bool {
 	return true // equal, or one is an ancestor of the other
 }
 
-// podClaimNames returns the claims a pod uses: named claims, and the
-// generated claims its status records (an entry not recorded yet is
-// skipped).
-func podClaimNames(p *corev1.Pod) []string {
-	var out []string
-	for _, rc := range p.Spec.ResourceClaims {
-		if rc.ResourceClaimName != nil {
-			out = append(out, *rc.ResourceClaimName)
-			continue
-		}
-		for _, st := range p.Status.ResourceClaimStatuses {
-			if st.Name == rc.Name && st.ResourceClaimName != nil {
-				out = append(out, *st.ResourceClaimName)
-			}
-		}
-	}
-	return out
-}
-
-// templateEntries counts a pod's entries that name a template.
-func templateEntries(p *corev1.Pod) int {
-	n := 0
-	for _, rc := range p.Spec.ResourceClaims {
-		if rc.ResourceClaimTemplateName != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // CheckRunningPodsReserved reports running pods whose claims are not
 // allocated and reserved for them, or not all generated. pods and claims
 // must be read at one revision.
@@ -138,7 +108,7 @@ func CheckRunningPodsReserved(pods []corev1.Pod, claims []resourcev1alpha2.Resou
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
-		names := podClaimNames(p)
+		names := p.ResourceClaimNames()
 		if len(names) < len(p.Spec.ResourceClaims) {
 			out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs with %d of its %d claims recorded", p.Namespace, p.Name, len(names), len(p.Spec.ResourceClaims))})
 			continue

@@ -102,7 +102,7 @@ type run struct {
 // podNames is the pool of names pods are created with: names are reused
 // as soon as their pod is gone, often while a component is down, so that
 // informers relisting after a gap find names taken by new pods.
-const podNames = 200
+const podNames = 40
 
 // Run starts a cluster from the allot binary in dir, runs the churn with
 // kills, settles, and checks every invariant. An error means the harness
