@@ -21,9 +21,7 @@ func (s *Scheduler) addHandlers(f *client.Factory) error {
 		{f.Nodes().SharedIndexInformer, client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: s.onNodeAdd, UpdateFunc: s.onNodeUpdate, DeleteFunc: s.onNodeDelete,
 		})},
-		{f.Pods().SharedIndexInformer, client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: s.onPodAdd, UpdateFunc: s.onPodUpdate, DeleteFunc: s.onPodDelete,
-		})},
+		{f.Pods().SharedIndexInformer, s.podHandler()},
 	}
 	for _, res := range s.fw.EventResources() {
 		inf := extraInformer(f, res)
@@ -41,6 +39,16 @@ func (s *Scheduler) addHandlers(f *client.Factory) error {
 		}
 	}
 	return nil
+}
+
+// podHandler turns pod events into cache and queue changes. A relist that
+// finds a pod's name taken by a new pod is the old pod's deletion and the
+// new one's addition (client.SplitReplacements): otherwise the old pod's
+// resources stay on its node and the new pod leaves the queue.
+func (s *Scheduler) podHandler() toolscache.ResourceEventHandler {
+	return client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: s.onPodAdd, UpdateFunc: s.onPodUpdate, DeleteFunc: s.onPodDelete,
+	})
 }
 
 // extraInformer is the informer of a kind that only plugins care about.

@@ -152,6 +152,31 @@ func TestDeletionFreesRoomEventDriven(t *testing.T) {
 	}
 }
 
+// A relist finds pod p replaced: the bound pod was deleted and a new,
+// unbound pod of the same name created while the scheduler was not
+// watching. The informer reports one update from the old pod to the new.
+// The old pod's resources must leave its node and the new pod be
+// scheduled; before the handlers split such updates, the new pod left the
+// queue (the update looked like the old pod terminating) and the node
+// stayed full.
+func TestReplacedPodFromRelistIsScheduled(t *testing.T) {
+	f := start(t, Config{})
+	f.s.onNodeAdd(makeNode("n").Alloc("cpu", "2").Obj())
+	f.addPod(makePod("p").Req("cpu", "2").Obj())
+	f.waitNode(t, "p")
+	old := f.pod("p")
+	repl := makePod("p").Req("cpu", "2").Obj()
+	repl.UID = "a-new-uid"
+	f.mu.Lock()
+	repl.ResourceVersion = f.nextRV()
+	f.pods["p"] = repl
+	f.mu.Unlock()
+	f.s.podHandler().OnUpdate(old, repl)
+	if node := f.waitNode(t, "p"); node != "n" {
+		t.Fatalf("the new pod p was bound to %q", node)
+	}
+}
+
 func TestWaitAndBindContributor(t *testing.T) {
 	w := &waitPlugin{}
 	f := start(t, Config{ExtraPlugins: []framework.Plugin{w}})
