@@ -36,9 +36,10 @@ DURATION ?= 10m
 RATE ?= 3
 KILL_INTERVAL ?= 3s
 SEED ?= 1
+SETTLE ?= 90s
 CHAOS_REPORT ?= _output/chaos-report.txt
 chaos:
 	@mkdir -p $(dir $(CHAOS_REPORT))
 	go test -count=1 -v -run '^TestChaos$$' -timeout 0 ./test/chaos \
 		-chaos.duration $(DURATION) -chaos.rate $(RATE) -chaos.kill-interval $(KILL_INTERVAL) \
-		-chaos.seed $(SEED) -chaos.keep -chaos.report $(abspath $(CHAOS_REPORT))
+		-chaos.seed $(SEED) -chaos.settle $(SETTLE) -chaos.keep -chaos.report $(abspath $(CHAOS_REPORT))

@@ -19,7 +19,7 @@ var (
 	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the run's random choices")
 	flagNodes    = flag.Int("chaos.nodes", 3, "DRA nodes (node agent and gpu.example.com driver, each a process)")
 	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
-	flagSettle   = flag.Duration("chaos.settle", 30*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go")
+	flagSettle   = flag.Duration("chaos.settle", 90*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go (longer than client-go's relist backoff, up to a minute with jitter after repeated failures)")
 	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
 	flagKeep     = flag.Bool("chaos.keep", false, "keep the run's directory (component logs) instead of removing it")
 )

@@ -38,7 +38,10 @@ type Config struct {
 	Nodes, SimNodes int
 	// Settle is, after the churn, how long the cluster may go without a
 	// pod finishing, and how long deleted pods and their claims may take
-	// to go.
+	// to go. It must exceed client-go's relist backoff: after repeated
+	// failures (API server kills in a row) an informer waits up to 30s,
+	// doubled by jitter, before it lists again, and a controller sees
+	// nothing meanwhile.
 	Settle time.Duration
 	// Log receives progress lines.
 	Log io.Writer
