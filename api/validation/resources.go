@@ -42,13 +42,13 @@ func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.E
 	for _, name := range sortedKeys(r.Limits) {
 		q := r.Limits[name]
 		errs = append(errs, validateContainerResource(name, limPath.Key(string(name)))...)
-		errs = append(errs, validateContainerQuantity(name, q, limPath.Key(string(name)))...)
+		errs = append(errs, validateAmount(name, q, limPath.Key(string(name)))...)
 	}
 	for _, name := range sortedKeys(r.Requests) {
 		q := r.Requests[name]
 		p := reqPath.Key(string(name))
 		errs = append(errs, validateContainerResource(name, p)...)
-		errs = append(errs, validateContainerQuantity(name, q, p)...)
+		errs = append(errs, validateAmount(name, q, p)...)
 		limit, hasLimit := r.Limits[name]
 		switch {
 		case isExtendedResource(name) && !hasLimit:
@@ -73,7 +73,10 @@ func validateContainerResource(name corev1.ResourceName, path *field.Path) field
 	return nil
 }
 
-func validateContainerQuantity(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+// validateAmount checks a quantity of the named resource, in a
+// container's requests or limits or a node's capacity: not negative,
+// within allot's bounds, whole for an extended resource.
+func validateAmount(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
 	if errs := nonNegativeQuantity(path, q); len(errs) > 0 {
 		return errs
 	}
@@ -93,7 +96,7 @@ func validateResourceList(list corev1.ResourceList, path *field.Path) field.Erro
 	for _, name := range sortedKeys(list) {
 		p := path.Key(string(name))
 		errs = append(errs, qualifiedName(p, string(name))...)
-		errs = append(errs, validateContainerQuantity(name, list[name], p)...)
+		errs = append(errs, validateAmount(name, list[name], p)...)
 	}
 	return errs
 }
