@@ -5,30 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
+
+	"allot.dev/allot/pkg/client/clienttest"
 )
 
-// BuildAllot builds ./cmd/allot into dir, once per test package.
+// BuildAllot builds ./cmd/allot into dir, once per test package
+// (clienttest.Build, with a deadline for a cold build cache).
 func BuildAllot(dir string) (string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("find the go command to build allot: %w", err)
-	}
-	bin := filepath.Join(dir, "allot")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "./cmd/allot")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build allot (go build -o %s ./cmd/allot in %s): %w\n%s", bin, root, err, out)
-	}
-	return bin, nil
+	return clienttest.Build(ctx, dir)
 }
 
 // ModuleRoot walks up from the working directory to the directory holding
