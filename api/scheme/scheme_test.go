@@ -1,9 +1,11 @@
 package scheme
 
 import (
-	"os"
+	"bytes"
 	"strings"
 	"testing"
+
+	"allot.dev/allot/examples/manifests"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -11,12 +13,7 @@ import (
 )
 
 func TestSeedExampleDecodesStrictly(t *testing.T) {
-	f, err := os.Open("../../../shared/examples/seed-002.yaml")
-	if err != nil {
-		t.Fatalf("open seed example: %v", err)
-	}
-	defer f.Close()
-	docs, err := SplitYAML(f)
+	docs, err := SplitYAML(bytes.NewReader(manifests.Seed002))
 	if err != nil {
 		t.Fatalf("split: %v", err)
 	}

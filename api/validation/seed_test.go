@@ -1,30 +1,24 @@
 package validation
 
 import (
-	"os"
+	"bytes"
 	"testing"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/examples/manifests"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// seedFile is a copy of /work/shared/examples/seed-002.yaml, so that the
-// package's tests and fuzz corpus stand on their own.
-const seedFile = "testdata/seed-002.yaml"
-
+// seedDocs are the documents of seed 002's example (KEP-4381), the
+// repository's one copy in examples/manifests.
 func seedDocs(t testing.TB) [][]byte {
 	t.Helper()
-	f, err := os.Open(seedFile)
-	if err != nil {
-		t.Fatalf("open seed example: %v", err)
-	}
-	defer f.Close()
-	docs, err := scheme.SplitYAML(f)
+	docs, err := scheme.SplitYAML(bytes.NewReader(manifests.Seed002))
 	if err != nil {
 		t.Fatalf("split seed example: %v", err)
 	}
