@@ -82,10 +82,9 @@ func finishBuiltin(k *kind) {
 	k.validateStat = func(obj, old runtime.Object) field.ErrorList { return validation.ValidateStatusUpdate(obj, old) }
 }
 
-// preparePod clears the status a client sent: a new pod is Pending.
+// preparePod starts a new pod Pending (the client's status was dropped).
 func preparePod(obj runtime.Object) {
-	pod := obj.(*corev1.Pod)
-	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	obj.(*corev1.Pod).Status.Phase = corev1.PodPending
 }
 
 func prepareNamespace(obj runtime.Object) {

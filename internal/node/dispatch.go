@@ -1,7 +1,6 @@
 package node
 
 import (
-	"allot.dev/allot/pkg/client"
 	"context"
 	"sync"
 
@@ -11,6 +10,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/pods"
 	"allot.dev/allot/internal/node/runtime"
+	"allot.dev/allot/pkg/client"
 )
 
 // dispatcher keeps one pod worker per pod UID and feeds it the pod's

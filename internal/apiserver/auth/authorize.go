@@ -181,7 +181,7 @@ func authorizeUser(a Attributes) Decision {
 		return allow("%s may write namespaced custom resources", a.User)
 	case isCustom(a.APIGroup):
 		return deny("%s may only write namespaced custom resources, not cluster-scoped %s", a.User, a.resourceString())
-	case a.is(grClaims, "") && slices.Contains(crudVerbs, a.Verb) && a.Verb != "delete":
+	case a.is(grClaims, "") && (a.Verb == "create" || slices.Contains(updateVerbs, a.Verb)):
 		return userClaimMarks(a)
 	case a.is(grNamespaces, ""), a.Subresource == "" && slices.Contains(userWritable, a.groupResource()):
 		return allow("%s may write namespaces and namespaced objects", a.User)

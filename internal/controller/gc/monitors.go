@@ -1,7 +1,6 @@
 package gc
 
 import (
-	"allot.dev/allot/pkg/client"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/pkg/client"
 )
 
 var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"allot.dev/allot/pkg/client"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/pkg/client"
 )
 
 // Defaults of Options.

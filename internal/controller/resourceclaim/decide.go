@@ -4,9 +4,8 @@ import (
 	"hash/fnv"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/util/validation"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
