@@ -91,7 +91,7 @@ function conditionStatus(obj, type) {
  */
 export function render(model) {
   const allocs = allocations(model.items('claims'));
-  const counts = { free: 0, held: 0, unhealthy: 0, unavailable: 0, devices: 0 };
+  const counts = newCounts();
   const nodes = new Map(model.items('nodes').map((n) => [n.metadata.name, n]));
   const slicesByNode = new Map();
   for (const s of model.items('slices')) {
@@ -119,12 +119,24 @@ export function render(model) {
   $('explain-status').textContent = pending.length ? at + model.explainError : '';
 }
 
+// Counts are of like things: devices (the instances a slice publishes at
+// its top level) by their state, which add up to the devices; and the
+// partitions held by claims. Free partitions are not counted: the
+// partition groups of a device are alternatives, so their free cells do
+// not add up to anything one could allocate at once.
+function newCounts() {
+  return { devices: 0, free: 0, held: 0, partitioned: 0, unhealthy: 0, partitionsHeld: 0 };
+}
+
 function renderSummary(nodeCount, c, pending) {
   const item = (n, label, s) => el('span', { 'data-summary': s }, el('strong', {}, n), ' ' + label);
   $('summary').replaceChildren(
-    item(nodeCount, 'nodes', 'nodes'), item(c.devices, 'devices', 'devices'),
-    item(c.free, 'free', 'free'), item(c.held, 'held', 'held'),
-    item(c.unhealthy, 'unhealthy', 'unhealthy'), item(c.unavailable, 'unavailable', 'unavailable'),
+    item(nodeCount, 'nodes', 'nodes'),
+    el('span', { 'data-summary-group': 'devices' },
+      item(c.devices, 'devices:', 'devices'), ' ',
+      item(c.free, 'free', 'free'), ' · ', item(c.held, 'held', 'held'), ' · ',
+      item(c.partitioned, 'partitioned', 'partitioned'), ' · ', item(c.unhealthy, 'unhealthy', 'unhealthy')),
+    item(c.partitionsHeld, 'partitions held', 'partitions-held'),
     item(pending, 'pending pods', 'pending'));
 }
 
@@ -181,19 +193,21 @@ function extendedTable(node, pods) {
 }
 
 function driverSection(driver, slices, allocs, counts) {
-  const local = { free: 0, held: 0, unhealthy: 0, unavailable: 0 };
+  const local = newCounts();
   const seen = new Set();
   const ctx = { allocs, seen, counts: local, unhealthy: false, blocked: false, root: true };
   const roots = slices.slice().sort((a, b) => byName(a.metadata.name, b.metadata.name))
     .flatMap((s) => s.spec.partitionable?.resourceInstances || []);
-  counts.devices += roots.length;
+  local.devices = roots.length;
   const grid = el('ul', { class: 'grid', 'aria-label': driver + ' devices' },
     roots.map((inst) => instanceItem(inst, inst.name, ctx)));
   for (const k of Object.keys(local)) counts[k] += local[k];
   const section = el('div', { class: 'driver', 'data-driver': driver },
     el('h4', {}, driver, ' ',
-      el('span', { class: 'note' }, `${local.free} free · ${local.held} held · ${local.unhealthy} unhealthy · ` +
-        `${local.unavailable} unavailable (slices: ${slices.map((s) => s.metadata.name).join(', ') || 'none'})`)),
+      el('span', { class: 'note', 'data-driver-summary': driver },
+        `${local.devices} devices: ${local.free} free · ${local.held} held · ${local.partitioned} partitioned · ` +
+        `${local.unhealthy} unhealthy; ${local.partitionsHeld} partitions held ` +
+        `(slices: ${slices.map((s) => s.metadata.name).join(', ') || 'none'})`)),
     grid);
   const orphans = [...allocs.keys()].filter((id) => !seen.has(id)).sort(byName);
   if (orphans.length) {
@@ -236,7 +250,8 @@ function instanceItem(inst, id, ctx) {
     st = 'free';
     label = leaf ? 'free' : 'free, whole';
   }
-  if (leaf) ctx.counts[st] += 1;
+  if (ctx.root) ctx.counts[st] += 1; // a device: free, held, partitioned or unhealthy
+  else if (holders) ctx.counts.partitionsHeld += 1;
 
   const item = el('li', {
     class: 'inst', 'data-instance': id, 'data-state': st,
