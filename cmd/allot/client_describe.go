@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -291,8 +292,41 @@ func eventsFor(ctx context.Context, s *session, u *unstructured.Unstructured) ([
 		}
 		out = append(out, e)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).Before(eventTime(out[j])) })
+	sortEvents(out)
 	return out, nil
+}
+
+// sortEvents puts events in the order they happened. An Event's
+// timestamps have whole seconds (eventTime, which some recorders set
+// instead, has microseconds and is cut to seconds here so that the two
+// compare alike), and components stamp an event when they get to
+// recording it: the scheduler records Scheduled after its binding
+// returned, by when the node may already have recorded that the bound
+// pod waits for its claims. So within one second, events go by the
+// version of the object each reporter saw (involvedObject.resourceVersion:
+// Scheduled names the pod before its binding, the node's events the bound
+// pod), then by first occurrence, then as listed.
+func sortEvents(events []corev1.Event) {
+	sort.SliceStable(events, func(i, j int) bool {
+		a, b := eventTime(events[i]).Truncate(time.Second), eventTime(events[j]).Truncate(time.Second)
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		if ra, rb := objectVersion(events[i]), objectVersion(events[j]); ra != rb {
+			return ra < rb
+		}
+		return events[i].FirstTimestamp.Before(&events[j].FirstTimestamp)
+	})
+}
+
+// objectVersion is the resourceVersion of the involved object an event
+// names (allot's are etcd revisions), or 0 when it names none.
+func objectVersion(e corev1.Event) uint64 {
+	v, err := strconv.ParseUint(e.InvolvedObject.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 func eventTime(e corev1.Event) time.Time {
