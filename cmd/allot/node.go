@@ -55,7 +55,7 @@ container runtime --runtime: init containers in order, then containers, with
 restart policies and back-off, graceful deletion, and status written back.
 Container logs are kept under --root-dir and served on --listen for the API
 server's pods/log. Containers keep running when the agent stops; a restarted
-agent adopts them.
+agent adopts them (--stop-containers-on-exit stops them instead).
 
 The kubeconfig should carry the node's token (allot up --node-name NAME
 creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
@@ -87,6 +87,9 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	addDRAFlags(f, &cfg)
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log debug messages")
 	addNodeTimerFlags(f, &cfg)
+	f.BoolVar(&cfg.StopContainersOnExit, "stop-containers-on-exit", false,
+		"stop the node's containers and unmount their rootfs when the agent exits (default: leave them running for the next agent to adopt)")
+	addShutdownFlags(f, &cfg)
 	return cmd
 }
 
@@ -104,6 +107,13 @@ func addNodeTimerFlags(f *pflag.FlagSet, cfg *node.Config) {
 	f.DurationVar(&cfg.Pods.AdmitRetry, "admit-retry-interval", 0, "how often a pod held by admission is offered again (default 5s)")
 	f.DurationVar(&cfg.Pods.Retry, "retry-interval", 0, "delay after a failed API or runtime call (default 1s)")
 	f.DurationVar(&cfg.Pods.RuntimeTimeout, "runtime-timeout", 0, "deadline of runtime calls other than stop (default 2m)")
+}
+
+// addShutdownFlags adds the flags of what the agent does with its
+// containers when it exits.
+func addShutdownFlags(f *pflag.FlagSet, cfg *node.Config) {
+	f.DurationVar(&cfg.ShutdownGracePeriod, "shutdown-grace-period", node.DefaultShutdownGracePeriod,
+		"when containers are stopped at exit: time between SIGTERM and SIGKILL")
 }
 
 // complete fills cfg from the flags: client, runtime, labels, capacity,

@@ -19,7 +19,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().IntVar(&gcPercent, "gc-percent", gcPercent,
 		"garbage collector target (GOGC) of this process; the GOGC environment variable, when set, replaces the default; negative turns the collector off")
-	root.AddCommand(newUpCommand(), newAPIServerCommand(), newTokenCommand(), newSimulateCommand(), newControllerManagerCommand(),
+	root.AddCommand(newUpCommand(), newDownCommand(), newAPIServerCommand(), newTokenCommand(), newSimulateCommand(), newControllerManagerCommand(),
 		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand(),
 		newSchedulerCommand(), newExplainCommand(), newExampleCommand())
 	addClientCommands(root)

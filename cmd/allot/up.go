@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,13 +15,20 @@ func newUpCommand() *cobra.Command {
 		o           cluster.Options
 		demo        bool
 		demoTimeout time.Duration
+		keep        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Start an all-in-one cluster: etcd, API server and the other components",
 		Long: `Start an all-in-one cluster in one process. State lives in --data-dir:
 etcd's data (unless --etcd-servers points at an external cluster), the
-tokens file, the certificates, and DIR/kubeconfig for clients.`,
+tokens file, the certificates, and DIR/kubeconfig for clients.
+
+Ctrl-C (SIGINT) or SIGTERM stops the cluster and the local node's
+containers and unmounts their root filesystems; their claims stay
+prepared, and the next start runs the pods again per their restart
+policy. --keep-containers leaves them running for the next start to
+adopt. After a kill -9, "allot down --data-dir DIR" cleans up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if demo {
@@ -28,10 +36,21 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 					return err
 				}
 			}
+			o.Node.StopContainersOnExit = !keep
+			if !cmd.Flags().Changed("pod-resources-socket") {
+				// The kubelet's path, unless another cluster on this host
+				// has it: then one in the data dir.
+				dir, err := filepath.Abs(o.DataDir)
+				if err != nil {
+					return err
+				}
+				o.Node.PodResourcesFallbackSocket = filepath.Join(dir, "pod-resources", "kubelet.sock")
+			}
 			return cluster.Up(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&keep, "keep-containers", false, "leave the local node's containers running when allot up exits, for the next start to adopt (as a node agent restart does)")
 	f.BoolVar(&demo, "demo", false, "also run the example device plugin and DRA drivers (gpu.example.com, fabric.example.com) in-process, with their sockets under DATA-DIR/demo, and the demo pod of examples/manifests/demo.yaml")
 	f.DurationVar(&demoTimeout, "demo-timeout", 3*time.Minute, "how long the demo waits for its pod to finish")
 	f.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for the cluster's state")
@@ -45,6 +64,7 @@ tokens file, the certificates, and DIR/kubeconfig for clients.`,
 	f.StringSliceVar(&o.CDISpecDirs, "cdi-spec-dir", nil, "CDI spec directories of the local node (default /etc/cdi and /var/run/cdi)")
 	addControllerFlags(f, &o.Controllers)
 	addNodeTimerFlags(f, &o.Node)
+	addShutdownFlags(f, &o.Node)
 	addDevicePluginFlags(f, &o.Node)
 	addDRAFlags(f, &o.Node)
 	f.StringVar((*string)(&o.Scheduler.ScoreStrategy), "score-strategy", "LeastAllocated", "how the scheduler ranks feasible nodes: LeastAllocated (spread) or MostAllocated (pack)")

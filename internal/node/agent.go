@@ -90,7 +90,8 @@ func (a *Agent) UpdateNodeStatus() {
 }
 
 // Run registers the node and runs its pods until ctx ends. Containers are
-// left running when it returns, for the next agent to adopt.
+// left running when it returns, for the next agent to adopt, unless
+// Config.StopContainersOnExit is set.
 func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -98,6 +99,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.shutdown()
+	if a.cfg.StopContainersOnExit {
+		// Deferred before the rest: it runs once the pod workers have
+		// ended, on every way out, stopped while starting included.
+		defer a.stopContainers()
+	}
 	if a.dra != nil {
 		if err := a.dra.Start(ctx); err != nil {
 			if ctx.Err() != nil { // stopped while starting
@@ -152,7 +158,13 @@ func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*cor
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ctx, a.cfg.PodResourcesSocket); err != nil {
+		err := srv.Serve(ctx, a.cfg.PodResourcesSocket)
+		if fb := a.cfg.PodResourcesFallbackSocket; errors.Is(err, podresources.ErrInUse) && fb != "" {
+			a.cfg.Logger.Info("another node agent on this host serves the PodResources API at its default socket; serving this node's on the fallback",
+				"default", a.cfg.PodResourcesSocket, "socket", fb)
+			err = srv.Serve(ctx, fb)
+		}
+		if err != nil {
 			a.cfg.Logger.Warn("pod resources API not served", "err", err)
 		}
 	}()

@@ -68,6 +68,11 @@ type Config struct {
 	// (v1: List, Get, GetAllocatableResources) on this unix socket, for
 	// monitoring agents written for the kubelet. Empty disables it.
 	PodResourcesSocket string
+	// PodResourcesFallbackSocket, when set, is served instead when another
+	// process (another cluster's agent on this host) already serves
+	// PodResourcesSocket; that is then logged at info level, not as a
+	// problem.
+	PodResourcesFallbackSocket string
 
 	// NodeName is the Node's name (a DNS subdomain). Required.
 	NodeName string
@@ -102,6 +107,14 @@ type Config struct {
 	LogListen         string
 	LogTokens         []string
 	LogAllowAnonymous bool
+
+	// StopContainersOnExit stops the node's containers when the agent
+	// exits (Run returns): SIGTERM, SIGKILL after ShutdownGracePeriod
+	// (default 5s), then their rootfs is unmounted; their records stay,
+	// and the next agent applies each pod's restart policy as after a
+	// reboot. Unset, containers keep running for the next agent to adopt.
+	StopContainersOnExit bool
+	ShutdownGracePeriod  time.Duration
 
 	// Hooks are the pod admission and container extension points.
 	Hooks pods.Hooks
@@ -153,6 +166,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RelistInterval <= 0 {
 		c.RelistInterval = DefaultRelistInterval
+	}
+	if c.ShutdownGracePeriod <= 0 {
+		c.ShutdownGracePeriod = DefaultShutdownGracePeriod
 	}
 	if c.APITimeout <= 0 {
 		c.APITimeout = DefaultAPITimeout

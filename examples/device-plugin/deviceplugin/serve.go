@@ -11,7 +11,9 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
@@ -30,6 +32,12 @@ func serveAndRegister(ctx context.Context, p *plugin, cfg *Config) error {
 		return fmt.Errorf("watch %s: %w", cfg.Dir, err)
 	}
 	for {
+		// Serve only once the kubelet's socket exists: a kubelet (or
+		// allot's device manager) clears its directory when it starts,
+		// which would take a socket served earlier with it.
+		if err := waitForKubelet(ctx, w, cfg); err != nil {
+			return err
+		}
 		srv, err := serve(p, cfg.Dir)
 		if err != nil {
 			return err
@@ -44,6 +52,46 @@ func serveAndRegister(ctx context.Context, p *plugin, cfg *Config) error {
 			return err
 		}
 		log.Info("kubelet.sock re-created; registering again")
+	}
+}
+
+// waitForKubelet returns once kubelet.sock exists, saying once that it
+// waits; the directory events seen until then are consumed, so that only a
+// later re-creation counts as a kubelet restart.
+func waitForKubelet(ctx context.Context, w *fsnotify.Watcher, cfg *Config) error {
+	path := filepath.Join(cfg.Dir, kubeletSocket)
+	said := false
+	for {
+		drain(w)
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if !said {
+			cfg.Logger.Info("waiting for the kubelet's registration socket", "socket", path)
+			said = true
+		}
+		select {
+		case <-w.Events:
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("directory watch closed")
+			}
+			return fmt.Errorf("watch plugin dir: %w", err)
+		case <-time.After(cfg.RegisterRetry): // in case an event was missed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// drain discards the directory events already queued.
+func drain(w *fsnotify.Watcher) {
+	for {
+		select {
+		case <-w.Events:
+		default:
+			return
+		}
 	}
 }
 
@@ -65,12 +113,20 @@ func serve(p *plugin, dir string) (*grpc.Server, error) {
 // registerUntilDone registers, retrying every cfg.RegisterRetry while
 // kubelet.sock is absent or refuses connections.
 func registerUntilDone(ctx context.Context, devs deviceFile, cfg *Config) error {
+	attempts := 0
 	for {
 		err := register(ctx, devs, cfg)
 		if err == nil {
 			return nil
 		}
-		cfg.Logger.Warn("register", "err", err)
+		// A kubelet that is (re)starting refuses for a moment: normal.
+		// Anything else, or refusals that go on, is worth a warning.
+		attempts++
+		if status.Code(err) == codes.Unavailable && attempts < 10 {
+			cfg.Logger.Info("register: the kubelet is not answering yet; retrying", "err", err)
+		} else {
+			cfg.Logger.Warn("register", "err", err, "attempts", attempts)
+		}
 		select {
 		case <-time.After(cfg.RegisterRetry):
 		case <-ctx.Done():

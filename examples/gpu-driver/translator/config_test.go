@@ -56,13 +56,19 @@ func TestWaitForResource(t *testing.T) {
 	group := fmt.Sprintf("wait%d.example.com", nameSeq.Add(1))
 	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
 	logs := &syncBuffer{}
-	cfg := Config{Client: driver, CRDPollInterval: 10 * time.Millisecond,
+	cfg := Config{Client: driver, CRDPollInterval: 10 * time.Millisecond, CRDWarnAfter: 300 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	cfg.defaults()
 	done := make(chan error, 1)
 	go func() { done <- waitForResource(testContext(t), &cfg, gvr) }()
 	eventually(t, "the waiting message", func() bool {
-		return strings.Contains(logs.String(), "resource not served yet") && strings.Contains(logs.String(), "widgets."+group)
+		return strings.Contains(logs.String(), "level=INFO msg=\"resource not served yet") && strings.Contains(logs.String(), "widgets."+group)
+	})
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("a CRD missing for a moment is normal, not a warning:\n%s", logs)
+	}
+	eventually(t, "the warning once the CRD stays missing", func() bool {
+		return strings.Contains(logs.String(), "level=WARN msg=\"resource still not served")
 	})
 	select {
 	case err := <-done:

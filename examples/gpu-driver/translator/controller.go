@@ -61,6 +61,10 @@ type Config struct {
 	// CRDPollInterval is how often Run checks, before it starts, whether
 	// the GpuClaimParameters CRD is installed yet (default 2s).
 	CRDPollInterval time.Duration
+	// CRDWarnAfter is how long the CRD may be missing before that is
+	// logged as a warning (default 30s); until then it is normal (it is
+	// being installed) and logged at info level.
+	CRDWarnAfter time.Duration
 	// EventFlushTimeout bounds how long Run writes queued events when it
 	// stops (default 5s).
 	EventFlushTimeout time.Duration
@@ -89,6 +93,9 @@ func (c *Config) defaults() {
 	if c.CRDPollInterval == 0 {
 		c.CRDPollInterval = 2 * time.Second
 	}
+	if c.CRDWarnAfter == 0 {
+		c.CRDWarnAfter = 30 * time.Second
+	}
 	if c.EventFlushTimeout == 0 {
 		c.EventFlushTimeout = 5 * time.Second
 	}
@@ -109,7 +116,7 @@ func (c *Config) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"resync": c.Resync, "min retry delay": c.MinRetryDelay, "max retry delay": c.MaxRetryDelay,
-		"API timeout": c.APITimeout, "CRD poll interval": c.CRDPollInterval, "event flush timeout": c.EventFlushTimeout,
+		"API timeout": c.APITimeout, "CRD poll interval": c.CRDPollInterval, "CRD warn after": c.CRDWarnAfter, "event flush timeout": c.EventFlushTimeout,
 	} {
 		if d < 0 {
 			return fmt.Errorf("translator config: %s: must not be negative, got %s", name, d)
@@ -210,10 +217,13 @@ func vendorListWatch(c *client.Client, ns string) cache.ListerWatcher {
 
 // waitForResource returns once gvr can be listed. While the resource is
 // unknown (its CRD is not installed) or the server cannot be reached it
-// polls, logging each new problem once. Rejected credentials are an error.
+// polls, logging each new problem once: at info level at first (a CRD
+// applied beside the driver takes a moment), as a warning once it has
+// lasted CRDWarnAfter. Rejected credentials are an error.
 func waitForResource(ctx context.Context, cfg *Config, gvr schema.GroupVersionResource) error {
 	r := cfg.Client.Dynamic().Resource(gvr).Namespace(cfg.Namespace)
 	var last string
+	start, warned := time.Now(), false
 	for {
 		lctx, cancel := context.WithTimeout(ctx, cfg.APITimeout)
 		_, err := r.List(lctx, metav1.ListOptions{Limit: 1})
@@ -226,15 +236,23 @@ func waitForResource(ctx context.Context, cfg *Config, gvr schema.GroupVersionRe
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			return fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
 		}
-		if msg := err.Error(); msg != last {
-			last = msg
+		resource := gvr.GroupResource().String()
+		switch late := time.Since(start) >= cfg.CRDWarnAfter; {
+		case late && !warned && apierrors.IsNotFound(err):
+			warned = true
+			cfg.Logger.Warn("resource still not served: is its CustomResourceDefinition installed? waiting",
+				"resource", resource, "after", time.Since(start).Round(time.Second))
+		case late && !warned:
+			warned = true
+			cfg.Logger.Warn("still cannot list; retrying", "resource", resource, "err", err)
+		case err.Error() != last && !warned:
 			if apierrors.IsNotFound(err) {
-				cfg.Logger.Warn("resource not served yet: is its CustomResourceDefinition installed? waiting",
-					"resource", gvr.GroupResource().String())
+				cfg.Logger.Info("resource not served yet (its CustomResourceDefinition is not installed yet); waiting", "resource", resource)
 			} else {
-				cfg.Logger.Warn("cannot list yet; retrying", "resource", gvr.GroupResource().String(), "err", err)
+				cfg.Logger.Info("cannot list yet; retrying", "resource", resource, "err", err)
 			}
 		}
+		last = err.Error()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -73,11 +73,15 @@ func (m *Manager) runEndpoint(e *endpoint) {
 		m.devices.setOptions(e.resource, e.gen, opts)
 	case status.Code(err) == codes.Unimplemented:
 		// Keep the options sent with the registration.
+	case e.ctx.Err() != nil:
+		// Replaced by the plugin's next registration, or stopping.
+		m.log.Debug("device manager: endpoint ended before its options came", "resource", e.resource)
+		return
 	default:
 		m.log.Warn("device manager: GetDevicePluginOptions", "resource", e.resource, "err", err)
 		return
 	}
-	if err := m.listAndWatch(e, client); err != nil {
+	if err := m.listAndWatch(e, client); err != nil && e.ctx.Err() == nil {
 		m.log.Warn("device manager: ListAndWatch ended", "resource", e.resource, "err", err)
 	}
 }

@@ -130,6 +130,12 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := os.MkdirAll(m.opts.Dir, 0o750); err != nil {
 		return fmt.Errorf("create plugin dir: %w", err)
 	}
+	sock := filepath.Join(m.opts.Dir, KubeletSocket)
+	if c, err := net.DialTimeout("unix", sock, time.Second); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("%s is served by another node agent on this host (another allot up or kubelet?); "+
+			"give this one its own directory with --device-plugin-dir, or an empty one to run without device plugins", sock)
+	}
 	if err := removeSockets(m.opts.Dir); err != nil {
 		return err
 	}

@@ -1,11 +1,14 @@
 package devicemanager
 
 import (
+	"context"
 	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
@@ -115,4 +118,32 @@ func TestFirstEmptyListThenDevices(t *testing.T) {
 	if m.changes.Load() == before {
 		t.Error("OnChange not called for a device change")
 	}
+}
+
+// TestSecondManagerOnALiveDirFails: a second node agent on the same
+// device-plugin dir (a second allot up with the default dir) fails to
+// start with an error saying what to do, and leaves the first one's
+// kubelet.sock serving.
+func TestSecondManagerOnALiveDirFails(t *testing.T) {
+	dir := socketDir(t)
+	startManager(t, dir)
+	m, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = m.Start(ctx)
+	if err == nil {
+		m.Stop()
+		t.Fatal("second Start on a live dir succeeded")
+	}
+	if !strings.Contains(err.Error(), "served by another node agent") || !strings.Contains(err.Error(), "--device-plugin-dir") {
+		t.Fatalf("error does not say what happened and what to do: %v", err)
+	}
+	c, err := net.DialTimeout("unix", filepath.Join(dir, KubeletSocket), time.Second)
+	if err != nil {
+		t.Fatalf("the first manager's kubelet.sock no longer serves: %v", err)
+	}
+	c.Close()
 }

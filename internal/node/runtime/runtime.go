@@ -119,3 +119,12 @@ type Runtime interface {
 	// List reports every container the runtime knows, running or not.
 	List(ctx context.Context) ([]ContainerStatus, error)
 }
+
+// Releaser is implemented by runtimes whose exited containers still hold
+// host resources: a runc container's overlay rootfs stays mounted until
+// Remove. Release frees them but keeps the container's record, so that the
+// next agent sees how the container ended and applies the pod's restart
+// policy (as after a reboot). Releasing a running container is an error.
+type Releaser interface {
+	Release(ctx context.Context, id string) error
+}

@@ -214,3 +214,31 @@ func (r *Runtime) destroy(b bundle) error {
 	}
 	return nil
 }
+
+var _ rt.Releaser = (*Runtime)(nil)
+
+// Release unmounts the rootfs of a container that is not running and keeps
+// its bundle (record, exit status), for an agent that shuts down and stops
+// what it ran. Remove a container that never started instead: released, it
+// could not start.
+func (r *Runtime) Release(ctx context.Context, id string) error {
+	b, err := r.bundle(id)
+	if err != nil {
+		return err
+	}
+	rec, err := b.load()
+	if err != nil {
+		return fmt.Errorf("release container %s: %w", id, err)
+	}
+	st, err := r.status(ctx, b, rec, nil)
+	if err != nil {
+		return fmt.Errorf("release container %s: %w", id, err)
+	}
+	if st.State == rt.StateRunning || b.shimAlive() {
+		return fmt.Errorf("release container %s: still running", id)
+	}
+	if err := unmountRootfs(b); err != nil {
+		return fmt.Errorf("release container %s: %w", id, err)
+	}
+	return nil
+}
