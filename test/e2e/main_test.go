@@ -4,10 +4,10 @@ import (
 	"allot.dev/allot/test/internal/testproc"
 
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -15,7 +15,7 @@ import (
 // Set by TestMain.
 var (
 	allotBin   string // the allot binary built from this module
-	kubectlBin string // kubectl found on PATH
+	kubectlBin string // kubectl from PATH or _output/bin (findKubectl)
 )
 
 func TestMain(m *testing.M) {
@@ -40,38 +40,45 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// findKubectl returns kubectl from PATH. When it is missing and the tests
-// run as root, it installs Debian's kubectl package first.
+// findKubectl returns kubectl from PATH, else the one hack/setup.sh builds
+// into <module root>/_output/bin, building it there first (once; the first
+// build takes a few minutes) when it is missing or older than
+// hack/tools/kubectl/go.mod. Debian has no kubectl package.
 func findKubectl() (string, error) {
 	if p, err := exec.LookPath("kubectl"); err == nil {
 		return p, nil
 	}
-	if os.Geteuid() == 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		if err := aptInstall(ctx, "kubectl"); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
+	root, err := testproc.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(root, "_output", "bin", "kubectl")
+	src := filepath.Join(root, "hack", "tools", "kubectl")
+	if b, err := os.Stat(bin); err == nil && b.Mode().IsRegular() && b.Mode()&0o111 != 0 {
+		if m, err := os.Stat(filepath.Join(src, "go.mod")); err == nil && !m.ModTime().After(b.ModTime()) {
+			return bin, nil
 		}
-		if p, err := exec.LookPath("kubectl"); err == nil {
-			return p, nil
-		}
 	}
-	return "", errors.New("kubectl not found on PATH: the e2e tests drive allot with kubectl " +
-		"(Debian: apt-get install kubectl; CI installs it)")
-}
-
-// aptInstall installs a Debian package, updating the package lists once if
-// the first attempt fails.
-func aptInstall(ctx context.Context, pkg string) error {
-	out, err := exec.CommandContext(ctx, "apt-get", "install", "-y", pkg).CombinedOutput()
-	if err == nil {
-		return nil
+	fmt.Fprintf(os.Stderr, "e2e: kubectl is not on PATH: building it into %s (the first time takes a few minutes)\n", bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		return "", err
 	}
-	if upd, uerr := exec.CommandContext(ctx, "apt-get", "update").CombinedOutput(); uerr != nil {
-		return fmt.Errorf("apt-get update: %w\n%s", uerr, upd)
+	// Into a temporary name first: another test package or hack/setup.sh
+	// may be building it at the same time.
+	tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("kubectl is not on PATH and building it from hack/tools/kubectl failed "+
+			"(hack/setup.sh builds it too): %w\n%s", err, out)
 	}
-	if out, err = exec.CommandContext(ctx, "apt-get", "install", "-y", pkg).CombinedOutput(); err != nil {
-		return fmt.Errorf("apt-get install -y %s: %w\n%s", pkg, err, out)
+	if err := os.Rename(tmp, bin); err != nil {
+		os.Remove(tmp)
+		return "", err
 	}
-	return nil
+	return bin, nil
 }
