@@ -23,5 +23,6 @@ func newRootCommand() *cobra.Command {
 		newImageCommand(), newRuncShimCommand(), newNodeCommand(), newSimNodesCommand(),
 		newSchedulerCommand(), newExplainCommand(), newExampleCommand())
 	addClientCommands(root)
+	root.AddCommand(newVersionCommand())
 	return root
 }

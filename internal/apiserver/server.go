@@ -15,6 +15,7 @@ import (
 	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/storage"
+	"allot.dev/allot/internal/version"
 	"allot.dev/allot/pkg/allocator"
 )
 
@@ -182,14 +183,15 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	s.serveHealth(w, r)
 }
 
-// Version is reported by /version.
-var Version = "v0.1.0"
+// Version is allot's version (internal/version), which the OpenAPI
+// documents give as their info.version.
+var Version = version.Version()
 
+// serveVersion answers /version with internal/version's Info: major and
+// minor are the Kubernetes API level allot serves, gitVersion that level
+// followed by allot's version (see version.GitVersion for why).
 func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{
-		"major": "1", "minor": "32", "gitVersion": "v1.32.0-allot-" + Version,
-		"platform": "linux/amd64", "goVersion": "go",
-	})
+	writeJSON(w, http.StatusOK, version.Get())
 }
 
 // EnsureNamespaces creates the named namespaces if they do not exist.

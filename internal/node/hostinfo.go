@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	goruntime "runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/version"
 )
 
 // hostFacts are read once per process: simulated nodes share them.
@@ -32,15 +32,19 @@ type hostFacts struct {
 var host = sync.OnceValue(readHostFacts)
 
 func readHostFacts() hostFacts {
-	h := hostFacts{cpus: goruntime.NumCPU(), agentVersion: "allot/v0.0.0-dev"}
+	// kubeletVersion has the form of the API server's gitVersion,
+	// "v1.32.0-allot-v0.2.0" (version.GitVersion): Kubernetes shows kubelet
+	// and API server versions alike (the VERSION column of `kubectl get
+	// nodes`, `kubectl version`'s Server Version), so a node's allot
+	// version reads beside the server's, and tools that parse
+	// kubeletVersion as a semver to check kubelet skew find the API level
+	// there, as they would from a kubelet.
+	h := hostFacts{cpus: goruntime.NumCPU(), agentVersion: version.GitVersion()}
 	h.memoryBytes = memTotal()
 	h.kernel = readTrimmed("/proc/sys/kernel/osrelease")
 	h.machineID = readTrimmed("/etc/machine-id")
 	h.bootID = readTrimmed("/proc/sys/kernel/random/boot_id")
 	h.osImage = osPrettyName()
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		h.agentVersion = "allot/" + bi.Main.Version
-	}
 	return h
 }
 

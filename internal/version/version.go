@@ -1,0 +1,150 @@
+// Package version is allot's version: one string, fixed by the build, that
+// `allot version`, the API server's /version and every node's status
+// report.
+//
+// A release sets it at link time:
+//
+//	go build -ldflags "-X allot.dev/allot/internal/version.version=v0.2.0 \
+//	  -X allot.dev/allot/internal/version.gitCommit=$(git rev-parse HEAD) \
+//	  -X allot.dev/allot/internal/version.gitTreeState=clean \
+//	  -X allot.dev/allot/internal/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+//	  -o bin/allot ./cmd/allot
+//
+// Without -X the version comes from the binary's build information: the
+// main module's version when Go recorded one (`go install
+// allot.dev/allot/cmd/allot@v0.2.0`, or a VCS-stamped build), else Base
+// plus the commit as semver build metadata ("v0.1.0+0123456789ab", with
+// ".dirty" when the tree had changes, "v0.1.0+dev" when Go recorded no
+// commit). Each of commit, tree state and build date that -X leaves unset
+// also comes from the build information when it has them.
+package version
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	apiversion "k8s.io/apimachinery/pkg/version"
+)
+
+// The Kubernetes API level allot serves: the major and minor of /version,
+// and the major.minor that starts GitVersion. kubectl's version-skew check
+// (`kubectl version`) parses the server's gitVersion and compares its
+// major.minor with its own; other clients read the major and minor
+// fields. Both must therefore be the API level, never allot's own
+// version: raise them together when allot serves a newer API.
+const (
+	KubernetesMajor = "1"
+	KubernetesMinor = "32"
+)
+
+// Base is the version of a build that neither -X nor the module system
+// named: the last release this tree is at or after.
+const Base = "v0.1.0"
+
+// gitVersionPrefix starts every GitVersion: the API level as a semver, then
+// a pre-release part that carries allot's version.
+const gitVersionPrefix = "v" + KubernetesMajor + "." + KubernetesMinor + ".0-allot-"
+
+// Set with -ldflags -X by release builds; see the package comment.
+var (
+	version      string
+	gitCommit    string
+	gitTreeState string
+	buildDate    string
+)
+
+// shortRevision is how much of the commit hash build metadata keeps, as Go
+// pseudo-versions do.
+const shortRevision = 12
+
+var resolved = sync.OnceValue(resolve)
+
+// Version is allot's version, a semver with a leading "v": "v0.2.0",
+// "v0.1.0+0123456789ab.dirty".
+func Version() string { return resolved().allot }
+
+// GitVersion is what allot reports where Kubernetes reports its own
+// version: /version's gitVersion and a node's kubeletVersion. It is the API
+// level followed by allot's version, "v1.32.0-allot-v0.2.0": a valid
+// semver whose major.minor kubectl's skew check accepts, and from which
+// FromGitVersion reads allot's version back.
+func GitVersion() string { return gitVersionPrefix + Version() }
+
+// FromGitVersion returns the allot version inside a GitVersion, and false
+// for a gitVersion that is not allot's (a Kubernetes API server's).
+func FromGitVersion(gitVersion string) (string, bool) {
+	v, ok := strings.CutPrefix(gitVersion, gitVersionPrefix)
+	return v, ok && v != ""
+}
+
+// Get returns the version in the shape of Kubernetes' /version.
+func Get() apiversion.Info {
+	r := resolved()
+	return apiversion.Info{
+		Major: KubernetesMajor, Minor: KubernetesMinor,
+		GitVersion: gitVersionPrefix + r.allot, GitCommit: r.commit, GitTreeState: r.treeState,
+		BuildDate: r.buildDate, GoVersion: runtime.Version(), Compiler: runtime.Compiler,
+		Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}
+}
+
+// build is what the version is made of.
+type build struct {
+	allot, commit, treeState, buildDate string
+}
+
+func resolve() build {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		bi = nil
+	}
+	return fromBuild(build{allot: version, commit: gitCommit, treeState: gitTreeState, buildDate: buildDate}, bi)
+}
+
+// fromBuild fills what the linker flags (ld) left empty from the build
+// information (nil when the binary has none).
+func fromBuild(ld build, bi *debug.BuildInfo) build {
+	out := ld
+	var revision, modified string
+	if bi != nil {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+	}
+	if out.commit == "" {
+		out.commit = revision
+	}
+	if out.treeState == "" {
+		switch modified {
+		case "true":
+			out.treeState = "dirty"
+		case "false":
+			out.treeState = "clean"
+		}
+	}
+	switch {
+	case out.allot != "":
+		if out.allot[0] >= '0' && out.allot[0] <= '9' {
+			out.allot = "v" + out.allot // -X version=0.2.0
+		}
+	case bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
+		out.allot = bi.Main.Version
+	default:
+		meta := "dev"
+		if revision != "" {
+			meta = revision[:min(len(revision), shortRevision)]
+			if modified == "true" {
+				meta += ".dirty"
+			}
+		}
+		out.allot = Base + "+" + meta
+	}
+	return out
+}
