@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 type deleteOptions struct {
@@ -19,6 +21,7 @@ type deleteOptions struct {
 	wait           bool
 	timeout        time.Duration
 	gracePeriod    int64
+	force          bool
 	ignoreNotFound bool
 }
 
@@ -41,7 +44,7 @@ func newDeleteCommand() *cobra.Command {
 		Long: `Delete objects named on the command line or in manifests. By default the
 command waits (up to --timeout) until each object is gone: objects with
 finalizers, and pods bound to a node, go away only once their finalizers are
-removed or their node agent has stopped them.`,
+removed or their node agent has stopped them. --force removes pods at once.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := o.cf.open(cmd)
 			if err != nil {
@@ -60,6 +63,8 @@ removed or their node agent has stopped them.`,
 	f.BoolVar(&o.wait, "wait", true, "wait until the objects are gone")
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the objects to go")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds a pod gets to stop (-1: the pod's own; 0: at once)")
+	f.BoolVar(&o.force, "force", false, "remove pods from the API at once, without waiting for their node agent to stop them and release their devices "+
+		"(it still does so when it can; a DRA claim stays prepared on the node until its driver returns); the same as --grace-period 0")
 	f.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
 	return cmd
 }
@@ -116,6 +121,9 @@ func (o *deleteOptions) targets(cmd *cobra.Command, s *session, args []string) (
 
 func (o *deleteOptions) run(ctx context.Context, s *session, targets []deleteTarget) error {
 	opts := metav1.DeleteOptions{}
+	if o.force {
+		o.gracePeriod = 0
+	}
 	if o.gracePeriod >= 0 {
 		opts.GracePeriodSeconds = &o.gracePeriod
 	}
@@ -159,13 +167,13 @@ func waitDeleted(ctx context.Context, s *session, t deleteTarget) error {
 			return nil
 		}
 		if err != nil {
-			return timeoutOr(ctx, t, fmt.Errorf("wait for %s to be deleted: %w", t, err))
+			return timeoutOr(ctx, s, t, fmt.Errorf("wait for %s to be deleted: %w", t, err))
 		}
 		w, err := res.Watch(ctx, metav1.ListOptions{
 			FieldSelector: "metadata.name=" + t.name, ResourceVersion: obj.GetResourceVersion(),
 		})
 		if err != nil {
-			return timeoutOr(ctx, t, fmt.Errorf("watch %s: %w", t, err))
+			return timeoutOr(ctx, s, t, fmt.Errorf("watch %s: %w", t, err))
 		}
 		gone := awaitDeletedEvent(ctx, w)
 		w.Stop()
@@ -173,7 +181,7 @@ func waitDeleted(ctx context.Context, s *session, t deleteTarget) error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return timeoutOr(ctx, t, nil)
+			return timeoutOr(ctx, s, t, nil)
 		}
 	}
 }
@@ -199,9 +207,36 @@ func awaitDeletedEvent(ctx context.Context, w watch.Interface) bool {
 	}
 }
 
-func timeoutOr(ctx context.Context, t deleteTarget, err error) error {
+func timeoutOr(ctx context.Context, s *session, t deleteTarget, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("timed out waiting for %s to be deleted", t)
+		return fmt.Errorf("timed out waiting for %s to be deleted%s", t, whyNotDeleted(s, t))
 	}
 	return err
+}
+
+// whyNotDeleted says, for a pod still being deleted, what its deletion
+// waits for (as its node agent reported it) and how to force it.
+func whyNotDeleted(s *session, t deleteTarget) string {
+	if t.mapping.GroupVersionKind.Kind != "Pod" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	u, err := s.resource(t.mapping, t.ns).Get(ctx, t.name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var pod corev1.Pod
+	if fromUnstructured(u, &pod) != nil {
+		return ""
+	}
+	_, blocker, ok := terminating(&pod, time.Now())
+	if !ok {
+		return ""
+	}
+	if blocker == "" {
+		return fmt.Sprintf(": its node agent on %s has not finished stopping it (allot explain pod %s -n %s; --force removes it at once)",
+			orNone(pod.Spec.NodeName), pod.Name, pod.Namespace)
+	}
+	return ": " + blocker
 }

@@ -37,7 +37,14 @@ func describePod(w *describeWriter, u *unstructured.Unstructured) error {
 	if st.StartTime != nil {
 		w.line(0, "Start Time:\t%s", st.StartTime.UTC().Format(time.RFC3339))
 	}
-	w.line(0, "Status:\t%s", orNone(string(st.Phase)))
+	if summary, blocker, ok := terminating(&pod, time.Now()); ok {
+		w.line(0, "Status:\t%s (%s)", summary, orNone(string(st.Phase)))
+		if blocker != "" {
+			w.line(0, "Deletion Waits:\t%s", blocker)
+		}
+	} else {
+		w.line(0, "Status:\t%s", orNone(string(st.Phase)))
+	}
 	if st.Reason != "" {
 		w.line(0, "Reason:\t%s", st.Reason)
 	}

@@ -25,7 +25,8 @@ func newExplainCommand() *cobra.Command {
 		Long: `Explain runs the scheduler's own plugins over the cluster as it is now
 (one List of nodes and pods) for one pod, and prints for every node which
 plugin rejected the pod and why, or the node's score. A bound pod is judged
-as if it were pending, without its own requests on its node.`,
+as if it were pending, without its own requests on its node. For a pod
+being deleted it says what the deletion waits for and how to force it.`,
 		Example: "  allot explain pod trainer-0 -n ml",
 		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,6 +86,9 @@ func runExplain(cmd *cobra.Command, kubeconfig, namespace, name string, st noder
 	cancel()
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	if writeTerminating(cmd.OutOrStdout(), pod) {
+		return nil // being deleted: where it could run no longer matters
 	}
 	snap, err := scheduler.ListSnapshot(ctx, c, timeout)
 	if err != nil {

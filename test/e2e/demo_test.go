@@ -48,4 +48,34 @@ func TestUpDemo(t *testing.T) {
 		t.Errorf("containers disagree on the claim: trainer %q, monitor %q", trainer, monitor)
 	}
 	requireLines(t, "slice drivers", c.kubectl(t, "get", "noderesourceslices", "-o", "jsonpath={.items[*].spec.driverName}"), "fabric.example.com gpu.example.com")
+
+	deleteWithoutDriver(t, c)
+}
+
+// deleteWithoutDriver: a pod holding a claim of gpu.example.com runs; the
+// cluster restarts without --demo, so without the driver, as the user
+// guide's restart does. Deleting the pod then waits for the driver: the
+// wait's timeout, describe, explain and an event say so and how to force
+// it, and --force removes the pod.
+func deleteWithoutDriver(t *testing.T, c *cluster) {
+	c.allot(t, "apply", "-f", filepath.Join(repoRoot(t), "examples/gpu-driver/deploy/example/gpu-pair.yaml"))
+	waitFor(t, "gpu-pair Running", func() bool { return c.jsonpath(t, "{.status.phase}", "pod", "gpu-pair") == "Running" })
+	claim := c.jsonpath(t, "{.status.resourceClaimStatuses[0].resourceClaimName}", "pod", "gpu-pair")
+	c.stop(t)
+	dir := shortTempDir(t)
+	c.start(t, "--disable", "", "--device-plugin-dir", filepath.Join(dir, "dp"), "--plugins-registry-dir", filepath.Join(dir, "reg"),
+		"--pod-resources-socket", filepath.Join(dir, "pr.sock"), "--relist-interval", "200ms",
+		"--dra-prepare-backoff-initial", "200ms", "--dra-prepare-backoff-max", "1s")
+
+	out := c.allotExpectFail(t, "delete", "pod", "gpu-pair", "--timeout", "3s")
+	want := "waiting for DRA driver gpu.example.com to unprepare claim default/" + claim
+	requireContains(t, "allot delete without the driver", out, "timed out waiting", want, "--force")
+	requireContains(t, "allot describe pod", c.allot(t, "describe", "pod", "gpu-pair"), "Terminating since", "Deletion Waits:", "WaitingForDRADriver", want)
+	requireContains(t, "allot explain pod", c.allot(t, "explain", "pod", "gpu-pair"), "Terminating since", "Its deletion waits", want, "--force")
+	requireContains(t, "events", c.kubectl(t, "get", "events", "--field-selector", "involvedObject.name=gpu-pair"), "WaitingForDRADriver")
+
+	c.allot(t, "delete", "pod", "gpu-pair", "--force", "--timeout", "30s")
+	if _, _, err := c.runKubectl("get", "pod", "gpu-pair"); err == nil {
+		t.Fatal("gpu-pair still exists after delete --force")
+	}
 }

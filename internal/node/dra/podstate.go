@@ -31,7 +31,7 @@ type podState struct {
 	// Unprepare back-off.
 	relFailures int
 	relRetryAt  time.Time
-	relErr      error
+	relErr      *UnprepareError
 }
 
 // podStates owns every podState; all fields are guarded by mu.

@@ -17,11 +17,65 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	drapb "allot.dev/allot/api/dra/v1alpha1"
+	"allot.dev/allot/internal/node/pods"
 )
 
-// ReasonUnprepared is the reason of the pod condition
-// ResourceClaimsUnprepared that Release sets.
-const ReasonUnprepared = "ResourceClaimsUnprepared"
+// Reasons of the pod condition ResourceClaimsUnprepared that Release sets,
+// and of its events.
+const (
+	// ReasonUnprepared: True, every claim is unprepared.
+	ReasonUnprepared = "ResourceClaimsUnprepared"
+	// ReasonWaitingForDriver: False, a claim's driver is not registered
+	// on the node, so its claims cannot be unprepared; the pod's deletion
+	// waits for it.
+	ReasonWaitingForDriver = "WaitingForDRADriver"
+	// ReasonUnprepareFailed: False, a driver failed to unprepare.
+	ReasonUnprepareFailed = "UnprepareFailed"
+)
+
+// UnprepareError is Release's error: what failed, the drivers that are
+// not registered with the claims they hold, and when the next attempt is
+// due (pods.RetryAfter).
+type UnprepareError struct {
+	Failures []string
+	// Missing maps each unregistered driver to its claims (NAMESPACE/NAME).
+	Missing map[string][]string
+	At      time.Time
+	// Waiting is set when Release made no attempt (back-off).
+	Waiting bool
+}
+
+func (e *UnprepareError) Error() string {
+	msg := strings.Join(e.Failures, "; ")
+	if e.Waiting {
+		return fmt.Sprintf("unprepare resource claims: back-off until %s after: %s", e.At.Format(retryTimeFormat), msg)
+	}
+	return fmt.Sprintf("unprepare resource claims (next attempt at %s): %s", e.At.Format(retryTimeFormat), msg)
+}
+
+// RetryAt is when the next attempt is due.
+func (e *UnprepareError) RetryAt() time.Time { return e.At }
+
+// BackingOff reports that no attempt was made.
+func (e *UnprepareError) BackingOff() bool { return e.Waiting }
+
+var _ pods.RetryAfter = (*UnprepareError)(nil)
+
+// reason and message of the pod's ResourceClaimsUnprepared=False condition
+// and event: what the deletion waits for, and what the user can do.
+func (e *UnprepareError) reasonMessage(pod *corev1.Pod, node string) (string, string) {
+	if len(e.Missing) > 0 {
+		var parts []string
+		for _, d := range slices.Sorted(maps.Keys(e.Missing)) {
+			parts = append(parts, fmt.Sprintf("DRA driver %s to unprepare claim %s", d, strings.Join(e.Missing[d], ", ")))
+		}
+		return ReasonWaitingForDriver, fmt.Sprintf("waiting for %s: the driver is not registered on node %s. "+
+			"Start the driver there, or force the deletion (allot delete pod %s -n %s --force), which leaves the claim prepared on the node",
+			strings.Join(parts, "; "), node, pod.Name, pod.Namespace)
+	}
+	return ReasonUnprepareFailed, fmt.Sprintf("unprepare of the pod's resource claims failed, retrying at %s: %s",
+		e.At.Format(time.RFC3339), strings.Join(e.Failures, "; "))
+}
 
 // maxConditionAttempts bounds the conflict retries of one condition write.
 const maxConditionAttempts = 3
@@ -36,6 +90,10 @@ const maxConditionAttempts = 3
 // unprepare.
 func (m *Manager) Release(ctx context.Context, pod *corev1.Pod) error {
 	if err := m.releasePod(ctx, podKey{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}); err != nil {
+		var ue *UnprepareError
+		if errors.As(err, &ue) && !ue.Waiting {
+			m.reportBlocked(ctx, pod, ue)
+		}
 		return err
 	}
 	m.pods.forget(pod.UID)
@@ -50,10 +108,12 @@ func (m *Manager) Release(ctx context.Context, pod *corev1.Pod) error {
 func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 	podUID := pod.UID
 	now := time.Now()
-	var wait error
+	var wait *UnprepareError
 	m.pods.with(podUID, func(st *podState) {
-		if now.Before(st.relRetryAt) {
-			wait = fmt.Errorf("unprepare resource claims: back-off until %s after: %w", st.relRetryAt.Format(retryTimeFormat), st.relErr)
+		if now.Before(st.relRetryAt) && st.relErr != nil {
+			w := *st.relErr
+			w.Waiting = true
+			wait = &w
 		}
 	})
 	if wait != nil {
@@ -88,7 +148,7 @@ func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 // callUnprepares calls each driver once with the claims' handles. It
 // returns the claims every driver unprepared, the failures, and the
 // drivers that were not registered.
-func (m *Manager) callUnprepares(ctx context.Context, recs []claimRecord) (done []types.UID, failures, missing []string) {
+func (m *Manager) callUnprepares(ctx context.Context, recs []claimRecord) (done []types.UID, failures []string, missing map[string][]string) {
 	batches := map[string][]batchItem{}
 	for _, rec := range recs {
 		for _, h := range rec.Handles {
@@ -101,7 +161,14 @@ func (m *Manager) callUnprepares(ctx context.Context, recs []claimRecord) (done 
 		d := m.drivers.get(name)
 		if d == nil {
 			failures = append(failures, fmt.Sprintf("driver %s is not registered", name))
-			missing = append(missing, name)
+			if missing == nil {
+				missing = map[string][]string{}
+			}
+			for _, it := range items {
+				if key := it.namespace + "/" + it.name; !slices.Contains(missing[name], key) {
+					missing[name] = append(missing[name], key)
+				}
+			}
 			continue
 		}
 		resp, err := m.callUnprepare(ctx, d, items)
@@ -157,23 +224,49 @@ func (m *Manager) callUnprepare(ctx context.Context, d *driver, items []batchIte
 }
 
 // unprepareFailed starts or extends the pod's unprepare back-off.
-func (m *Manager) unprepareFailed(podUID types.UID, now time.Time, failures, missing []string) error {
-	err := errors.New(strings.Join(failures, "; "))
-	var retryAt time.Time
+func (m *Manager) unprepareFailed(podUID types.UID, now time.Time, failures []string, missing map[string][]string) error {
+	e := &UnprepareError{Failures: failures, Missing: missing}
 	m.pods.with(podUID, func(st *podState) {
 		st.relFailures++
 		st.relRetryAt = now.Add(m.backoff(st.relFailures))
-		st.relErr = err
-		st.waitDrivers = setOf(missing)
-		retryAt = st.relRetryAt
+		st.relErr = e
+		st.waitDrivers = setOf(slices.Collect(maps.Keys(missing)))
+		e.At = st.relRetryAt
 	})
-	return fmt.Errorf("unprepare resource claims (next attempt at %s): %w", retryAt.Format(retryTimeFormat), err)
+	return e
+}
+
+// reportBlocked tells why the pod's deletion waits: a Warning event at
+// each failed attempt (so at the back-off's pace; the recorder counts
+// repeats) and the condition ResourceClaimsUnprepared=False with the
+// reason, written when it changes. A failed write is logged only: the
+// next attempt writes it again.
+func (m *Manager) reportBlocked(ctx context.Context, pod *corev1.Pod, e *UnprepareError) {
+	reason, msg := e.reasonMessage(pod, m.opts.NodeName)
+	if m.opts.Events != nil {
+		m.opts.Events.Eventf(pod, corev1.EventTypeWarning, reason, "%s", msg)
+	}
+	c := corev1.PodCondition{Type: corev1.PodResourceClaimsUnprepared, Status: corev1.ConditionFalse, Reason: reason, Message: msg}
+	if err := m.setCondition(ctx, pod.Namespace, pod.Name, pod.UID, c); err != nil {
+		m.log.Warn("record why the pod's claims are not unprepared", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
 }
 
 // markUnprepared sets the pod condition ResourceClaimsUnprepared=True,
 // keeping the other conditions. A pod that is gone (or whose name now
 // belongs to another pod) needs none.
 func (m *Manager) markUnprepared(ctx context.Context, ns, name string, uid types.UID) error {
+	return m.setCondition(ctx, ns, name, uid, corev1.PodCondition{
+		Type: corev1.PodResourceClaimsUnprepared, Status: corev1.ConditionTrue, Reason: ReasonUnprepared,
+		Message: "the node agent of " + m.opts.NodeName + " unprepared the pod's resource claims",
+	})
+}
+
+// setCondition writes the pod's ResourceClaimsUnprepared condition unless
+// it already reads so (status, reason and message), keeping the others.
+// True is final: it is never replaced. A pod that is gone (or whose name
+// now belongs to another pod) needs none.
+func (m *Manager) setCondition(ctx context.Context, ns, name string, uid types.UID, c corev1.PodCondition) error {
 	pc := m.opts.Client.Pods(ns)
 	for range maxConditionAttempts {
 		actx, cancel := m.apiContext(ctx)
@@ -184,10 +277,10 @@ func (m *Manager) markUnprepared(ctx context.Context, ns, name string, uid types
 			return nil
 		case err != nil:
 			return fmt.Errorf("read pod %s/%s: %w", ns, name, err)
-		case pod.UID != uid || hasUnprepared(pod):
+		case pod.UID != uid || hasUnprepared(pod) || hasCondition(pod, c):
 			return nil
 		}
-		setUnprepared(pod, m.opts.NodeName)
+		setCondition(pod, c)
 		actx, cancel = m.apiContext(ctx)
 		_, err = pc.UpdateStatus(actx, pod)
 		cancel()
@@ -195,10 +288,19 @@ func (m *Manager) markUnprepared(ctx context.Context, ns, name string, uid types
 		case err == nil, apierrors.IsNotFound(err):
 			return nil
 		case !apierrors.IsConflict(err):
-			return fmt.Errorf("set condition %s of pod %s/%s: %w", corev1.PodResourceClaimsUnprepared, ns, name, err)
+			return fmt.Errorf("set condition %s of pod %s/%s: %w", c.Type, ns, name, err)
 		}
 	}
-	return fmt.Errorf("set condition %s of pod %s/%s: conflicting writes", corev1.PodResourceClaimsUnprepared, ns, name)
+	return fmt.Errorf("set condition %s of pod %s/%s: conflicting writes", c.Type, ns, name)
+}
+
+func hasCondition(pod *corev1.Pod, c corev1.PodCondition) bool {
+	for _, x := range pod.Status.Conditions {
+		if x.Type == c.Type {
+			return x.Status == c.Status && x.Reason == c.Reason && x.Message == c.Message
+		}
+	}
+	return false
 }
 
 func hasUnprepared(pod *corev1.Pod) bool {
@@ -210,14 +312,15 @@ func hasUnprepared(pod *corev1.Pod) bool {
 	return false
 }
 
-func setUnprepared(pod *corev1.Pod, node string) {
-	c := corev1.PodCondition{
-		Type: corev1.PodResourceClaimsUnprepared, Status: corev1.ConditionTrue, Reason: ReasonUnprepared,
-		Message:            "the node agent of " + node + " unprepared the pod's resource claims",
-		LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second)),
-	}
+// setCondition sets c on the pod, its transition time now (to the second,
+// as the API stores it).
+func setCondition(pod *corev1.Pod, c corev1.PodCondition) {
+	c.LastTransitionTime = metav1.NewTime(time.Now().Truncate(time.Second))
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == c.Type {
+			if pod.Status.Conditions[i].Status == c.Status {
+				c.LastTransitionTime = pod.Status.Conditions[i].LastTransitionTime
+			}
 			pod.Status.Conditions[i] = c
 			return
 		}

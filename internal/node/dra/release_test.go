@@ -1,9 +1,11 @@
 package dra
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -11,6 +13,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 	"allot.dev/allot/internal/node/dra/dratest"
+	"allot.dev/allot/internal/node/pods"
 )
 
 // unpreparedCondition returns the pod's ResourceClaimsUnprepared
@@ -85,11 +88,22 @@ func TestReleaseRetriesUntilTheDriverUnprepares(t *testing.T) {
 	p.OnUnprepare(func(*drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
 		return nil, status.Error(codes.Unavailable, "busy")
 	})
-	if err := release(t, m, pod); err == nil || !strings.Contains(err.Error(), "busy") {
+	err := release(t, m, pod)
+	if err == nil || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("Release = %v, want the driver's error", err)
 	}
-	if c := e.unpreparedCondition("p"); c != nil {
-		t.Fatalf("condition %+v set before the claims were unprepared", c)
+	// The worker waits for the back-off the error names, and is told
+	// that a call during it made no attempt.
+	var ra pods.RetryAfter
+	if !errors.As(err, &ra) || ra.BackingOff() || !ra.RetryAt().After(time.Now()) {
+		t.Fatalf("Release error %v does not say when to retry", err)
+	}
+	if err := release(t, m, pod); !errors.As(err, &ra) || !ra.BackingOff() {
+		t.Fatalf("Release during the back-off = %v, want a BackingOff error", err)
+	}
+	if c := e.unpreparedCondition("p"); c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonUnprepareFailed ||
+		!strings.Contains(c.Message, "busy") {
+		t.Fatalf("condition after a failed unprepare = %+v, want False, %s, with the driver's error", c, ReasonUnprepareFailed)
 	}
 	p.Unregister()
 	eventually(t, "driver unregistered", func() (bool, string) { return m.drivers.get(gpuDriver) == nil, "" })
@@ -97,6 +111,15 @@ func TestReleaseRetriesUntilTheDriverUnprepares(t *testing.T) {
 		err := release(t, m, pod)
 		return err != nil && strings.Contains(err.Error(), "driver "+gpuDriver+" is not registered"), errString(err)
 	})
+	wantMsg := "waiting for DRA driver " + gpuDriver + " to unprepare claim " + e.ns + "/gpu"
+	c := e.unpreparedCondition("p")
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonWaitingForDriver ||
+		!strings.Contains(c.Message, wantMsg) || !strings.Contains(c.Message, "--force") {
+		t.Fatalf("condition without the driver = %+v, want False, %s, %q and how to force", c, ReasonWaitingForDriver, wantMsg)
+	}
+	if evs := strings.Join(e.events.all(), "\n"); !strings.Contains(evs, "Warning "+ReasonWaitingForDriver+" "+wantMsg) {
+		t.Fatalf("no %s event naming the driver and the claim:\n%s", ReasonWaitingForDriver, evs)
+	}
 	p.OnUnprepare(nil)
 	p.Register()
 	eventually(t, "released once the driver is back", func() (bool, string) {

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/runtime"
@@ -80,6 +81,16 @@ type Admitter interface {
 // released it already.
 type Releaser interface {
 	Release(ctx context.Context, pod *corev1.Pod) error
+}
+
+// RetryAfter is implemented by Release errors that know when the next
+// attempt is worth making (the Releaser's own back-off): the worker waits
+// until then (or a wake-up) instead of its Retry interval, and logs only
+// the errors of real attempts, not of calls answered "still backing off".
+type RetryAfter interface {
+	RetryAt() time.Time
+	// BackingOff reports that no attempt was made.
+	BackingOff() bool
 }
 
 // ContainerOptions are additions to one container, from device plugins'

@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -48,8 +49,8 @@ func (w *Worker) terminate(ctx context.Context, now time.Time) time.Time {
 		w.final = &final{phase: finalPhase(inits, mains)}
 		w.finalAt = now
 	}
-	if !w.release(ctx) {
-		return retry
+	if ok, at := w.release(ctx); !ok {
+		return laterOf(retry, at)
 	}
 	if !w.gone && w.report(ctx, now) {
 		return retry
@@ -88,8 +89,8 @@ func (w *Worker) finish(ctx context.Context, now time.Time) time.Time {
 	if !w.stopAll(ctx, now, w.gracePeriod()) {
 		return retry
 	}
-	if !w.release(ctx) {
-		return retry
+	if ok, at := w.release(ctx); !ok {
+		return laterOf(retry, at)
 	}
 	if w.cleaned {
 		return time.Time{}
@@ -156,10 +157,11 @@ func (w *Worker) settle() {
 }
 
 // release calls the Releasers once, after the pod's containers stopped for
-// good; a pod that was never admitted and never ran holds nothing.
-func (w *Worker) release(ctx context.Context) bool {
+// good; a pod that was never admitted and never ran holds nothing. On
+// failure it returns when to try again, if the Releaser said (RetryAfter).
+func (w *Worker) release(ctx context.Context) (bool, time.Time) {
 	if w.released || !w.holdsResources {
-		return true
+		return true, time.Time{}
 	}
 	for _, a := range w.cfg.Hooks.Admitters {
 		r, ok := a.(Releaser)
@@ -169,13 +171,29 @@ func (w *Worker) release(ctx context.Context) bool {
 		rctx, cancel := context.WithTimeout(ctx, w.cfg.Timing.RuntimeTimeout)
 		err := r.Release(rctx, w.pod)
 		cancel()
-		if err != nil {
-			w.log.Warn("release pod resources", "err", err)
-			return false
+		if err == nil {
+			continue
 		}
+		var ra RetryAfter
+		if !errors.As(err, &ra) {
+			w.log.Warn("release pod resources", "err", err)
+			return false, time.Time{}
+		}
+		if !ra.BackingOff() {
+			w.log.Warn("release pod resources", "err", err, "retry at", ra.RetryAt().Format(time.RFC3339))
+		}
+		return false, ra.RetryAt()
 	}
 	w.released = true
-	return true
+	return true, time.Time{}
+}
+
+// laterOf is the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // removeAll removes every container of the pod from the runtime.

@@ -466,3 +466,53 @@ func TestRunLoopEndsAfterDeletion(t *testing.T) {
 		t.Fatalf("deletions %v", h.api.deleted)
 	}
 }
+
+// retryAfterErr is a Release error that names its next attempt.
+type retryAfterErr struct {
+	at      time.Time
+	waiting bool
+}
+
+func (e retryAfterErr) Error() string      { return "driver gone" }
+func (e retryAfterErr) RetryAt() time.Time { return e.at }
+func (e retryAfterErr) BackingOff() bool   { return e.waiting }
+
+// blockedReleaser fails Release with err until err is nil.
+type blockedReleaser struct {
+	admitFunc
+	err   error
+	calls int
+}
+
+func (b *blockedReleaser) Release(context.Context, *corev1.Pod) error { b.calls++; return b.err }
+
+// TestReleaseWaitsForTheReleasersBackoff: a deletion blocked by a Release
+// that names its next attempt is synced again then, not every Retry; once
+// Release succeeds, the deletion completes.
+func TestReleaseWaitsForTheReleasersBackoff(t *testing.T) {
+	rel := &blockedReleaser{admitFunc: func(context.Context, *corev1.Pod) Admission { return Admitted() }}
+	h := newHarness(t, makePod("p").containers("c1").obj(), func(c *Config) { c.Hooks.Admitters = []Admitter{rel} })
+	h.start()
+	h.sync()
+	retryAt := h.clock.now().Add(time.Minute)
+	rel.err = retryAfterErr{at: retryAt}
+	grace := int64(1)
+	pod := h.api.modify(func(p *corev1.Pod) {
+		now := metav1.NewTime(h.clock.now())
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	})
+	h.w.Update(pod)
+	h.w.takeMail()
+	if next := h.sync(); !next.Equal(retryAt) {
+		t.Fatalf("next sync at %v, want the releaser's retry time %v", next, retryAt)
+	}
+	if len(h.api.deleted) != 0 {
+		t.Fatal("deletion completed while Release failed")
+	}
+	rel.err = nil
+	h.clock.step(time.Minute)
+	h.sync()
+	if len(h.api.deleted) != 1 {
+		t.Fatalf("deletion not completed once Release succeeded (release calls %d)", rel.calls)
+	}
+}
