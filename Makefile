@@ -3,7 +3,7 @@
 .PHONY: build test run generate bench fuzz vet chaos
 
 build:
-	go build -o bin/allot ./cmd/allot
+	go build -ldflags "$$(./hack/version-ldflags.sh)" -o bin/allot ./cmd/allot
 
 test:
 	./hack/test.sh

@@ -7,6 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hack/setup.sh
-go build -o bin/allot ./cmd/allot
+go build -ldflags "$(hack/version-ldflags.sh)" -o bin/allot ./cmd/allot
 mkdir -p _output/cluster
 exec ./bin/allot up --demo --data-dir _output/cluster --listen 127.0.0.1:6443 "$@"
