@@ -144,19 +144,41 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get "${apt_opts[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# --- kubectl: PATH's, else ours, built again when its module changed.
+# --- kubectl: PATH's, else ours, built again when its module changed or
+# it was built without the version flags below.
+# kubectl_ldflags prints the -ldflags that give the built kubectl its
+# version (else `kubectl version` says v0.0.0-master): k8s.io/kubectl
+# v0.X.Y in hack/tools/kubectl/go.mod is Kubernetes v1.X.Y.
+kubectl_ldflags() {
+  local line mod= pkg=k8s.io/component-base/version
+  while read -r line; do
+    if [[ $line =~ ^(require[[:space:]]+)?k8s\.io/kubectl[[:space:]]+(v[^[:space:]]+) ]]; then
+      mod=${BASH_REMATCH[2]}
+    fi
+  done <hack/tools/kubectl/go.mod
+  if ! [[ $mod =~ ^v0\.([0-9]+)\.([0-9].*)$ ]]; then
+    echo "setup: hack/tools/kubectl/go.mod requires no k8s.io/kubectl v0.X.Y${mod:+ (it has $mod)}" >&2
+    return 1
+  fi
+  echo "-X $pkg.gitVersion=v1.${BASH_REMATCH[1]}.${BASH_REMATCH[2]} -X $pkg.gitMajor=1 -X $pkg.gitMinor=${BASH_REMATCH[1]}"
+}
 kubectl=_output/bin/kubectl
 if command -v kubectl >/dev/null 2>&1; then
   :
-elif [ -x "$kubectl" ] && ! [ hack/tools/kubectl/go.mod -nt "$kubectl" ]; then
-  echo "setup: using $PWD/$kubectl (kubectl is not on PATH)"
 else
-  echo "setup: building kubectl from the Go module proxy (first time takes a few minutes)"
-  mkdir -p _output/bin
-  # Into a temporary name first: a test may be building it at the same time.
-  (cd hack/tools/kubectl && GOWORK=off go build -o "../../../$kubectl.tmp.$$" .)
-  mv -f "$kubectl.tmp.$$" "$kubectl"
-  echo "setup: kubectl is at $PWD/$kubectl; to use it: export PATH=$PWD/_output/bin:\$PATH"
+  kubectl_flags=$(kubectl_ldflags)
+  # go version -m prints the -ldflags a binary was built with.
+  if [ -x "$kubectl" ] && ! [ hack/tools/kubectl/go.mod -nt "$kubectl" ] &&
+    [[ $(go version -m "$kubectl" 2>/dev/null) == *"-ldflags=\"$kubectl_flags\""* ]]; then
+    echo "setup: using $PWD/$kubectl (kubectl is not on PATH)"
+  else
+    echo "setup: building kubectl from the Go module proxy (first time takes a few minutes)"
+    mkdir -p _output/bin
+    # Into a temporary name first: a test may be building it at the same time.
+    (cd hack/tools/kubectl && GOWORK=off go build -ldflags "$kubectl_flags" -o "../../../$kubectl.tmp.$$" .)
+    mv -f "$kubectl.tmp.$$" "$kubectl"
+    echo "setup: kubectl is at $PWD/$kubectl; to use it: export PATH=$PWD/_output/bin:\$PATH"
+  fi
 fi
 
 go mod download

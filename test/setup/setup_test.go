@@ -22,6 +22,17 @@ import (
 // The fake repository's go line: the script must read it from go.mod.
 const wantGo = "1.26.8"
 
+// The fake hack/tools/kubectl/go.mod, which requires k8s.io/kubectl
+// v0.41.3 (not the real one's version: setup must read it from there).
+const (
+	kubectlGoMod = "module allot.dev/allot/hack/tools/kubectl\n\ngo " + wantGo + "\n\nrequire (\n" +
+		"\tk8s.io/component-base v0.41.3\n\tk8s.io/kubectl v0.41.3\n)\n\nrequire github.com/x/y v1.0.0 // indirect\n"
+	// The -ldflags setup builds that kubectl with: its version, else
+	// `kubectl version` says v0.0.0-master.
+	kubectlLdflags = "-X k8s.io/component-base/version.gitVersion=v1.41.3 " +
+		"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=41"
+)
+
 // realTools are the ordinary commands the script uses, linked into the
 // stub PATH from the real one.
 var realTools = []string{"cat", "dirname", "find", "mkdir", "mv", "sed", "sort", "tr", "uname"}
@@ -35,8 +46,17 @@ env)
   if [ -n "${STUB_GO_ENV_ERROR:-}" ]; then echo "$STUB_GO_ENV_ERROR" >&2; exit 1; fi
   echo "$STUB_GOVERSION" ;;
 build)
-  while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
-  printf '#!/bin/sh\n' >"$out" && /bin/chmod +x "$out" ;;
+  # The binary records its -ldflags (one argument), as Go's do.
+  ldflags=
+  while [ $# -gt 0 ]; do
+    case "$1" in -o) out=$2 ;; -ldflags) ldflags=$2 ;; esac
+    shift
+  done
+  printf '#!/bin/sh\n' >"$out" && /bin/chmod +x "$out"
+  if [ -n "$ldflags" ]; then printf '# -ldflags=%s\n' "$ldflags" >>"$out"; fi ;;
+version)
+  # go version -m FILE: prints the -ldflags FILE was built with, as Go does.
+  [ "$2" = -m ] && sed -n 's/^# -ldflags=\(.*\)$/\tbuild\t-ldflags="\1"/p' "$3" ;;
 esac`,
 	"apt-get": `echo "apt-get $*" >>"$STUB_LOG"`,
 	"id":      `echo "id $*" >>"$STUB_LOG"; echo "${STUB_UID:-0}"`,
@@ -76,7 +96,7 @@ func newMachine(t *testing.T) *machine {
 	}
 	write(t, filepath.Join(m.repo, "hack", "setup.sh"), script, 0o755)
 	write(t, filepath.Join(m.repo, "go.mod"), []byte("module allot.dev/allot\n\ngo "+wantGo+"\n"), 0o644)
-	write(t, filepath.Join(m.repo, "hack", "tools", "kubectl", "go.mod"), []byte("module allot.dev/allot/hack/tools/kubectl\n"), 0o644)
+	write(t, filepath.Join(m.repo, "hack", "tools", "kubectl", "go.mod"), []byte(kubectlGoMod), 0o644)
 	write(t, filepath.Join(dir, "busybox"), []byte("#!/bin/sh\n"), 0o755)
 	write(t, filepath.Join(dir, "chromium"), []byte("#!/bin/sh\n"), 0o755)
 	write(t, m.log, nil, 0o644)
@@ -282,12 +302,10 @@ func TestSetupBuildsKubectl(t *testing.T) {
 		"setup: building kubectl from the Go module proxy (first time takes a few minutes)",
 		"kubectl is at "+filepath.Join(m.repo, "_output", "bin", "kubectl"))
 	builds := r.called("go build")
-	if len(builds) != 1 || !regexp.MustCompile(`^go build -o \.\./\.\./\.\./_output/bin/kubectl\.tmp\.\d+ \. \(in .*/hack/tools/kubectl\)$`).MatchString(builds[0]) {
+	if len(builds) != 1 || !regexp.MustCompile(`^go build -ldflags .* -o \.\./\.\./\.\./_output/bin/kubectl\.tmp\.\d+ \. \(in .*/hack/tools/kubectl\)$`).MatchString(builds[0]) {
 		t.Errorf("want one go build of hack/tools/kubectl into _output/bin, got %q\n%s", builds, r)
 	}
-	if fi, err := os.Stat(filepath.Join(m.repo, "_output", "bin", "kubectl")); err != nil || fi.Mode()&0o111 == 0 {
-		t.Errorf("no executable _output/bin/kubectl: %v", err)
-	}
+	requireKubectlLdflags(t, m, kubectlLdflags)
 	if c := r.called("apt-get"); len(c) > 0 {
 		t.Errorf("apt-get ran with every package present: %q", c)
 	}
@@ -304,6 +322,85 @@ func TestSetupBuildsKubectl(t *testing.T) {
 		t.Fatalf("second run: want success without a build\n%s", r)
 	}
 	requireContains(t, r, "stdout", r.stdout, "setup: using "+filepath.Join(m.repo, "_output", "bin", "kubectl"))
+}
+
+// requireKubectlLdflags checks that setup built an executable
+// _output/bin/kubectl with these -ldflags, passed as one argument.
+func requireKubectlLdflags(t *testing.T, m *machine, want string) {
+	t.Helper()
+	bin := filepath.Join(m.repo, "_output", "bin", "kubectl")
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("no executable _output/bin/kubectl: %v", err)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := regexp.MustCompile(`(?m)^# -ldflags=(.*)$`).FindStringSubmatch(string(data)); got == nil || got[1] != want {
+		t.Errorf("kubectl built with -ldflags %q, want %q", got, want)
+	}
+}
+
+// The built kubectl's version comes from hack/tools/kubectl/go.mod's
+// k8s.io/kubectl line: v0.X.Y is Kubernetes v1.X.Y.
+func TestSetupKubectlVersion(t *testing.T) {
+	const pkg = "k8s.io/component-base/version"
+	for _, tc := range []struct {
+		name, gomod, ldflags string
+	}{
+		{"require block", kubectlGoMod, kubectlLdflags},
+		{"require line", "module m\n\nrequire k8s.io/kubectl v0.38.10\n",
+			"-X " + pkg + ".gitVersion=v1.38.10 -X " + pkg + ".gitMajor=1 -X " + pkg + ".gitMinor=38"},
+		{"pre-release", "module m\n\nrequire (\n\tk8s.io/kubectl v0.39.0-alpha.1\n)\n",
+			"-X " + pkg + ".gitVersion=v1.39.0-alpha.1 -X " + pkg + ".gitMajor=1 -X " + pkg + ".gitMinor=39"},
+		{"no kubectl", "module m\n\nrequire k8s.io/kubectl-tools v0.41.3\n", ""},
+		{"not v0", "module m\n\nrequire k8s.io/kubectl v1.41.3\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMachine(t)
+			m.remove(t, "kubectl")
+			write(t, filepath.Join(m.repo, "hack", "tools", "kubectl", "go.mod"), []byte(tc.gomod), 0o644)
+			r := m.run(t)
+			if tc.ldflags == "" {
+				if r.exitCode == 0 {
+					t.Fatalf("setup succeeded without a k8s.io/kubectl v0.X.Y\n%s", r)
+				}
+				requireContains(t, r, "stderr", r.stderr, "hack/tools/kubectl/go.mod requires no k8s.io/kubectl v0.X.Y")
+				if c := r.called("go build"); len(c) > 0 {
+					t.Errorf("setup built kubectl without a version: %q", c)
+				}
+				return
+			}
+			if r.exitCode != 0 {
+				t.Fatalf("setup failed\n%s", r)
+			}
+			requireKubectlLdflags(t, m, tc.ldflags)
+		})
+	}
+}
+
+// A kubectl built before setup passed the version flags (it says
+// v0.0.0-master), or with another version's, is built again though it is
+// newer than its go.mod.
+func TestSetupRebuildsKubectlWithoutVersion(t *testing.T) {
+	for name, old := range map[string]string{
+		"no ldflags":    "#!/bin/sh\n",
+		"other version": "#!/bin/sh\n# -ldflags=" + strings.ReplaceAll(kubectlLdflags, "41", "40") + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := newMachine(t)
+			m.remove(t, "kubectl")
+			write(t, filepath.Join(m.repo, "_output", "bin", "kubectl"), []byte(old), 0o755)
+			r := m.run(t)
+			if r.exitCode != 0 {
+				t.Fatalf("setup failed\n%s", r)
+			}
+			if len(r.called("go build")) != 1 {
+				t.Errorf("want kubectl built again, got builds %q\n%s", r.called("go build"), r)
+			}
+			requireKubectlLdflags(t, m, kubectlLdflags)
+		})
+	}
 }
 
 func TestSetupKubectlOnPath(t *testing.T) {
