@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./hack/setup.sh
-go build -ldflags "$(hack/version-ldflags.sh)" -o bin/allot ./cmd/allot
+ldflags=$(hack/version-ldflags.sh)
+hack/build-progress.sh -ldflags "$ldflags" -o bin/allot ./cmd/allot
 mkdir -p _output/cluster
 exec ./bin/allot up --demo --data-dir _output/cluster --listen 127.0.0.1:6443 "$@"
