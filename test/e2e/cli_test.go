@@ -16,7 +16,8 @@ func TestCLI(t *testing.T) {
 
 	// The CRD file comes last: apply orders namespaces and CRDs first and
 	// waits until the new kinds are served.
-	out := c.allot(t, "apply", "-f", "testdata/seed-002.yaml", "-f", "testdata/seed-002-crd.yaml", "-f", "testdata/pods.yaml")
+	objects, crd := seed002(t)
+	out := c.allot(t, "apply", "-f", objects, "-f", crd, "-f", "testdata/pods.yaml")
 	requireLines(t, "allot apply -f seed-002.yaml -f seed-002-crd.yaml -f pods.yaml", out,
 		"namespace/user-namespace created",
 		"customresourcedefinition.apiextensions.k8s.io/cardparameters.dra.example.com created",

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,13 +41,14 @@ func runFoundationSuite(t *testing.T, c *cluster) bool {
 }
 
 func stepCreate(t *testing.T, c *cluster) {
-	out := c.kubectl(t, "create", "-f", "testdata/seed-002-crd.yaml")
+	objects, crd := seed002(t)
+	out := c.kubectl(t, "create", "-f", crd)
 	requireLines(t, "kubectl create -f seed-002-crd.yaml", out,
 		"customresourcedefinition.apiextensions.k8s.io/cardparameters.dra.example.com created")
 	out = c.kubectl(t, "wait", "--for=condition=Established", "crd/cardparameters.dra.example.com", "--timeout=60s")
 	requireLines(t, "kubectl wait --for=condition=Established", out,
 		"customresourcedefinition.apiextensions.k8s.io/cardparameters.dra.example.com condition met")
-	out = c.kubectl(t, "create", "-f", "testdata/seed-002.yaml", "-f", "testdata/pods.yaml")
+	out = c.kubectl(t, "create", "-f", objects, "-f", "testdata/pods.yaml")
 	requireLines(t, "kubectl create -f seed-002.yaml -f pods.yaml", out,
 		"namespace/user-namespace created",
 		"node/worker-1 created",
@@ -189,4 +192,35 @@ func stepLabel(t *testing.T, c *cluster) {
 	requireLines(t, "kubectl get pods -l x=y -o name", out, "pod/web")
 	stderr := c.kubectlExpectFail(t, "label", "pod", "web", "-n", ns, "x=z")
 	requireContains(t, "kubectl label without --overwrite: stderr", stderr, "already has a value (y)")
+}
+
+// seed002 splits the repository's one copy of seed 002's example
+// (examples/manifests/seed-002.yaml) into two files, its
+// CustomResourceDefinition and everything else, for kubectl: it cannot
+// create a custom resource in the call that defines its kind.
+func seed002(t *testing.T) (objects, crd string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "manifests", "seed-002.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs, crds []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		if strings.Contains(doc, "\nkind: CustomResourceDefinition\n") {
+			crds = append(crds, doc)
+		} else {
+			objs = append(objs, doc)
+		}
+	}
+	if len(crds) != 1 {
+		t.Fatalf("seed-002.yaml: %d CustomResourceDefinitions, want 1", len(crds))
+	}
+	dir := t.TempDir()
+	objects, crd = filepath.Join(dir, "seed-002.yaml"), filepath.Join(dir, "seed-002-crd.yaml")
+	for path, docs := range map[string][]string{objects: objs, crd: crds} {
+		if err := os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return objects, crd
 }
