@@ -34,6 +34,16 @@ func TestUpDemo(t *testing.T) {
 	if line != "demo: pod demo/demo Succeeded" {
 		t.Fatalf("demo ended with %q\nstdout:\n%s", line, c.p.Stdout)
 	}
+	// A clean start and demo log nothing that looks like a problem.
+	var noisy []string
+	for _, l := range strings.Split(c.p.Stderr.String(), "\n") {
+		if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
+			noisy = append(noisy, l)
+		}
+	}
+	if len(noisy) > 0 {
+		t.Errorf("allot up --demo logged warnings or errors on a clean start:\n%s", strings.Join(noisy, "\n"))
+	}
 	out := c.p.Stdout.String()
 	requireContains(t, "allot up --demo output", out,
 		"demo: trainer| trainer: device plugin gave EXAMPLE_DEVICES=gpu-",

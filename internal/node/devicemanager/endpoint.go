@@ -82,7 +82,11 @@ func (m *Manager) runEndpoint(e *endpoint) {
 		return
 	}
 	if err := m.listAndWatch(e, client); err != nil && e.ctx.Err() == nil {
-		m.log.Warn("device manager: ListAndWatch ended", "resource", e.resource, "err", err)
+		// A plugin that stops (an upgrade, a restart, the host shutting
+		// down) ends its stream: expected. Its devices stay for the grace
+		// period, in which it registers again.
+		m.log.Info("device manager: the plugin's ListAndWatch stream ended; its devices stay for the grace period",
+			"resource", e.resource, "grace", m.opts.GracePeriod, "err", err)
 	}
 }
 
