@@ -84,6 +84,21 @@ func TestDashboardSummaryCounts(t *testing.T) {
 	if !strings.HasPrefix(got.driver, "4 devices: 1 free · 1 held · 1 partitioned · 1 unhealthy; 2 partitions held") {
 		t.Errorf("busy GPUs: node n1's driver line %q", got.driver)
 	}
+	if !strings.Contains(got.text, "1 pending pod") || strings.Contains(got.text, "1 pending pods") {
+		t.Errorf("busy GPUs: header %q, want \"1 pending pod\" (singular)", got.text)
+	}
+	// One of each: singular nouns.
+	one := map[string]any{
+		"nodes":  []any{fxNode("n1")},
+		"slices": []any{fxSlice("n1", map[string]any{"resourceInstances": []any{map[string]any{"name": "gpu-0"}}})},
+	}
+	got = renderSummary(t, b, one)
+	if !strings.HasPrefix(got.driver, "1 device: 1 free · 0 held · 0 partitioned · 0 unhealthy; 0 partitions held") {
+		t.Errorf("one GPU: driver line %q", got.driver)
+	}
+	if !strings.Contains(got.text, "1 node") || strings.Contains(got.text, "1 nodes") || strings.Contains(got.text, "1 devices") {
+		t.Errorf("one GPU: header %q, want singular nouns", got.text)
+	}
 	b.noConsoleErrors(t)
 }
 

@@ -128,16 +128,21 @@ function newCounts() {
   return { devices: 0, free: 0, held: 0, partitioned: 0, unhealthy: 0, partitionsHeld: 0 };
 }
 
+// plural picks a noun's form for a count: 1 node, 2 nodes.
+function plural(n, one, many) {
+  return n === 1 ? one : many;
+}
+
 function renderSummary(nodeCount, c, pending) {
   const item = (n, label, s) => el('span', { 'data-summary': s }, el('strong', {}, n), ' ' + label);
   $('summary').replaceChildren(
-    item(nodeCount, 'nodes', 'nodes'),
+    item(nodeCount, plural(nodeCount, 'node', 'nodes'), 'nodes'),
     el('span', { 'data-summary-group': 'devices' },
-      item(c.devices, 'devices:', 'devices'), ' ',
+      item(c.devices, plural(c.devices, 'device:', 'devices:'), 'devices'), ' ',
       item(c.free, 'free', 'free'), ' · ', item(c.held, 'held', 'held'), ' · ',
       item(c.partitioned, 'partitioned', 'partitioned'), ' · ', item(c.unhealthy, 'unhealthy', 'unhealthy')),
-    item(c.partitionsHeld, 'partitions held', 'partitions-held'),
-    item(pending, 'pending pods', 'pending'));
+    item(c.partitionsHeld, plural(c.partitionsHeld, 'partition held', 'partitions held'), 'partitions-held'),
+    item(pending, plural(pending, 'pending pod', 'pending pods'), 'pending'));
 }
 
 function nodeCard(name, node, slices, allocs, pods, counts) {
@@ -205,8 +210,9 @@ function driverSection(driver, slices, allocs, counts) {
   const section = el('div', { class: 'driver', 'data-driver': driver },
     el('h4', {}, driver, ' ',
       el('span', { class: 'note', 'data-driver-summary': driver },
-        `${local.devices} devices: ${local.free} free · ${local.held} held · ${local.partitioned} partitioned · ` +
-        `${local.unhealthy} unhealthy; ${local.partitionsHeld} partitions held ` +
+        `${local.devices} ${plural(local.devices, 'device', 'devices')}: ${local.free} free · ${local.held} held · ` +
+        `${local.partitioned} partitioned · ${local.unhealthy} unhealthy; ` +
+        `${local.partitionsHeld} ${plural(local.partitionsHeld, 'partition', 'partitions')} held ` +
         `(slices: ${slices.map((s) => s.metadata.name).join(', ') || 'none'})`)),
     grid);
   const orphans = [...allocs.keys()].filter((id) => !seen.has(id)).sort(byName);
