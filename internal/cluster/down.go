@@ -49,8 +49,17 @@ func (r DownReport) String() string {
 	if r == (DownReport{}) {
 		return "nothing to clean up"
 	}
-	return fmt.Sprintf("stopped %d containers, removed %d unstarted ones, unmounted %d container filesystems and %d other mounts, removed %d stale sockets",
-		r.Stopped, r.Removed, r.Released, r.Unmounts, r.Sockets)
+	return fmt.Sprintf("stopped %s, removed %s, unmounted %s and %s, removed %s",
+		count(r.Stopped, "container"), count(r.Removed, "unstarted container"), count(r.Released, "container filesystem"),
+		count(r.Unmounts, "other mount"), count(r.Sockets, "stale socket"))
+}
+
+// count is "1 thing" or "N things".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // Down cleans what a cluster's data dir was left with when its allot up

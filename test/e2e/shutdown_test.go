@@ -73,7 +73,7 @@ spec:
 		t.Fatal("after kill -9: no socket left under the data dir; the check below could not fail")
 	}
 	out := c.allotOffline(t, "down", "--data-dir", c.dataDir, "--grace-period", "100ms")
-	requireContains(t, "allot down", out, "stopped 1 containers", "unmounted 1 container filesystems")
+	requireContains(t, "allot down", out, "stopped 1 container,", "unmounted 1 container filesystem and")
 	if l := c.leftovers(t); l.running() || len(l.sockets) > 0 {
 		t.Fatalf("after allot down: %+v", l)
 	}
