@@ -337,14 +337,16 @@ func inRack(rack string) string {
 }
 
 // watch runs `kubectl get KIND -w -o jsonpath=EXPR` and returns once the
-// watch request has been answered (kubectl -v=6 logs it), so that no
-// later change is missed. Cleanup kills it.
+// watch request has been answered (kubectl -v=6 logs it: `GET URL 200 OK
+// in N milliseconds` up to 1.32, `"Response" verb="GET" url="URL"
+// status="200 OK"` in 1.37), so that no later change is missed. Cleanup
+// kills it.
 func (f *fabricCluster) watch(t *testing.T, kind, expr string) *proc {
 	t.Helper()
 	p := f.kubectlWatch(t, "get", kind, "-w", "-v=6", "-o", "jsonpath="+expr)
 	waitFor(t, "kubectl get "+kind+" -w watching", func() bool {
 		for _, l := range strings.Split(p.Stderr.String(), "\n") {
-			if strings.Contains(l, "watch=true") && strings.Contains(l, " 200 OK") {
+			if strings.Contains(l, "watch=true") && (strings.Contains(l, " 200 OK") || strings.Contains(l, `status="200 OK"`)) {
 				return true
 			}
 		}

@@ -110,7 +110,7 @@ func stepMemberStopped(t *testing.T, c *cluster, endpoints []string, stopMember 
 		"pod/web labeled")
 	requireLines(t, "kubectl replace with a member stopped", c.kubectl(t, "replace", "-f", "testdata/web-replaced.yaml"),
 		"pod/web replaced")
-	requireLines(t, "kubectl delete with a member stopped", c.kubectl(t, "delete", "pod", "late", "-n", ns), `pod "late" deleted`)
+	requireDeleted(t, "kubectl delete with a member stopped", c.kubectl(t, "delete", "pod", "late", "-n", ns), `pod "late" deleted`)
 	if _, _, err := w.Stdout.WaitFor(0, watchTimeout, func(s string) bool { return s == "web stage=degraded" }); err != nil {
 		t.Errorf("kubectl get pods -w started before the member stopped did not show the label change (want line %q): %v\nstdout:\n%s\nstderr:\n%s",
 			"web stage=degraded", err, w.Stdout, w.Stderr)

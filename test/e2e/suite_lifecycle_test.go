@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,20 +33,42 @@ func stepWatch(t *testing.T, c *cluster) {
 }
 
 func stepDelete(t *testing.T, c *cluster) {
-	requireLines(t, "kubectl delete pod worker", c.kubectl(t, "delete", "pod", "worker", "-n", ns), `pod "worker" deleted`)
+	requireDeleted(t, "kubectl delete pod worker", c.kubectl(t, "delete", "pod", "worker", "-n", ns), `pod "worker" deleted`)
 	stderr := c.kubectlExpectFail(t, "get", "pod", "worker", "-n", ns)
 	requireContains(t, "kubectl get of a deleted pod: stderr", stderr, `Error from server (NotFound): pods "worker" not found`)
 
 	out := c.kubectl(t, "delete", "pods", "-n", ns, "-l", "lifetime=temporary")
-	requireLines(t, "kubectl delete pods -l lifetime=temporary", out, `pod "temp-1" deleted`, `pod "temp-2" deleted`)
+	requireDeleted(t, "kubectl delete pods -l lifetime=temporary", out, `pod "temp-1" deleted`, `pod "temp-2" deleted`)
 	if out := c.kubectl(t, "get", "pods", "-n", ns, "-l", "lifetime=temporary", "-o", "name"); out != "" {
 		t.Errorf("kubectl get pods -l lifetime=temporary after deleting them printed %q, want nothing", out)
 	}
 
-	requireLines(t, "kubectl delete -f", c.kubectl(t, "delete", "-f", "testdata/apply.yaml"),
+	requireDeleted(t, "kubectl delete -f", c.kubectl(t, "delete", "-f", "testdata/apply.yaml"),
 		`pod "applied" deleted`, `cardparameters.dra.example.com "applied-params" deleted`)
 	stderr = c.kubectlExpectFail(t, "get", "cardparameters", "applied-params", "-n", ns)
 	requireContains(t, "kubectl get of a deleted custom resource: stderr", stderr, `"applied-params" not found`)
+}
+
+// requireDeleted is requireLines for kubectl delete's output, whose form
+// depends on kubectl's version: 1.32 prints `pod "worker" deleted`, 1.37
+// (hack/tools/kubectl's) `pod "worker" deleted from user-namespace
+// namespace`. want lists the short form; either is accepted. The suite runs
+// whichever kubectl is on PATH, else the one hack/tools/kubectl builds.
+func requireDeleted(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	suffix := " from " + ns + " namespace"
+	got := strings.Split(strings.TrimSpace(out), "\n")
+	for i, l := range got {
+		if short, ok := strings.CutSuffix(l, suffix); ok && strings.HasSuffix(short, " deleted") {
+			got[i] = short
+		}
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("%s printed:\n%s\nwant (any order, each line maybe followed by %q):\n%s",
+			what, strings.TrimSpace(out), suffix, strings.Join(want, "\n"))
+	}
 }
 
 func stepStrictDecoding(t *testing.T, c *cluster) {
