@@ -73,7 +73,9 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 		return
 	}
 	st := statusSuccess(&metav1.StatusDetails{Name: ri.name, Kind: "pods"})
-	st.ResourceVersion = strconv.FormatInt(rev, 10)
+	if rev != 0 { // 0: a dry run, which commits no revision
+		st.ResourceVersion = strconv.FormatInt(rev, 10)
+	}
 	writeObject(w, http.StatusCreated, st)
 }
 
@@ -147,7 +149,7 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 		return 0, apierrors.NewInternalError(err)
 	}
 	ops = append([]storage.Op{storage.Update(podKind.storageKey(ns, name), data, podRev)}, ops...)
-	rev, err := s.store.Txn(ctx, ops)
+	rev, err := s.commit(ctx, ops)
 	if err != nil {
 		var te *storage.TxnError
 		if errors.As(err, &te) && te.Index == 0 {

@@ -49,10 +49,22 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		pp := metav1.DeletionPropagation(p)
 		opts.PropagationPolicy = &pp
 	}
-	if q.Get("dryRun") == "All" {
-		opts.DryRun = []string{"All"}
+	if v, ok := q["dryRun"]; ok {
+		opts.DryRun = v
+	}
+	if _, err := checkDryRun(opts.DryRun, "DeleteOptions"); err != nil {
+		return nil, err
 	}
 	return opts, nil
+}
+
+// deleteContext marks ctx as a dry run's when the options (the query's
+// dryRun, or the body's) ask for one.
+func deleteContext(ctx context.Context, opts *metav1.DeleteOptions) context.Context {
+	if len(opts.DryRun) > 0 {
+		return withDryRun(ctx)
+	}
+	return ctx
 }
 
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
@@ -65,7 +77,7 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ri
 		writeError(w, err)
 		return
 	}
-	out, deleted, err := s.deleteObj(r.Context(), k, ri, ri.namespace, ri.name, opts)
+	out, deleted, err := s.deleteObj(deleteContext(r.Context(), opts), k, ri, ri.namespace, ri.name, opts)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -79,7 +91,8 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request, k *kind, ri
 
 // deleteObj deletes at once, or starts a graceful deletion: an object with
 // finalizers, or a pod bound to a node (the node agent completes it), only
-// gets its deletionTimestamp.
+// gets its deletionTimestamp. A dry run (withDryRun) answers the same and
+// changes nothing.
 func (s *Server) deleteObj(ctx context.Context, k *kind, ri *requestInfo, ns, name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
 	var deleted bool
 	out, err := s.guaranteedUpdate(ctx, k, ns, name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
@@ -113,23 +126,13 @@ func (s *Server) deleteObj(ctx context.Context, k *kind, ri *requestInfo, ns, na
 		if len(acc.GetFinalizers()) == 0 && !s.blocksDeletion(k, cur) {
 			deleted = true
 		}
-		if len(opts.DryRun) > 0 {
-			return nil, nil, errDryRun{cur}
-		}
 		return cur, nil, nil
 	})
-	if dr, ok := err.(errDryRun); ok {
-		return dr.obj, false, nil
-	}
 	if err != nil {
 		return nil, false, err
 	}
 	return out, deleted || out == nil, nil
 }
-
-type errDryRun struct{ obj runtime.Object }
-
-func (errDryRun) Error() string { return "dry run" }
 
 // blocksDeletion is true for objects that stay after their finalizers are
 // gone: a pod bound to a node whose deletion the node agent has not
@@ -192,6 +195,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 		writeError(w, err)
 		return
 	}
+	ctx := deleteContext(r.Context(), opts)
 	pred, err := selectors(r)
 	if err != nil {
 		writeError(w, err)
@@ -200,11 +204,11 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	// The whole collection is authorized before anything is deleted: the
 	// verb on the collection, then each object as a single delete. A
 	// caller may delete all of the selection or none of it.
-	if err := s.authorize(r.Context(), k, ri, "deletecollection", nil, nil); err != nil {
+	if err := s.authorize(ctx, k, ri, "deletecollection", nil, nil); err != nil {
 		writeError(w, err)
 		return
 	}
-	items, _, err := s.listFromCache(r.Context(), k, ri.namespace, "", pred)
+	items, _, err := s.listFromCache(ctx, k, ri.namespace, "", pred)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -217,14 +221,14 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 			return
 		}
 		acc, _ := meta.Accessor(obj)
-		if err := s.authorize(r.Context(), k, itemRequest(ri, acc), "delete", nil, obj); err != nil {
+		if err := s.authorize(ctx, k, itemRequest(ri, acc), "delete", nil, obj); err != nil {
 			writeError(w, err)
 			return
 		}
 		objs = append(objs, acc)
 	}
 	for _, acc := range objs {
-		if _, _, err := s.deleteObj(r.Context(), k, itemRequest(ri, acc), acc.GetNamespace(), acc.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		if _, _, err := s.deleteObj(ctx, k, itemRequest(ri, acc), acc.GetNamespace(), acc.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
 			writeError(w, err)
 			return
 		}

@@ -81,6 +81,16 @@ func (s *Server) knownSubresource(k *kind, sub string) bool {
 }
 
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
+	if opts := optionsKindOf(ri.verb); opts != "" {
+		dry, err := checkDryRun(r.URL.Query()["dryRun"], opts)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if dry {
+			r = r.WithContext(withDryRun(r.Context()))
+		}
+	}
 	switch {
 	case ri.subresource == "binding":
 		if ri.verb != "create" {

@@ -114,7 +114,7 @@ func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, ext
 		return nil, apierrors.NewInternalError(err)
 	}
 	ops := append([]storage.Op{storage.Create(k.storageKey(acc.GetNamespace(), acc.GetName()), data)}, extra...)
-	rev, err := s.store.Txn(ctx, ops)
+	rev, err := s.commit(ctx, ops)
 	if err != nil {
 		var te *storage.TxnError
 		if errors.As(err, &te) && te.Index > 0 {
@@ -122,12 +122,16 @@ func (s *Server) createObj(ctx context.Context, k *kind, obj runtime.Object, ext
 		}
 		return nil, apiError(k, acc.GetName(), err)
 	}
+	if isDryRun(ctx) {
+		return &created{obj: obj}, nil // as Kubernetes: no resourceVersion
+	}
 	setRV(obj, rev)
 	return &created{obj: obj, stored: data, rev: rev}, nil
 }
 
 // created is a stored new object; its answer is the stored bytes with the
-// resourceVersion spliced in, sparing a second encode.
+// resourceVersion spliced in, sparing a second encode. A dry run's has
+// neither (stored is nil).
 type created struct {
 	obj    runtime.Object
 	stored []byte
@@ -139,7 +143,7 @@ func (c *created) json() []byte { return withRV(c.stored, c.rev) }
 // writeObj replaces a stored object whose stored revision must be
 // expectedRev, or deletes it when the object is being deleted and has no
 // finalizers left. It returns the written object, or its last state if it
-// was deleted.
+// was deleted; in a dry run, with the resourceVersion it had.
 func (s *Server) writeObj(ctx context.Context, k *kind, obj runtime.Object, expectedRev int64, extra []storage.Op) (runtime.Object, error) {
 	acc, _ := meta.Accessor(obj)
 	key := k.storageKey(acc.GetNamespace(), acc.GetName())
@@ -149,11 +153,13 @@ func (s *Server) writeObj(ctx context.Context, k *kind, obj runtime.Object, expe
 			return nil, err
 		}
 		ops := append([]storage.Op{storage.Delete(key, expectedRev)}, release...)
-		rev, err := s.store.Txn(ctx, ops)
+		rev, err := s.commit(ctx, ops)
 		if err != nil {
 			return nil, apiError(k, acc.GetName(), unwrapFirst(err))
 		}
-		setRV(obj, rev)
+		if !isDryRun(ctx) {
+			setRV(obj, rev)
+		}
 		return obj, nil // the last state, as Kubernetes answers
 	}
 	data, err := encodeForStorage(k, obj)
@@ -161,11 +167,13 @@ func (s *Server) writeObj(ctx context.Context, k *kind, obj runtime.Object, expe
 		return nil, apierrors.NewInternalError(err)
 	}
 	ops := append([]storage.Op{storage.Update(key, data, expectedRev)}, extra...)
-	rev, err := s.store.Txn(ctx, ops)
+	rev, err := s.commit(ctx, ops)
 	if err != nil {
 		return nil, apiError(k, acc.GetName(), unwrapFirst(err))
 	}
-	setRV(obj, rev)
+	if !isDryRun(ctx) {
+		setRV(obj, rev)
+	}
 	return obj, nil
 }
 

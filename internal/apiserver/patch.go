@@ -66,7 +66,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		}
 		return s.prepareUpdate(r.Context(), k, ri, obj, cur)
 	})
-	s.answerWrite(w, k, ri, out, err)
+	s.answerWrite(r.Context(), w, k, ri, out, err)
 }
 
 func applyPatch(ct string, cur, patch []byte, k *kind) ([]byte, error) {

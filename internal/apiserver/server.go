@@ -202,7 +202,7 @@ func (s *Server) EnsureNamespaces(ctx context.Context, names ...string) error {
 		ns.Name = n
 		ri := &requestInfo{verb: "create", resource: "namespaces"}
 		actx := context.WithValue(ctx, userKey{}, auth.User{Name: "system", Role: auth.RoleAdmin})
-		if _, err := s.create(actx, k, ri, ns, false); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := s.create(actx, k, ri, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", n, err)
 		}
 	}

@@ -33,7 +33,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		writeError(w, err)
 		return
 	}
-	out, err := s.create(r.Context(), k, ri, obj, isDryRun(r))
+	out, err := s.create(r.Context(), k, ri, obj)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -45,11 +45,9 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, k *kind, ri
 	writeRawJSON(w, http.StatusCreated, out.json())
 }
 
-func isDryRun(r *http.Request) bool { return r.URL.Query().Get("dryRun") == "All" }
-
 // create runs a new object through defaulting, validation, admission and
-// authorization and stores it.
-func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runtime.Object, dryRun bool) (*created, error) {
+// authorization and stores it; a dry run's (withDryRun) is returned unstored.
+func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runtime.Object) (*created, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -88,9 +86,6 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 		if err != nil {
 			return nil, err
 		}
-		if dryRun {
-			return &created{obj: obj}, nil
-		}
 		out, err := s.createObj(ctx, k, obj, extra)
 		if errors.Is(err, errExtraConflict) {
 			if i < maxUpdateRetries {
@@ -98,7 +93,7 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 			}
 			return nil, apierrors.NewConflict(k.groupResource(), acc.GetName(), err)
 		}
-		if err == nil {
+		if err == nil && !isDryRun(ctx) {
 			s.afterWrite(ctx, out.obj)
 		}
 		return out, err
@@ -163,15 +158,15 @@ func (s *Server) serveUpdate(w http.ResponseWriter, r *http.Request, k *kind, ri
 		}
 		return s.prepareUpdate(r.Context(), k, ri, obj.DeepCopyObject(), cur)
 	})
-	s.answerWrite(w, k, ri, out, err)
+	s.answerWrite(r.Context(), w, k, ri, out, err)
 }
 
-func (s *Server) answerWrite(w http.ResponseWriter, k *kind, ri *requestInfo, out runtime.Object, err error) {
+func (s *Server) answerWrite(ctx context.Context, w http.ResponseWriter, k *kind, ri *requestInfo, out runtime.Object, err error) {
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if out != nil {
+	if out != nil && !isDryRun(ctx) {
 		s.afterWrite(context.Background(), out)
 	}
 	if out == nil {
