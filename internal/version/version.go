@@ -137,14 +137,27 @@ func fromBuild(ld build, bi *debug.BuildInfo) build {
 	case bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)":
 		out.allot = bi.Main.Version
 	default:
+		// The commit and tree state resolved above: -X's, else Go's VCS
+		// stamp (absent with -buildvcs=false).
 		meta := "dev"
-		if revision != "" {
-			meta = revision[:min(len(revision), shortRevision)]
-			if modified == "true" {
+		if out.commit != "" && isHex(out.commit) {
+			meta = out.commit[:min(len(out.commit), shortRevision)]
+			if out.treeState == "dirty" {
 				meta += ".dirty"
 			}
 		}
 		out.allot = Base + "+" + meta
 	}
 	return out
+}
+
+// isHex reports whether s is a hexadecimal commit hash (so it is valid
+// semver build metadata).
+func isHex(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+			return false
+		}
+	}
+	return s != ""
 }

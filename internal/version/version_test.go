@@ -40,6 +40,10 @@ func TestFromBuild(t *testing.T) {
 		{"devel, clean tree", build{}, buildInfo("(devel)", "vcs.revision", rev, "vcs.modified", "false"),
 			build{allot: Base + "+0123456789ab", commit: rev, treeState: "clean"}},
 		{"devel, no vcs", build{}, buildInfo("(devel)"), build{allot: Base + "+dev"}},
+		{"no vcs, commit and tree state from -X", build{commit: rev, treeState: "dirty"}, buildInfo("(devel)"),
+			build{allot: Base + "+0123456789ab.dirty", commit: rev, treeState: "dirty"}},
+		{"no vcs, a commit that is no hash", build{commit: "unknown"}, buildInfo("(devel)"),
+			build{allot: Base + "+dev", commit: "unknown"}},
 		{"empty main version", build{}, buildInfo(""), build{allot: Base + "+dev"}},
 		{"no build info", build{}, nil, build{allot: Base + "+dev"}},
 	} {
