@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"debug/buildinfo"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"allot.dev/allot/pkg/client/clienttest"
 )
 
 func TestApplyMultiDocumentThenReapply(t *testing.T) {
@@ -149,105 +146,22 @@ func TestApplyCRDThenCustomResourceInOneFile(t *testing.T) {
 	}
 }
 
-// kubectlFound is findKubectl's result, looked up (and maybe built) once.
+// kubectlFound is clienttest.Kubectl's result, looked up (and maybe built)
+// once.
 var kubectlFound struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// findKubectl returns kubectl from PATH, else the one hack/setup.sh builds
-// into <module root>/_output/bin, building it there first (once; the first
-// build takes a few minutes) when it is missing, older than
-// hack/tools/kubectl/go.mod or built without kubectlLdflags' version.
-// Debian has no kubectl package.
 func findKubectl() (string, error) {
 	k := &kubectlFound
 	k.once.Do(func() {
-		if k.path, k.err = exec.LookPath("kubectl"); k.err == nil {
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-		if err != nil || len(bytes.TrimSpace(out)) == 0 {
-			k.path, k.err = "", fmt.Errorf("kubectl is not on PATH, and no module root to build it in: go env GOMOD: %v", err)
-			return
-		}
-		root := filepath.Dir(string(bytes.TrimSpace(out)))
-		bin := filepath.Join(root, "_output", "bin", "kubectl")
-		src := filepath.Join(root, "hack", "tools", "kubectl")
-		ldflags, err := kubectlLdflags(src)
-		if err != nil {
-			k.path, k.err = "", err
-			return
-		}
-		if b, err := os.Stat(bin); err == nil && b.Mode().IsRegular() && b.Mode()&0o111 != 0 {
-			if m, err := os.Stat(filepath.Join(src, "go.mod")); err == nil && !m.ModTime().After(b.ModTime()) && builtWithLdflags(bin, ldflags) {
-				k.path, k.err = bin, nil
-				return
-			}
-		}
-		if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-			k.path, k.err = "", err
-			return
-		}
-		// Into a temporary name first: another test package or
-		// hack/setup.sh may be building it at the same time.
-		tmp := fmt.Sprintf("%s.tmp.%d", bin, os.Getpid())
-		cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags, "-o", tmp, ".")
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp)
-			k.path, k.err = "", fmt.Errorf("kubectl is not on PATH and building it from hack/tools/kubectl failed: %w\n%s", err, out)
-			return
-		}
-		if err := os.Rename(tmp, bin); err != nil {
-			os.Remove(tmp)
-			k.path, k.err = "", err
-			return
-		}
-		k.path, k.err = bin, nil
+		k.path, k.err = clienttest.Kubectl(ctx)
 	})
 	return k.path, k.err
-}
-
-// kubectlRequire matches hack/tools/kubectl/go.mod's k8s.io/kubectl v0.X.Y
-// line, in a require block or not.
-var kubectlRequire = regexp.MustCompile(`(?m)^[ \t]*(?:require[ \t]+)?k8s\.io/kubectl[ \t]+v0\.([0-9]+)\.([0-9][^ \t\r\n]*)`)
-
-// kubectlLdflags returns the -ldflags that give the kubectl built from src
-// (hack/tools/kubectl) its version, as hack/setup.sh builds it: k8s.io/kubectl
-// v0.X.Y in src's go.mod is Kubernetes v1.X.Y. Without them `kubectl
-// version` says v0.0.0-master.
-func kubectlLdflags(src string) (string, error) {
-	gomod := filepath.Join(src, "go.mod")
-	data, err := os.ReadFile(gomod)
-	if err != nil {
-		return "", err
-	}
-	m := kubectlRequire.FindSubmatch(data)
-	if m == nil {
-		return "", fmt.Errorf("%s requires no k8s.io/kubectl v0.X.Y", gomod)
-	}
-	const pkg = "k8s.io/component-base/version"
-	return fmt.Sprintf("-X %[1]s.gitVersion=v1.%[2]s.%[3]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=%[2]s", pkg, m[1], m[2]), nil
-}
-
-// builtWithLdflags reports whether the Go binary bin was built with exactly
-// these -ldflags.
-func builtWithLdflags(bin, ldflags string) bool {
-	bi, err := buildinfo.ReadFile(bin)
-	if err != nil {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-ldflags" {
-			return s.Value == ldflags
-		}
-	}
-	return false
 }
 
 func TestKubectlApplyThenAllotApply(t *testing.T) {
