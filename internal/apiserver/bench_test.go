@@ -25,27 +25,7 @@ import (
 // BenchmarkCreate measures the same through HTTPS.
 func BenchmarkCreateInProcess(b *testing.B) {
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: b.TempDir(), Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	c, err := storage.NewClient(ctx, e.Endpoints(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	st := storage.New(c)
-	s := New(Config{Store: st, Logger: quiet})
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := s.Start(sctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.EnsureNamespaces(ctx, "default"); err != nil {
-		b.Fatal(err)
-	}
+	s, st := benchServer(b)
 	k := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
 	actx := context.WithValue(ctx, userKey{}, auth.User{Name: "admin", Role: auth.RoleAdmin})
 	n := b.N * 1000
@@ -98,27 +78,7 @@ func parallel16(n int, op func(i int64) error) time.Duration {
 // on), alternating so both see the same conditions.
 func BenchmarkUpdateInProcess(b *testing.B) {
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: b.TempDir(), Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close()
-	c, err := storage.NewClient(ctx, e.Endpoints(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	st := storage.New(c)
-	s := New(Config{Store: st, Logger: quiet})
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := s.Start(sctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.EnsureNamespaces(ctx, "default"); err != nil {
-		b.Fatal(err)
-	}
+	s, st := benchServer(b)
 	h := s.Handler()
 	serve := func(method, path, ct, body string) (int, string) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -137,6 +97,7 @@ func BenchmarkUpdateInProcess(b *testing.B) {
 		if _, err := s.create(actx, k, &requestInfo{namespace: "default", resource: "pods"}, p); err != nil {
 			b.Fatal(err)
 		}
+		var err error
 		if rawRev[w], err = st.Create(ctx, fmt.Sprintf("/registry/core/pods/default/raw-u-%d", w), []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"raw","namespace":"default"}}`)); err != nil {
 			b.Fatal(err)
 		}
@@ -227,4 +188,34 @@ func mustJSONb(v any) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// benchServer starts an embedded etcd member (fsync on) and an API server
+// over it with namespace default, stopped when b ends; it returns the
+// server and a store over the same member, for the raw etcd reference
+// measurements.
+func benchServer(b *testing.B) (*Server, *storage.Store) {
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: b.TempDir(), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { e.Close() })
+	c, err := storage.NewClient(ctx, e.Endpoints(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	st := storage.New(c)
+	s := New(Config{Store: st, Logger: quiet})
+	sctx, cancel := context.WithCancel(ctx)
+	b.Cleanup(cancel)
+	if err := s.Start(sctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.EnsureNamespaces(ctx, "default"); err != nil {
+		b.Fatal(err)
+	}
+	return s, st
 }
