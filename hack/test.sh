@@ -29,8 +29,8 @@ if [ -z "${ALLOT_TEST_IN_PLACE:-}" ]; then
     tar --exclude=./_output --exclude=./bin -cf - . | tar -xf - -C "$copy"
   fi
   echo "== testing a copy of the repository in $copy"
-  if [ -x _output/bin/kubectl ]; then
-    export PATH="$PWD/_output/bin:$PATH"
+  if [ -x _output/bin/kubectl ]; then # after PATH's own, as setup.sh chose
+    export PATH="$PATH:$PWD/_output/bin"
   fi
   if ALLOT_TEST_IN_PLACE=1 ALLOT_TEST_SETUP_DONE=1 "$copy/hack/test.sh"; then
     rm -rf "$base"

@@ -102,7 +102,9 @@ func TestKubectlServerDryRun(t *testing.T) {
 	}
 	expect(t, admin(t, "GET", "/api/v1/namespaces/"+ns+"/pods/web2", nil), 404)
 	out, code = kubectl(t, ns, "", "delete", "--dry-run=server", "pod", "web")
-	if code != 0 || !strings.Contains(out, "pod \"web\" deleted (server dry run)") {
+	// kubectl 1.32 says `pod "web" deleted (server dry run)`, 1.37 adds
+	// `from NS namespace` before the parenthesis.
+	if code != 0 || !strings.Contains(out, "pod \"web\" deleted") || !strings.Contains(out, "(server dry run)") {
 		t.Fatalf("kubectl delete --dry-run=server: exit %d\n%s", code, out)
 	}
 	unchanged(t, pod, before, "kubectl delete --dry-run=server")
