@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/internal/scheduler/simulate"
 	"allot.dev/allot/pkg/allocator"
-	"allot.dev/allot/pkg/allocator/simulate"
 )
 
 func newSimulateCommand() *cobra.Command {
@@ -98,7 +98,7 @@ func readTemplate(file string, stdin io.Reader) (*allocator.NodeTemplate, error)
 	if err != nil {
 		return nil, err
 	}
-	snap, _, _ := simulate.Split(objs)
+	snap, _, _ := allocator.SplitObjects(objs)
 	if len(snap.Nodes) != 1 {
 		return nil, fmt.Errorf("--node-template %s: want exactly one Node, found %d", file, len(snap.Nodes))
 	}

@@ -16,7 +16,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
-	"allot.dev/allot/pkg/allocator/simulate"
+	"allot.dev/allot/internal/scheduler/simulate"
 	"allot.dev/allot/pkg/client"
 	"allot.dev/allot/pkg/client/clienttest"
 )

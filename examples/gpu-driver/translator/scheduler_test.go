@@ -14,7 +14,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
 	"allot.dev/allot/examples/gpu-driver/deploy"
-	"allot.dev/allot/pkg/allocator/simulate"
+	"allot.dev/allot/internal/scheduler/simulate"
 )
 
 // decodeAll strictly decodes a manifest; namespaced objects without a
@@ -45,7 +45,7 @@ func decodeAll(t *testing.T, data []byte, ns string) []runtime.Object {
 }
 
 // TestSchedulerUsesTranslation schedules the deploy example's pod with the
-// scheduler's own plugins (pkg/allocator/simulate) on a node publishing
+// scheduler's own plugins (internal/scheduler/simulate) on a node publishing
 // seed 002's slice for gpu.example.com: without a translation the pod
 // waits; with it, the pod gets one GPU of at least 16Gi, shareable, and
 // the allocation carries the GpuClaimParameters and the class's

@@ -4,6 +4,12 @@
 // claims as the control plane would store them, plus, given a node
 // template, how many such nodes the pods that did not fit would need.
 //
+// It lives under internal/scheduler because it runs the live scheduler's
+// framework. What needs no scheduler is public, in pkg/allocator: seed
+// 002's simulation interface (allocator.NewSimulation, NodesNeeded) and
+// allocator.SplitObjects, which sorts manifest objects into a Snapshot and
+// pods.
+//
 // Pods are scheduled by the scheduler's own framework
 // (plugins.NewDefaultFramework, including the DynamicResources plugin) over
 // an in-memory framework.Snapshot whose DynamicResources extension holds the
@@ -33,7 +39,6 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/pkg/allocator"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -80,7 +85,7 @@ type Decision struct {
 
 // Run schedules the pending pods among objs.
 func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, error) {
-	snap, pods, ignored := Split(objs)
+	snap, pods, ignored := allocator.SplitObjects(objs)
 	gen := allocator.NewSimulation(snap, allocator.Options{})
 	for i, p := range pods {
 		pods[i] = gen.GenerateClaims(p) // template claims, named POD-ENTRY
@@ -122,41 +127,4 @@ func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, err
 		out.NodesNeeded = nn
 	}
 	return out, nil
-}
-
-// Split sorts decoded objects into a snapshot and the pods, counting the
-// kinds it does not use (Namespaces, CRDs, ...).
-func Split(objs []runtime.Object) (*allocator.Snapshot, []*corev1.Pod, map[string]int) {
-	snap := &allocator.Snapshot{}
-	var pods []*corev1.Pod
-	ignored := map[string]int{}
-	for _, o := range objs {
-		switch v := o.(type) {
-		case *corev1.Node:
-			snap.Nodes = append(snap.Nodes, v)
-		case *resourceapi.NodeResourceSlice:
-			snap.Slices = append(snap.Slices, v)
-		case *resourceapi.ResourceClass:
-			snap.Classes = append(snap.Classes, v)
-		case *resourceapi.ResourceClassParameters:
-			snap.ClassParameters = append(snap.ClassParameters, v)
-		case *resourceapi.ResourceClaimParameters:
-			snap.ClaimParameters = append(snap.ClaimParameters, v)
-		case *resourceapi.ResourceClaim:
-			snap.Claims = append(snap.Claims, v)
-		case *resourceapi.ResourceClaimTemplate:
-			snap.ClaimTemplates = append(snap.ClaimTemplates, v)
-		case *corev1.Pod:
-			pods = append(pods, v)
-		case *unstructured.Unstructured:
-			snap.VendorParameters = append(snap.VendorParameters, v)
-		default:
-			kind := o.GetObjectKind().GroupVersionKind().Kind
-			if kind == "" {
-				kind = fmt.Sprintf("%T", o)
-			}
-			ignored[kind]++
-		}
-	}
-	return snap, pods, ignored
 }
