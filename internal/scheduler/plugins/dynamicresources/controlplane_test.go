@@ -277,3 +277,33 @@ func TestControlPlaneClaimReservedAtBinding(t *testing.T) {
 		t.Fatalf("binding %+v", b)
 	}
 }
+
+// TestReuseNeedsASignatureAndNoControlPlaneClaims (R9 in reuse.go): a
+// cycle takes earlier cycles' answers only for a request with a signature
+// and no claim allocated by a driver's controller.
+func TestReuseNeedsASignatureAndNoControlPlaneClaims(t *testing.T) {
+	prefilter := func(l dynamicresources.Lists, pod *corev1.Pod) *framework.CycleState {
+		t.Helper()
+		state := framework.NewCycleState()
+		if st := dynamicresources.New().PreFilter(context.Background(), state, pod, snapshotOf(l, "n1")); !st.IsSuccess() && st.Code() != framework.Skip {
+			t.Fatalf("PreFilter(%s) = %v", pod.Name, st.Message())
+		}
+		return state
+	}
+	versioned := func(l dynamicresources.Lists) dynamicresources.Lists {
+		l.Classes[0].ResourceVersion = "3" // a signature needs versioned classes
+		return l
+	}
+	if !dynamicresources.Reuses(prefilter(versioned(baseLists(t, claim("a", "small"))), podUsing("structured", "a"))) {
+		t.Fatal("a structured claim's cycle does not reuse: the cases below prove nothing")
+	}
+	// An allocated claim's answers are its own: no signature.
+	if dynamicresources.Reuses(prefilter(versioned(baseLists(t, onGPU(claim("a", "small"), "n1", "gpu-0"))), podUsing("allocated", "a"))) {
+		t.Error("R9: a request without a signature (its claim is allocated) reuses answers")
+	}
+	l := versioned(baseLists(t, claim("a", "small"), cpClaim("c")))
+	l.Classes = append(l.Classes, &resourceapi.ResourceClass{ObjectMeta: metav1.ObjectMeta{Name: "fabric"}, DriverName: fabric, ControllerName: fabric})
+	if dynamicresources.Reuses(prefilter(l, podUsing("mixed", "a", "c"))) {
+		t.Error("R9: a cycle with a control-plane claim reuses answers")
+	}
+}

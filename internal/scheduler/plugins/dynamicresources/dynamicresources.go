@@ -410,9 +410,7 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
 	}
-	if len(s.extra[ni.Name()]) == 0 {
-		s.reuse.remember(i, ni, s.objects.gen, s.sig, res)
-	}
+	s.reuse.remember(i, ni, s.sig, res)
 	if res.Fits {
 		return nil
 	}
@@ -453,95 +451,6 @@ func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.
 	}
 	s.results.store(i, res)
 	return res, nil
-}
-
-// reuseView lets a cycle take the answers that earlier cycles computed
-// for pods of the same request signature, by node position, without
-// looking at the node's claims or state: an answer computed on an
-// Objects this cycle's Objects derives from by WithClaimUpdates holds
-// for every node whose allocated claims did not change since, whose
-// NodeInfo (node object and pods) is the same, and that has no claims of
-// pods in flight. Checking that costs a few comparisons of values the
-// cycle keeps in cache, where finding a node's claims and state costs
-// several map lookups in memory the rest of the process has long evicted.
-type reuseView struct {
-	slots []atomic.Pointer[slotAnswer] // the plugin's, shared by cycles
-	gens  []uint64                     // of the Objects' ancestry, nearest first (the cycle's own)
-	stale [][]uint64                   // per ancestry entry: bitmap of the positions whose answers from it do not hold
-}
-
-// slotAnswer is the last answer computed, without in-flight claims, at
-// one position of a snapshot.
-type slotAnswer struct {
-	ni  *framework.NodeInfo
-	gen uint64 // of the Objects it was computed on
-	sig string
-	res *allocator.Result
-}
-
-// reuseView builds the cycle's view of the plugin's answers.
-func (p *DynamicResources) reuseView(s *stateData, snap *framework.Snapshot) *reuseView {
-	n := snap.Len()
-	slots := p.slots.Load()
-	if slots == nil || len(*slots) != n {
-		fresh := make([]atomic.Pointer[slotAnswer], n)
-		p.slots.Store(&fresh)
-		slots = &fresh
-	}
-	words := (n + 63) / 64
-	mark := func(bm []uint64, node string) {
-		if i, ok := snap.Index(node); ok {
-			bm[i/64] |= 1 << (i % 64)
-		}
-	}
-	cur := make([]uint64, words)
-	for node := range s.extra {
-		mark(cur, node)
-	}
-	v := &reuseView{slots: *slots}
-	for a := s.objects; a != nil; a = a.parent.Load() {
-		v.gens, v.stale = append(v.gens, a.gen), append(v.stale, cur)
-		if len(a.touched) > 0 {
-			cur = slices.Clone(cur)
-			for _, i := range a.touchedIn(snap) {
-				if i >= 0 {
-					cur[i/64] |= 1 << (i % 64)
-				}
-			}
-		}
-	}
-	return v
-}
-
-// answer returns the answer remembered at position i if it holds for
-// this cycle (see reuseView), else nil.
-func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *allocator.Result {
-	if v == nil || i < 0 || i >= len(v.slots) {
-		return nil
-	}
-	e := v.slots[i].Load()
-	if e == nil || e.ni != ni || e.sig != sig {
-		return nil
-	}
-	k := slices.Index(v.gens, e.gen)
-	if k < 0 || v.stale[k][i/64]&(1<<(i%64)) != 0 {
-		return nil
-	}
-	if k > 0 && k >= len(v.gens)/2 {
-		// Still true, but about to fall off the ancestry: say so on the
-		// current Objects.
-		v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: e.res})
-	}
-	return e.res
-}
-
-// remember keeps an answer computed without in-flight claims at
-// position i on the Objects of generation gen.
-func (v *reuseView) remember(i int, ni *framework.NodeInfo, gen uint64, sig string, res *allocator.Result) {
-	if v == nil || i < 0 || i >= len(v.slots) {
-		return
-	}
-	v.slots[i].Store(&slotAnswer{ni: ni, gen: gen, sig: sig, res: res})
 }
 
 // nodeResults are one cycle's allocator answers by the node's position

@@ -1,5 +1,7 @@
 package dynamicresources
 
+import "allot.dev/allot/internal/scheduler/framework"
+
 // NewCountingReuse is New with ReusedChecks counting.
 func NewCountingReuse() *DynamicResources {
 	p := New()
@@ -10,3 +12,10 @@ func NewCountingReuse() *DynamicResources {
 // ReusedChecks counts the Filter answers that allocator.CheckReusing
 // gave again, for a plugin from NewCountingReuse.
 func (p *DynamicResources) ReusedChecks() int64 { return p.reused.Load() }
+
+// Reuses reports whether the cycle's PreFilter let it take earlier
+// cycles' answers (R9 in reuse.go).
+func Reuses(state *framework.CycleState) bool {
+	s, ok := readState(state)
+	return ok && s.reuse != nil
+}

@@ -1,0 +1,220 @@
+package dynamicresources
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/internal/scheduler/schedtest"
+	"allot.dev/allot/pkg/allocator"
+)
+
+// The tests of the reuse rules R1-R8 (reuse.go), one each, on the view
+// alone: an answer remembered at position 1 of a four-node snapshot, then
+// asked for under the condition the rule is about. R9 is in
+// dynamicresources_test.go (it is PreFilter's).
+
+const reuseSig = "sig"
+
+type reuseFixture struct {
+	p    *DynamicResources
+	snap *framework.Snapshot
+	o    *Objects
+	res  *allocator.Result
+}
+
+func newReuseFixture(t *testing.T) *reuseFixture {
+	t.Helper()
+	return &reuseFixture{p: New(), snap: reuseSnapshot(4), o: NewObjects(Lists{}), res: &allocator.Result{Fits: true}}
+}
+
+func reuseSnapshot(n int) *framework.Snapshot {
+	var nodes []*corev1.Node
+	for i := range n {
+		nodes = append(nodes, schedtest.MakeNode(fmt.Sprintf("n%d", i)).Obj())
+	}
+	return framework.NewSnapshot(nodes, nil)
+}
+
+// view is a cycle's view on o over snap; inFlight names nodes with claims
+// of pods in flight.
+func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...string) *reuseView {
+	s := &stateData{objects: o, extra: map[string][]*resourceapi.ResourceClaim{}}
+	for _, n := range inFlight {
+		s.extra[n] = []*resourceapi.ResourceClaim{{}}
+	}
+	return f.p.reuseView(s, snap)
+}
+
+// rememberAt1 remembers f.res at node n1 (position 1) on o.
+func (f *reuseFixture) rememberAt1(o *Objects) {
+	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, f.res)
+}
+
+// heldAt1 reports whether a cycle on o takes the answer at n1.
+func (f *reuseFixture) heldAt1(o *Objects, inFlight ...string) bool {
+	return f.view(o, f.snap, inFlight...).answer(1, f.snap.Nodes()[1], reuseSig) == f.res
+}
+
+// update is a WithClaimUpdates link that changes the claims of the nodes
+// named (none: a link that touches no node).
+func update(o *Objects, nodes ...string) *Objects {
+	upd := map[string]*resourceapi.ResourceClaim{}
+	for _, n := range nodes {
+		c := &resourceapi.ResourceClaim{}
+		c.Namespace, c.Name, c.ResourceVersion = "default", "c-"+n, "2"
+		c.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: []resourceapi.ResourceHandle{{
+			DriverName: "d", StructuredData: &resourceapi.StructuredResourceHandle{NodeName: n}}}}
+		upd[claimKey(c)] = c
+	}
+	return o.WithClaimUpdates("2", upd)
+}
+
+func TestReuseNeedsTheSameNodeInfo(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	if !f.heldAt1(f.o) {
+		t.Fatal("the answer is not taken at all: the tests below prove nothing")
+	}
+	again := reuseSnapshot(4) // same nodes, new NodeInfos
+	if f.view(f.o, again).answer(1, again.Nodes()[1], reuseSig) != nil {
+		t.Fatal("R1: an answer was taken for another NodeInfo at the position")
+	}
+}
+
+func TestReuseNeedsTheSameSignature(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	if f.view(f.o, f.snap).answer(1, f.snap.Nodes()[1], "other") != nil {
+		t.Fatal("R2: an answer was taken for another signature")
+	}
+}
+
+func TestReuseNeedsAnAncestor(t *testing.T) {
+	// A fixture per case: taking an answer from an ancestor may stamp it
+	// again (R7), which would hide the next case's outcome.
+	for _, tc := range []struct {
+		name string
+		next func(*Objects) *Objects
+		held bool
+	}{
+		{"WithClaimUpdates (the parent)", func(o *Objects) *Objects { return update(o) }, true},
+		{"WithClaims, which starts a new line", func(o *Objects) *Objects { return o.WithClaims() }, false},
+		{"Next, which starts a new line", func(o *Objects) *Objects { return o.Next(Lists{}) }, false},
+		{"unrelated Objects", func(*Objects) *Objects { return NewObjects(Lists{}) }, false},
+	} {
+		f := newReuseFixture(t)
+		f.rememberAt1(f.o)
+		if got := f.heldAt1(tc.next(f.o)); got != tc.held {
+			t.Errorf("R3: %s: answer taken = %v, want %v", tc.name, got, tc.held)
+		}
+	}
+}
+
+func TestReuseSkipsTouchedNodes(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	if !f.heldAt1(update(f.o, "n2")) {
+		t.Fatal("R4: an update of another node made n1's answer stale")
+	}
+	// A fresh fixture: taking the answer above stamped it on that line.
+	g := newReuseFixture(t)
+	g.rememberAt1(g.o)
+	if g.heldAt1(update(update(g.o, "n1"), "n2")) {
+		t.Fatal("R4: an answer was taken for a node whose claims changed since")
+	}
+}
+
+func TestReuseSkipsNodesWithPodsInFlight(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	if f.heldAt1(f.o, "n1") {
+		t.Fatal("R5: an answer was taken for a node with claims of pods in flight")
+	}
+	g := newReuseFixture(t)
+	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, g.res)
+	if g.heldAt1(g.o) {
+		t.Fatal("R5: an answer computed with claims of pods in flight was remembered")
+	}
+}
+
+func TestReuseAncestryIsBounded(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	o := f.o
+	for range maxAncestry - 1 {
+		o = update(o)
+	}
+	if !f.heldAt1(o) {
+		t.Fatalf("R6: an answer %d links back was not taken", maxAncestry-1)
+	}
+	g := newReuseFixture(t)
+	g.rememberAt1(g.o)
+	o = g.o
+	for range maxAncestry + 1 {
+		o = update(o)
+	}
+	if g.heldAt1(o) {
+		t.Fatalf("R6: an answer %d links back was taken: the ancestry is not bounded", maxAncestry+1)
+	}
+	n := 0
+	for a := o; a != nil; a = a.parent.Load() {
+		n++
+	}
+	if n > maxAncestry {
+		t.Fatalf("R6: the ancestry is %d Objects long, want at most %d", n, maxAncestry)
+	}
+}
+
+func TestReuseRestampsAgingAnswers(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	o := f.o
+	for range maxAncestry - 2 {
+		o = update(o)
+	}
+	if !f.heldAt1(o) { // in the older half: stamped again with o
+		t.Fatal("the aging answer was not taken")
+	}
+	for range maxAncestry - 2 {
+		o = update(o)
+	}
+	if !f.heldAt1(o) {
+		t.Fatal("R7: an answer taken in the older half of the ancestry was not stamped again and fell off")
+	}
+}
+
+func TestReuseSlotsFollowTheSnapshotLength(t *testing.T) {
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	longer := reuseSnapshot(5)
+	f.view(f.o, longer) // a cycle on a snapshot of another length
+	if f.heldAt1(f.o) {
+		t.Fatal("R8: the slots outlived a snapshot of another length")
+	}
+}
+
+// TestStatusesAreSharedPerReasons: the nodes of a cycle rejected for the
+// same slice of reasons (one answer, reused or taken For the request)
+// share one Filter status, stamped with the plugin once; another slice
+// gets its own.
+func TestStatusesAreSharedPerReasons(t *testing.T) {
+	r := newNodeResults(reuseSnapshot(2))
+	a := []allocator.Reason{{Message: "a"}}
+	b := []allocator.Reason{{Message: "a"}} // equal, but another slice
+	sa := r.status(a)
+	if sa != r.status(a) {
+		t.Fatal("two nodes rejected for the same reasons got two statuses")
+	}
+	if sa == r.status(b) {
+		t.Fatal("another slice of reasons got the first one's status")
+	}
+	if sa.Plugin() != Name {
+		t.Fatalf("status plugin %q, want %q", sa.Plugin(), Name)
+	}
+	if c := r.clone(); c.status(a) != sa {
+		t.Fatal("a cloned cycle state lost the shared statuses")
+	}
+}
