@@ -1,7 +1,3 @@
-// Package setup tests hack/setup.sh, the script that readies a fresh
-// Debian machine, by running the real script in a copy of the repository's
-// layout with every command it calls stubbed on PATH, and checks that the
-// kubectl it builds stays in step with allot's client-go.
 package setup
 
 import (

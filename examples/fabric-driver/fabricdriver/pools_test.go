@@ -1,11 +1,8 @@
 package fabricdriver
 
 import (
-	"go/parser"
-	"go/token"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -154,32 +151,6 @@ func TestHandle(t *testing.T) {
 	} {
 		if _, err := DecodeHandle(data); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("DecodeHandle(%q) = %v, want an error containing %q", data, err, want)
-		}
-	}
-}
-
-// TestPublicOnly pins the layering: an example driver uses only allot's
-// public packages, as a vendor's driver would.
-func TestPublicOnly(t *testing.T) {
-	for _, dir := range []string{".", "..", "../deploy"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			if strings.HasSuffix(f, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range file.Imports {
-				path, _ := strconv.Unquote(imp.Path.Value)
-				if strings.HasPrefix(path, "allot.dev/allot/internal/") || strings.HasPrefix(path, "allot.dev/allot/cmd/") {
-					t.Errorf("%s imports %s", f, path)
-				}
-			}
 		}
 	}
 }
