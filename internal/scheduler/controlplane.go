@@ -11,6 +11,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // The scheduler's writes for claims allocated by a driver's controller
@@ -45,11 +46,9 @@ func (s *Scheduler) writeContext(ctx context.Context, pod *corev1.Pod, n *dynami
 	var out *resourcev1alpha2.PodSchedulingContext
 	var err error
 	if cur == nil {
-		yes := true
 		out, err = scs.Create(actx, &resourcev1alpha2.PodSchedulingContext{
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
-			}}},
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
+				OwnerReferences: []metav1.OwnerReference{allocator.PodOwnerReference(pod)}},
 			Spec: n.Spec,
 		})
 	} else {

@@ -340,11 +340,13 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 }
 
 // GenerateClaims creates the claims of a pod's template entries that do not
-// exist yet, named POD-ENTRY (deterministic, unlike the real controller's
-// random suffix), owned by the pod, and returns a copy of the pod with
-// status.resourceClaimStatuses recording them. An existing claim of that
-// name is used as is. Entries whose template does not exist are left out;
-// Prepare reports them.
+// exist yet, as the claim controller does (NewClaimFromTemplate: the
+// template's labels, annotations and spec, the entry's annotation, the pod
+// as controlling owner) but named POD-ENTRY, since simulated pods often
+// have no UID for GeneratedClaimName's suffix, and returns a copy of the
+// pod with status.resourceClaimStatuses recording them. An existing claim
+// of that name is used as is. Entries whose template does not exist are
+// left out; Prepare reports them.
 func (s *Simulation) GenerateClaims(pod *corev1.Pod) *corev1.Pod {
 	out := pod.DeepCopy()
 	for _, pc := range pod.Spec.ResourceClaims {
@@ -358,16 +360,8 @@ func (s *Simulation) GenerateClaims(pod *corev1.Pod) *corev1.Pod {
 		}
 		name := pod.Name + "-" + pc.Name
 		if _, exists := s.claims.get(pod.Namespace + "/" + name); !exists {
-			claim := &resourceapi.ResourceClaim{
-				TypeMeta:   metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim"},
-				ObjectMeta: *tmpl.Spec.ObjectMeta.DeepCopy(),
-				Spec:       tmpl.Spec.Spec,
-			}
-			claim.Name, claim.Namespace = name, pod.Namespace
-			claim.OwnerReferences = []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-				Controller: ptr(true), BlockOwnerDeletion: ptr(true),
-			}}
+			claim := NewClaimFromTemplate(pod, pc.Name, tmpl, name)
+			claim.TypeMeta = metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
 			s.claims.set(claimKey(claim), claim)
 		}
 		out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,

@@ -58,11 +58,14 @@ const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
 
 // GeneratedFor returns the pod (by UID) and the spec.resourceClaims entry
 // the claim was generated for, from its controlling owner reference and
-// PodClaimNameAnnotation; ok is false for other claims.
+// PodClaimNameAnnotation; ok is false for other claims, and for a claim
+// whose owner reference has no UID (a simulated pod's, which has none): it
+// names no pod, and claims of several such pods would pass for each
+// other's.
 func GeneratedFor(c *ResourceClaim) (podUID types.UID, entry string, ok bool) {
 	entry, ok = c.Annotations[PodClaimNameAnnotation]
 	ref := metav1.GetControllerOfNoCopy(c)
-	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" {
+	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID == "" {
 		return "", "", false
 	}
 	return ref.UID, entry, true

@@ -15,6 +15,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -108,7 +109,7 @@ func TestTemplateClaimCreatedOnceAndRecorded(t *testing.T) {
 	switch {
 	case ref == nil || ref.UID != pod.UID || ref.Kind != "Pod" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion:
 		t.Fatalf("claim's controller reference %+v, want the pod %s", ref, pod.UID)
-	case claim.Labels["app"] != "test" || claim.Spec.ResourceClassName != "gpu" || claim.Annotations[PodClaimNameAnnotation] != "gpu":
+	case claim.Labels["app"] != "test" || claim.Spec.ResourceClassName != "gpu" || claim.Annotations[resourcev1alpha2.PodClaimNameAnnotation] != "gpu":
 		t.Fatalf("claim not built from the template: %+v", claim.ObjectMeta)
 	}
 
@@ -128,11 +129,11 @@ func TestLostStatusWriteAdoptsOwnClaimOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, err := e.c.ResourceClaims(e.ns).Create(e.ctx, NewClaimFromTemplate(pod, "gpu", tmpl))
+	own, err := e.c.ResourceClaims(e.ns).Create(e.ctx, newClaimFromTemplate(pod, "gpu", tmpl))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger := NewClaimFromTemplate(makePod("other").obj(), "gpu", tmpl)
+	stranger := newClaimFromTemplate(makePod("other").obj(), "gpu", tmpl)
 	stranger.Name, stranger.GenerateName, stranger.Namespace = "", "web-gpu-", e.ns
 	if _, err := e.c.ResourceClaims(e.ns).Create(e.ctx, stranger); err != nil {
 		t.Fatal(err)
@@ -164,7 +165,7 @@ func TestRetriedCreateFindsItsClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := e.c.ResourceClaims(e.ns).Create(e.ctx, NewClaimFromTemplate(pod, "gpu", tmpl))
+	first, err := e.c.ResourceClaims(e.ns).Create(e.ctx, newClaimFromTemplate(pod, "gpu", tmpl))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +178,8 @@ func TestRetriedCreateFindsItsClaim(t *testing.T) {
 	}
 
 	other := e.createPod(makePod("other").template("gpu", "gpu-tmpl").obj())
-	squatter := NewClaimFromTemplate(pod, "gpu", tmpl)
-	squatter.Name = GeneratedClaimName(other, "gpu")
+	squatter := newClaimFromTemplate(pod, "gpu", tmpl)
+	squatter.Name = allocator.GeneratedClaimName(other, "gpu")
 	if _, err := e.c.ResourceClaims(e.ns).Create(e.ctx, squatter); err != nil {
 		t.Fatal(err)
 	}

@@ -1,21 +1,12 @@
 package resourceclaim
 
 import (
-	"hash/fnv"
 	"slices"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator"
 )
-
-// PodClaimNameAnnotation is set on every claim the controller generates:
-// its value is the name of the pod's spec.resourceClaims entry. With the
-// pod as controlling owner it identifies the claim as the pod's, so a lost
-// status write is repaired without creating a second claim.
-const PodClaimNameAnnotation = resourcev1alpha2.PodClaimNameAnnotation
 
 // Event reasons.
 const (
@@ -53,67 +44,11 @@ func recordedClaim(pod *corev1.Pod, entry string) bool {
 	})
 }
 
-// GeneratedClaimName is the name of the claim generated for the pod's
-// entry: POD-ENTRY-XXXXX, where XXXXX is derived from the pod's UID and the
-// entry. A server-generated name would make a create whose answer was
-// lost (the API server killed after its commit) impossible to tell from
-// one that failed, and its retry would make a second claim; with this name
-// the retry finds the first one (AlreadyExists). A pod of the same name
-// created later has another UID, so another suffix. The base is cut so the
-// name stays a valid DNS subdomain.
-func GeneratedClaimName(pod *corev1.Pod, entry string) string {
-	const suffixLen, alphabet = 5, "bcdfghjklmnpqrstvwxz2456789" // as generateName's
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(string(pod.UID) + "/" + entry))
-	sum := h.Sum64()
-	suffix := make([]byte, suffixLen)
-	for i := range suffix {
-		suffix[i] = alphabet[sum%uint64(len(alphabet))]
-		sum /= uint64(len(alphabet))
-	}
-	base := pod.Name + "-" + entry + "-"
-	if max := validation.DNS1123SubdomainMaxLength - suffixLen; len(base) > max {
-		base = base[:max]
-	}
-	return base + string(suffix)
-}
-
-// NewClaimFromTemplate builds the claim generated for the pod's entry,
-// named by GeneratedClaimName.
-func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.ResourceClaimTemplate) *resourcev1alpha2.ResourceClaim {
-	yes := true
-	annotations := map[string]string{}
-	for k, v := range tmpl.Spec.Annotations {
-		annotations[k] = v
-	}
-	annotations[PodClaimNameAnnotation] = entry
-	var labels map[string]string
-	if len(tmpl.Spec.Labels) > 0 {
-		labels = map[string]string{}
-		for k, v := range tmpl.Spec.Labels {
-			labels[k] = v
-		}
-	}
-	return &resourcev1alpha2.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        GeneratedClaimName(pod, entry),
-			Namespace:   pod.Namespace,
-			Labels:      labels,
-			Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
-				Controller: &yes, BlockOwnerDeletion: &yes,
-			}},
-		},
-		Spec: *tmpl.Spec.Spec.DeepCopy(),
-	}
-}
-
-// IsPodClaim reports whether the controller generated claim for the pod's
-// entry: the pod is its controlling owner and the annotation names entry.
-func IsPodClaim(claim *resourcev1alpha2.ResourceClaim, pod *corev1.Pod, entry string) bool {
-	uid, e, ok := resourcev1alpha2.GeneratedFor(claim)
-	return ok && uid == pod.UID && e == entry
+// newClaimFromTemplate is the claim the controller creates for the pod's
+// entry: allocator.NewClaimFromTemplate, named by GeneratedClaimName so
+// that a retried create finds it.
+func newClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourcev1alpha2.ResourceClaimTemplate) *resourcev1alpha2.ResourceClaim {
+	return allocator.NewClaimFromTemplate(pod, entry, tmpl, allocator.GeneratedClaimName(pod, entry))
 }
 
 // ReservationObsolete reports whether a reservedFor entry may be removed,

@@ -1,9 +1,6 @@
 package resourceclaim
 
 import (
-	"strings"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 	"slices"
 	"testing"
 
@@ -81,46 +78,6 @@ func TestClaimsToCreate(t *testing.T) {
 				t.Fatalf("ClaimsToCreate = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestGeneratedClaimName(t *testing.T) {
-	a, b := makePod("web").obj(), makePod("web").obj()
-	a.UID, b.UID = "uid-a", "uid-b"
-	if GeneratedClaimName(a, "gpu") == GeneratedClaimName(b, "gpu") || GeneratedClaimName(a, "gpu") == GeneratedClaimName(a, "nic") {
-		t.Fatal("pods of one name, or entries of one pod, share a generated claim name")
-	}
-	long := makePod(strings.Repeat("p", 253)).obj()
-	if n := GeneratedClaimName(long, strings.Repeat("e", 63)); len(n) != 253 || len(validation.IsDNS1123Subdomain(n)) > 0 {
-		t.Fatalf("generated name of %d characters for a long pod name", len(n))
-	}
-}
-
-func TestNewClaimFromTemplate(t *testing.T) {
-	pod := makePod("web").template("gpu", "t").obj()
-	tmpl := &resourcev1alpha2.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns"},
-		Spec: resourcev1alpha2.ResourceClaimTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"l": "1"}, Annotations: map[string]string{"a": "2"}},
-			Spec:       resourcev1alpha2.ResourceClaimSpec{ResourceClassName: "gpu-class"},
-		}}
-	c := NewClaimFromTemplate(pod, "gpu", tmpl)
-	switch {
-	case !strings.HasPrefix(c.Name, "web-gpu-") || len(c.Name) != len("web-gpu-")+5 || c.GenerateName != "" || c.Namespace != "ns":
-		t.Fatalf("name %q/%q generateName %q", c.Namespace, c.Name, c.GenerateName)
-	case c.Name != NewClaimFromTemplate(pod, "gpu", tmpl).Name:
-		t.Fatalf("the generated name %q is not the same for the same pod and entry", c.Name)
-	case c.Labels["l"] != "1" || c.Annotations["a"] != "2" || c.Annotations[PodClaimNameAnnotation] != "gpu":
-		t.Fatalf("metadata not copied: %v %v", c.Labels, c.Annotations)
-	case c.Spec.ResourceClassName != "gpu-class":
-		t.Fatalf("spec not copied: %+v", c.Spec)
-	case !IsPodClaim(c, pod, "gpu") || IsPodClaim(c, pod, "other") || IsPodClaim(c, makePod("other").obj(), "gpu"):
-		t.Fatal("IsPodClaim misjudges the generated claim")
-	}
-	if ref := c.OwnerReferences[0]; !*ref.Controller || !*ref.BlockOwnerDeletion || ref.Kind != "Pod" || ref.UID != pod.UID {
-		t.Fatalf("owner reference %+v", ref)
-	}
-	if tmpl.Spec.Annotations[PodClaimNameAnnotation] != "" {
-		t.Fatal("the template's annotations were modified")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // syncPod creates the pod's missing template claims and records them in
@@ -75,7 +76,7 @@ func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.Po
 	}
 	c.created.Inc()
 	cctx, cancel := c.apiContext(ctx)
-	want := NewClaimFromTemplate(pod, rc.Name, tmpl)
+	want := newClaimFromTemplate(pod, rc.Name, tmpl)
 	claim, err := c.c.ResourceClaims(pod.Namespace).Create(cctx, want)
 	cancel()
 	if apierrors.IsAlreadyExists(err) {
@@ -115,7 +116,7 @@ func (c *Controller) adoptOwn(ctx context.Context, pod *corev1.Pod, entry, name 
 		return nil, fmt.Errorf("%w: claim %s/%s existed, then went away", controllerutil.ErrWait, pod.Namespace, name)
 	case err != nil:
 		return nil, fmt.Errorf("read existing claim %s/%s: %w", pod.Namespace, name, err)
-	case !IsPodClaim(cl, pod, entry):
+	case !allocator.IsPodClaim(cl, pod, entry):
 		c.events.Eventf(pod, corev1.EventTypeWarning, ReasonFailedCreate,
 			"claim %s for entry %s: a ResourceClaim of that name exists and was not generated for this pod", name, entry)
 		return nil, fmt.Errorf("claim %s/%s for entry %s of pod %s exists and is not the pod's", pod.Namespace, name, entry, pod.Name)
@@ -141,7 +142,7 @@ func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
 		return ""
 	}
 	for _, cl := range claims {
-		if cl.DeletionTimestamp == nil && IsPodClaim(cl, pod, entry) {
+		if cl.DeletionTimestamp == nil && allocator.IsPodClaim(cl, pod, entry) {
 			return cl.Name
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // Pods given a node by hand whose control-plane claims are not allocated
@@ -65,11 +66,9 @@ func (c *Controller) syncContext(ctx context.Context, pod *corev1.Pod) error {
 	}
 	switch {
 	case cur == nil:
-		yes := true
 		_, err = scs.Create(actx, &resourcev1alpha2.PodSchedulingContext{
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID, Controller: &yes, BlockOwnerDeletion: &yes,
-			}}},
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
+				OwnerReferences: []metav1.OwnerReference{allocator.PodOwnerReference(pod)}},
 			Spec: want,
 		})
 	case cur.Spec.SelectedNode == want.SelectedNode && len(cur.Spec.PotentialNodes) == 0:

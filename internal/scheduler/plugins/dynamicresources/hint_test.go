@@ -12,6 +12,7 @@ import (
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // allocated returns a copy of c allocated with a structured handle on
@@ -44,8 +45,13 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 	other := claim("other", "small")
 	otherElsewhere := other.DeepCopy()
 	otherElsewhere.Namespace = "elsewhere"
+	// The claim the controller generates for p's entry gpu, and a user's
+	// claim that merely names p as an owner.
 	owned := claim("p-gpu-x7k2", "small")
-	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Pod", Name: "p", UID: "uid-p"}}
+	owned.OwnerReferences = []metav1.OwnerReference{allocator.PodOwnerReference(podUsing("p"))}
+	owned.Annotations = map[string]string{resourceapi.PodClaimNameAnnotation: "gpu"}
+	ownerOnly := claim("p-gpu-user", "small")
+	ownerOnly.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-p"}}
 	deallocating := allocated(other, "n1", "q")
 	deallocating.Status.DeallocationRequested = true
 	add := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Add}
@@ -66,9 +72,10 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 				c.Status.ReservedFor = nil
 				return c
 			}(), moved: true},
-		"own claim deleted":                    {pod: podUsing("p", "mine"), ev: del, old: mine, moved: true},
-		"recorded template claim created":      {pod: templatePod("p", "mine"), ev: add, new: mine, moved: true},
-		"template claim created, not recorded": {pod: templatePod("p", ""), ev: add, new: owned, moved: true},
+		"own claim deleted":                        {pod: podUsing("p", "mine"), ev: del, old: mine, moved: true},
+		"recorded template claim created":          {pod: templatePod("p", "mine"), ev: add, new: mine, moved: true},
+		"template claim created, not recorded":     {pod: templatePod("p", ""), ev: add, new: owned, moved: true},
+		"a claim that only names the pod as owner": {pod: templatePod("p", ""), ev: add, new: ownerOnly, moved: false},
 		"own control-plane claim allocated": {pod: podUsing("p", "mine"), ev: update, old: mine, new: func() *resourceapi.ResourceClaim {
 			c := mine.DeepCopy()
 			c.Status.Allocation = &resourceapi.AllocationResult{}

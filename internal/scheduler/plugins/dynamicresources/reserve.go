@@ -379,17 +379,10 @@ func claimHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
 	return framework.QueueSkip
 }
 
-// ownedByPod reports whether the claim was created for the pod (an owner
-// reference to the pod's UID), as the claim controller creates a
-// template's claim.
+// ownedByPod reports whether the claim is the one generated for one of
+// the pod's template entries (resourceapi.GeneratedFor: the claim
+// controller's annotation and the pod as controlling owner).
 func ownedByPod(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
-	if pod.UID == "" {
-		return false
-	}
-	for _, r := range c.OwnerReferences {
-		if r.Kind == "Pod" && r.UID == pod.UID {
-			return true
-		}
-	}
-	return false
+	uid, _, ok := resourceapi.GeneratedFor(c)
+	return ok && pod.UID != "" && uid == pod.UID
 }
