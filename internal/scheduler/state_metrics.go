@@ -9,6 +9,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -104,46 +105,29 @@ type draGauges struct {
 // paramType is a claim parameter type.
 type paramType struct{ apiGroup, kind string }
 
-// genKey finds the ResourceClaimParameters generated from a reference in
-// one namespace.
-type genKey struct {
-	namespace string
-	ref       resourcev1alpha2.ResourceClaimParametersReference
-}
-
-// draState computes the DRA gauges from the objects.
+// draState computes the DRA gauges from the objects. A claim's
+// parameters resolve as the scheduler resolves them (allocator.Catalog).
 func draState(classes []*resourcev1alpha2.ResourceClass, claims []*resourcev1alpha2.ResourceClaim,
 	params []*resourcev1alpha2.ResourceClaimParameters) draGauges {
 	var g draGauges
-	structured := map[string]bool{}
 	for _, c := range classes {
 		if c.ControllerName == "" {
-			structured[c.Name] = true
 			g.structuredClasses++
 		}
 	}
-	byName := map[string]bool{}
-	generated := map[genKey]bool{}
-	for _, p := range params {
-		byName[p.Namespace+"/"+p.Name] = true
-		if p.GeneratedFrom != nil {
-			generated[genKey{p.Namespace, *p.GeneratedFrom}] = true
-		}
-	}
+	cat := allocator.NewCatalog(&allocator.Snapshot{Classes: classes, ClaimParameters: params})
 	resolved := map[paramType]bool{}
 	for _, c := range claims {
 		if structuredAllocation(c) {
 			g.allocatedClaims++
 		}
 		ref := c.Spec.ParametersRef
-		if ref == nil || !structured[c.Spec.ResourceClassName] {
+		if class := cat.Class(c.Spec.ResourceClassName); ref == nil || class == nil || class.ControllerName != "" {
 			continue
 		}
 		t := paramType{ref.APIGroup, ref.Kind}
-		ok := generated[genKey{c.Namespace, *ref}]
-		if ref.APIGroup == resourcev1alpha2.GroupName && ref.Kind == "ResourceClaimParameters" {
-			ok = byName[c.Namespace+"/"+ref.Name]
-		}
+		p, _ := cat.ClaimParameters(c.Namespace, ref)
+		ok := p != nil
 		if prev, seen := resolved[t]; !seen || prev {
 			resolved[t] = ok
 		}

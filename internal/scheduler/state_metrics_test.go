@@ -48,6 +48,19 @@ func TestDRAState(t *testing.T) {
 			claims: []*resourceapi.ResourceClaim{newClaim("c", "small"), newClaim("d", "missing")},
 			want:   draGauges{structuredClasses: 1, unresolvedTypes: 1},
 		},
+		"direct reference with group \"\" resolves by name, as the allocator resolves it": {
+			claims: []*resourceapi.ResourceClaim{
+				claimWith("c", "gpu", &resourceapi.ResourceClaimParametersReference{Kind: "ResourceClaimParameters", Name: "small"}),
+				claimWith("d", "gpu", &resourceapi.ResourceClaimParametersReference{Kind: "ResourceClaimParameters", Name: "gen-a"}),
+			},
+			want: draGauges{structuredClasses: 1, resolvedTypes: 1},
+		},
+		"direct reference with group \"\" to a missing object": {
+			claims: []*resourceapi.ResourceClaim{
+				claimWith("c", "gpu", &resourceapi.ResourceClaimParametersReference{Kind: "ResourceClaimParameters", Name: "missing"}),
+			},
+			want: draGauges{structuredClasses: 1, unresolvedTypes: 1},
+		},
 		"vendor reference through generatedFrom": {
 			claims: []*resourceapi.ResourceClaim{claimWith("c", "gpu", vendorRef("a")), newClaim("d", "small")},
 			want:   draGauges{structuredClasses: 1, resolvedTypes: 2},

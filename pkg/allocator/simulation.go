@@ -50,7 +50,7 @@ type Options struct {
 // accessors are shared; do not modify them.
 type Simulation struct {
 	opts   Options
-	cat    *catalog
+	cat    *Catalog
 	nodes  *layered[string, *simNode]
 	claims *layered[string, *resourceapi.ResourceClaim]
 }
@@ -65,7 +65,7 @@ type simNode struct {
 func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	s := &Simulation{
 		opts:   opts,
-		cat:    newCatalog(snap),
+		cat:    NewCatalog(snap),
 		nodes:  newLayered[string, *simNode](),
 		claims: newLayered[string, *resourceapi.ResourceClaim](),
 	}
@@ -209,7 +209,7 @@ func (s *Simulation) Prepare(pod *corev1.Pod) *Request {
 			reasons = append(reasons, newReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
 			continue
 		}
-		resolved, r := s.cat.resolve(c)
+		resolved, r := s.resolve(c)
 		if r != nil {
 			reasons = append(reasons, *r)
 			continue
@@ -219,6 +219,27 @@ func (s *Simulation) Prepare(pod *corev1.Pod) *Request {
 	req := Prepare(pod, claims)
 	req.reasons = append(reasons, req.reasons...)
 	return req
+}
+
+// resolve resolves a claim for Prepare: missing parameters are a reason
+// (the claim's before its class's); a missing class is not, Prepare
+// reports it.
+func (s *Simulation) resolve(c *resourceapi.ResourceClaim) (Claim, *Reason) {
+	resolved, missing := s.cat.Resolve(c)
+	for _, m := range missing {
+		var msg string
+		switch m.Kind {
+		case MissingClaimParameters:
+			msg = fmt.Sprintf("no ResourceClaimParameters for %s %s", m.RefKind, m.RefName)
+		case MissingClassParameters:
+			msg = fmt.Sprintf("no ResourceClassParameters for %s %s of class %s", m.RefKind, m.RefName, m.Class)
+		default:
+			continue
+		}
+		r := newReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
+		return resolved, &r
+	}
+	return resolved, nil
 }
 
 type podClaimName struct {

@@ -56,7 +56,7 @@ func (c cpClaim) pending() bool {
 // controller rather than by the scheduler: its status names a controller,
 // or it is not allocated with structured handles and its class names one.
 func (o *Objects) controlPlane(c *resourceapi.ResourceClaim) (*resourceapi.ResourceClass, bool) {
-	class := o.classes[c.Spec.ResourceClassName]
+	class := o.catalog.Class(c.Spec.ResourceClassName)
 	if c.Status.ControllerName != "" {
 		return class, true
 	}

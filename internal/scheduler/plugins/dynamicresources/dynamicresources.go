@@ -256,12 +256,8 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			s.cp = append(s.cp, cpClaim{entry: pc.Name, key: key, claim: claim, class: class})
 			continue
 		}
-		c, missing := s.objects.resolve(claim)
+		c, missing, code := s.objects.resolve(claim)
 		if missing != "" {
-			code := allocator.ReasonParametersNotFound
-			if c.Class == nil {
-				code = allocator.ReasonClassNotFound
-			}
 			waiting = append(waiting, s.wait(code, key, missing))
 			continue
 		}

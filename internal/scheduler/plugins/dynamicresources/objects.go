@@ -2,7 +2,6 @@ package dynamicresources
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,7 +15,6 @@ import (
 	"allot.dev/allot/pkg/allocator"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -47,19 +45,14 @@ type Lists struct {
 // derive for as long as the objects they were built from are the same.
 // Nothing in an Objects may be modified.
 type Objects struct {
-	revision       string
-	slices         map[string][]*resourceapi.NodeResourceSlice // by node
-	classes        map[string]*resourceapi.ResourceClass
-	classParams    map[string]*resourceapi.ResourceClassParameters
-	classParamsGen map[resourceapi.ResourceClassParametersReference]*resourceapi.ResourceClassParameters
-	claimParams    map[string]*resourceapi.ResourceClaimParameters // namespace/name
-	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
-	vendor         map[vendorKey]*unstructured.Unstructured
-	claims         layered[*resourceapi.ResourceClaim]          // namespace/name
-	generated      layered[string]                              // podUID/entry -> name of the claim generated for it
-	contexts       map[string]*resourceapi.PodSchedulingContext // namespace/name
-	models         *modelCache                                  // shared with WithClaims' Objects, carried over by Next
-	states         *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
+	revision  string
+	slices    map[string][]*resourceapi.NodeResourceSlice  // by node
+	catalog   *allocator.Catalog                           // classes, parameters, vendor objects; carried over by Next while they are unchanged
+	claims    layered[*resourceapi.ResourceClaim]          // namespace/name
+	generated layered[string]                              // podUID/entry -> name of the claim generated for it
+	contexts  map[string]*resourceapi.PodSchedulingContext // namespace/name
+	models    *modelCache                                  // shared with WithClaims' Objects, carried over by Next
+	states    *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
 
 	once      sync.Once
 	allocated layered[*nodeClaims] // by node with slices or structured handles
@@ -89,28 +82,25 @@ type nodeClaims struct {
 	state  atomic.Pointer[cachedState] // built from claims and the node's model; for state.Node()
 }
 
-type claimGenKey struct {
-	namespace string
-	ref       resourceapi.ResourceClaimParametersReference
-}
-
-type vendorKey struct{ group, kind, namespace, name string }
-
 // NewObjects indexes l. The lists are not copied; callers must not modify
 // them or their objects afterwards.
-func NewObjects(l Lists) *Objects {
+func NewObjects(l Lists) *Objects { return newObjects(l, nil) }
+
+// newObjects is NewObjects with the catalog of l, or nil to build it.
+func newObjects(l Lists, cat *allocator.Catalog) *Objects {
+	if cat == nil {
+		cat = allocator.NewCatalog(&allocator.Snapshot{
+			Classes: l.Classes, ClassParameters: l.ClassParameters, ClaimParameters: l.ClaimParameters,
+			VendorParameters: l.Vendor,
+		})
+	}
 	o := &Objects{
 		revision: l.Revision, slices: map[string][]*resourceapi.NodeResourceSlice{},
-		classes:        map[string]*resourceapi.ResourceClass{},
-		classParams:    map[string]*resourceapi.ResourceClassParameters{},
-		classParamsGen: map[resourceapi.ResourceClassParametersReference]*resourceapi.ResourceClassParameters{},
-		claimParams:    map[string]*resourceapi.ResourceClaimParameters{},
-		claimParamsGen: map[claimGenKey]*resourceapi.ResourceClaimParameters{},
-		vendor:         map[vendorKey]*unstructured.Unstructured{},
-		contexts:       map[string]*resourceapi.PodSchedulingContext{},
-		models:         &modelCache{m: map[string]cachedModel{}},
-		states:         &stateCache{m: map[string]cachedState{}},
-		gen:            objectsGen.Add(1),
+		catalog:  cat,
+		contexts: map[string]*resourceapi.PodSchedulingContext{},
+		models:   &modelCache{m: map[string]cachedModel{}},
+		states:   &stateCache{m: map[string]cachedState{}},
+		gen:      objectsGen.Add(1),
 	}
 	for _, c := range l.Contexts {
 		o.contexts[c.Namespace+"/"+c.Name] = c
@@ -122,39 +112,6 @@ func NewObjects(l Lists) *Objects {
 		// Listers return objects in no fixed order: by name, a node's
 		// model is the same for the same slices.
 		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
-	}
-	for _, c := range l.Classes {
-		o.classes[c.Name] = c
-	}
-	// By name, so that when several parameter objects say they were
-	// generated from one vendor object, the first name wins (as in
-	// allocator.Simulation).
-	cps := slices.Clone(l.ClassParameters)
-	slices.SortFunc(cps, func(a, b *resourceapi.ResourceClassParameters) int { return strings.Compare(a.Name, b.Name) })
-	for _, p := range cps {
-		o.classParams[p.Name] = p
-		if g := p.GeneratedFrom; g != nil {
-			if _, dup := o.classParamsGen[*g]; !dup {
-				o.classParamsGen[*g] = p
-			}
-		}
-	}
-	rps := slices.Clone(l.ClaimParameters)
-	slices.SortFunc(rps, func(a, b *resourceapi.ResourceClaimParameters) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	for _, p := range rps {
-		o.claimParams[p.Namespace+"/"+p.Name] = p
-		if g := p.GeneratedFrom; g != nil {
-			k := claimGenKey{namespace: p.Namespace, ref: *g}
-			if _, dup := o.claimParamsGen[k]; !dup {
-				o.claimParamsGen[k] = p
-			}
-		}
-	}
-	for _, u := range l.Vendor {
-		gvk := u.GroupVersionKind()
-		o.vendor[vendorKey{gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName()}] = u
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(l.Claims))
 	generated := map[string]string{}
@@ -174,9 +131,8 @@ func NewObjects(l Lists) *Objects {
 // claims are unchanged.
 func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := &Objects{
-		revision: o.revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
-		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, contexts: o.contexts, models: o.models, states: o.states,
+		revision: o.revision, slices: o.slices, catalog: o.catalog,
+		contexts: o.contexts, models: o.models, states: o.states,
 		gen: objectsGen.Add(1),
 	}
 	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
@@ -197,9 +153,8 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.ResourceClaim) *Objects {
 	o.once.Do(o.indexAllocated)
 	out := &Objects{
-		revision: revision, slices: o.slices, classes: o.classes, classParams: o.classParams,
-		classParamsGen: o.classParamsGen, claimParams: o.claimParams, claimParamsGen: o.claimParamsGen,
-		vendor: o.vendor, contexts: o.contexts, models: o.models,
+		revision: revision, slices: o.slices, catalog: o.catalog,
+		contexts: o.contexts, models: o.models,
 		gen: objectsGen.Add(1),
 	}
 	// Per node touched: the claims that leave its list and those that join.
@@ -549,13 +504,19 @@ func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stat
 	return out
 }
 
-// Next indexes l like NewObjects, carrying over from o the compiled
-// models (with their cached selector outcomes) of the nodes whose slices
-// are the same objects in l, and the node states of those nodes whose
-// node object and allocated claims are unchanged too, instead of
+// Next indexes l like NewObjects, carrying over from o the catalog when
+// l's classes, parameters and vendor objects are the same objects, the
+// compiled models (with their cached selector outcomes) of the nodes whose
+// slices are the same objects in l, and the node states of those nodes
+// whose node object and allocated claims are unchanged too, instead of
 // compiling every node again. Nodes whose slices are gone are dropped.
 func (o *Objects) Next(l Lists) *Objects {
-	n := NewObjects(l)
+	var cat *allocator.Catalog
+	if in := o.catalog.Inputs(); sameSet(in.Classes, l.Classes) && sameSet(in.ClassParameters, l.ClassParameters) &&
+		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) {
+		cat = o.catalog
+	}
+	n := newObjects(l, cat)
 	o.models.mu.Lock()
 	for node, e := range o.models.m {
 		if len(e.slices) > 0 && sameObjects(e.slices, n.slices[node]) {
@@ -627,54 +588,22 @@ func compareClaims(a, b *resourceapi.ResourceClaim) int {
 }
 
 // resolve finds the class and parameters of a claim. It returns what is
-// missing (for a Wait) as a non-empty string. Claims of classes with a
-// controller do not get here (see controlPlane).
-func (o *Objects) resolve(claim *resourceapi.ResourceClaim) (allocator.Claim, string) {
-	out := allocator.Claim{Claim: claim, Class: o.classes[claim.Spec.ResourceClassName]}
-	if out.Class == nil {
-		return out, fmt.Sprintf("resource class %s of claim %s", claim.Spec.ResourceClassName, claimKey(claim))
+// missing (for a Wait) as a non-empty string, the class before the
+// claim's parameters before the class's, and the reason code for it.
+// Claims of classes with a controller do not get here (see controlPlane).
+func (o *Objects) resolve(claim *resourceapi.ResourceClaim) (allocator.Claim, string, allocator.ReasonCode) {
+	c, missing := o.catalog.Resolve(claim)
+	if len(missing) == 0 {
+		return c, "", ""
 	}
-	if ref := claim.Spec.ParametersRef; ref != nil {
-		if isBuiltin(ref.APIGroup, ref.Kind, "ResourceClaimParameters") {
-			out.ClaimParameters = o.claimParams[claim.Namespace+"/"+ref.Name]
-		} else {
-			out.ClaimParameters = o.claimParamsGen[claimGenKey{namespace: claim.Namespace, ref: *ref}]
-			out.VendorClaimParameters = o.vendorRaw(vendorKey{ref.APIGroup, ref.Kind, claim.Namespace, ref.Name})
-		}
-		if out.ClaimParameters == nil {
-			return out, fmt.Sprintf("ResourceClaimParameters for %s %s of claim %s", ref.Kind, ref.Name, claimKey(claim))
-		}
+	switch m := missing[0]; m.Kind {
+	case allocator.MissingClass:
+		return c, fmt.Sprintf("resource class %s of claim %s", m.Class, m.Claim), allocator.ReasonClassNotFound
+	case allocator.MissingClaimParameters:
+		return c, fmt.Sprintf("ResourceClaimParameters for %s %s of claim %s", m.RefKind, m.RefName, m.Claim), allocator.ReasonParametersNotFound
+	default:
+		return c, fmt.Sprintf("ResourceClassParameters for %s %s of class %s", m.RefKind, m.RefName, m.Class), allocator.ReasonParametersNotFound
 	}
-	if ref := out.Class.ParametersRef; ref != nil {
-		if isBuiltin(ref.APIGroup, ref.Kind, "ResourceClassParameters") {
-			out.ClassParameters = o.classParams[ref.Name]
-		} else {
-			out.ClassParameters = o.classParamsGen[*ref]
-			out.VendorClassParameters = o.vendorRaw(vendorKey{ref.APIGroup, ref.Kind, ref.Namespace, ref.Name})
-		}
-		if out.ClassParameters == nil {
-			return out, fmt.Sprintf("ResourceClassParameters for %s %s of class %s", ref.Kind, ref.Name, out.Class.Name)
-		}
-	}
-	return out, ""
-}
-
-func isBuiltin(group, kind, want string) bool {
-	return kind == want && (group == "" || group == resourceapi.GroupName)
-}
-
-// vendorRaw snapshots a vendor object as JSON, or nil when it is not
-// known (the parameters' own vendorParameters are used then).
-func (o *Objects) vendorRaw(k vendorKey) *runtime.RawExtension {
-	u := o.vendor[k]
-	if u == nil {
-		return nil
-	}
-	raw, err := json.Marshal(u.Object)
-	if err != nil {
-		return nil
-	}
-	return &runtime.RawExtension{Raw: raw}
 }
 
 // maxRevision returns the larger of two resourceVersions ("" is 0).
