@@ -7,8 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -143,6 +147,7 @@ type Manager struct {
 
 	startMu sync.Mutex
 	started bool
+	unlock  func() // releases the registry dir's lock (lockRegistry)
 	cancel  context.CancelFunc
 	factory *client.Factory
 	wg      sync.WaitGroup
@@ -187,7 +192,7 @@ func New(opts Options) (*Manager, error) {
 // of pods that ended while no agent ran, until ctx ends or Stop is called. It returns an error when
 // the registry directory cannot be watched or ctx ends before the caches
 // synced.
-func (m *Manager) Start(ctx context.Context) error {
+func (m *Manager) Start(ctx context.Context) (err error) {
 	m.startMu.Lock()
 	defer m.startMu.Unlock()
 	if m.started {
@@ -197,6 +202,16 @@ func (m *Manager) Start(ctx context.Context) error {
 	if err := os.MkdirAll(m.opts.RegistryDir, 0o750); err != nil {
 		return fmt.Errorf("create plugins registry dir: %w", err)
 	}
+	unlock, err := lockRegistry(m.opts.RegistryDir)
+	if err != nil {
+		return err
+	}
+	m.unlock = unlock
+	defer func() {
+		if err != nil {
+			unlock()
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	m.cancel = cancel
 	m.factory = client.NewFactory(m.opts.Client, 0,
@@ -260,6 +275,9 @@ func (m *Manager) Stop() {
 	}
 	m.pods.stopTimers()
 	f.Shutdown()
+	if m.unlock != nil {
+		m.unlock()
+	}
 }
 
 // onClaim wakes the pods waiting for a claim that changed.
@@ -288,4 +306,38 @@ func (m *Manager) backoff(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, m.opts.BackoffMax)
+}
+
+// registryLock is the file in the plugins registry dir a Manager holds
+// locked while it runs (the registration watch ignores all but sockets).
+const registryLock = ".allot-node-agent.lock"
+
+// lockRegistry takes the registry dir for this Manager: a second agent on
+// the same host and dir (another allot up with the default dir) would
+// register every driver there with its own node too, and their devices
+// would be handed out twice, once per node. The lock goes with the
+// process; the returned func releases it (once).
+func lockRegistry(dir string) (func(), error) {
+	path := filepath.Join(dir, registryLock)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock plugins registry dir: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(path); rerr == nil && len(strings.TrimSpace(string(b))) > 0 {
+				holder = "pid " + strings.TrimSpace(string(b))
+			}
+			return nil, fmt.Errorf("plugins registry dir %s is watched by another node agent on this host (%s): its DRA drivers would register with both nodes "+
+				"and their devices be handed out twice; give this agent its own directory with --plugins-registry-dir, or an empty one to run without DRA", dir, holder)
+		}
+		return nil, fmt.Errorf("lock plugins registry dir %s: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	var once sync.Once
+	return func() { once.Do(func() { _ = f.Close() }) }, nil
 }

@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,4 +123,35 @@ func TestLaterRegistrationWinsWhateverTheOrder(t *testing.T) {
 	if old, err := s.add(again); err != nil || old != later {
 		t.Fatalf("a newer registration: old %p err %v, want it to replace %p", old, err, later)
 	}
+}
+
+// TestSecondManagerOnTheRegistryDirFails: a second node agent on the same
+// plugins registry dir (a second allot up with the default dir) would
+// register every driver there with its node too; it fails to start,
+// saying what to do, and the first keeps running. Once the first stops,
+// the dir is free.
+func TestSecondManagerOnTheRegistryDirFails(t *testing.T) {
+	e := newEnv(t)
+	first := e.start()
+	second, err := New(e.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = second.Start(context.Background())
+	if err == nil {
+		second.Stop()
+		t.Fatal("a second manager started on the same registry dir")
+	}
+	if !strings.Contains(err.Error(), "watched by another node agent") || !strings.Contains(err.Error(), "--plugins-registry-dir") {
+		t.Fatalf("error does not say what happened and what to do: %v", err)
+	}
+	first.Stop()
+	third, err := New(e.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := third.Start(context.Background()); err != nil {
+		t.Fatalf("after the first stopped: %v", err)
+	}
+	third.Stop()
 }
