@@ -2,115 +2,134 @@ package allocator
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
-// layered is a copy-on-write map: a private top layer over a chain of
-// frozen layers shared with clones. clone is O(1); reads walk the chain,
-// which is flattened once it grows deeper than maxLayers, so the cost of
-// reads stays bounded and the cost of flattening is spread over many clones.
+// layered is a copy-on-write map with two uses: versions derived with
+// with, which leaves its receiver as it was (the scheduler's ClaimSet
+// keeps old versions alive and reads them concurrently), and in-place
+// writes with O(1) clones (a Simulation). A map is a base, never
+// written once a layered holds it and shared between versions, and a
+// small delta of the version's own. Once the delta outgrows a share of
+// the base it is folded into a new base, so lookups stay one or two map
+// reads and a change costs O(1) amortized.
 type layered[K cmp.Ordered, V any] struct {
-	top    map[K]entry[V]
-	parent *frozen[K, V]
+	base  map[K]V
+	delta map[K]entry[V] // deleted keys have ok false
+	// shared says delta is shared with a clone: the first write copies it.
+	shared bool
+	n      int // keys present
 }
 
 type entry[V any] struct {
-	val     V
-	deleted bool
+	v  V
+	ok bool
 }
 
-type frozen[K cmp.Ordered, V any] struct {
-	m      map[K]entry[V]
-	parent *frozen[K, V]
-	depth  int
-}
+// The delta is folded into a new base once it holds more than
+// max(base/foldShare, foldMin) keys.
+const (
+	foldShare = 16
+	foldMin   = 64
+)
 
-const maxLayers = 8
-
-func newLayered[K cmp.Ordered, V any]() *layered[K, V] {
-	return &layered[K, V]{top: map[K]entry[V]{}}
+// newLayered returns a map over m, which it takes: m must not be
+// modified afterwards.
+func newLayered[K cmp.Ordered, V any](m map[K]V) *layered[K, V] {
+	return &layered[K, V]{base: m, n: len(m)}
 }
 
 func (l *layered[K, V]) get(k K) (V, bool) {
-	if e, ok := l.top[k]; ok {
-		return e.val, !e.deleted
+	if e, ok := l.delta[k]; ok {
+		return e.v, e.ok
 	}
-	for f := l.parent; f != nil; f = f.parent {
-		if e, ok := f.m[k]; ok {
-			return e.val, !e.deleted
-		}
-	}
-	var zero V
-	return zero, false
+	v, ok := l.base[k]
+	return v, ok
 }
 
-func (l *layered[K, V]) set(k K, v V) { l.top[k] = entry[V]{val: v} }
+func (l *layered[K, V]) len() int { return l.n }
 
-func (l *layered[K, V]) del(k K) {
-	if l.parent == nil {
-		delete(l.top, k)
-		return
+// each calls fn for every key present, in no particular order.
+func (l *layered[K, V]) each(fn func(k K, v V)) {
+	for k, v := range l.base {
+		if _, over := l.delta[k]; !over {
+			fn(k, v)
+		}
 	}
-	l.top[k] = entry[V]{deleted: true}
+	for k, e := range l.delta {
+		if e.ok {
+			fn(k, e.v)
+		}
+	}
 }
 
-// clone freezes the current top layer and returns a map that shares it;
-// both the receiver and the clone write to fresh top layers from now on.
-func (l *layered[K, V]) clone() *layered[K, V] {
-	if len(l.top) > 0 {
-		depth := 1
-		if l.parent != nil {
-			depth = l.parent.depth + 1
-		}
-		l.parent = &frozen[K, V]{m: l.top, parent: l.parent, depth: depth}
-		l.top = map[K]entry[V]{}
-		if depth > maxLayers {
-			l.parent = &frozen[K, V]{m: l.flatten(), depth: 1}
-		}
-	}
-	return &layered[K, V]{top: map[K]entry[V]{}, parent: l.parent}
-}
-
-// flatten merges all layers into one map without deleted entries.
-func (l *layered[K, V]) flatten() map[K]entry[V] {
-	var chain []map[K]entry[V]
-	for f := l.parent; f != nil; f = f.parent {
-		chain = append(chain, f.m)
-	}
-	out := map[K]entry[V]{}
-	for i := len(chain) - 1; i >= 0; i-- {
-		for k, e := range chain[i] {
-			if e.deleted {
-				delete(out, k)
-			} else {
-				out[k] = e
-			}
-		}
-	}
-	for k, e := range l.top {
-		if e.deleted {
-			delete(out, k)
-		} else {
-			out[k] = e
-		}
-	}
+// keys returns the keys present in ascending order.
+func (l *layered[K, V]) keys() []K {
+	out := make([]K, 0, l.n)
+	l.each(func(k K, _ V) { out = append(out, k) })
+	slices.Sort(out)
 	return out
 }
 
-// keys returns the live keys in ascending order.
-func (l *layered[K, V]) keys() []K {
-	var out []K
-	if l.parent == nil {
-		for k, e := range l.top {
-			if !e.deleted {
-				out = append(out, k)
-			}
-		}
-	} else {
-		for k := range l.flatten() {
-			out = append(out, k)
-		}
+// clone returns an independent copy in O(1): both maps copy the shared
+// delta on their next write.
+func (l *layered[K, V]) clone() *layered[K, V] {
+	if len(l.delta) > 0 {
+		l.shared = true
 	}
-	slices.Sort(out)
+	out := *l
+	return &out
+}
+
+func (l *layered[K, V]) set(k K, v V) { l.put(k, entry[V]{v: v, ok: true}) }
+
+func (l *layered[K, V]) del(k K) { l.put(k, entry[V]{}) }
+
+// put writes one key in place and folds the delta when it is too large.
+func (l *layered[K, V]) put(k K, e entry[V]) {
+	if l.shared || l.delta == nil {
+		l.delta = maps.Clone(l.delta)
+		if l.delta == nil {
+			l.delta = map[K]entry[V]{}
+		}
+		l.shared = false
+	}
+	_, had := l.get(k)
+	switch {
+	case had && !e.ok:
+		l.n--
+	case !had && e.ok:
+		l.n++
+	}
+	if _, inBase := l.base[k]; !e.ok && !inBase {
+		delete(l.delta, k) // nothing to hide
+	} else {
+		l.delta[k] = e
+	}
+	if len(l.delta) > max(len(l.base)/foldShare, foldMin) {
+		l.fold()
+	}
+}
+
+// fold merges the delta into a new base.
+func (l *layered[K, V]) fold() {
+	flat := make(map[K]V, l.n)
+	l.each(func(k K, v V) { flat[k] = v })
+	*l = layered[K, V]{base: flat, n: len(flat)}
+}
+
+// with returns the version with set's keys set and del's keys removed
+// (del wins over set); l is unchanged, and may be read meanwhile.
+func (l *layered[K, V]) with(set map[K]V, del []K) *layered[K, V] {
+	out := &layered[K, V]{base: l.base, n: l.n,
+		delta: make(map[K]entry[V], len(l.delta)+len(set)+len(del))}
+	maps.Copy(out.delta, l.delta)
+	for k, v := range set {
+		out.set(k, v)
+	}
+	for _, k := range del {
+		out.del(k)
+	}
 	return out
 }

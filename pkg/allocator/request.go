@@ -248,7 +248,7 @@ func (r *Request) checkClaim(c *Claim) (pending bool, reasons []Reason) {
 		return false, []Reason{newReason(ReasonNotStructured, key, "", nil, "",
 			fmt.Sprintf("class %s is allocated by controller %s, not by structured parameters", c.Class.Name, c.Class.ControllerName))}
 	}
-	reserved := reservedFor(claim, r.pod)
+	reserved := ReservedFor(claim, r.pod)
 	alloc := claim.Status.Allocation
 	switch {
 	case alloc == nil:
@@ -265,18 +265,20 @@ func (r *Request) checkClaim(c *Claim) (pending bool, reasons []Reason) {
 	return false, nil
 }
 
-func reservedFor(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
+// ReservedFor reports whether the claim's reservedFor names the pod (see
+// IsPod); false for a nil pod.
+func ReservedFor(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
 	if pod == nil {
 		return false
 	}
 	return slices.ContainsFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-		return isPod(r, pod)
+		return IsPod(r, pod)
 	})
 }
 
-// isPod reports whether a consumer reference names the pod: by UID when
+// IsPod reports whether a consumer reference names the pod: by UID when
 // both have one, else by name (simulated pods often have no UID).
-func isPod(r resourceapi.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
+func IsPod(r resourceapi.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
 	if r.Resource != "pods" || r.APIGroup != "" {
 		return false
 	}

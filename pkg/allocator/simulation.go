@@ -64,23 +64,25 @@ type simNode struct {
 // StartSimulation).
 func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	s := &Simulation{
-		opts:   opts,
-		cat:    NewCatalog(snap),
-		nodes:  newLayered[string, *simNode](),
-		claims: newLayered[string, *resourceapi.ResourceClaim](),
+		opts: opts,
+		cat:  NewCatalog(snap),
 	}
+	claims := make(map[string]*resourceapi.ResourceClaim, len(snap.Claims))
 	for _, c := range snap.Claims {
-		s.claims.set(claimKey(c), c)
+		claims[claimKey(c)] = c
 	}
+	s.claims = newLayered(claims)
 	slicesByNode := map[string][]*resourceapi.NodeResourceSlice{}
 	for _, sl := range snap.Slices {
 		slicesByNode[sl.Spec.NodeName] = append(slicesByNode[sl.Spec.NodeName], sl)
 	}
 	claimsByNode := s.allocatedByNode()
+	nodes := make(map[string]*simNode, len(snap.Nodes))
 	for _, n := range snap.Nodes {
 		model := NewModel(n.Name, slicesByNode[n.Name])
-		s.nodes.set(n.Name, &simNode{node: n, state: NewNodeState(model, n, claimsByNode[n.Name])})
+		nodes[n.Name] = &simNode{node: n, state: NewNodeState(model, n, claimsByNode[n.Name])}
 	}
+	s.nodes = newLayered(nodes)
 	return s
 }
 
@@ -90,22 +92,8 @@ func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
 	for _, k := range s.claims.keys() {
 		c, _ := s.claims.get(k)
-		for _, n := range allocatedNodes(c) {
+		for _, n := range AllocatedNodes(c) {
 			out[n] = append(out[n], c)
-		}
-	}
-	return out
-}
-
-// allocatedNodes lists the nodes named by a claim's structured handles.
-func allocatedNodes(c *resourceapi.ResourceClaim) []string {
-	var out []string
-	if c.Status.Allocation == nil {
-		return nil
-	}
-	for _, h := range c.Status.Allocation.ResourceHandles {
-		if h.StructuredData != nil && !slices.Contains(out, h.StructuredData.NodeName) {
-			out = append(out, h.StructuredData.NodeName)
 		}
 	}
 	return out
@@ -182,7 +170,7 @@ func (s *Simulation) AddClaim(c *resourceapi.ResourceClaim) error {
 		return fmt.Errorf("add claim %s: %w", claimKey(c), ErrClaimExists)
 	}
 	s.claims.set(claimKey(c), c)
-	for _, n := range allocatedNodes(c) {
+	for _, n := range AllocatedNodes(c) {
 		if sn, ok := s.nodes.get(n); ok {
 			s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithAllocated(c)})
 		}
@@ -312,7 +300,7 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 			}
 			allocated = append(allocated, claim)
 		}
-		if !reservedFor(claim, pod) {
+		if !ReservedFor(claim, pod) {
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{
 				Resource: "pods", Name: pod.Name, UID: pod.UID,
 			})
@@ -337,16 +325,16 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 			continue
 		}
 		old, ok := s.claims.get(pod.Namespace + "/" + name.name)
-		if !ok || !reservedFor(old, pod) {
+		if !ok || !ReservedFor(old, pod) {
 			continue
 		}
 		claim := old.DeepCopy()
 		claim.Status.ReservedFor = slices.DeleteFunc(claim.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-			return isPod(r, pod)
+			return IsPod(r, pod)
 		})
 		if len(claim.Status.ReservedFor) == 0 && claim.Status.Allocation != nil &&
 			claim.Spec.AllocationMode != resourceapi.AllocationModeImmediate {
-			for _, n := range allocatedNodes(old) {
+			for _, n := range AllocatedNodes(old) {
 				if sn, ok := s.nodes.get(n); ok {
 					s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithoutAllocated(old)})
 				}

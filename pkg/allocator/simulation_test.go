@@ -165,8 +165,8 @@ func TestSimulationCloneIsIndependent(t *testing.T) {
 	if _, err := sim.BindPod(ctx, podUsing("p", "q"), "n2"); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := clone.Claim("default", "q"); allocatedNodes(c)[0] != "n1" {
-		t.Errorf("clone sees the original's allocation: %v", allocatedNodes(c))
+	if c, _ := clone.Claim("default", "q"); AllocatedNodes(c)[0] != "n1" {
+		t.Errorf("clone sees the original's allocation: %v", AllocatedNodes(c))
 	}
 	if err := clone.AddNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, nil); !errors.Is(err, ErrNodeExists) {
 		t.Errorf("AddNode of an existing name: %v", err)
@@ -231,37 +231,6 @@ func TestDeadline(t *testing.T) {
 	res, err := Allocate(ctx, Prepare(nil, []Claim{makeClaim("c", "gpu", sels...)}), st)
 	if !errors.Is(err, ErrDeadline) || !errors.Is(err, context.Canceled) || res != nil {
 		t.Fatalf("Allocate with a cancelled context: %v, %v", res, err)
-	}
-}
-
-func TestLayeredMap(t *testing.T) {
-	m := newLayered[string, int]()
-	m.set("a", 1)
-	var clones []*layered[string, int]
-	for i := range 3 * maxLayers {
-		m.set(fmt.Sprint("k", i), i)
-		clones = append(clones, m.clone())
-		m.del("a")
-		m.set("a", i)
-	}
-	if v, _ := m.get("a"); v != 3*maxLayers-1 {
-		t.Errorf("a = %d", v)
-	}
-	for i, c := range clones {
-		want := 1
-		if i > 0 {
-			want = i - 1
-		}
-		if v, ok := c.get("a"); !ok || v != want {
-			t.Errorf("clone %d: a = %d, %v; want %d", i, v, ok, want)
-		}
-		if len(c.keys()) != i+2 {
-			t.Errorf("clone %d has %d keys, want %d", i, len(c.keys()), i+2)
-		}
-	}
-	m.del("a")
-	if _, ok := m.get("a"); ok || slices.Contains(m.keys(), "a") {
-		t.Error("deleted key still visible")
 	}
 }
 

@@ -60,7 +60,7 @@ func (o *Objects) controlPlane(c *resourceapi.ResourceClaim) (*resourceapi.Resou
 	if c.Status.ControllerName != "" {
 		return class, true
 	}
-	if c.Status.Allocation != nil && len(structuredNodes(c)) > 0 {
+	if c.Status.Allocation != nil && len(allocator.AllocatedNodes(c)) > 0 {
 		return class, false
 	}
 	return class, class != nil && class.ControllerName != ""
@@ -87,7 +87,7 @@ func (s *stateData) checkControlPlane(pod *corev1.Pod) *framework.Status {
 		case st.Allocation == nil && !c.pending():
 			add(&waits, allocator.ReasonNotStructured, c.key,
 				fmt.Sprintf("%s (claim %s, allocation mode Immediate)", ReasonWaitingForAllocation, c.key))
-		case st.Allocation == nil || reservedForPod(cl, pod):
+		case st.Allocation == nil || allocator.ReservedFor(cl, pod):
 		case !st.Allocation.Shareable && len(st.ReservedFor) > 0:
 			add(&busy, allocator.ReasonClaimInUse, c.key, fmt.Sprintf("claim %s is not shareable and in use by %s", c.key, consumers(cl)))
 		case len(st.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize:

@@ -201,10 +201,10 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
 	for k, c := range overlay {
-		if c, ok := objs.claims.get(k); ok && c.Status.Allocation != nil {
+		if c, ok := objs.claims.Get(k); ok && c.Status.Allocation != nil {
 			continue // counted on its node already; the overlay adds reservations only
 		}
-		for _, n := range structuredNodes(c) {
+		for _, n := range allocator.AllocatedNodes(c) {
 			s.extra[n] = append(s.extra[n], c)
 		}
 	}
@@ -240,7 +240,7 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 		key := pod.Namespace + "/" + name
 		claim, ok := overlay[key]
 		if !ok {
-			claim, ok = s.objects.claims.get(key)
+			claim, ok = s.objects.claims.Get(key)
 		}
 		if !ok {
 			waiting = append(waiting, s.wait(allocator.ReasonClaimNotFound, key, "resource claim "+key))
@@ -249,7 +249,7 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			}
 			continue
 		}
-		if base, ok := s.objects.claims.get(key); ok {
+		if base, ok := s.objects.claims.Get(key); ok {
 			s.base[key] = base.ResourceVersion
 		}
 		if class, ok := s.objects.controlPlane(claim); ok {
@@ -355,7 +355,7 @@ func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*resou
 	defer p.mu.Unlock()
 	out := map[string]*resourceapi.ResourceClaim{}
 	for k, m := range p.reserved {
-		cur, ok := objs.claims.get(k)
+		cur, ok := objs.claims.Get(k)
 		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
 			delete(p.reserved, k)
 			continue

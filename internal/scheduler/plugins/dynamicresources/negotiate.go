@@ -10,6 +10,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // Negotiation is what a scheduling cycle decided for a pod whose
@@ -168,7 +169,7 @@ func (p *DynamicResources) PostFilter(_ context.Context, state *framework.CycleS
 
 // onlyReservedFor: nobody, or only the pod, reserves the claim.
 func onlyReservedFor(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
-	return len(c.Status.ReservedFor) == 0 || (len(c.Status.ReservedFor) == 1 && reservedForPod(c, pod))
+	return len(c.Status.ReservedFor) == 0 || (len(c.Status.ReservedFor) == 1 && allocator.ReservedFor(c, pod))
 }
 
 // excludesSomeNode reports whether sel leaves out a node of the cycle.
@@ -207,7 +208,7 @@ func NeedsDeallocation(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
 func MarkDeallocation(c *resourceapi.ResourceClaim, pod *corev1.Pod) {
 	c.Status.DeallocationRequested = true
 	c.Status.ReservedFor = slices.DeleteFunc(c.Status.ReservedFor, func(r resourceapi.ResourceClaimConsumerReference) bool {
-		return isPodRef(r, pod)
+		return allocator.IsPod(r, pod)
 	})
 }
 

@@ -1,13 +1,11 @@
 package dynamicresources
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -45,42 +43,18 @@ type Lists struct {
 // derive for as long as the objects they were built from are the same.
 // Nothing in an Objects may be modified.
 type Objects struct {
-	revision  string
-	slices    map[string][]*resourceapi.NodeResourceSlice  // by node
-	catalog   *allocator.Catalog                           // classes, parameters, vendor objects; carried over by Next while they are unchanged
-	claims    layered[*resourceapi.ResourceClaim]          // namespace/name
-	generated layered[string]                              // podUID/entry -> name of the claim generated for it
-	contexts  map[string]*resourceapi.PodSchedulingContext // namespace/name
-	models    *modelCache                                  // shared with WithClaims' Objects, carried over by Next
-	states    *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
-
-	once      sync.Once
-	allocated layered[*nodeClaims] // by node with slices or structured handles
-
-	// gen names this Objects among all (see reuseView). parent is the
-	// Objects WithClaimUpdates derived it from, and touched the nodes
-	// whose allocated claims differ from parent's; a new link cuts the
-	// chain maxAncestry links back, so that it keeps few Objects alive.
-	gen       uint64
-	parent    atomic.Pointer[Objects]
-	touched   []string
-	touchedAt atomic.Pointer[[]int] // positions of touched in the last snapshot asked about (see touchedIn)
+	revision string
+	slices   map[string][]*resourceapi.NodeResourceSlice  // by node
+	catalog  *allocator.Catalog                           // classes, parameters, vendor objects; carried over by Next while they are unchanged
+	claims   *allocator.ClaimSet                          // with the claims allocated per node and the ancestry answer reuse reads (reuse.go)
+	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
+	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
+	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
 }
 
-// objectsGen numbers Objects.
-var objectsGen atomic.Uint64
-
-// maxAncestry is how many Objects a chain of WithClaimUpdates keeps.
-const maxAncestry = 16
-
-// nodeClaims are the claims allocated on one node (by their structured
-// handles), with the node's base state once built. An Objects derived
-// by WithClaimUpdates shares the entries of the nodes whose claims did
-// not change, and with them their states: the models are shared too.
-type nodeClaims struct {
-	claims []*resourceapi.ResourceClaim
-	state  atomic.Pointer[cachedState] // built from claims and the node's model; for state.Node()
-}
+// maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
+// their ClaimSets' ancestry.
+const maxAncestry = allocator.MaxAncestry
 
 // NewObjects indexes l. The lists are not copied; callers must not modify
 // them or their objects afterwards.
@@ -100,7 +74,6 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 		contexts: map[string]*resourceapi.PodSchedulingContext{},
 		models:   &modelCache{m: map[string]cachedModel{}},
 		states:   &stateCache{m: map[string]cachedState{}},
-		gen:      objectsGen.Add(1),
 	}
 	for _, c := range l.Contexts {
 		o.contexts[c.Namespace+"/"+c.Name] = c
@@ -113,15 +86,7 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 		// model is the same for the same slices.
 		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
-	claims := make(map[string]*resourceapi.ResourceClaim, len(l.Claims))
-	generated := map[string]string{}
-	for _, c := range l.Claims {
-		claims[claimKey(c)] = c
-		if k := GeneratedKey(c); k != "" {
-			generated[k] = c.Name
-		}
-	}
-	o.claims, o.generated = newLayered(claims), newLayered(generated)
+	o.claims = allocator.NewClaimSet(l.Claims, o.slices)
 	return o
 }
 
@@ -130,187 +95,41 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 // shared with o, and so are the node states of nodes whose allocated
 // claims are unchanged.
 func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
-	out := &Objects{
-		revision: o.revision, slices: o.slices, catalog: o.catalog,
-		contexts: o.contexts, models: o.models, states: o.states,
-		gen: objectsGen.Add(1),
-	}
-	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
-	for _, c := range claims {
-		set[claimKey(c)] = c
-	}
-	out.claims = o.claims.with(set, nil)
-	out.generated = o.generatedWith(set, nil)
-	return out
+	out := *o
+	out.claims = o.claims.With(claims...)
+	return &out
 }
 
 // WithClaimUpdates returns the Objects that follow o after claim events:
 // upd maps namespace/name to the claim's current version, nil for a
 // deleted claim; revision is the new fence. Everything else is shared
 // with o, and the claims allocated per node are updated for the claims
-// that changed instead of indexed again: a scheduler at a steady rate of
-// claim events pays for the events, not for every claim on every cycle.
+// that changed instead of indexed again (allocator.ClaimSet.Update): a
+// scheduler at a steady rate of claim events pays for the events, not
+// for every claim on every cycle.
 func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.ResourceClaim) *Objects {
-	o.once.Do(o.indexAllocated)
-	out := &Objects{
-		revision: revision, slices: o.slices, catalog: o.catalog,
-		contexts: o.contexts, models: o.models,
-		gen: objectsGen.Add(1),
-	}
-	// Per node touched: the claims that leave its list and those that join.
-	type change struct{ drop, add []*resourceapi.ResourceClaim }
-	touched := map[string]*change{}
-	at := func(node string) *change {
-		c := touched[node]
-		if c == nil {
-			c = &change{}
-			touched[node] = c
-		}
-		return c
-	}
-	setClaims := make(map[string]*resourceapi.ResourceClaim, len(upd))
-	var delClaims []string
-	for k, c := range upd {
-		if old, ok := o.claims.get(k); ok {
-			for _, n := range structuredNodes(old) {
-				at(n).drop = append(at(n).drop, old)
-			}
-		}
-		if c == nil {
-			delClaims = append(delClaims, k)
-			continue
-		}
-		setClaims[k] = c
-		for _, n := range structuredNodes(c) {
-			at(n).add = append(at(n).add, c)
-		}
-	}
-	out.claims = o.claims.with(setClaims, delClaims)
-	out.generated = o.generatedWith(setClaims, delClaims)
-	setNodes := make(map[string]*nodeClaims, len(touched))
-	var delNodes []string
-	for n, c := range touched {
-		var prev []*resourceapi.ResourceClaim
-		if e, ok := o.allocated.get(n); ok {
-			prev = e.claims
-		}
-		list := make([]*resourceapi.ResourceClaim, 0, len(prev)+len(c.add))
-		for _, x := range prev {
-			if !slices.Contains(c.drop, x) {
-				list = append(list, x)
-			}
-		}
-		list = append(list, c.add...)
-		if len(list) == 0 && len(o.slices[n]) == 0 {
-			delNodes = append(delNodes, n)
-			continue
-		}
-		setNodes[n] = &nodeClaims{claims: list}
-	}
-	out.allocated = o.allocated.with(setNodes, delNodes)
-	out.states = o.states
-	out.once.Do(func() {})
-	out.parent.Store(o)
-	for n := range touched {
-		out.touched = append(out.touched, n)
-	}
-	a := o
-	for range maxAncestry - 2 {
-		if a = a.parent.Load(); a == nil {
-			break
-		}
-	}
-	if a != nil {
-		a.parent.Store(nil)
-	}
-	return out
+	out := *o
+	out.revision = revision
+	out.claims = o.claims.Update(upd)
+	return &out
 }
 
-// touchedIn returns the positions in snap of the nodes o touched, -1
-// for those snap does not have. A chain's Objects are asked about by the
-// next cycles, whose snapshots have the nodes at the same positions:
-// that costs a comparison of names per node instead of a search.
-func (o *Objects) touchedIn(snap *framework.Snapshot) []int {
-	nodes := snap.Nodes()
-	if p := o.touchedAt.Load(); p != nil {
-		ok := true
-		for j, i := range *p {
-			if i >= len(nodes) || (i >= 0 && nodes[i].Name() != o.touched[j]) {
-				ok = false
-				break
-			}
-		}
-		// A touched node absent then (-1) may have been added since:
-		// look for it again.
-		if ok && !slices.ContainsFunc(*p, func(i int) bool { return i < 0 }) {
-			return *p
-		}
-	}
-	pos := make([]int, len(o.touched))
-	for j, name := range o.touched {
-		pos[j] = -1
-		if i, ok := snap.Index(name); ok {
-			pos[j] = i
-		}
-	}
-	o.touchedAt.Store(&pos)
-	return pos
-}
-
-// GeneratedKey is "podUID/entry" of the pod and entry a claim was
-// generated for (resourceapi.GeneratedFor); "" for other claims and claims
-// being deleted (the claim controller generates a new one). Objects and
-// the scheduler's claim informer index generated claims by it.
-func GeneratedKey(c *resourceapi.ResourceClaim) string {
-	uid, entry, ok := resourceapi.GeneratedFor(c)
-	if !ok || c.DeletionTimestamp != nil {
-		return ""
-	}
-	return EntryKey(uid, entry)
-}
-
-// EntryKey is the GeneratedKey of the claims generated for a pod's entry.
-func EntryKey(podUID types.UID, entry string) string { return string(podUID) + "/" + entry }
-
-// generatedWith is o.generated after the claims set are set and the
-// claims del (namespace/name) deleted.
-func (o *Objects) generatedWith(set map[string]*resourceapi.ResourceClaim, del []string) layered[string] {
-	put := map[string]string{}
-	var drop []string
-	forget := func(key string) {
-		if old, ok := o.claims.get(key); ok {
-			if k := GeneratedKey(old); k != "" {
-				if name, _ := o.generated.get(k); name == old.Name {
-					drop = append(drop, k)
-				}
-			}
-		}
-	}
-	for key, c := range set {
-		forget(key)
-		if k := GeneratedKey(c); k != "" {
-			put[k] = c.Name
-		}
-	}
-	for _, key := range del {
-		forget(key)
-	}
-	if len(put) == 0 && len(drop) == 0 {
-		return o.generated
-	}
-	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
-	return o.generated.with(put, drop)
-}
+// GeneratedKey and EntryKey are allocator's, for the scheduler's claim
+// informer.
+var (
+	GeneratedKey = allocator.GeneratedKey
+	EntryKey     = allocator.EntryKey
+)
 
 // GeneratedClaim returns the name of the claim generated for the entry of
 // the pod with that UID (resourceapi.GeneratedFor), if there is one.
 func (o *Objects) GeneratedClaim(podUID types.UID, entry string) (string, bool) {
-	return o.generated.get(EntryKey(podUID, entry))
+	return o.claims.Generated(podUID, entry)
 }
 
 // Claim returns the claim namespace/name.
 func (o *Objects) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
-	return o.claims.get(namespace + "/" + name)
+	return o.claims.Claim(namespace, name)
 }
 
 // Context returns the PodSchedulingContext namespace/name (named after
@@ -322,10 +141,7 @@ func (o *Objects) Context(namespace, name string) (*resourceapi.PodSchedulingCon
 
 // Claims returns every claim, sorted by namespace and name.
 func (o *Objects) Claims() []*resourceapi.ResourceClaim {
-	out := make([]*resourceapi.ResourceClaim, 0, o.claims.len())
-	o.claims.each(func(_ string, c *resourceapi.ResourceClaim) { out = append(out, c) })
-	slices.SortFunc(out, compareClaims)
-	return out
+	return o.claims.Claims()
 }
 
 // Revision is the fence revision of the lists ("" when unknown).
@@ -347,14 +163,13 @@ func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 // inject CDI devices (LabelCDI "false"), which Filter asks of every node
 // and the cache answers with the state.
 func (o *Objects) nodeState(node *corev1.Node) (*allocator.NodeState, bool) {
-	o.once.Do(o.indexAllocated)
-	nc, _ := o.allocated.get(node.Name)
+	nc := o.claims.Allocated(node.Name)
 	var claims []*resourceapi.ResourceClaim
 	if nc != nil {
-		if e := nc.state.Load(); e != nil && sameObject(e.state.Node(), node) {
-			return e.state, e.noCDI
+		if st := nc.State(); st != nil && sameObject(st.Node(), node) {
+			return st, noCDI(node)
 		}
-		claims = nc.claims
+		claims = nc.Claims
 	}
 	model := o.Model(node.Name)
 	e, ok := o.states.get(node.Name, model, node, claims)
@@ -362,62 +177,19 @@ func (o *Objects) nodeState(node *corev1.Node) (*allocator.NodeState, bool) {
 		e = o.states.put(node.Name, claims, allocator.NewNodeState(model, node, claims))
 	}
 	if nc != nil {
-		nc.state.Store(&e)
+		nc.SetState(e.state)
 	}
 	return e.state, e.noCDI
 }
 
-// indexAllocated lists the claims allocated on each node, in no
-// particular order. It runs for every snapshot, so it avoids per-claim
-// allocations.
-func (o *Objects) indexAllocated() {
-	allocated := make(map[string]*nodeClaims, len(o.slices))
-	for n := range o.slices {
-		allocated[n] = &nodeClaims{}
-	}
-	o.claims.each(func(_ string, c *resourceapi.ResourceClaim) {
-		if c.Status.Allocation == nil {
-			return
-		}
-		hs := c.Status.Allocation.ResourceHandles
-		for i, h := range hs {
-			if h.StructuredData == nil || onNodeBefore(hs[:i], h.StructuredData.NodeName) {
-				continue
-			}
-			e := allocated[h.StructuredData.NodeName]
-			if e == nil {
-				e = &nodeClaims{}
-				allocated[h.StructuredData.NodeName] = e
-			}
-			e.claims = append(e.claims, c)
-		}
-	})
-	o.allocated = newLayered(allocated)
-}
+// noCDI reports whether the node says its runtime cannot inject CDI
+// devices.
+func noCDI(n *corev1.Node) bool { return n != nil && n.Labels[LabelCDI] == "false" }
 
-// onNodeBefore reports whether one of hs is a structured handle on node.
-func onNodeBefore(hs []resourceapi.ResourceHandle, node string) bool {
-	for _, h := range hs {
-		if h.StructuredData != nil && h.StructuredData.NodeName == node {
-			return true
-		}
-	}
-	return false
-}
+// snapNodes are a snapshot's nodes for allocator.ClaimSet.TouchedIn.
+type snapNodes struct{ *framework.Snapshot }
 
-// structuredNodes lists the nodes named by a claim's structured handles.
-func structuredNodes(c *resourceapi.ResourceClaim) []string {
-	if c == nil || c.Status.Allocation == nil {
-		return nil
-	}
-	var out []string
-	for _, h := range c.Status.Allocation.ResourceHandles {
-		if h.StructuredData != nil && !slices.Contains(out, h.StructuredData.NodeName) {
-			out = append(out, h.StructuredData.NodeName)
-		}
-	}
-	return out
-}
+func (s snapNodes) NodeName(i int) string { return s.Nodes()[i].Name() }
 
 // modelCache holds one Model per node with the slices it was compiled
 // from.
@@ -482,9 +254,7 @@ func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node,
 
 func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) cachedState {
 	e := cachedState{claims: claims, state: st}
-	if n := st.Node(); n != nil {
-		e.noCDI = n.Labels[LabelCDI] == "false"
-	}
+	e.noCDI = noCDI(st.Node())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[name] = e
@@ -581,11 +351,6 @@ func sameObject[T object](a, b T) bool {
 }
 
 func claimKey(c *resourceapi.ResourceClaim) string { return c.Namespace + "/" + c.Name }
-
-// compareClaims orders claims by namespace, then name.
-func compareClaims(a, b *resourceapi.ResourceClaim) int {
-	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-}
 
 // resolve finds the class and parameters of a claim. It returns what is
 // missing (for a Wait) as a non-empty string, the class before the

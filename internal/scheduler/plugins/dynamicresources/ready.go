@@ -3,6 +3,7 @@ package dynamicresources
 import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // ClaimsReady reports whether every claim of pod is allocated and
@@ -26,31 +27,9 @@ func (p *DynamicResources) ClaimsReady(pod *corev1.Pod, lookup func(namespace, n
 			continue
 		}
 		c, ok := lookup(pod.Namespace, name)
-		if !ok || c.Status.Allocation == nil || !reservedForPod(c, pod) {
+		if !ok || c.Status.Allocation == nil || !allocator.ReservedFor(c, pod) {
 			return false
 		}
 	}
 	return true
-}
-
-// reservedForPod reports whether the claim's reservedFor names the pod.
-func reservedForPod(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
-	for _, r := range c.Status.ReservedFor {
-		if isPodRef(r, pod) {
-			return true
-		}
-	}
-	return false
-}
-
-// isPodRef reports whether a consumer reference names the pod (by UID when
-// both have one, else by name).
-func isPodRef(r resourceapi.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
-	if r.Resource != "pods" || r.APIGroup != "" {
-		return false
-	}
-	if r.UID != "" && pod.UID != "" {
-		return r.UID == pod.UID
-	}
-	return r.Name == pod.Name
 }

@@ -25,8 +25,8 @@ import (
 //	R2 the request signature is the same [TestReuseNeedsTheSameSignature]
 //	R3 the answer was computed on an Objects this cycle's Objects derives
 //	   from through WithClaimUpdates alone: NewObjects, Next and
-//	   WithClaims start a new line (objectsGen numbers every Objects in
-//	   the process) [TestReuseNeedsAnAncestor]
+//	   WithClaims start a new line (allocator.ClaimSet.Gen numbers every
+//	   Objects in the process) [TestReuseNeedsAnAncestor]
 //	R4 no WithClaimUpdates link since then touched the node (changed its
 //	   allocated claims) [TestReuseSkipsTouchedNodes]
 //	R5 the node has no claims of pods in flight in this cycle: such nodes
@@ -82,11 +82,11 @@ func (p *DynamicResources) reuseView(s *stateData, snap *framework.Snapshot) *re
 		mark(cur, node)
 	}
 	v := &reuseView{slots: *slots}
-	for a := s.objects; a != nil; a = a.parent.Load() {
-		v.gens, v.stale = append(v.gens, a.gen), append(v.stale, cur)
-		if len(a.touched) > 0 {
+	for a := s.objects.claims; a != nil; a = a.Parent() {
+		v.gens, v.stale = append(v.gens, a.Gen()), append(v.stale, cur)
+		if len(a.Touched()) > 0 {
 			cur = slices.Clone(cur)
-			for _, i := range a.touchedIn(snap) {
+			for _, i := range a.TouchedIn(snapNodes{snap}) {
 				if i >= 0 {
 					cur[i/64] |= 1 << (i % 64)
 				}

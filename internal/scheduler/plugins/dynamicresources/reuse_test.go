@@ -160,7 +160,7 @@ func TestReuseAncestryIsBounded(t *testing.T) {
 		t.Fatalf("R6: an answer %d links back was taken: the ancestry is not bounded", maxAncestry+1)
 	}
 	n := 0
-	for a := o; a != nil; a = a.parent.Load() {
+	for a := o.claims; a != nil; a = a.Parent() {
 		n++
 	}
 	if n > maxAncestry {

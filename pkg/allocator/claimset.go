@@ -1,0 +1,343 @@
+package allocator
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ClaimSet is an immutable version of a cluster's ResourceClaims: by
+// namespace/name, the claims generated for pods' template entries by
+// podUID/entry (GeneratedKey), and the claims allocated on each node by
+// their structured handles. Update derives the version that follows a
+// batch of claim events at the cost of the events, sharing the rest
+// (copy-on-write); the versions derived that way form an ancestry that
+// says which nodes' allocated claims changed since an earlier version,
+// so that answers computed on an earlier version can be told apart from
+// stale ones (the scheduler's answer reuse). A ClaimSet is safe for
+// concurrent use; nothing in it may be modified.
+type ClaimSet struct {
+	claims    *layered[string, *resourceapi.ResourceClaim] // namespace/name
+	generated *layered[string, string]                     // podUID/entry -> name of the claim generated for it
+	// nodes have an entry in allocated even without claims.
+	nodes map[string][]*resourceapi.NodeResourceSlice
+
+	once      sync.Once
+	allocated *layered[string, *NodeClaims] // by node with slices or structured handles; see Allocated
+
+	// gen names this ClaimSet among all. parent is the set Update derived
+	// it from, and touched the nodes whose allocated claims differ from
+	// parent's; a new link cuts the chain MaxAncestry links back, so that
+	// it keeps few sets alive.
+	gen       uint64
+	parent    atomic.Pointer[ClaimSet]
+	touched   []string
+	touchedAt atomic.Pointer[[]int] // positions of touched in the last nodes asked about (see TouchedIn)
+}
+
+// MaxAncestry is how many ClaimSets a chain of Update keeps.
+const MaxAncestry = 16
+
+// claimSetGen numbers ClaimSets.
+var claimSetGen atomic.Uint64
+
+// NodeClaims are the claims allocated on one node, by their structured
+// handles, in no particular order. A ClaimSet derived by Update shares
+// the entries of the nodes whose claims did not change, and with them
+// the state remembered with SetState.
+type NodeClaims struct {
+	Claims []*resourceapi.ResourceClaim
+	state  atomic.Pointer[NodeState]
+}
+
+// State returns the state remembered for the node, or nil.
+func (n *NodeClaims) State() *NodeState { return n.state.Load() }
+
+// SetState remembers a state built from n.Claims, for State. Whoever
+// reads it checks it still fits (model, node object).
+func (n *NodeClaims) SetState(st *NodeState) { n.state.Store(st) }
+
+// NewClaimSet indexes claims. nodes are the slices by node: every node
+// there has an entry in the allocated index (Allocated), claims or
+// not. Neither is copied; callers must not modify them afterwards.
+func NewClaimSet(claims []*resourceapi.ResourceClaim, nodes map[string][]*resourceapi.NodeResourceSlice) *ClaimSet {
+	byKey := make(map[string]*resourceapi.ResourceClaim, len(claims))
+	generated := map[string]string{}
+	for _, c := range claims {
+		byKey[claimKey(c)] = c
+		if k := GeneratedKey(c); k != "" {
+			generated[k] = c.Name
+		}
+	}
+	return &ClaimSet{claims: newLayered(byKey), generated: newLayered(generated), nodes: nodes, gen: claimSetGen.Add(1)}
+}
+
+// Gen numbers s among all ClaimSets of the process.
+func (s *ClaimSet) Gen() uint64 { return s.gen }
+
+// Parent is the set Update derived s from, while the ancestry keeps it.
+func (s *ClaimSet) Parent() *ClaimSet { return s.parent.Load() }
+
+// Touched lists the nodes whose allocated claims differ from Parent's.
+func (s *ClaimSet) Touched() []string { return s.touched }
+
+// Get returns the claim of key namespace/name.
+func (s *ClaimSet) Get(key string) (*resourceapi.ResourceClaim, bool) { return s.claims.get(key) }
+
+// Claim returns the claim namespace/name.
+func (s *ClaimSet) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	return s.claims.get(namespace + "/" + name)
+}
+
+// Len is the number of claims.
+func (s *ClaimSet) Len() int { return s.claims.len() }
+
+// Claims returns every claim, sorted by namespace and name.
+func (s *ClaimSet) Claims() []*resourceapi.ResourceClaim {
+	out := make([]*resourceapi.ResourceClaim, 0, s.claims.len())
+	s.claims.each(func(_ string, c *resourceapi.ResourceClaim) { out = append(out, c) })
+	slices.SortFunc(out, func(a, b *resourceapi.ResourceClaim) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// Generated returns the name of the claim generated for the entry of the
+// pod with that UID (resourceapi.GeneratedFor), if there is one.
+func (s *ClaimSet) Generated(podUID types.UID, entry string) (string, bool) {
+	return s.generated.get(EntryKey(podUID, entry))
+}
+
+// Allocated returns the claims allocated on node, nil when there are
+// none and the node has no slices.
+func (s *ClaimSet) Allocated(node string) *NodeClaims {
+	s.once.Do(s.indexAllocated)
+	nc, _ := s.allocated.get(node)
+	return nc
+}
+
+// With returns the set in which claims replace (or add to) those of s,
+// as a simulation records a binding. It starts a new ancestry.
+func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
+	set := make(map[string]*resourceapi.ResourceClaim, len(claims))
+	for _, c := range claims {
+		set[claimKey(c)] = c
+	}
+	return &ClaimSet{claims: s.claims.with(set, nil), generated: s.generatedWith(set, nil), nodes: s.nodes, gen: claimSetGen.Add(1)}
+}
+
+// Update returns the set that follows s after claim events: upd maps
+// namespace/name to the claim's current version, nil for a deleted
+// claim. The claims allocated per node are updated for the claims that
+// changed instead of indexed again, and the result's Parent is s.
+func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
+	s.once.Do(s.indexAllocated)
+	out := &ClaimSet{nodes: s.nodes, gen: claimSetGen.Add(1)}
+	// Per node touched: the claims that leave its list and those that join.
+	type change struct{ drop, add []*resourceapi.ResourceClaim }
+	touched := map[string]*change{}
+	at := func(node string) *change {
+		c := touched[node]
+		if c == nil {
+			c = &change{}
+			touched[node] = c
+		}
+		return c
+	}
+	setClaims := make(map[string]*resourceapi.ResourceClaim, len(upd))
+	var delClaims []string
+	for k, c := range upd {
+		if old, ok := s.claims.get(k); ok {
+			for _, n := range AllocatedNodes(old) {
+				at(n).drop = append(at(n).drop, old)
+			}
+		}
+		if c == nil {
+			delClaims = append(delClaims, k)
+			continue
+		}
+		setClaims[k] = c
+		for _, n := range AllocatedNodes(c) {
+			at(n).add = append(at(n).add, c)
+		}
+	}
+	out.claims = s.claims.with(setClaims, delClaims)
+	out.generated = s.generatedWith(setClaims, delClaims)
+	setNodes := make(map[string]*NodeClaims, len(touched))
+	var delNodes []string
+	for n, c := range touched {
+		var prev []*resourceapi.ResourceClaim
+		if e, ok := s.allocated.get(n); ok {
+			prev = e.Claims
+		}
+		list := make([]*resourceapi.ResourceClaim, 0, len(prev)+len(c.add))
+		for _, x := range prev {
+			if !slices.Contains(c.drop, x) {
+				list = append(list, x)
+			}
+		}
+		list = append(list, c.add...)
+		if _, kept := s.nodes[n]; len(list) == 0 && !kept {
+			delNodes = append(delNodes, n)
+			continue
+		}
+		setNodes[n] = &NodeClaims{Claims: list}
+	}
+	out.allocated = s.allocated.with(setNodes, delNodes)
+	out.once.Do(func() {})
+	out.parent.Store(s)
+	for n := range touched {
+		out.touched = append(out.touched, n)
+	}
+	a := s
+	for range MaxAncestry - 2 {
+		if a = a.parent.Load(); a == nil {
+			break
+		}
+	}
+	if a != nil {
+		a.parent.Store(nil)
+	}
+	return out
+}
+
+// NodeIndex is an ordered list of node names, such as a scheduler's
+// snapshot.
+type NodeIndex interface {
+	Len() int
+	NodeName(i int) string
+	Index(name string) (int, bool)
+}
+
+// TouchedIn returns the positions in nodes of the nodes s touched (in
+// the order of Touched), -1 for those nodes does not have. A chain's sets
+// are asked about by the next cycles, whose nodes are at the same
+// positions: that costs a comparison of names per node instead of a
+// search.
+func (s *ClaimSet) TouchedIn(nodes NodeIndex) []int {
+	if p := s.touchedAt.Load(); p != nil {
+		ok := true
+		n := nodes.Len()
+		for j, i := range *p {
+			if i >= n || (i >= 0 && nodes.NodeName(i) != s.touched[j]) {
+				ok = false
+				break
+			}
+		}
+		// A touched node absent then (-1) may have been added since:
+		// look for it again.
+		if ok && !slices.ContainsFunc(*p, func(i int) bool { return i < 0 }) {
+			return *p
+		}
+	}
+	pos := make([]int, len(s.touched))
+	for j, name := range s.touched {
+		pos[j] = -1
+		if i, ok := nodes.Index(name); ok {
+			pos[j] = i
+		}
+	}
+	s.touchedAt.Store(&pos)
+	return pos
+}
+
+// indexAllocated lists the claims allocated on each node. It runs for
+// every snapshot, so it avoids per-claim allocations.
+func (s *ClaimSet) indexAllocated() {
+	allocated := make(map[string]*NodeClaims, len(s.nodes))
+	for n := range s.nodes {
+		allocated[n] = &NodeClaims{}
+	}
+	s.claims.each(func(_ string, c *resourceapi.ResourceClaim) {
+		if c.Status.Allocation == nil {
+			return
+		}
+		hs := c.Status.Allocation.ResourceHandles
+		for i, h := range hs {
+			if h.StructuredData == nil || onNodeBefore(hs[:i], h.StructuredData.NodeName) {
+				continue
+			}
+			e := allocated[h.StructuredData.NodeName]
+			if e == nil {
+				e = &NodeClaims{}
+				allocated[h.StructuredData.NodeName] = e
+			}
+			e.Claims = append(e.Claims, c)
+		}
+	})
+	s.allocated = newLayered(allocated)
+}
+
+// onNodeBefore reports whether one of hs is a structured handle on node.
+func onNodeBefore(hs []resourceapi.ResourceHandle, node string) bool {
+	for _, h := range hs {
+		if h.StructuredData != nil && h.StructuredData.NodeName == node {
+			return true
+		}
+	}
+	return false
+}
+
+// generatedWith is s.generated after the claims set are set and the
+// claims del (namespace/name) deleted.
+func (s *ClaimSet) generatedWith(set map[string]*resourceapi.ResourceClaim, del []string) *layered[string, string] {
+	put := map[string]string{}
+	var drop []string
+	forget := func(key string) {
+		if old, ok := s.claims.get(key); ok {
+			if k := GeneratedKey(old); k != "" {
+				if name, _ := s.generated.get(k); name == old.Name {
+					drop = append(drop, k)
+				}
+			}
+		}
+	}
+	for key, c := range set {
+		forget(key)
+		if k := GeneratedKey(c); k != "" {
+			put[k] = c.Name
+		}
+	}
+	for _, key := range del {
+		forget(key)
+	}
+	if len(put) == 0 && len(drop) == 0 {
+		return s.generated
+	}
+	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
+	return s.generated.with(put, drop)
+}
+
+// GeneratedKey is "podUID/entry" of the pod and entry a claim was
+// generated for (resourceapi.GeneratedFor); "" for other claims and claims
+// being deleted (the claim controller generates a new one). ClaimSet and
+// the scheduler's claim informer index generated claims by it.
+func GeneratedKey(c *resourceapi.ResourceClaim) string {
+	uid, entry, ok := resourceapi.GeneratedFor(c)
+	if !ok || c.DeletionTimestamp != nil {
+		return ""
+	}
+	return EntryKey(uid, entry)
+}
+
+// EntryKey is the GeneratedKey of the claims generated for a pod's entry.
+func EntryKey(podUID types.UID, entry string) string { return string(podUID) + "/" + entry }
+
+// AllocatedNodes lists the nodes named by a claim's structured handles.
+func AllocatedNodes(c *resourceapi.ResourceClaim) []string {
+	if c == nil || c.Status.Allocation == nil {
+		return nil
+	}
+	var out []string
+	for _, h := range c.Status.Allocation.ResourceHandles {
+		if h.StructuredData != nil && !slices.Contains(out, h.StructuredData.NodeName) {
+			out = append(out, h.StructuredData.NodeName)
+		}
+	}
+	return out
+}
