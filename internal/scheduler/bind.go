@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
-	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/queue"
 )
@@ -26,36 +25,15 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 		s.metrics.podDuration.Observe(s.now().Sub(qp.InitialTimestamp).Seconds())
 		s.events.Eventf(assumed, corev1.EventTypeNormal, ReasonScheduled, "Successfully assigned %s/%s to %s", assumed.Namespace, assumed.Name, node)
 		s.log.Debug("bound pod", "pod", assumed.Namespace+"/"+assumed.Name, "node", node)
-		s.contextDone(ctx, assumed)
+		s.bound(ctx, assumed)
 		s.queue.Done(assumed.UID)
 		return
 	}
 	s.log.Info("binding failed", "pod", assumed.Namespace+"/"+assumed.Name, "node", node, "status", st)
 	s.unreserve(ctx, s.fw, state, assumed, node)
 	s.forget(assumed)
-	s.claimsReleased(assumed)
+	s.bindFailed(assumed)
 	s.finish(ctx, qp, bindFailure(st, contributed))
-}
-
-// claimsReleased tells the queue that the devices the pod's failed binding
-// had reserved in memory are free again: no API event says so, and pods
-// parked because of that reservation wait for claim events that free
-// devices. Each claim the pod named is reported as freed.
-func (s *Scheduler) claimsReleased(pod *corev1.Pod) {
-	if s.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
-		return
-	}
-	for _, name := range pod.ResourceClaimNames() {
-		cur, err := s.dra.claims.Get(pod.Namespace, name)
-		if err != nil {
-			continue
-		}
-		old := cur.DeepCopy()
-		if old.Status.Allocation == nil {
-			old.Status.Allocation = &resourcev1alpha2.AllocationResult{}
-		}
-		s.queue.OnEvent(framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Update}, old, cur)
-	}
 }
 
 // commit lets fw's bind contributors fill the Binding of pod to node and

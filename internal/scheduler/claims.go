@@ -3,27 +3,29 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 )
 
-// claimCycle handles a pod given a node by hand whose claims are not all
-// allocated and reserved for it (needsClaimCycle): the claim framework
-// (NodeName and DynamicResources, no resource fit, taints or affinity)
-// runs on the pod's node only, with the pod itself taken off the
-// snapshot; the claims are reserved in memory and a binding of the pod to
-// the node it is on carries them. A failure is recorded in the pod's
+// claimCycle is the assigned-pod cycle: it handles a pod given a node by
+// hand that an extension's AssignedPodExtension says needs one
+// (needsClaimCycle; for DRA, claims not all allocated and reserved for
+// it): the claim framework (NodeName and DynamicResources, no resource
+// fit, taints or affinity) runs on the pod's node only, with the pod
+// itself taken off the snapshot; the claims are reserved in memory and a
+// binding of the pod to the node it is on carries them. A failure is recorded in the pod's
 // ResourceClaimsAllocated condition and a FailedResourceClaimAllocation
 // event, never in PodScheduled, and the pod is parked or backed off as a
 // pending pod would be.
 func (s *Scheduler) claimCycle(ctx context.Context, qp *queue.QueuedPod) {
 	pod := qp.Pod
-	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.DeletionTimestamp != nil || framework.IsTerminal(pod) ||
-		len(pod.Spec.ResourceClaims) == 0 {
+	var ext framework.AssignedPodExtension
+	if pod.Spec.SchedulerName == s.cfg.SchedulerName && pod.DeletionTimestamp == nil && !framework.IsTerminal(pod) {
+		ext = s.assignedExtension(pod)
+	}
+	if ext == nil {
 		s.queue.Done(pod.UID)
 		return
 	}
@@ -36,8 +38,7 @@ func (s *Scheduler) claimCycle(ctx context.Context, qp *queue.QueuedPod) {
 		s.finish(ctx, qp, failure{status: framework.AsStatus(err), condition: true, claims: true})
 		return
 	}
-	if objs, ok := snap.Extension(dynamicresources.Name).(*dynamicresources.Objects); ok && objs != nil &&
-		s.drap.ClaimsReady(pod, objs.Claim) {
+	if ext.Ready(pod, snap) {
 		s.log.Debug("claims already allocated and reserved", "pod", pod.Namespace+"/"+pod.Name)
 		s.goAsync(func() {
 			s.markAllocated(ctx, qp)
@@ -63,14 +64,12 @@ func (s *Scheduler) claimCycle(ctx context.Context, qp *queue.QueuedPod) {
 		s.finish(ctx, qp, failure{status: d.Status, message: d.Message(), rejectedBy: d.RejectingPlugins(), condition: true, claims: true})
 		return
 	}
-	if n := dynamicresources.Negotiate(state, d); n != nil {
-		// The claim controller asks the drivers through a
+	if st := ext.HoldAssigned(state, pod, d); st != nil {
+		// DRA: the claim controller asks the drivers through a
 		// PodSchedulingContext with only selectedNode; the scheduler waits
 		// for their allocation and then reserves the rest.
 		s.observeClaimCycle(ResultUnschedulable)
-		st := framework.NewStatus(framework.Wait, dynamicresources.ReasonWaitingForAllocation).
-			WithDetail("%s", n.Status.Detail()).WithPlugin(dynamicresources.Name)
-		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{dynamicresources.Name}, condition: true, claims: true})
+		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{ext.Name()}, condition: true, claims: true})
 		return
 	}
 	if st := s.claimFW.RunReserve(cctx, state, pod, node); !st.IsSuccess() {
@@ -81,7 +80,7 @@ func (s *Scheduler) claimCycle(ctx context.Context, qp *queue.QueuedPod) {
 	s.observeClaimCycle(ResultAllocated)
 	s.log.Debug("reserved claims of a pod on its node", "pod", d.Pod, "node", node, "attempt", qp.Attempts,
 		"duration", s.now().Sub(start))
-	s.goAsync(func() { s.bindClaims(ctx, qp, state, pod) })
+	s.goAsync(func() { s.bindClaims(ctx, qp, ext, state, pod) })
 }
 
 func (s *Scheduler) observeClaimCycle(result string) {
@@ -92,7 +91,7 @@ func (s *Scheduler) observeClaimCycle(result string) {
 // the node it is already on carries its claims (allocations, reservedFor
 // and fences), as a pending pod's binding would. On failure the
 // reservation is undone and the pod requeued.
-func (s *Scheduler) bindClaims(ctx context.Context, qp *queue.QueuedPod, state *framework.CycleState, pod *corev1.Pod) {
+func (s *Scheduler) bindClaims(ctx context.Context, qp *queue.QueuedPod, ext framework.AssignedPodExtension, state *framework.CycleState, pod *corev1.Pod) {
 	start := s.now()
 	node := pod.Spec.NodeName
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
@@ -100,12 +99,7 @@ func (s *Scheduler) bindClaims(ctx context.Context, qp *queue.QueuedPod, state *
 	st, contributed := s.commit(bctx, s.claimFW, state, pod, node)
 	s.observeBind(st, start)
 	if st.IsSuccess() {
-		var names []string
-		for _, c := range dynamicresources.BoundClaims(state) {
-			names = append(names, c.Name)
-		}
-		s.events.Eventf(pod, corev1.EventTypeNormal, ReasonAllocatedResourceClaims,
-			"Allocated and reserved resource claims %s on %s", strings.Join(names, ", "), node)
+		s.events.Eventf(pod, corev1.EventTypeNormal, ReasonAllocatedResourceClaims, "%s", ext.BoundMessage(state, node))
 		s.log.Debug("bound claims", "pod", pod.Namespace+"/"+pod.Name, "node", node)
 		s.markAllocated(ctx, qp)
 		s.queue.Done(pod.UID)

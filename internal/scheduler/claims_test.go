@@ -14,40 +14,46 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/dra"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/queue"
 	"allot.dev/allot/pkg/client"
 )
 
-// fakeDRA is the store behind the draSource of a scheduler over a
+// fakeDRA is the store behind the DRA extension (dra.Extension) of a scheduler over a
 // fakeCluster: changes go to the store and through the scheduler's
 // forwarding handlers, as informer events would.
 type fakeDRA struct {
 	claims, slices, classes, classParams, claimParams, contexts toolscache.Indexer
 }
 
-// withDRA is a setup for start: the scheduler gets a DRA source over a
+// withDRA is a setup for start: the scheduler's DRA extension reads a
 // fakeDRA.
 func withDRA(f *fakeCluster) {
 	idx := func() toolscache.Indexer {
 		return toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 	}
 	claims := idx()
-	if err := claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeys}); err != nil {
+	if err := claims.AddIndexers(dra.ClaimIndexers); err != nil {
 		panic(err)
 	}
 	d := &fakeDRA{claims: claims, slices: idx(), classes: idx(), classParams: idx(), claimParams: idx(), contexts: idx()}
 	f.dra = d
-	f.s.dra = &draSource{
-		claims:      client.NewLister[*resourceapi.ResourceClaim](d.claims, resourceapi.Resource("resourceclaims")),
-		slices:      client.NewLister[*resourceapi.NodeResourceSlice](d.slices, resourceapi.Resource("noderesourceslices")),
-		classes:     client.NewLister[*resourceapi.ResourceClass](d.classes, resourceapi.Resource("resourceclasses")),
-		classParams: client.NewLister[*resourceapi.ResourceClassParameters](d.classParams, resourceapi.Resource("resourceclassparameters")),
-		claimParams: client.NewLister[*resourceapi.ResourceClaimParameters](d.claimParams, resourceapi.Resource("resourceclaimparameters")),
-		contexts:    client.NewLister[*resourceapi.PodSchedulingContext](d.contexts, resourceapi.Resource("podschedulingcontexts")),
-		written:     map[string]*resourceapi.PodSchedulingContext{},
-		dirty:       true,
+	l := dra.Listers{
+		Claims:          client.NewLister[*resourceapi.ResourceClaim](d.claims, resourceapi.Resource("resourceclaims")),
+		Slices:          client.NewLister[*resourceapi.NodeResourceSlice](d.slices, resourceapi.Resource("noderesourceslices")),
+		Classes:         client.NewLister[*resourceapi.ResourceClass](d.classes, resourceapi.Resource("resourceclasses")),
+		ClassParameters: client.NewLister[*resourceapi.ResourceClassParameters](d.classParams, resourceapi.Resource("resourceclassparameters")),
+		ClaimParameters: client.NewLister[*resourceapi.ResourceClaimParameters](d.claimParams, resourceapi.Resource("resourceclaimparameters")),
+		Contexts:        client.NewLister[*resourceapi.PodSchedulingContext](d.contexts, resourceapi.Resource("podschedulingcontexts")),
 	}
+	for _, e := range f.s.exts.all {
+		if x, ok := e.(*dra.Extension); ok {
+			x.UseListers(l)
+			return
+		}
+	}
+	panic("withDRA: the scheduler has no DRA extension")
 }
 
 func (d *fakeDRA) target(obj runtime.Object) (toolscache.Indexer, framework.EventResource) {

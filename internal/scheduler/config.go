@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/noderesources"
+	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -34,7 +34,7 @@ type Config struct {
 	SchedulerName string
 	// ScoreStrategy is NodeResourcesFit's: LeastAllocated (spread, the
 	// default) or MostAllocated (pack).
-	ScoreStrategy noderesources.Strategy
+	ScoreStrategy plugins.ScoreStrategy
 	// PodInitialBackoff doubles per failed attempt up to PodMaxBackoff.
 	PodInitialBackoff time.Duration
 	PodMaxBackoff     time.Duration
@@ -73,7 +73,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SchedulerName == "" {
 		c.SchedulerName = DefaultSchedulerName
 	}
-	s, err := noderesources.ParseStrategy(string(c.ScoreStrategy))
+	s, err := plugins.ParseScoreStrategy(string(c.ScoreStrategy))
 	if err != nil {
 		return c, err
 	}

@@ -2,12 +2,10 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 )
 
@@ -42,14 +40,13 @@ func (s *Scheduler) scheduleOne(ctx context.Context) bool {
 		s.scheduleFailed(ctx, cctx, qp, state, d, start)
 		return true
 	}
-	if n := dynamicresources.Negotiate(state, d); n != nil {
-		// Control-plane claims wait for their drivers: ask them through
-		// the pod's PodSchedulingContext and park the pod until they
-		// answer or allocate.
+	if e, st, w := s.hold(state, pod, d); st != nil {
+		// An extension holds the pod (DRA: control-plane claims wait for
+		// their drivers, asked through the pod's PodSchedulingContext):
+		// it is parked until they answer or allocate.
 		s.observeAttempt(ResultUnschedulable, start)
-		s.log.Debug("waiting for resource drivers", "pod", d.Pod, "message", n.Status.Message())
-		s.finish(ctx, qp, failure{status: n.Status, rejectedBy: []string{dynamicresources.Name}, condition: true,
-			write: func(ctx context.Context) error { return s.writeContext(ctx, pod, n) }})
+		s.log.Debug("pod held after its cycle", "pod", d.Pod, "by", e.Name(), "message", st.Message())
+		s.finish(ctx, qp, failure{status: st, rejectedBy: []string{e.Name()}, condition: true, write: w})
 		return true
 	}
 	assumed := pod.DeepCopy()
@@ -94,7 +91,7 @@ func resultOf(st *framework.Status) string {
 func (s *Scheduler) scheduleFailed(ctx, cctx context.Context, qp *queue.QueuedPod, state *framework.CycleState, d *framework.Diagnosis, start time.Time) {
 	s.observeAttempt(resultOf(d.Status), start)
 	f := failure{status: d.Status, message: d.Message(), rejectedBy: d.RejectingPlugins(), condition: true}
-	if d.Status.Code() == framework.Wait && qp.Attempts <= 1 && dynamicresources.AwaitsRecordedClaims(state) {
+	if d.Status.Code() == framework.Wait && qp.Attempts <= 1 && s.waitsQuietly(state) {
 		// Its claims' events are on their way: park the pod for them
 		// without a condition or an event. Should one never come, the
 		// next attempt reports the wait.
@@ -104,12 +101,16 @@ func (s *Scheduler) scheduleFailed(ctx, cctx context.Context, qp *queue.QueuedPo
 		if pf := s.fw.RunPostFilter(cctx, state, qp.Pod, d); pf.IsSuccess() && pf != nil {
 			f.retrySoon = true
 		}
-		if dl := dynamicresources.RequestedDeallocation(state); dl != nil {
-			// The claim's own update (deallocationRequested, then the
-			// driver's deallocation) moves the pod; no backoff retry.
-			f.retrySoon = false
-			f.message += fmt.Sprintf(" Requested deallocation of claim %s, allocated where the pod does not fit.", dl)
-			f.write = func(ctx context.Context) error { return s.requestDeallocation(ctx, qp.Pod, dl) }
+		for _, e := range s.exts.rejection {
+			if note, w := e.Rejected(state, qp.Pod); w != nil {
+				// The write's own events (DRA: deallocationRequested,
+				// then the driver's deallocation) move the pod; no
+				// backoff retry.
+				f.retrySoon = false
+				f.message += note
+				f.write = w
+				break
+			}
 		}
 	}
 	if d.Status.Code() == framework.Error {
@@ -132,7 +133,7 @@ type failure struct {
 	// write, when set, is an API write the attempt decided on (a
 	// PodSchedulingContext, a deallocation request); it runs before the
 	// pod is requeued, and its failure retries the pod with backoff.
-	write func(ctx context.Context) error
+	write framework.Write
 }
 
 // finish records a failed attempt (condition, event) and requeues the

@@ -11,13 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/scheduler/extensions"
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
 )
 
 // ListSnapshot builds a snapshot from one List of nodes, one of pods and
-// one of each DRA kind (the DynamicResources plugin's extension), for
+// one of each kind the scheduler's extensions read (the DRA kinds:
+// extensions.ExtendListed), for
 // `allot explain`. Each List gets its own timeout.
 func ListSnapshot(ctx context.Context, c *client.Client, timeout time.Duration) (*framework.Snapshot, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
@@ -40,11 +41,7 @@ func ListSnapshot(ctx context.Context, c *client.Client, timeout time.Duration) 
 	for i := range pods.Items {
 		ps[i] = &pods.Items[i]
 	}
-	objs, err := listDRA(ctx, c, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return framework.NewSnapshot(ns, ps).WithExtension(dynamicresources.Name, objs), nil
+	return extensions.ExtendListed(ctx, c, timeout, framework.NewSnapshot(ns, ps))
 }
 
 // Explain diagnoses pod over snap as if it were pending now: a bound pod

@@ -35,7 +35,7 @@ type fakeCluster struct {
 	// bindHook, if set, runs before a bind and may fail it.
 	bindHook func(ctx context.Context, pod string) error
 
-	// dra, if set, holds the DRA objects behind the scheduler's draSource;
+	// dra, if set, holds the DRA objects behind the scheduler's DRA extension;
 	// bindings allocate and reserve its claims.
 	dra *fakeDRA
 	// lagClaims holds back the claim updates of bindings (a claim informer

@@ -6,7 +6,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
-	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/client"
 )
@@ -71,35 +70,27 @@ func extraInformer(f *client.Factory, res framework.EventResource) toolscache.Sh
 }
 
 // forward turns an informer's events into cluster events for the queue.
-// The DRA objects are marked stale first: handlers of different listeners
-// run in no fixed order, and a pod moved by this event must see it.
+// The EventExtensions see each event first (BeforeEvent: the DRA objects
+// are marked stale), since handlers of different listeners run in no
+// fixed order and a pod moved by this event must see it; then the queue
+// moves pods; then AfterEvent (DRA: a generated claim regates its pod).
 func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEventHandler {
-	stale := func(obj any) {
-		if s.dra == nil {
-			return
+	event := func(action framework.ActionType, oldObj, newObj, obj any) {
+		ev := framework.ClusterEvent{Resource: res, ActionType: action}
+		for _, e := range s.exts.events {
+			e.BeforeEvent(ev, obj)
 		}
-		if res != framework.ResourceClaim {
-			obj = nil
+		s.queue.OnEvent(ev, oldObj, newObj)
+		for _, e := range s.exts.events {
+			e.AfterEvent(ev, obj)
 		}
-		s.dra.touch(obj)
 	}
 	return client.SplitReplacements(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			stale(obj)
-			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Add}, nil, obj)
-			if c, ok := obj.(*resourcev1alpha2.ResourceClaim); ok {
-				if uid, _, ok := resourcev1alpha2.GeneratedFor(c); ok {
-					s.queue.Regate(uid) // its pod may be gated waiting for it
-				}
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			stale(newObj)
-			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Update}, oldObj, newObj)
-		},
+		AddFunc:    func(obj any) { event(framework.Add, nil, obj, obj) },
+		UpdateFunc: func(oldObj, newObj any) { event(framework.Update, oldObj, newObj, newObj) },
 		DeleteFunc: func(obj any) {
-			stale(untomb(obj))
-			s.queue.OnEvent(framework.ClusterEvent{Resource: res, ActionType: framework.Delete}, untomb(obj), nil)
+			obj = untomb(obj)
+			event(framework.Delete, obj, nil, obj)
 		},
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"allot.dev/allot/internal/scheduler/cache"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/queue"
 	"allot.dev/allot/pkg/client"
 )
@@ -43,8 +42,8 @@ type eventRecorder interface {
 type Scheduler struct {
 	cfg     Config
 	fw      *framework.Framework
-	claimFW *framework.Framework // claim cycles: NodeName and the same DynamicResources
-	drap    *dynamicresources.DynamicResources
+	claimFW *framework.Framework // assigned-pod (claim) cycles: plugins.NewClaimFramework
+	exts    extensionSet         // the registry's scheduler extensions
 	queue   *queue.Queue
 	cache   *cache.Cache
 	binder  binder
@@ -56,7 +55,6 @@ type Scheduler struct {
 
 	factory  *client.Factory
 	recorder *client.EventRecorder
-	dra      *draSource // the DynamicResources plugin's objects; nil without informers
 
 	async sync.WaitGroup // binding and failure goroutines
 }
@@ -98,7 +96,7 @@ func New(cfg Config) (*Scheduler, error) {
 		rec.Shutdown(context.Background())
 		return nil, err
 	}
-	if s.dra, err = newDRASource(s.factory); err != nil {
+	if err := s.inform(s.factory); err != nil {
 		rec.Shutdown(context.Background())
 		return nil, err
 	}
@@ -108,11 +106,15 @@ func New(cfg Config) (*Scheduler, error) {
 // newScheduler builds the core without informers, for New and for tests
 // that feed the handlers by hand. cfg must have its defaults.
 func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*Scheduler, error) {
+	s := &Scheduler{
+		cfg: cfg, cache: cache.New(), binder: b, status: st, events: ev,
+		metrics: cfg.Metrics, log: cfg.Logger.With("component", "scheduler"), now: time.Now,
+	}
 	opts := plugins.Options{
 		ScoreStrategy: cfg.ScoreStrategy, Parallelism: cfg.Parallelism, Extra: cfg.ExtraPlugins,
-		NodesToFind:      framework.NodesToFind(cfg.PercentageOfNodesToScore),
-		DynamicResources: dynamicresources.New(),
+		NodesToFind: framework.NodesToFind(cfg.PercentageOfNodesToScore),
 	}
+	s.buildExtensions(&opts)
 	fw, err := plugins.NewDefaultFramework(opts)
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler: %w", err)
@@ -121,10 +123,7 @@ func newScheduler(cfg Config, b binder, st podStatusWriter, ev eventRecorder) (*
 	if err != nil {
 		return nil, fmt.Errorf("build scheduler: %w", err)
 	}
-	s := &Scheduler{
-		cfg: cfg, fw: fw, claimFW: claimFW, drap: opts.DynamicResources, cache: cache.New(), binder: b, status: st, events: ev,
-		metrics: cfg.Metrics, log: cfg.Logger.With("component", "scheduler"), now: time.Now,
-	}
+	s.fw, s.claimFW = fw, claimFW
 	s.queue = queue.New(queue.Options{
 		InitialBackoff: cfg.PodInitialBackoff, MaxBackoff: cfg.PodMaxBackoff,
 		UnschedulableTimeout: cfg.UnschedulableTimeout, Events: fw.EventsToRegister(),
@@ -195,35 +194,16 @@ func (s *Scheduler) responsible(pod *corev1.Pod) bool {
 		pod.DeletionTimestamp == nil && !framework.IsTerminal(pod)
 }
 
-// preEnqueue keeps a pending pod out of the active queue while the claim
-// of a template entry is neither recorded in its status nor in the claim
-// informer: the claim's event (Regate) or the status update that records
-// it lets the pod in, whichever comes first. No attempt, condition or
-// event is spent on it meanwhile. Pods given a node by hand pass: their
-// claim cycle records the wait in their ResourceClaimsAllocated
-// condition.
-func (s *Scheduler) preEnqueue(pod *corev1.Pod) bool {
-	if pod.Spec.NodeName != "" {
-		return true
-	}
-	var generated func(types.UID, string) bool
-	if s.dra != nil {
-		generated = s.dra.generatedFor
-	}
-	return dynamicresources.ClaimsNamed(pod, generated)
-}
-
-// needsClaimCycle reports whether a pod given a node by hand needs a claim
-// cycle: it is this scheduler's, not deleted or terminated, and some claim
-// it uses is not allocated and reserved for it, or its
-// ResourceClaimsAllocated condition still says False.
+// needsClaimCycle reports whether a pod given a node by hand needs an
+// assigned-pod (claim) cycle: it is this scheduler's, not deleted or
+// terminated, and the extension whose cycle concerns it says it needs one
+// (for DRA: some claim it uses is not allocated and reserved for it, or
+// its ResourceClaimsAllocated condition still says False).
 func (s *Scheduler) needsClaimCycle(pod *corev1.Pod) bool {
-	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.Spec.NodeName == "" || len(pod.Spec.ResourceClaims) == 0 ||
+	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.Spec.NodeName == "" ||
 		pod.DeletionTimestamp != nil || framework.IsTerminal(pod) {
 		return false
 	}
-	if c := ClaimsAllocatedCondition(pod); c != nil && c.Status == corev1.ConditionFalse {
-		return true
-	}
-	return !s.drap.ClaimsReady(pod, s.dra.claim)
+	e := s.assignedExtension(pod)
+	return e != nil && e.NeedsCycle(pod)
 }

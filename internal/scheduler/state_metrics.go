@@ -35,7 +35,9 @@ var (
 type stateCollector struct {
 	schedulerName string
 	pods          client.Lister[*corev1.Pod]
-	dra           *draSource
+	classes       client.Lister[*resourcev1alpha2.ResourceClass]
+	claims        client.Lister[*resourcev1alpha2.ResourceClaim]
+	claimParams   client.Lister[*resourcev1alpha2.ResourceClaimParameters]
 }
 
 var _ prometheus.Collector = (*stateCollector)(nil)
@@ -44,10 +46,12 @@ var _ prometheus.Collector = (*stateCollector)(nil)
 // computed from its caches at scrape time: the DRA structured-parameter
 // gauges and the pending pods by reason. Call it once, after New.
 func (s *Scheduler) RegisterStateMetrics() error {
-	if s.factory == nil || s.dra == nil {
+	if s.factory == nil {
 		return fmt.Errorf("register scheduler state metrics: the scheduler has no informers")
 	}
-	c := &stateCollector{schedulerName: s.cfg.SchedulerName, pods: s.factory.Pods().Lister(), dra: s.dra}
+	f := s.factory
+	c := &stateCollector{schedulerName: s.cfg.SchedulerName, pods: f.Pods().Lister(), classes: f.ResourceClasses().Lister(),
+		claims: f.ResourceClaims().Lister(), claimParams: f.ResourceClaimParameters().Lister()}
 	if err := s.metrics.Registry.Register(c); err != nil {
 		return fmt.Errorf("register scheduler state metrics: %w", err)
 	}
@@ -65,17 +69,17 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 // reported as an invalid metric, so the scrape shows the error.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	all := labels.Everything()
-	classes, err := c.dra.classes.List(all)
+	classes, err := c.classes.List(all)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descStructuredClasses, err)
 		return
 	}
-	claims, err := c.dra.claims.List(all)
+	claims, err := c.claims.List(all)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descStructuredClaims, err)
 		return
 	}
-	params, err := c.dra.claimParams.List(all)
+	params, err := c.claimParams.List(all)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(descParameterTypes, err)
 		return

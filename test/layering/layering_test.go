@@ -75,6 +75,12 @@ var rules = []rule{{
 	dirs:   []string{"internal/scheduler/framework/...", "internal/scheduler/plugins/...", "internal/scheduler/queue/...", "internal/scheduler/cache/..."},
 	forbid: slices.Concat(apiClient, network, filesystem),
 }, {
+	name: "scheduler-core-no-plugin",
+	why: "the scheduler's core names no plugin: it builds frameworks through the plugins registry (internal/scheduler/plugins) and gets the plugins' " +
+		"scheduler extensions (DRA: internal/scheduler/dra) through the extensions registry, and calls them through the framework's interfaces",
+	dirs:   []string{"internal/scheduler"},
+	forbid: []string{mod + "/internal/scheduler/plugins/", mod + "/internal/scheduler/dra", mod + "/internal/scheduler/dra/"},
+}, {
 	name:   "node-runtime-interface",
 	why:    "the node agent and its pod workers reach runtimes only through the runtime interface; the command chooses the concrete runtime",
 	dirs:   []string{"internal/node", "internal/node/pods"},

@@ -37,6 +37,13 @@ type Options struct {
 	DynamicResources *dynamicresources.DynamicResources
 }
 
+// ScoreStrategy is NodeResourcesFit's score strategy, for callers that
+// reach the plugins only through this registry (the scheduler's core).
+type ScoreStrategy = noderesources.Strategy
+
+// ParseScoreStrategy is noderesources.ParseStrategy.
+func ParseScoreStrategy(s string) (ScoreStrategy, error) { return noderesources.ParseStrategy(s) }
+
 // DefaultWeights are kube-scheduler's default score weights.
 var DefaultWeights = map[string]int64{
 	tainttoleration.Name: 3,

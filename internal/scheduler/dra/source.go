@@ -1,27 +1,23 @@
-package scheduler
+package dra
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
-	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
 )
 
-// draSource builds the DynamicResources plugin's snapshot extension from
+// source builds the DynamicResources plugin's snapshot extension from
 // the informers. It rebuilds only after an event (its own handlers, and
 // the scheduler's forwarding handlers, which mark it stale before they
 // move pods); the fence revision is the highest claim resourceVersion the
@@ -33,7 +29,7 @@ import (
 // claim; any other event lists everything again. Both handlers of the
 // claims informer record every claim they see, in event order, so every
 // claim event up to the fence has been recorded when the fence is read.
-type draSource struct {
+type source struct {
 	claims      client.Lister[*resourcev1alpha2.ResourceClaim]
 	slices      client.Lister[*resourcev1alpha2.NodeResourceSlice]
 	classes     client.Lister[*resourcev1alpha2.ResourceClass]
@@ -73,20 +69,20 @@ func generatedKeys(obj any) ([]string, error) {
 
 // generatedFor reports whether the claim informer has a claim generated
 // for the entry of the pod with that UID.
-func (d *draSource) generatedFor(podUID types.UID, entry string) bool {
+func (d *source) generatedFor(podUID types.UID, entry string) bool {
 	objs, err := d.claims.ByIndex(generatedIndex, dynamicresources.EntryKey(podUID, entry))
 	return err == nil && len(objs) > 0
 }
 
-// newDRASource subscribes to the DRA informers of f.
-func newDRASource(f *client.Factory) (*draSource, error) {
+// newSource subscribes to the DRA informers of f.
+func newSource(f *client.Factory) (*source, error) {
 	claims, slices, classes := f.ResourceClaims(), f.NodeResourceSlices(), f.ResourceClasses()
 	if err := claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeys}); err != nil {
 		return nil, fmt.Errorf("index claims: %w", err)
 	}
 	classParams, claimParams := f.ResourceClassParameters(), f.ResourceClaimParameters()
 	contexts := f.PodSchedulingContexts()
-	d := &draSource{
+	d := &source{
 		claims: claims.Lister(), slices: slices.Lister(), classes: classes.Lister(),
 		classParams: classParams.Lister(), claimParams: claimParams.Lister(), contexts: contexts.Lister(), dirty: true,
 		changed: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
@@ -112,7 +108,7 @@ func newDRASource(f *client.Factory) (*draSource, error) {
 
 // touch records a claim's event (its key and resourceVersion), or, for
 // any other object (nil), marks everything stale.
-func (d *draSource) touch(claim any) {
+func (d *source) touch(claim any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	m, err := meta.Accessor(claim)
@@ -130,7 +126,7 @@ func (d *draSource) touch(claim any) {
 }
 
 // objects returns the current extension, updating it after events.
-func (d *draSource) objects() (*dynamicresources.Objects, error) {
+func (d *source) objects() (*dynamicresources.Objects, error) {
 	d.building.Lock()
 	defer d.building.Unlock()
 	d.mu.Lock()
@@ -161,7 +157,7 @@ func (d *draSource) objects() (*dynamicresources.Objects, error) {
 
 // update applies the changed claims, as the claims informer now holds
 // them, to prev.
-func (d *draSource) update(prev *dynamicresources.Objects, rev string, changed map[string]struct{}) (*dynamicresources.Objects, error) {
+func (d *source) update(prev *dynamicresources.Objects, rev string, changed map[string]struct{}) (*dynamicresources.Objects, error) {
 	upd := make(map[string]*resourcev1alpha2.ResourceClaim, len(changed))
 	for k := range changed {
 		ns, name, _ := strings.Cut(k, "/")
@@ -180,7 +176,7 @@ func (d *draSource) update(prev *dynamicresources.Objects, rev string, changed m
 
 // list lists every DRA object, carrying over from prev the models and
 // node states of nodes whose slices and claims did not change.
-func (d *draSource) list(prev *dynamicresources.Objects, rev string) (*dynamicresources.Objects, error) {
+func (d *source) list(prev *dynamicresources.Objects, rev string) (*dynamicresources.Objects, error) {
 	l := dynamicresources.Lists{Revision: rev}
 	var err error
 	all := labels.Everything()
@@ -206,7 +202,7 @@ func (d *draSource) list(prev *dynamicresources.Objects, rev string) (*dynamicre
 
 // contextList lists the scheduling contexts, each the newer of the
 // informer's copy and the scheduler's own last write.
-func (d *draSource) contextList() ([]*resourcev1alpha2.PodSchedulingContext, error) {
+func (d *source) contextList() ([]*resourcev1alpha2.PodSchedulingContext, error) {
 	list, err := d.contexts.List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -235,7 +231,7 @@ func (d *draSource) contextList() ([]*resourcev1alpha2.PodSchedulingContext, err
 
 // context returns the pod's scheduling context as the scheduler knows it
 // best (informer or own write), or nil.
-func (d *draSource) context(ns, name string) *resourcev1alpha2.PodSchedulingContext {
+func (d *source) context(ns, name string) *resourcev1alpha2.PodSchedulingContext {
 	sc, err := d.contexts.Get(ns, name)
 	if err != nil {
 		sc = nil
@@ -249,7 +245,7 @@ func (d *draSource) context(ns, name string) *resourcev1alpha2.PodSchedulingCont
 }
 
 // wrote records the scheduler's write of a context (nil after a delete).
-func (d *draSource) wrote(ns, name string, sc *resourcev1alpha2.PodSchedulingContext) {
+func (d *source) wrote(ns, name string, sc *resourcev1alpha2.PodSchedulingContext) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dirty = true
@@ -265,106 +261,9 @@ func parseRV(s string) uint64 {
 	return v
 }
 
-// claim reads a claim from the informer's cache; false when it is not
-// there (or there are no informers).
-func (d *draSource) claim(ns, name string) (*resourcev1alpha2.ResourceClaim, bool) {
-	if d == nil {
-		return nil, false
+func untomb(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
 	}
-	c, err := d.claims.Get(ns, name)
-	return c, err == nil
-}
-
-// snapshot is the cache's snapshot plus the plugins' extensions.
-func (s *Scheduler) snapshot() (*framework.Snapshot, error) {
-	snap := s.cache.Snapshot()
-	if s.dra == nil {
-		return snap, nil
-	}
-	objs, err := s.dra.objects()
-	if err != nil {
-		return nil, err
-	}
-	return snap.WithExtension(dynamicresources.Name, objs), nil
-}
-
-// listDRA lists the DRA objects for ListSnapshot, each List with its own
-// timeout. Vendor parameter objects are not listed; allocations then
-// snapshot the parameters' vendorParameters.
-func listDRA(ctx context.Context, c *client.Client, timeout time.Duration) (*dynamicresources.Objects, error) {
-	var l dynamicresources.Lists
-	steps := []struct {
-		what string
-		fn   func(context.Context) error
-	}{
-		{"resource claims", func(ctx context.Context) error {
-			list, err := c.ResourceClaims("").List(ctx, metav1.ListOptions{})
-			if err == nil {
-				l.Revision = list.ResourceVersion
-				for i := range list.Items {
-					l.Claims = append(l.Claims, &list.Items[i])
-				}
-			}
-			return err
-		}},
-		{"node resource slices", func(ctx context.Context) error {
-			list, err := c.NodeResourceSlices().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range list.Items {
-				l.Slices = append(l.Slices, &list.Items[i])
-			}
-			return nil
-		}},
-		{"resource classes", func(ctx context.Context) error {
-			list, err := c.ResourceClasses().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range list.Items {
-				l.Classes = append(l.Classes, &list.Items[i])
-			}
-			return nil
-		}},
-		{"resource class parameters", func(ctx context.Context) error {
-			list, err := c.ResourceClassParameters().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range list.Items {
-				l.ClassParameters = append(l.ClassParameters, &list.Items[i])
-			}
-			return nil
-		}},
-		{"resource claim parameters", func(ctx context.Context) error {
-			list, err := c.ResourceClaimParameters("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range list.Items {
-				l.ClaimParameters = append(l.ClaimParameters, &list.Items[i])
-			}
-			return nil
-		}},
-		{"pod scheduling contexts", func(ctx context.Context) error {
-			list, err := c.PodSchedulingContexts("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			for i := range list.Items {
-				l.Contexts = append(l.Contexts, &list.Items[i])
-			}
-			return nil
-		}},
-	}
-	for _, st := range steps {
-		lctx, cancel := context.WithTimeout(ctx, timeout)
-		err := st.fn(lctx)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", st.what, err)
-		}
-	}
-	return dynamicresources.NewObjects(l), nil
+	return obj
 }

@@ -1,4 +1,4 @@
-package scheduler
+package dra
 
 import (
 	"context"
@@ -26,14 +26,14 @@ var errNoClient = errors.New("no API client for PodSchedulingContexts and claims
 // created owned by the pod, or its spec updated, and left alone when it
 // already says so (one write per decision, not per cycle). A context of
 // an earlier pod with the same name is deleted first.
-func (s *Scheduler) writeContext(ctx context.Context, pod *corev1.Pod, n *dynamicresources.Negotiation) error {
-	if s.cfg.Client == nil || s.dra == nil {
+func (e *Extension) writeContext(ctx context.Context, pod *corev1.Pod, n *dynamicresources.Negotiation) error {
+	if e.client == nil || e.src == nil {
 		return errNoClient
 	}
-	scs := s.cfg.Client.PodSchedulingContexts(pod.Namespace)
-	cur := s.dra.context(pod.Namespace, pod.Name)
+	scs := e.client.PodSchedulingContexts(pod.Namespace)
+	cur := e.src.context(pod.Namespace, pod.Name)
 	if cur != nil && !dynamicresources.OwnedBy(cur, pod) {
-		if err := s.deleteContext(ctx, cur); err != nil {
+		if err := e.deleteContext(ctx, cur); err != nil {
 			return err
 		}
 		cur = nil
@@ -41,7 +41,7 @@ func (s *Scheduler) writeContext(ctx context.Context, pod *corev1.Pod, n *dynami
 	if cur != nil && dynamicresources.SpecEqual(cur.Spec, n.Spec) {
 		return nil
 	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.APITimeout)
+	actx, cancel := context.WithTimeout(ctx, e.apiTimeout)
 	defer cancel()
 	var out *resourcev1alpha2.PodSchedulingContext
 	var err error
@@ -59,40 +59,40 @@ func (s *Scheduler) writeContext(ctx context.Context, pod *corev1.Pod, n *dynami
 	if err != nil {
 		return fmt.Errorf("write PodSchedulingContext %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	s.dra.wrote(pod.Namespace, pod.Name, out)
-	s.log.Debug("wrote PodSchedulingContext", "pod", pod.Namespace+"/"+pod.Name, "selectedNode", out.Spec.SelectedNode,
+	e.src.wrote(pod.Namespace, pod.Name, out)
+	e.log.Debug("wrote PodSchedulingContext", "pod", pod.Namespace+"/"+pod.Name, "selectedNode", out.Spec.SelectedNode,
 		"potentialNodes", len(out.Spec.PotentialNodes))
 	return nil
 }
 
 // deleteContext deletes a scheduling context (that exact object).
-func (s *Scheduler) deleteContext(ctx context.Context, sc *resourcev1alpha2.PodSchedulingContext) error {
-	if s.cfg.Client == nil || s.dra == nil {
+func (e *Extension) deleteContext(ctx context.Context, sc *resourcev1alpha2.PodSchedulingContext) error {
+	if e.client == nil || e.src == nil {
 		return errNoClient
 	}
-	actx, cancel := context.WithTimeout(ctx, s.cfg.APITimeout)
+	actx, cancel := context.WithTimeout(ctx, e.apiTimeout)
 	defer cancel()
 	uid := sc.UID
-	err := s.cfg.Client.PodSchedulingContexts(sc.Namespace).Delete(actx, sc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := e.client.PodSchedulingContexts(sc.Namespace).Delete(actx, sc.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete PodSchedulingContext %s/%s: %w", sc.Namespace, sc.Name, err)
 	}
-	s.dra.wrote(sc.Namespace, sc.Name, nil)
+	e.src.wrote(sc.Namespace, sc.Name, nil)
 	return nil
 }
 
 // contextDone deletes the pod's scheduling context once the pod is bound:
 // the negotiation is over.
-func (s *Scheduler) contextDone(ctx context.Context, pod *corev1.Pod) {
-	if s.dra == nil {
+func (e *Extension) contextDone(ctx context.Context, pod *corev1.Pod) {
+	if e.src == nil {
 		return
 	}
-	sc := s.dra.context(pod.Namespace, pod.Name)
+	sc := e.src.context(pod.Namespace, pod.Name)
 	if sc == nil || !dynamicresources.OwnedBy(sc, pod) {
 		return
 	}
-	if err := s.deleteContext(context.WithoutCancel(ctx), sc); err != nil {
-		s.log.Warn("delete PodSchedulingContext of a bound pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	if err := e.deleteContext(context.WithoutCancel(ctx), sc); err != nil {
+		e.log.Warn("delete PodSchedulingContext of a bound pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
 }
 
@@ -100,24 +100,24 @@ func (s *Scheduler) contextDone(ctx context.Context, pod *corev1.Pod) {
 // deallocate it: deallocationRequested set and the pod dropped from
 // reservedFor in one status write, on the version the cycle decided on.
 // A claim that changed since is left alone: its event retries the pod.
-func (s *Scheduler) requestDeallocation(ctx context.Context, pod *corev1.Pod, d *dynamicresources.Deallocation) error {
-	if s.cfg.Client == nil || s.dra == nil {
+func (e *Extension) requestDeallocation(ctx context.Context, pod *corev1.Pod, d *dynamicresources.Deallocation) error {
+	if e.client == nil || e.src == nil {
 		return errNoClient
 	}
-	claim, ok := s.dra.claim(d.Namespace, d.Name)
+	claim, ok := e.claim(d.Namespace, d.Name)
 	if !ok || claim.ResourceVersion != d.ResourceVersion || !dynamicresources.NeedsDeallocation(claim, pod) {
 		return nil
 	}
 	upd := claim.DeepCopy()
 	dynamicresources.MarkDeallocation(upd, pod)
-	actx, cancel := context.WithTimeout(ctx, s.cfg.APITimeout)
+	actx, cancel := context.WithTimeout(ctx, e.apiTimeout)
 	defer cancel()
-	if _, err := s.cfg.Client.ResourceClaims(d.Namespace).UpdateStatus(actx, upd); err != nil {
+	if _, err := e.client.ResourceClaims(d.Namespace).UpdateStatus(actx, upd); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("request deallocation of claim %s: %w", d, err)
 	}
-	s.log.Info("requested deallocation of a claim allocated where the pod does not fit", "pod", pod.Namespace+"/"+pod.Name, "claim", d.String())
+	e.log.Info("requested deallocation of a claim allocated where the pod does not fit", "pod", pod.Namespace+"/"+pod.Name, "claim", d.String())
 	return nil
 }
