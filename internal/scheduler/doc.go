@@ -10,7 +10,10 @@
 //     score strategy and every timer (backoff, the unschedulable safety
 //     net, bind, API and cycle deadlines), and a Metrics whose Registry it
 //     serves. ExtraPlugins run after the default ones (which include
-//     DynamicResources, fed from the scheduler's DRA informers).
+//     DynamicResources, fed from the scheduler's DRA informers by its
+//     scheduler extension, package dra; the core reaches extensions only
+//     through the framework's extension interfaces, from the registry,
+//     package extensions).
 //  2. Call Run(ctx, cfg), or New then (*Scheduler).Run. New registers the
 //     informer handlers; Run starts the informers, waits for their caches,
 //     and schedules until ctx ends. Run returns only after every binding
