@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -102,8 +103,8 @@ func TestGenerateClaimsAsTheController(t *testing.T) {
 		t.Fatalf("GeneratedFor(simulated claim) = %q %q %v: not known as the pod's", uid, entry, ok)
 	}
 	want := NewClaimFromTemplate(pod, "gpu", tmpl, "web-gpu")
-	if got.Name != want.Name || got.Namespace != want.Namespace || !mapsEqual(got.Labels, want.Labels) ||
-		!mapsEqual(got.Annotations, want.Annotations) || got.Spec.ResourceClassName != want.Spec.ResourceClassName ||
+	if got.Name != want.Name || got.Namespace != want.Namespace || !maps.Equal(got.Labels, want.Labels) ||
+		!maps.Equal(got.Annotations, want.Annotations) || got.Spec.ResourceClassName != want.Spec.ResourceClassName ||
 		len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != pod.UID || !*got.OwnerReferences[0].Controller {
 		t.Fatalf("simulated claim\n %+v\nwant the controller's\n %+v", got.ObjectMeta, want.ObjectMeta)
 	}
@@ -117,16 +118,4 @@ func TestGenerateClaimsAsTheController(t *testing.T) {
 	} else if _, _, ok := resourceapi.GeneratedFor(c); ok {
 		t.Fatal("the claim of a pod without a UID passes for a generated claim of some pod")
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

@@ -72,6 +72,14 @@ func update(o *Objects, nodes ...string) *Objects {
 	return o.WithClaimUpdates("2", upd)
 }
 
+// links derives n WithClaimUpdates links from o that touch no node.
+func links(o *Objects, n int) *Objects {
+	for range n {
+		o = update(o)
+	}
+	return o
+}
+
 func TestReuseNeedsTheSameNodeInfo(t *testing.T) {
 	f := newReuseFixture(t)
 	f.rememberAt1(f.o)
@@ -143,19 +151,12 @@ func TestReuseSkipsNodesWithPodsInFlight(t *testing.T) {
 func TestReuseAncestryIsBounded(t *testing.T) {
 	f := newReuseFixture(t)
 	f.rememberAt1(f.o)
-	o := f.o
-	for range maxAncestry - 1 {
-		o = update(o)
-	}
-	if !f.heldAt1(o) {
+	if !f.heldAt1(links(f.o, maxAncestry-1)) {
 		t.Fatalf("R6: an answer %d links back was not taken", maxAncestry-1)
 	}
 	g := newReuseFixture(t)
 	g.rememberAt1(g.o)
-	o = g.o
-	for range maxAncestry + 1 {
-		o = update(o)
-	}
+	o := links(g.o, maxAncestry+1)
 	if g.heldAt1(o) {
 		t.Fatalf("R6: an answer %d links back was taken: the ancestry is not bounded", maxAncestry+1)
 	}
@@ -171,17 +172,11 @@ func TestReuseAncestryIsBounded(t *testing.T) {
 func TestReuseRestampsAgingAnswers(t *testing.T) {
 	f := newReuseFixture(t)
 	f.rememberAt1(f.o)
-	o := f.o
-	for range maxAncestry - 2 {
-		o = update(o)
-	}
+	o := links(f.o, maxAncestry-2)
 	if !f.heldAt1(o) { // in the older half: stamped again with o
 		t.Fatal("the aging answer was not taken")
 	}
-	for range maxAncestry - 2 {
-		o = update(o)
-	}
-	if !f.heldAt1(o) {
+	if !f.heldAt1(links(o, maxAncestry-2)) {
 		t.Fatal("R7: an answer taken in the older half of the ancestry was not stamped again and fell off")
 	}
 }
