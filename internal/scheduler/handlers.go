@@ -74,6 +74,7 @@ func extraInformer(f *client.Factory, res framework.EventResource) toolscache.Sh
 // are marked stale), since handlers of different listeners run in no
 // fixed order and a pod moved by this event must see it; then the queue
 // moves pods; then AfterEvent (DRA: a generated claim regates its pod).
+// TestExtensionsSeeEventsBeforeTheQueue pins the order.
 func (s *Scheduler) forward(res framework.EventResource) toolscache.ResourceEventHandler {
 	event := func(action framework.ActionType, oldObj, newObj, obj any) {
 		ev := framework.ClusterEvent{Resource: res, ActionType: action}
