@@ -23,7 +23,7 @@ import (
 // move pods); the fence revision is the highest claim resourceVersion the
 // handlers have seen, read before the stores are read, so what is read is
 // complete up to it (a handler that lags the store only lowers the fence:
-// at worst a 409 and a retry).
+// at worst a 409 and a retry). TestFenceIsReadBeforeTheStores pins it.
 //
 // Claim events, the common ones, are applied to the last Objects claim by
 // claim; any other event lists everything again. Both handlers of the
