@@ -73,8 +73,11 @@ func (e *UnprepareError) reasonMessage(pod *corev1.Pod, node string) (string, st
 			"Start the driver there, or force the deletion (allot delete pod %s -n %s --force), which leaves the claim prepared on the node",
 			strings.Join(parts, "; "), node, pod.Name, pod.Namespace)
 	}
-	return ReasonUnprepareFailed, fmt.Sprintf("unprepare of the pod's resource claims failed, retrying at %s: %s",
-		e.At.Format(time.RFC3339), strings.Join(e.Failures, "; "))
+	// No retry time in the text: the condition is rewritten, and the
+	// event counted again rather than recorded anew, only when what
+	// failed changes.
+	return ReasonUnprepareFailed, "unprepare of the pod's resource claims failed (retried with back-off): " +
+		strings.Join(e.Failures, "; ")
 }
 
 // maxConditionAttempts bounds the conflict retries of one condition write.
