@@ -7,12 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +17,7 @@ import (
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/node/pods"
+	"allot.dev/allot/internal/pidlock"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -318,26 +315,14 @@ const registryLock = ".allot-node-agent.lock"
 // would be handed out twice, once per node. The lock goes with the
 // process; the returned func releases it (once).
 func lockRegistry(dir string) (func(), error) {
-	path := filepath.Join(dir, registryLock)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock plugins registry dir: %w", err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := "another process"
-			if b, rerr := os.ReadFile(path); rerr == nil && len(strings.TrimSpace(string(b))) > 0 {
-				holder = "pid " + strings.TrimSpace(string(b))
-			}
-			return nil, fmt.Errorf("plugins registry dir %s is watched by another node agent on this host (%s): its DRA drivers would register with both nodes "+
-				"and their devices be handed out twice; give this agent its own directory with --plugins-registry-dir, or an empty one to run without DRA", dir, holder)
-		}
+	release, err := pidlock.Lock(filepath.Join(dir, registryLock))
+	var held *pidlock.HeldError
+	switch {
+	case errors.As(err, &held):
+		return nil, fmt.Errorf("plugins registry dir %s is watched by another node agent on this host (%s): its DRA drivers would register with both nodes "+
+			"and their devices be handed out twice; give this agent its own directory with --plugins-registry-dir, or an empty one to run without DRA", dir, held.Holder())
+	case err != nil:
 		return nil, fmt.Errorf("lock plugins registry dir %s: %w", dir, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	var once sync.Once
-	return func() { once.Do(func() { _ = f.Close() }) }, nil
+	return release, nil
 }
