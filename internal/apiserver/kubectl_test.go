@@ -9,20 +9,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"allot.dev/allot/pkg/client/clienttest"
 )
 
-// kubectl runs kubectl (from PATH; the test is skipped without it) as
+// kubectl runs kubectl (clienttest.Kubectl: from PATH, else built into
+// _output/bin as hack/setup.sh builds it) as
 // admin against the test server's handler over TLS (kubectl sends no
 // bearer token over plain HTTP), in namespace ns, with stdin; it returns
 // the combined output and the exit code.
 func kubectl(t *testing.T, ns, stdin string, args ...string) (string, int) {
 	t.Helper()
-	bin, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not on PATH")
-	}
+	bin := kubectlBin(t)
 	srv := httptest.NewTLSServer(testAPI.Handler())
 	defer srv.Close()
 	dir := t.TempDir()
@@ -43,7 +44,7 @@ current-context: test
 	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
@@ -68,9 +69,7 @@ spec:
 // kubectl's server-side dry runs change nothing: apply --dry-run=server,
 // diff (which is one), create and delete --dry-run=server.
 func TestKubectlServerDryRun(t *testing.T) {
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl is not on PATH")
-	}
+	kubectlBin(t)
 	ns := newNamespace(t)
 	pod := "/api/v1/namespaces/" + ns + "/pods/web"
 	if out, code := kubectl(t, ns, podManifest("web", "one"), "apply", "-f", "-"); code != 0 {
@@ -84,16 +83,15 @@ func TestKubectlServerDryRun(t *testing.T) {
 	}
 	unchanged(t, pod, before, "kubectl apply --dry-run=server")
 
-	if _, err := exec.LookPath("diff"); err == nil {
-		// Exit 1: differences found.
-		out, code = kubectl(t, ns, podManifest("web", "two"), "diff", "-f", "-")
-		if code != 1 || !strings.Contains(out, "-    app: one") || !strings.Contains(out, "+    app: two") {
-			t.Fatalf("kubectl diff: exit %d\n%s", code, out)
-		}
-		unchanged(t, pod, before, "kubectl diff")
-		if out, code = kubectl(t, ns, podManifest("web", "one"), "diff", "-f", "-"); code != 0 {
-			t.Fatalf("kubectl diff of the applied manifest: exit %d\n%s", code, out)
-		}
+	// kubectl diff runs diff(1) (Debian's diffutils, an essential package).
+	// Exit 1: differences found.
+	out, code = kubectl(t, ns, podManifest("web", "two"), "diff", "-f", "-")
+	if code != 1 || !strings.Contains(out, "-    app: one") || !strings.Contains(out, "+    app: two") {
+		t.Fatalf("kubectl diff: exit %d\n%s", code, out)
+	}
+	unchanged(t, pod, before, "kubectl diff")
+	if out, code = kubectl(t, ns, podManifest("web", "one"), "diff", "-f", "-"); code != 0 {
+		t.Fatalf("kubectl diff of the applied manifest: exit %d\n%s", code, out)
 	}
 
 	out, code = kubectl(t, ns, podManifest("web2", "one"), "create", "--dry-run=server", "-f", "-")
@@ -108,4 +106,26 @@ func TestKubectlServerDryRun(t *testing.T) {
 		t.Fatalf("kubectl delete --dry-run=server: exit %d\n%s", code, out)
 	}
 	unchanged(t, pod, before, "kubectl delete --dry-run=server")
+}
+
+var kubectlFound struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// kubectlBin finds (or builds, once) kubectl; without one the test fails:
+// it is not optional.
+func kubectlBin(t *testing.T) string {
+	t.Helper()
+	k := &kubectlFound
+	k.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		k.path, k.err = clienttest.Kubectl(ctx)
+	})
+	if k.err != nil {
+		t.Fatalf("kubectl: %v", k.err)
+	}
+	return k.path
 }
