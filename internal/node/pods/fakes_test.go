@@ -278,6 +278,15 @@ func (h *harness) sync() time.Time {
 	return h.w.Sync(context.Background())
 }
 
+// deleting marks the stored pod deleted now with a grace period of grace
+// seconds and returns it, not yet delivered to the worker.
+func (h *harness) deleting(grace int64) *corev1.Pod {
+	return h.api.modify(func(p *corev1.Pod) {
+		now := metav1.NewTime(h.clock.now())
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	})
+}
+
 // update delivers the stored pod to the worker, as the informer would.
 func (h *harness) update() { h.w.Update(h.api.get()); h.w.takeMail() }
 

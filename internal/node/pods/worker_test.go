@@ -205,11 +205,7 @@ func TestGracefulDeletionStopsWithGrace(t *testing.T) {
 func TestDeletionWritesFinalStatusFirst(t *testing.T) {
 	h := newHarness(t, makePod("p").containers("c1").obj()).start()
 	h.sync()
-	grace := int64(1)
-	pod := h.api.modify(func(p *corev1.Pod) {
-		now := metav1.NewTime(h.clock.now())
-		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-	})
+	pod := h.deleting(1)
 	// Keep a copy of the status the worker wrote before the delete.
 	var final corev1.PodStatus
 	h.w.cfg.API = &recordingAPI{API: h.api, onDelete: func() { final = h.api.get().Status }}
@@ -232,11 +228,7 @@ func TestDeletionReleasesBeforeFinalStatus(t *testing.T) {
 	api = h.api
 	h.start()
 	h.sync()
-	grace := int64(1)
-	pod := h.api.modify(func(p *corev1.Pod) {
-		now := metav1.NewTime(h.clock.now())
-		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-	})
+	pod := h.deleting(1)
 	h.w.Update(pod)
 	h.w.takeMail()
 	h.sync()
@@ -496,11 +488,7 @@ func TestReleaseWaitsForTheReleasersBackoff(t *testing.T) {
 	h.sync()
 	retryAt := h.clock.now().Add(time.Minute)
 	rel.err = retryAfterErr{at: retryAt}
-	grace := int64(1)
-	pod := h.api.modify(func(p *corev1.Pod) {
-		now := metav1.NewTime(h.clock.now())
-		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-	})
+	pod := h.deleting(1)
 	h.w.Update(pod)
 	h.w.takeMail()
 	if next := h.sync(); !next.Equal(retryAt) {
