@@ -98,8 +98,7 @@ var ClaimIndexers = toolscache.Indexers{generatedIndex: generatedKeys}
 // themselves; it learns of changes only through BeforeEvent.
 func (e *Extension) UseListers(l Listers) {
 	e.src = &source{
-		claims: l.Claims, slices: l.Slices, classes: l.Classes, classParams: l.ClassParameters,
-		claimParams: l.ClaimParameters, contexts: l.Contexts,
+		Listers: l,
 		written: map[string]*resourcev1alpha2.PodSchedulingContext{}, dirty: true,
 	}
 }
@@ -200,7 +199,7 @@ func (e *Extension) BindFailed(pod *corev1.Pod) {
 		return
 	}
 	for _, name := range pod.ResourceClaimNames() {
-		cur, err := e.src.claims.Get(pod.Namespace, name)
+		cur, err := e.src.Claims.Get(pod.Namespace, name)
 		if err != nil {
 			continue
 		}
@@ -263,6 +262,6 @@ func (e *Extension) claim(ns, name string) (*resourcev1alpha2.ResourceClaim, boo
 	if e.src == nil {
 		return nil, false
 	}
-	c, err := e.src.claims.Get(ns, name)
+	c, err := e.src.Claims.Get(ns, name)
 	return c, err == nil
 }

@@ -30,12 +30,7 @@ import (
 // claims informer record every claim they see, in event order, so every
 // claim event up to the fence has been recorded when the fence is read.
 type source struct {
-	claims      client.Lister[*resourcev1alpha2.ResourceClaim]
-	slices      client.Lister[*resourcev1alpha2.NodeResourceSlice]
-	classes     client.Lister[*resourcev1alpha2.ResourceClass]
-	classParams client.Lister[*resourcev1alpha2.ResourceClassParameters]
-	claimParams client.Lister[*resourcev1alpha2.ResourceClaimParameters]
-	contexts    client.Lister[*resourcev1alpha2.PodSchedulingContext]
+	Listers // what it reads
 
 	// building serializes objects(): an update applies its claims to the
 	// Objects the previous call built.
@@ -70,7 +65,7 @@ func generatedKeys(obj any) ([]string, error) {
 // generatedFor reports whether the claim informer has a claim generated
 // for the entry of the pod with that UID.
 func (d *source) generatedFor(podUID types.UID, entry string) bool {
-	objs, err := d.claims.ByIndex(generatedIndex, dynamicresources.EntryKey(podUID, entry))
+	objs, err := d.Claims.ByIndex(generatedIndex, dynamicresources.EntryKey(podUID, entry))
 	return err == nil && len(objs) > 0
 }
 
@@ -83,8 +78,9 @@ func newSource(f *client.Factory) (*source, error) {
 	classParams, claimParams := f.ResourceClassParameters(), f.ResourceClaimParameters()
 	contexts := f.PodSchedulingContexts()
 	d := &source{
-		claims: claims.Lister(), slices: slices.Lister(), classes: classes.Lister(),
-		classParams: classParams.Lister(), claimParams: claimParams.Lister(), contexts: contexts.Lister(), dirty: true,
+		Listers: Listers{Claims: claims.Lister(), Slices: slices.Lister(), Classes: classes.Lister(),
+			ClassParameters: classParams.Lister(), ClaimParameters: claimParams.Lister(), Contexts: contexts.Lister()},
+		dirty:   true,
 		changed: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
 	}
 	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts} {
@@ -161,7 +157,7 @@ func (d *source) update(prev *dynamicresources.Objects, rev string, changed map[
 	upd := make(map[string]*resourcev1alpha2.ResourceClaim, len(changed))
 	for k := range changed {
 		ns, name, _ := strings.Cut(k, "/")
-		c, err := d.claims.Get(ns, name)
+		c, err := d.Claims.Get(ns, name)
 		switch {
 		case apierrors.IsNotFound(err):
 			upd[k] = nil
@@ -180,11 +176,11 @@ func (d *source) list(prev *dynamicresources.Objects, rev string) (*dynamicresou
 	l := dynamicresources.Lists{Revision: rev}
 	var err error
 	all := labels.Everything()
-	if l.Claims, err = d.claims.List(all); err == nil {
-		if l.Slices, err = d.slices.List(all); err == nil {
-			if l.Classes, err = d.classes.List(all); err == nil {
-				if l.ClassParameters, err = d.classParams.List(all); err == nil {
-					if l.ClaimParameters, err = d.claimParams.List(all); err == nil {
+	if l.Claims, err = d.Claims.List(all); err == nil {
+		if l.Slices, err = d.Slices.List(all); err == nil {
+			if l.Classes, err = d.Classes.List(all); err == nil {
+				if l.ClassParameters, err = d.ClassParameters.List(all); err == nil {
+					if l.ClaimParameters, err = d.ClaimParameters.List(all); err == nil {
 						l.Contexts, err = d.contextList()
 					}
 				}
@@ -203,7 +199,7 @@ func (d *source) list(prev *dynamicresources.Objects, rev string) (*dynamicresou
 // contextList lists the scheduling contexts, each the newer of the
 // informer's copy and the scheduler's own last write.
 func (d *source) contextList() ([]*resourcev1alpha2.PodSchedulingContext, error) {
-	list, err := d.contexts.List(labels.Everything())
+	list, err := d.Contexts.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +228,7 @@ func (d *source) contextList() ([]*resourcev1alpha2.PodSchedulingContext, error)
 // context returns the pod's scheduling context as the scheduler knows it
 // best (informer or own write), or nil.
 func (d *source) context(ns, name string) *resourcev1alpha2.PodSchedulingContext {
-	sc, err := d.contexts.Get(ns, name)
+	sc, err := d.Contexts.Get(ns, name)
 	if err != nil {
 		sc = nil
 	}

@@ -54,12 +54,12 @@ func TestFenceIsReadBeforeTheStores(t *testing.T) {
 		}
 		d.touch(late)
 	}}
-	d.claims = client.NewLister[*resourcev1alpha2.ResourceClaim](racing, resourcev1alpha2.Resource("resourceclaims"))
-	d.slices = client.NewLister[*resourcev1alpha2.NodeResourceSlice](newIndexer(), resourcev1alpha2.Resource("noderesourceslices"))
-	d.classes = client.NewLister[*resourcev1alpha2.ResourceClass](newIndexer(), resourcev1alpha2.Resource("resourceclasses"))
-	d.classParams = client.NewLister[*resourcev1alpha2.ResourceClassParameters](newIndexer(), resourcev1alpha2.Resource("resourceclassparameters"))
-	d.claimParams = client.NewLister[*resourcev1alpha2.ResourceClaimParameters](newIndexer(), resourcev1alpha2.Resource("resourceclaimparameters"))
-	d.contexts = client.NewLister[*resourcev1alpha2.PodSchedulingContext](newIndexer(), resourcev1alpha2.Resource("podschedulingcontexts"))
+	d.Claims = client.NewLister[*resourcev1alpha2.ResourceClaim](racing, resourcev1alpha2.Resource("resourceclaims"))
+	d.Slices = client.NewLister[*resourcev1alpha2.NodeResourceSlice](newIndexer(), resourcev1alpha2.Resource("noderesourceslices"))
+	d.Classes = client.NewLister[*resourcev1alpha2.ResourceClass](newIndexer(), resourcev1alpha2.Resource("resourceclasses"))
+	d.ClassParameters = client.NewLister[*resourcev1alpha2.ResourceClassParameters](newIndexer(), resourcev1alpha2.Resource("resourceclassparameters"))
+	d.ClaimParameters = client.NewLister[*resourcev1alpha2.ResourceClaimParameters](newIndexer(), resourcev1alpha2.Resource("resourceclaimparameters"))
+	d.Contexts = client.NewLister[*resourcev1alpha2.PodSchedulingContext](newIndexer(), resourcev1alpha2.Resource("podschedulingcontexts"))
 	d.touch(testClaim("a", 5))
 
 	objs, err := d.objects()
