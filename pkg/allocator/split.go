@@ -3,10 +3,11 @@ package allocator
 import (
 	"fmt"
 
-	corev1 "allot.dev/allot/api/core/v1"
-	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 )
 
 // SplitObjects sorts decoded manifest objects into the Snapshot a
