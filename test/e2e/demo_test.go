@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"allot.dev/allot/internal/node/dra/dratest"
 )
 
 // TestUpDemo runs `allot up --demo` as the README does: the example device
@@ -72,7 +74,7 @@ func deleteWithoutDriver(t *testing.T, c *cluster) {
 	waitFor(t, "gpu-pair Running", func() bool { return c.jsonpath(t, "{.status.phase}", "pod", "gpu-pair") == "Running" })
 	claim := c.jsonpath(t, "{.status.resourceClaimStatuses[0].resourceClaimName}", "pod", "gpu-pair")
 	c.stop(t)
-	dir := shortTempDir(t)
+	dir := dratest.ShortTempDir(t) // unix socket paths are short
 	c.start(t, "--disable", "", "--device-plugin-dir", filepath.Join(dir, "dp"), "--plugins-registry-dir", filepath.Join(dir, "reg"),
 		"--pod-resources-socket", filepath.Join(dir, "pr.sock"), "--relist-interval", "200ms",
 		"--dra-prepare-backoff-initial", "200ms", "--dra-prepare-backoff-max", "1s")
