@@ -325,6 +325,9 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 						Driver: driver, Pool: name, Slice: s.Name, Device: d.Name, Field: "nodeSelector"})
 				case d.AllNodes != nil && *d.AllNodes:
 					sel.all = true
+				default:
+					problems = append(problems, InventoryProblem{Driver: driver, Pool: name, Slice: s.Name, Device: d.Name,
+						Reason: "the slice has perDeviceNodeSelection, but the device sets none of nodeName, nodeSelector and allNodes; it is available on no node"})
 				}
 			}
 			p.Devices = append(p.Devices, PoolDevice{
@@ -526,7 +529,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice) (pools []V1
 	m := NewModel(node, ss)
 	for _, pr := range m.Problems() {
 		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
-			Reason: pr.Message + " (left out)"})
+			Reason: pr.Message})
 	}
 	gens := map[string]int64{}
 	// The slice of each root instance: NewModel reads slices in name order

@@ -660,7 +660,7 @@ func TestV1PoolsGrouping(t *testing.T) {
 	}
 }
 
-func TestV1DeviceAvailableOn(t *testing.T) {
+func TestV1PoolDeviceAvailableOn(t *testing.T) {
 	node := func(name string, labels ...string) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
 		for _, l := range labels {
@@ -700,7 +700,8 @@ func TestV1DeviceAvailableOn(t *testing.T) {
 			invDev("d-none"),
 		)),
 	})
-	invProblemsMatch(t, problems, []string{`slice bad spec.nodeSelector: matchFields key "spec.podCIDR" is not supported`})
+	invProblemsMatch(t, problems, []string{`slice bad spec.nodeSelector: matchFields key "spec.podCIDR" is not supported`,
+		"slice mixed device d-none: the slice has perDeviceNodeSelection, but the device sets none"})
 	devices := map[string]*PoolDevice{}
 	for i := range pools {
 		for j := range pools[i].Devices {
