@@ -7,6 +7,7 @@ import (
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -46,6 +47,16 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return ValidateResourceClaimParameters(o)
 	case *resourcev1alpha2.ResourceClassParameters:
 		return ValidateResourceClassParameters(o)
+	case *resourcev1.DeviceClass:
+		return ValidateDeviceClass(o)
+	case *resourcev1.ResourceSlice:
+		return ValidateResourceSlice(o)
+	case *resourcev1.DeviceTaintRule:
+		return ValidateDeviceTaintRule(o)
+	case *resourcev1.ResourceClaim:
+		return ValidateResourceClaimV1(o)
+	case *resourcev1.ResourceClaimTemplate:
+		return ValidateResourceClaimTemplateV1(o)
 	case *apiextv1.CustomResourceDefinition:
 		return ValidateCustomResourceDefinition(o)
 	case *unstructured.Unstructured:
@@ -87,6 +98,16 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		return ValidateResourceClaimParametersUpdate(o, oldObj.(*resourcev1alpha2.ResourceClaimParameters))
 	case *resourcev1alpha2.ResourceClassParameters:
 		return ValidateResourceClassParametersUpdate(o, oldObj.(*resourcev1alpha2.ResourceClassParameters))
+	case *resourcev1.DeviceClass:
+		return ValidateDeviceClassUpdate(o, oldObj.(*resourcev1.DeviceClass))
+	case *resourcev1.ResourceSlice:
+		return ValidateResourceSliceUpdate(o, oldObj.(*resourcev1.ResourceSlice))
+	case *resourcev1.DeviceTaintRule:
+		return ValidateDeviceTaintRuleUpdate(o, oldObj.(*resourcev1.DeviceTaintRule))
+	case *resourcev1.ResourceClaim:
+		return ValidateResourceClaimV1Update(o, oldObj.(*resourcev1.ResourceClaim))
+	case *resourcev1.ResourceClaimTemplate:
+		return ValidateResourceClaimTemplateV1Update(o, oldObj.(*resourcev1.ResourceClaimTemplate))
 	case *apiextv1.CustomResourceDefinition:
 		return ValidateCustomResourceDefinitionUpdate(o, oldObj.(*apiextv1.CustomResourceDefinition))
 	case *unstructured.Unstructured:
@@ -114,6 +135,10 @@ func ValidateStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		return ValidateResourceClaimStatusUpdate(o, oldObj.(*resourcev1alpha2.ResourceClaim))
 	case *resourcev1alpha2.PodSchedulingContext:
 		return ValidatePodSchedulingContextStatusUpdate(o, oldObj.(*resourcev1alpha2.PodSchedulingContext))
+	case *resourcev1.ResourceClaim:
+		return ValidateResourceClaimV1StatusUpdate(o, oldObj.(*resourcev1.ResourceClaim))
+	case *resourcev1.DeviceTaintRule:
+		return ValidateDeviceTaintRuleStatusUpdate(o, oldObj.(*resourcev1.DeviceTaintRule))
 	case *apiextv1.CustomResourceDefinition:
 		return ValidateCustomResourceDefinitionStatusUpdate(o, oldObj.(*apiextv1.CustomResourceDefinition))
 	}
@@ -135,6 +160,10 @@ func Default(obj runtime.Object) {
 		DefaultResourceClaim(o)
 	case *resourcev1alpha2.ResourceClaimTemplate:
 		DefaultResourceClaimTemplate(o)
+	case *resourcev1.ResourceClaim:
+		DefaultResourceClaimV1(o)
+	case *resourcev1.ResourceClaimTemplate:
+		DefaultResourceClaimTemplateV1(o)
 	case *apiextv1.CustomResourceDefinition:
 		DefaultCustomResourceDefinition(o)
 	}
