@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
 
 // describer writes the kind-specific body of a description, after the
@@ -28,7 +29,16 @@ type describer func(w *describeWriter, u *unstructured.Unstructured) error
 var describers = map[schema.GroupKind]describer{
 	{Kind: "Pod"}:  describePod,
 	{Kind: "Node"}: describeNode,
-	{Group: "resource.k8s.io", Kind: "ResourceClaim"}: describeClaim,
+	{Group: "resource.k8s.io", Kind: "ResourceClaim"}: describeClaimAnyVersion,
+}
+
+// describeClaimAnyVersion describes v1alpha2 claims field by field and
+// resource.k8s.io/v1 claims generically.
+func describeClaimAnyVersion(w *describeWriter, u *unstructured.Unstructured) error {
+	if u.GetAPIVersion() != resourcev1alpha2.SchemeGroupVersion.String() {
+		return describeGeneric(w, u)
+	}
+	return describeClaim(w, u)
 }
 
 func newDescribeCommand() *cobra.Command {
@@ -74,6 +84,18 @@ func describeOne(ctx context.Context, s *session, m *meta.RESTMapping, name stri
 	u, err := s.resource(m, ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
+	}
+	if stored, ok := u.GetAnnotations()[resourcev1alpha2.StoredVersionAnnotation]; ok {
+		// A view of an object stored in another version (a v1alpha2
+		// claim read through v1): describe the object as written.
+		if gv, err := schema.ParseGroupVersion(stored); err == nil {
+			sm := *m
+			sm.GroupVersionKind = gv.WithKind(m.GroupVersionKind.Kind)
+			sm.Resource = gv.WithResource(m.Resource.Resource)
+			if su, err := s.resource(&sm, ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+				m, u = &sm, su
+			}
+		}
 	}
 	w := newDescribeWriter(s.out)
 	describeMeta(w, u)

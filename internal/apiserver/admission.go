@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -40,7 +42,17 @@ func (s *Server) admit(ctx context.Context, k *kind, op admitOp, obj, old runtim
 			quota, err := s.chargeClaimQuota(ctx, o)
 			return append(ops, quota...), err
 		}
-		if err := onlyBindingAllocatesStructured(o, old.(*resourcev1alpha2.ResourceClaim)); err != nil {
+		if old, ok := old.(*resourcev1alpha2.ResourceClaim); ok && !resourcev1alpha2.IsView(old) {
+			if err := onlyBindingAllocatesStructured(o, old); err != nil {
+				return nil, err
+			}
+		}
+	case *resourcev1.ResourceClaim:
+		if op == admitCreate {
+			quota, err := s.chargeClaimQuota(ctx, o)
+			return append(ops, quota...), err
+		}
+		if err := onlyBindingAllocatesV1(o, old.(*resourcev1.ResourceClaim)); err != nil {
 			return nil, err
 		}
 	case *corev1.ResourceQuota:
@@ -77,8 +89,42 @@ func (s *Server) admitNamespace(ctx context.Context, k *kind, obj runtime.Object
 		return storage.Op{}, apierrors.NewForbidden(k.groupResource(), acc.GetName(),
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns.Name))
 	}
+	if paths := adminAccessRequests(obj); len(paths) > 0 && ns.Labels[resourcev1.DRAAdminNamespaceLabelKey] != "true" {
+		var errs field.ErrorList
+		for _, p := range paths {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("admin access to devices requires the label %s: \"true\" on namespace %s",
+				resourcev1.DRAAdminNamespaceLabelKey, ns.Name)))
+		}
+		return storage.Op{}, apierrors.NewInvalid(k.gvk.GroupKind(), acc.GetName(), errs)
+	}
 	rev, _ := revisionOf(ns)
 	return storage.Check(nsKind.storageKey("", ns.Name), rev), nil
+}
+
+// adminAccessRequests are the paths of the requests of a v1 claim or
+// claim template that ask for admin access: allowed only in namespaces
+// labelled resource.kubernetes.io/admin-access: "true", as in
+// Kubernetes. The create's transaction checks the namespace's revision,
+// so a label removed meanwhile fails it.
+func adminAccessRequests(obj runtime.Object) []*field.Path {
+	var spec *resourcev1.ResourceClaimSpec
+	path := field.NewPath("spec")
+	switch o := obj.(type) {
+	case *resourcev1.ResourceClaim:
+		spec = &o.Spec
+	case *resourcev1.ResourceClaimTemplate:
+		spec, path = &o.Spec.Spec, path.Child("spec")
+	default:
+		return nil
+	}
+	var out []*field.Path
+	reqs := path.Child("devices", "requests")
+	for i, r := range spec.Devices.Requests {
+		if r.Exactly != nil && r.Exactly.AdminAccess != nil && *r.Exactly.AdminAccess {
+			out = append(out, reqs.Index(i).Child("exactly", "adminAccess"))
+		}
+	}
+	return out
 }
 
 var errNotCached = errors.New("not read from the cache")
@@ -88,22 +134,62 @@ type freshKey struct{}
 
 // Quota resource names for claims.
 const (
-	quotaClaimsTotal corev1.ResourceName = "count/resourceclaims.resource.k8s.io"
-	quotaClassSuffix                     = ".resourceclass.resource.k8s.io/resourceclaims"
-	claimEpochPrefix                     = "/registry/allot.dev/claimepochs/"
+	quotaClaimsTotal       corev1.ResourceName = "count/resourceclaims.resource.k8s.io"
+	quotaClassSuffix                           = ".resourceclass.resource.k8s.io/resourceclaims"
+	quotaDeviceClassSuffix                     = ".deviceclass.resource.k8s.io/devices"
+	claimEpochPrefix                           = "/registry/allot.dev/claimepochs/"
 )
 
 func classQuotaName(class string) corev1.ResourceName {
 	return corev1.ResourceName(class + quotaClassSuffix)
 }
 
-// quotaNamesFor are the quota resources a claim of the class counts in.
-func quotaNamesFor(class string) []corev1.ResourceName {
-	return []corev1.ResourceName{quotaClaimsTotal, classQuotaName(class)}
+// deviceClassQuotaName is upstream's quota resource for the devices a
+// resource.k8s.io/v1 claim requests of a DeviceClass.
+func deviceClassQuotaName(class string) corev1.ResourceName {
+	return corev1.ResourceName(class + quotaDeviceClassSuffix)
+}
+
+// claimQuotaAmounts are the quota resources a claim of either version
+// counts in, and how much: a v1alpha2 claim counts 1 in the claims total
+// and in its class; a v1 claim counts 1 in the total and, per DeviceClass,
+// the devices it requests, as Kubernetes counts them: count for
+// ExactCount, AllocationResultsMaxSize for All, and for firstAvailable the
+// most any one alternative asks of the class. ok is false for other
+// objects.
+func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool) {
+	switch c := obj.(type) {
+	case *resourcev1alpha2.ResourceClaim:
+		return map[corev1.ResourceName]int64{quotaClaimsTotal: 1, classQuotaName(c.Spec.ResourceClassName): 1}, true
+	case *resourcev1.ResourceClaim:
+		out := map[corev1.ResourceName]int64{quotaClaimsTotal: 1}
+		for _, r := range c.Spec.Devices.Requests {
+			if r.Exactly != nil {
+				out[deviceClassQuotaName(r.Exactly.DeviceClassName)] += devicesRequested(r.Exactly.AllocationMode, r.Exactly.Count)
+				continue
+			}
+			most := map[string]int64{}
+			for _, sub := range r.FirstAvailable {
+				most[sub.DeviceClassName] = max(most[sub.DeviceClassName], devicesRequested(sub.AllocationMode, sub.Count))
+			}
+			for class, n := range most {
+				out[deviceClassQuotaName(class)] += n
+			}
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+func devicesRequested(mode resourcev1.DeviceAllocationMode, count int64) int64 {
+	if mode == resourcev1.DeviceAllocationModeAll {
+		return resourcev1.AllocationResultsMaxSize
+	}
+	return max(count, 1)
 }
 
 func isClaimQuotaName(n corev1.ResourceName) bool {
-	return n == quotaClaimsTotal || strings.HasSuffix(string(n), quotaClassSuffix)
+	return n == quotaClaimsTotal || strings.HasSuffix(string(n), quotaClassSuffix) || strings.HasSuffix(string(n), quotaDeviceClassSuffix)
 }
 
 // onlyBindingAllocatesStructured refuses status writes that set or change a
@@ -122,4 +208,20 @@ func onlyBindingAllocatesStructured(c, old *resourcev1alpha2.ResourceClaim) erro
 		}
 	}
 	return nil
+}
+
+// onlyBindingAllocatesV1 refuses status writes that set or change the
+// allocation of a resource.k8s.io/v1 claim: every v1 allocation is
+// structured, written only through pods/binding. Clearing one
+// (deallocation, by the claim controller) is allowed.
+func onlyBindingAllocatesV1(c, old *resourcev1.ResourceClaim) error {
+	if resourcev1alpha2.IsView(old) {
+		return nil // unview checks the stored claim
+	}
+	a := c.Status.Allocation
+	if a == nil || apiequality.Semantic.DeepEqual(a, old.Status.Allocation) {
+		return nil
+	}
+	return apierrors.NewForbidden(resourcev1.Resource("resourceclaims"), c.Name,
+		fmt.Errorf("status.allocation: allocations are written only through the pods/binding subresource, which fences them against double allocation"))
 }

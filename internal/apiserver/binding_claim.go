@@ -32,6 +32,11 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 	var old *resourcev1alpha2.ResourceClaim
 	if obj != nil {
 		old = obj.(*resourcev1alpha2.ResourceClaim)
+		if resourcev1alpha2.IsView(old) {
+			return storage.Op{}, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), pod.Name, field.ErrorList{
+				field.Forbidden(path.Child("name"), fmt.Sprintf("claim %s is stored as %s: bindings allocate and reserve v1alpha2 claims only",
+					bc.Name, old.Annotations[resourcev1alpha2.StoredVersionAnnotation]))})
+		}
 	}
 	if !named {
 		// A claim generated for one of the pod's template entries, whose

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +23,7 @@ func builtinKinds() []*kind {
 	core := corev1.SchemeGroupVersion
 	res := resourcev1alpha2.SchemeGroupVersion
 	ext := apiextv1.SchemeGroupVersion
+	v1 := resourcev1.SchemeGroupVersion
 	kinds := []*kind{
 		{gvk: core.WithKind("Namespace"), resource: "namespaces", shortNames: []string{"ns"}, hasStatus: true, onCreate: dropStatusOnCreate,
 			newObj: func() runtime.Object { return &corev1.Namespace{} }, prepareCreate: prepareNamespace,
@@ -50,6 +53,17 @@ func builtinKinds() []*kind {
 			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClaimParameters{} }, columns: paramsColumns, row: claimParamsRow},
 		{gvk: res.WithKind("ResourceClassParameters"), resource: "resourceclassparameters",
 			newObj: func() runtime.Object { return &resourcev1alpha2.ResourceClassParameters{} }, columns: paramsColumns, row: classParamsRow},
+		{gvk: v1.WithKind("DeviceClass"), resource: "deviceclasses",
+			newObj: func() runtime.Object { return &resourcev1.DeviceClass{} }, columns: ageColumns, row: ageRow},
+		{gvk: v1.WithKind("ResourceSlice"), resource: "resourceslices", prepareCreate: stampTaints,
+			newObj: func() runtime.Object { return &resourcev1.ResourceSlice{} }, fields: resourceSliceFields,
+			columns: resourceSliceColumns, row: resourceSliceRow},
+		{gvk: v1.WithKind("ResourceClaim"), resource: "resourceclaims", namespaced: true, hasStatus: true, onCreate: dropStatusOnCreate,
+			newObj: func() runtime.Object { return &resourcev1.ResourceClaim{} }, columns: claimV1Columns, row: claimV1Row},
+		{gvk: v1.WithKind("ResourceClaimTemplate"), resource: "resourceclaimtemplates", namespaced: true,
+			newObj: func() runtime.Object { return &resourcev1.ResourceClaimTemplate{} }, columns: ageColumns, row: ageRow},
+		{gvk: v1.WithKind("DeviceTaintRule"), resource: "devicetaintrules", hasStatus: true, onCreate: dropStatusOnCreate, prepareCreate: stampTaints,
+			newObj: func() runtime.Object { return &resourcev1.DeviceTaintRule{} }, columns: ageColumns, row: ageRow},
 		{gvk: ext.WithKind("CustomResourceDefinition"), resource: "customresourcedefinitions", shortNames: []string{"crd", "crds"}, hasStatus: true, onCreate: dropStatusOnCreate,
 			newObj: func() runtime.Object { return &apiextv1.CustomResourceDefinition{} }, prepareCreate: prepareCRD,
 			columns: crdColumns, row: crdRow},
@@ -58,6 +72,7 @@ func builtinKinds() []*kind {
 		k.singular = lowerKind(k.gvk.Kind)
 		finishBuiltin(k)
 	}
+	linkSiblings(kinds)
 	return kinds
 }
 
@@ -69,12 +84,14 @@ func finishBuiltin(k *kind) {
 		if prep != nil {
 			prep(obj)
 		}
+		dropViewMark(obj)
 		validation.Default(obj)
 	}
 	k.prepareUpdate = func(obj, old runtime.Object) {
 		if hasStatus {
 			keepStatus(obj, old)
 		}
+		stampTaints(obj)
 		validation.Default(obj)
 	}
 	k.validate = func(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
@@ -120,6 +137,43 @@ func claimFields(obj runtime.Object) fields.Set {
 func sliceFields(obj runtime.Object) fields.Set {
 	s := obj.(*resourcev1alpha2.NodeResourceSlice)
 	return fields.Set{"spec.nodeName": s.Spec.NodeName, "spec.driverName": s.Spec.DriverName}
+}
+
+// stampTaints sets timeAdded of v1 device taints that lack it, as
+// Kubernetes does on create and update.
+func stampTaints(obj runtime.Object) {
+	now := metav1.Now()
+	stamp := func(t *resourcev1.DeviceTaint) {
+		if t.TimeAdded == nil {
+			t.TimeAdded = &now
+		}
+	}
+	switch o := obj.(type) {
+	case *resourcev1.ResourceSlice:
+		for i := range o.Spec.Devices {
+			for j := range o.Spec.Devices[i].Taints {
+				stamp(&o.Spec.Devices[i].Taints[j])
+			}
+		}
+	case *resourcev1.DeviceTaintRule:
+		stamp(&o.Spec.Taint)
+	}
+}
+
+// resourceSliceFields are the field selectors upstream clients use on
+// v1 ResourceSlices (kubelet plugins list their node's slices by
+// spec.nodeName and spec.driver).
+func resourceSliceFields(obj runtime.Object) fields.Set {
+	s := obj.(*resourcev1.ResourceSlice)
+	node := ""
+	if s.Spec.NodeName != nil {
+		node = *s.Spec.NodeName
+	}
+	return fields.Set{
+		resourcev1.ResourceSliceSelectorNodeName: node,
+		resourcev1.ResourceSliceSelectorDriver:   s.Spec.Driver,
+		resourcev1.ResourceSliceSelectorPoolName: s.Spec.Pool.Name,
+	}
 }
 
 // gvrOf is a shorthand for registry lookups of built-in kinds.

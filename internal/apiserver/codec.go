@@ -104,6 +104,13 @@ func withRV(stored []byte, rev int64) []byte {
 // engine (github.com/go-json-experiment/json), twice as fast as v1 on API
 // objects: what is stored is this server's own canonical output.
 func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
+	if k.sibling != nil {
+		obj, sk, err := decodeNative(k, stored, rev)
+		if err != nil || sk == k {
+			return obj, err
+		}
+		return viewOf(k, obj)
+	}
 	obj := k.newObj()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		if err := json.Unmarshal(stored, &u.Object); err != nil {

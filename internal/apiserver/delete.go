@@ -29,7 +29,14 @@ func (s *Server) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.
 		return nil, err
 	}
 	if len(body) > 0 {
-		j, err := scheme.ToJSON(body)
+		var j []byte
+		if isProtobuf(r) {
+			// client-go's typed clients of Kubernetes' own kinds send
+			// DeleteOptions as protobuf.
+			j, err = protobufToJSON(body)
+		} else {
+			j, err = scheme.ToJSON(body)
+		}
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	"allot.dev/allot/internal/storage"
@@ -53,6 +54,10 @@ type kind struct {
 	// columns and row produce `get` tables.
 	columns []column
 	row     func(obj runtime.Object) []any
+
+	// sibling is the same group and resource served in another version,
+	// sharing its storage (see versions.go); nil for most kinds.
+	sibling *kind
 
 	// crd is set for custom resources.
 	crd    *apiextv1.CustomResourceDefinition
@@ -148,7 +153,8 @@ func (r *registry) byKind(gvk schema.GroupVersionKind) *kind {
 	return nil
 }
 
-// all returns the kinds sorted by group, version, resource.
+// all returns the kinds sorted by group, version (preferred first),
+// resource.
 func (r *registry) all() []*kind {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -162,14 +168,17 @@ func (r *registry) all() []*kind {
 			return a.gvk.Group < b.gvk.Group
 		}
 		if a.gvk.Version != b.gvk.Version {
-			return a.gvk.Version < b.gvk.Version
+			// The preferred version first, as Kubernetes orders them:
+			// GA before beta before alpha, then newer first.
+			return version.CompareKubeAwareVersionStrings(a.gvk.Version, b.gvk.Version) > 0
 		}
 		return a.resource < b.resource
 	})
 	return out
 }
 
-// groupVersions returns the served group versions, core first.
+// groupVersions returns the served group versions, core first, each
+// group's preferred version before its others.
 func (r *registry) groupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion

@@ -234,7 +234,23 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *kind, ns, name string,
 		if next == nil {
 			return cur, nil
 		}
-		out, err := s.writeObj(ctx, k, next, curRev, extra)
+		wk := k
+		if isView(k, cur) {
+			if next, err = s.unview(ctx, k, next, cur); err != nil {
+				if apierrors.IsConflict(err) && (cached || i < maxUpdateRetries) {
+					if !cached {
+						i++
+					}
+					continue
+				}
+				return nil, err
+			}
+			wk = k.sibling
+		}
+		out, err := s.writeObj(ctx, wk, next, curRev, extra)
+		if err == nil && wk != k {
+			out, err = viewOf(k, out)
+		}
 		if apierrors.IsConflict(err) && (cached || i < maxUpdateRetries) {
 			if !cached {
 				i++

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	kcorev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -16,12 +17,15 @@ import (
 // kubectl sends it for some commands (create namespace, for example).
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protoScheme knows Kubernetes' own core/v1 types, which carry the
-// protobuf encoding; allot's types are JSON only.
+// protoScheme knows Kubernetes' own core/v1 and resource.k8s.io/v1
+// types, which carry the protobuf encoding; allot's own types are JSON
+// only.
 var protoScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := kcorev1.AddToScheme(s); err != nil {
-		panic(fmt.Sprintf("register Kubernetes core types: %v", err))
+	for _, add := range []func(*runtime.Scheme) error{kcorev1.AddToScheme, resourcev1.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("register Kubernetes types for protobuf: %v", err))
+		}
 	}
 	return s
 }()

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -46,7 +47,7 @@ func (s *Server) quotas(ctx context.Context, ns string) ([]*corev1.ResourceQuota
 
 // chargeClaimQuota checks the namespace's quotas for one more claim and
 // returns the operations that record it.
-func (s *Server) chargeClaimQuota(ctx context.Context, c *resourcev1alpha2.ResourceClaim) ([]storage.Op, error) {
+func (s *Server) chargeClaimQuota(ctx context.Context, c runtime.Object) ([]storage.Op, error) {
 	ops, err := s.claimQuotaOps(ctx, c, 1)
 	if apierrors.IsForbidden(err) && ctx.Value(freshKey{}) == nil {
 		// Refused on a serializable read: make sure with a linearizable
@@ -59,36 +60,47 @@ func (s *Server) chargeClaimQuota(ctx context.Context, c *resourcev1alpha2.Resou
 // releaseQuota returns the operations that give back a deleted object's
 // quota.
 func (s *Server) releaseQuota(ctx context.Context, k *kind, obj runtime.Object) ([]storage.Op, error) {
-	c, ok := obj.(*resourcev1alpha2.ResourceClaim)
+	if _, ok := claimQuotaAmounts(obj); !ok {
+		return nil, nil
+	}
+	return s.claimQuotaOps(context.WithValue(ctx, freshKey{}, true), obj, -1)
+}
+
+func (s *Server) claimQuotaOps(ctx context.Context, obj runtime.Object, sign int64) ([]storage.Op, error) {
+	amounts, ok := claimQuotaAmounts(obj)
 	if !ok {
 		return nil, nil
 	}
-	return s.claimQuotaOps(context.WithValue(ctx, freshKey{}, true), c, -1)
-}
-
-func (s *Server) claimQuotaOps(ctx context.Context, c *resourcev1alpha2.ResourceClaim, delta int64) ([]storage.Op, error) {
-	qs, err := s.quotas(ctx, c.Namespace)
+	c, _ := meta.Accessor(obj)
+	qs, err := s.quotas(ctx, c.GetNamespace())
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	ops := []storage.Op{storage.Put(claimEpochPrefix+c.Namespace, []byte(c.Name))}
+	ops := []storage.Op{storage.Put(claimEpochPrefix+c.GetNamespace(), []byte(c.GetName()))}
 	qk := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "resourcequotas"))
+	names := make([]string, 0, len(amounts))
+	for n := range amounts {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
 	for _, q := range qs {
 		changed := false
-		for _, name := range quotaNamesFor(c.Spec.ResourceClassName) {
+		for _, n := range names {
+			name := corev1.ResourceName(n)
 			hard, limited := q.Spec.Hard[name]
 			if !limited {
 				continue
 			}
 			used := q.Status.Used[name]
+			delta := sign * amounts[name]
 			next := used.Value() + delta
 			if next < 0 {
 				next = 0
 			}
 			if delta > 0 && next > hard.Value() {
-				return nil, apierrors.NewForbidden(resourcev1alpha2.Resource("resourceclaims"), c.Name,
-					fmt.Errorf("exceeded quota: %s, requested: %s=1, used: %s=%d, limited: %s=%s",
-						q.Name, name, name, used.Value(), name, hard.String()))
+				return nil, apierrors.NewForbidden(resourcev1alpha2.Resource("resourceclaims"), c.GetName(),
+					fmt.Errorf("exceeded quota: %s, requested: %s=%d, used: %s=%d, limited: %s=%s",
+						q.Name, name, delta, name, used.Value(), name, hard.String()))
 			}
 			if q.Status.Used == nil {
 				q.Status.Used = corev1.ResourceList{}
@@ -124,12 +136,13 @@ func (s *Server) computeQuotaUsage(ctx context.Context, q *corev1.ResourceQuota)
 	}
 	counts := map[corev1.ResourceName]int64{}
 	for _, kv := range res.Items {
-		obj, err := decodeStored(ck, kv.Value, kv.ModRevision)
+		obj, _, err := decodeNative(ck, kv.Value, kv.ModRevision)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		for _, n := range quotaNamesFor(obj.(*resourcev1alpha2.ResourceClaim).Spec.ResourceClassName) {
-			counts[n]++
+		amounts, _ := claimQuotaAmounts(obj)
+		for n, v := range amounts {
+			counts[n] += v
 		}
 	}
 	q.Status.Hard = corev1.ResourceList{}

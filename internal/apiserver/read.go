@@ -27,6 +27,15 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 		if k.lightDecode != nil {
 			return k.lightDecode(value)
 		}
+		if k.sibling != nil {
+			obj, sk, err := decodeNative(k, value, 0)
+			if err != nil {
+				return storage.Decoded{}, err
+			}
+			fs := sk.fieldSet(obj)
+			siblingFields(sk, obj, fs)
+			return storage.Decoded{Labels: labelsOf(obj), Fields: fs}, nil
+		}
 		obj, err := decodeStored(k, value, 0)
 		if err != nil {
 			return storage.Decoded{}, err
@@ -110,7 +119,12 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		s.writeTable(w, r, k, []runtime.Object{obj}, "", "")
 		return
 	}
-	writeRawJSON(w, http.StatusOK, withRV(kv.Value, kv.ModRevision))
+	data, err := viewJSON(k, kv.Value, kv.ModRevision)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	writeRawJSON(w, http.StatusOK, data)
 }
 
 // listed is one object of a list answer.
@@ -166,10 +180,15 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *kind, ri *
 		s.writeTable(w, r, k, objs, strconv.FormatInt(rev, 10), cont)
 		return
 	}
-	writeRawJSON(w, http.StatusOK, encodeList(k, items, rev, cont))
+	data, err := encodeList(k, items, rev, cont)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	writeRawJSON(w, http.StatusOK, data)
 }
 
-func encodeList(k *kind, items []listed, rev int64, cont string) []byte {
+func encodeList(k *kind, items []listed, rev int64, cont string) ([]byte, error) {
 	var buf bytes.Buffer
 	size := 128
 	for _, it := range items {
@@ -187,10 +206,18 @@ func encodeList(k *kind, items []listed, rev int64, cont string) []byte {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(withRV(it.value, it.rev))
+		if k.sibling == nil {
+			buf.Write(withRV(it.value, it.rev))
+			continue
+		}
+		data, err := viewJSON(k, it.value, it.rev)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(data)
 	}
 	buf.WriteString("]}")
-	return buf.Bytes()
+	return buf.Bytes(), nil
 }
 
 // listFromCache serves a list from the watch cache. resourceVersion "" asks

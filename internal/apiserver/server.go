@@ -85,6 +85,7 @@ func New(cfg Config) *Server {
 		started: make(chan struct{}),
 	}
 	validation.SetSelectorCompiler(allocator.CompileSelector)
+	validation.SetDeviceSelectorCompiler(allocator.CompileDeviceSelector)
 	for _, k := range builtinKinds() {
 		s.reg.add(k)
 	}

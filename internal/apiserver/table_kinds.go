@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
@@ -168,6 +169,47 @@ var sliceColumns = []column{nameCol, {name: "Node", typ: "string"}, {name: "Driv
 func sliceRow(obj runtime.Object) []any {
 	s := obj.(*resourcev1alpha2.NodeResourceSlice)
 	return []any{s.Name, s.Spec.NodeName, s.Spec.DriverName, age(s)}
+}
+
+// claimV1Columns are kubectl's against Kubernetes (name, state, age),
+// with the allocated devices in the wide output.
+var claimV1Columns = []column{nameCol, {name: "State", typ: "string"}, ageCol, {name: "Devices", typ: "string", priority: 1}}
+
+func claimV1Row(obj runtime.Object) []any {
+	c := obj.(*resourcev1.ResourceClaim)
+	var state, devices []string
+	if c.DeletionTimestamp != nil {
+		state = append(state, "deleted")
+	}
+	if c.Status.Allocation == nil {
+		state = append(state, "pending")
+	} else {
+		state = append(state, "allocated")
+		for _, r := range c.Status.Allocation.Devices.Results {
+			devices = append(devices, r.Driver+"/"+r.Pool+"/"+r.Device)
+		}
+	}
+	if len(c.Status.ReservedFor) > 0 {
+		state = append(state, "reserved")
+	}
+	dev := "<none>"
+	if len(devices) > 0 {
+		dev = strings.Join(devices, ",")
+	}
+	return []any{c.Name, strings.Join(state, ","), age(c), dev}
+}
+
+// resourceSliceColumns are those of kubectl against Kubernetes.
+var resourceSliceColumns = []column{nameCol, {name: "Node", typ: "string"}, {name: "Driver", typ: "string"},
+	{name: "Pool", typ: "string"}, ageCol}
+
+func resourceSliceRow(obj runtime.Object) []any {
+	s := obj.(*resourcev1.ResourceSlice)
+	node := "<none>"
+	if s.Spec.NodeName != nil && *s.Spec.NodeName != "" {
+		node = *s.Spec.NodeName
+	}
+	return []any{s.Name, node, s.Spec.Driver, s.Spec.Pool.Name, age(s)}
 }
 
 var paramsColumns = []column{nameCol, {name: "Generated From", typ: "string"}, ageCol}

@@ -197,7 +197,11 @@ func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
 		}
 		ww.buf.Write(data)
 	} else {
-		ww.buf.Write(withRV(stored, rev))
+		data, err := viewJSON(ww.k, stored, rev)
+		if err != nil {
+			return false
+		}
+		ww.buf.Write(data)
 	}
 	ww.buf.WriteString("}\n")
 	if ww.buf.Len() > 64<<10 {

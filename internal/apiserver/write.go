@@ -184,6 +184,10 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 		obj = withStatusOf(cur.DeepCopyObject(), obj)
 	} else if ri.subresource == "finalize" {
 		obj = withNamespaceFinalizers(cur.DeepCopyObject(), obj)
+	} else if isView(k, cur) {
+		// A view is not defaulted: its spec is empty by construction,
+		// and unview compares it with the view read.
+		keepStatus(obj, cur)
 	} else if k.prepareUpdate != nil {
 		k.prepareUpdate(obj, cur)
 	}
@@ -194,9 +198,17 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 		acc.SetGeneration(old.GetGeneration() + 1)
 	}
 	var errs field.ErrorList
-	if ri.subresource == "status" && k.validateStat != nil {
+	switch {
+	case isView(k, cur):
+		// A write through a view of an object stored in the other
+		// version: guaranteedUpdate's unview validates the stored
+		// object it turns into.
+	case ri.subresource == "status" && k.validateStat != nil:
 		errs = k.validateStat(obj, cur)
-	} else if k.validateUpd != nil {
+	case k.validateUpd != nil:
+		if k.sibling != nil {
+			dropViewMark(obj)
+		}
 		errs = k.validateUpd(obj, cur)
 	}
 	if old.GetDeletionTimestamp() != nil {

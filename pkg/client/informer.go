@@ -6,12 +6,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
 
 // TweakListOptions narrows what an informer lists and watches, for
@@ -43,16 +46,53 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 			}
 		}
 	}
+	skip := skipsViews(r.gvr)
 	return &ListWatch{ListWatch: cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			apply(&o)
-			return r.List(ctx, o)
+			list, err := r.List(ctx, o)
+			if err != nil || !skip {
+				return list, err
+			}
+			return list, dropViews(list)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			apply(&o)
-			return r.Watch(ctx, o)
+			w, err := r.Watch(ctx, o)
+			if err != nil || !skip {
+				return w, err
+			}
+			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) { return e, !isView(e.Object) }), nil
 		},
 	}}
+}
+
+// skipsViews reports whether informers of the resource leave out views:
+// resource.k8s.io/v1alpha2 claims and templates that were written as
+// resource.k8s.io/v1 (resourcev1alpha2.StoredVersionAnnotation). Their
+// v1alpha2 form has no spec; allot's components act on them through v1.
+func skipsViews(gvr schema.GroupVersionResource) bool {
+	return gvr.GroupVersion() == resourcev1alpha2.SchemeGroupVersion &&
+		(gvr.Resource == "resourceclaims" || gvr.Resource == "resourceclaimtemplates")
+}
+
+func isView(obj runtime.Object) bool {
+	acc, err := meta.Accessor(obj)
+	return err == nil && resourcev1alpha2.IsView(acc)
+}
+
+func dropViews(list runtime.Object) error {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return fmt.Errorf("read list: %w", err)
+	}
+	kept := items[:0]
+	for _, it := range items {
+		if !isView(it) {
+			kept = append(kept, it)
+		}
+	}
+	return meta.SetList(list, kept)
 }
 
 // NewInformer builds a shared index informer for r's kind, listing and

@@ -373,7 +373,7 @@ func requireQuotaCounts(t *testing.T, c *cluster, o docObject) {
 			Spec struct{ ResourceClassName string }
 		}
 	}
-	getJSON(t, c, &claims, "resourceclaims", "-n", o.namespace)
+	getJSON(t, c, &claims, v1alpha2Claims, "-n", o.namespace)
 	want := map[string]int{"count/resourceclaims.resource.k8s.io": len(claims.Items)}
 	for _, cl := range claims.Items {
 		want[cl.Spec.ResourceClassName+".resourceclass.resource.k8s.io/resourceclaims"]++

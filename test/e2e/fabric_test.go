@@ -38,7 +38,7 @@ func TestFabricAllocation(t *testing.T) {
 		if pods := f.kubectl(t, "get", "pods", "-o", "name"); pods != "" {
 			t.Fatalf("pods exist while the Immediate claim was allocated: %s", pods)
 		}
-		if got := f.jsonpath(t, "{.status.allocation.availableOnNodes.nodeSelectorTerms[0].matchExpressions[0].key}", "resourceclaim", "imm"); got != rackLabel {
+		if got := f.jsonpath(t, "{.status.allocation.availableOnNodes.nodeSelectorTerms[0].matchExpressions[0].key}", v1alpha2Claims, "imm"); got != rackLabel {
 			t.Errorf("claim imm availableOnNodes selects on %q, want %s", got, rackLabel)
 		}
 

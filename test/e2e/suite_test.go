@@ -13,6 +13,11 @@ import (
 // ns is the namespace of seed-002.yaml, where the suite's pods live too.
 const ns = "user-namespace"
 
+// v1alpha2Claims names the seeds' claims for kubectl: plain
+// "resourceclaims" means resource.k8s.io/v1, as on a cluster, which shows
+// v1alpha2 claims as views without their spec.
+const v1alpha2Claims = "resourceclaims.v1alpha2.resource.k8s.io"
+
 // runFoundationSuite runs the steps in order and stops at the first that
 // fails. It reports whether all passed.
 func runFoundationSuite(t *testing.T, c *cluster) bool {
@@ -85,7 +90,9 @@ func stepGetTable(t *testing.T, c *cluster) {
 		})
 	requireTable(t, c.kubectl(t, "get", "resourceclasses"), []string{"NAME", "DRIVER", "CONTROLLER", "AGE"},
 		map[string]map[string]string{"acme-cards": {"DRIVER": "cards.dra.example.com", "CONTROLLER": "<structured>"}})
-	requireTable(t, c.kubectl(t, "get", "resourceclaims", "-n", ns),
+	// resourceclaims means v1, as on a cluster; the seed's claims are
+	// v1alpha2, whose table this asserts.
+	requireTable(t, c.kubectl(t, "get", v1alpha2Claims, "-n", ns),
 		[]string{"NAME", "CLASS", "ALLOCATION", "STATE", "AGE"},
 		map[string]map[string]string{"two-cards": {"CLASS": "acme-cards", "ALLOCATION": "WaitForFirstConsumer", "STATE": "pending"}})
 	requireTable(t, c.kubectl(t, "get", "noderesourceslices"), []string{"NAME", "NODE", "DRIVER", "AGE"},
@@ -99,7 +106,7 @@ func stepGetTable(t *testing.T, c *cluster) {
 }
 
 func stepGetYAML(t *testing.T, c *cluster) {
-	requireFields(t, "resourceclaim two-cards", c.getYAML(t, "resourceclaim", "two-cards", "-n", ns), map[string]any{
+	requireFields(t, "resourceclaim two-cards", c.getYAML(t, v1alpha2Claims, "two-cards", "-n", ns), map[string]any{
 		"apiVersion":                  "resource.k8s.io/v1alpha2",
 		"kind":                        "ResourceClaim",
 		"metadata.name":               "two-cards",

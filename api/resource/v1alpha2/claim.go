@@ -56,6 +56,22 @@ const DeleteProtectionFinalizer = "semantic.dra.k8s.io/delete-protection"
 // records its name.
 const PodClaimNameAnnotation = "resource.allot.dev/pod-claim-name"
 
+// StoredVersionAnnotation marks a ResourceClaim or ResourceClaimTemplate
+// read through another resource.k8s.io version than the one it was
+// written in: its value is the apiVersion the object is stored as (for
+// example "resource.k8s.io/v1" on a v1alpha2 view of a v1 claim). The API
+// server sets it on such views and never stores it. A view carries the
+// object's metadata, status as far as the version can express it, and an
+// empty spec: components that act on a version's spec skip views.
+const StoredVersionAnnotation = "resource.allot.dev/stored-version"
+
+// IsView reports whether the object is a view of an object stored in
+// another version (see StoredVersionAnnotation).
+func IsView(obj metav1.Object) bool {
+	_, ok := obj.GetAnnotations()[StoredVersionAnnotation]
+	return ok
+}
+
 // GeneratedFor returns the pod (by UID) and the spec.resourceClaims entry
 // the claim was generated for, from its controlling owner reference and
 // PodClaimNameAnnotation; ok is false for other claims, and for a claim

@@ -117,6 +117,12 @@ var (
 	grSlices          = groupResource{resourcev1alpha2.GroupName, "noderesourceslices"}
 	grClaimParameters = groupResource{resourcev1alpha2.GroupName, "resourceclaimparameters"}
 	grClassParameters = groupResource{resourcev1alpha2.GroupName, "resourceclassparameters"}
+	// resource.k8s.io/v1 kinds. ResourceClaims and ResourceClaimTemplates
+	// are served in both versions under the same group and resource, so
+	// grClaims and grClaimTemplates cover both.
+	grDeviceClasses    = groupResource{resourcev1alpha2.GroupName, "deviceclasses"}
+	grResourceSlices   = groupResource{resourcev1alpha2.GroupName, "resourceslices"}
+	grDeviceTaintRules = groupResource{resourcev1alpha2.GroupName, "devicetaintrules"}
 )
 
 func (a Attributes) groupResource() groupResource {
@@ -250,6 +256,7 @@ var controllerManagerGrants = []grant{
 	{grNamespaces, "status", updateVerbs},
 	{grNamespaces, "finalize", updateVerbs},
 	{grResourceQuotas, "status", updateVerbs},
+	{grDeviceTaintRules, "status", updateVerbs},
 }
 
 func authorizeControllerManager(a Attributes) Decision {
@@ -260,5 +267,5 @@ func authorizeControllerManager(a Attributes) Decision {
 		return allow("%s may change owner references and finalizers of any object (garbage collection)", a.User)
 	}
 	return authorizeGrants(a, controllerManagerGrants,
-		"resourceclaims, resourceclaims/status, pods/status, podschedulingcontexts, events, nodes/status, namespaces, resourcequotas/status, and deletes")
+		"resourceclaims, resourceclaims/status, pods/status, podschedulingcontexts, events, nodes/status, namespaces, resourcequotas/status, devicetaintrules/status, and deletes")
 }

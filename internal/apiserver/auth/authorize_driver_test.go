@@ -8,6 +8,7 @@ const (
 	schedCtxStatus = "podschedulingcontexts.resource.k8s.io/status"
 	claimParamsRes = "resourceclaimparameters.resource.k8s.io"
 	classParamsRes = "resourceclassparameters.resource.k8s.io"
+	resourceSlices = "resourceslices.resource.k8s.io"
 )
 
 var fpgaClaim = makeClaim("fpga-claim", "fpga")
@@ -16,6 +17,20 @@ var driverCases = map[string]authCase{
 	"read anything":     {attrs: req(gpuDrv, "list", "pods"), allowed: true},
 	"read class params": {attrs: req(gpuDrv, "watch", classParamsRes), allowed: true},
 	"create event":      {attrs: req(gpuDrv, "create", "events"), allowed: true},
+
+	// v1 ResourceSlices.
+	"create own node-local slice":        {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("n1", "gpu.example.com")), allowed: true},
+	"create own slice for all nodes":     {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), reason: "written by admins"},
+	"move own slice to other driver":     {attrs: req(gpuDrv, "update", resourceSlices).cluster().object(makeResourceSlice("n1", "fpga.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com")), reason: `spec.driver "gpu.example.com", not "fpga.example.com"`},
+	"delete other driver's slice":        {attrs: req(gpuDrv, "delete", resourceSlices).cluster().oldObject(makeResourceSlice("n1", "fpga.example.com"))},
+	"node creates slice for all nodes":   {attrs: req(node1, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), reason: `spec.nodeName "n1", not ""`},
+	"node moves its slice to other node": {attrs: req(node1, "update", resourceSlices).cluster().object(makeResourceSlice("n2", "gpu.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com"))},
+
+	// v1 claims: a driver owns those allocated a device of its own.
+	"status of v1 claim with own device":    {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com")), allowed: true},
+	"status of v1 claim of other driver":    {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("fpga.example.com")).object(v1ClaimOf("fpga.example.com")), reason: "allocated a device of driver"},
+	"status of unallocated v1 claim":        {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("")).object(v1ClaimOf(""))},
+	"finalizer of v1 claim with own device": {attrs: req(gpuDrv, "update", claimRes).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com", "f")), allowed: true},
 
 	// Claims.
 	"update own claim status":         {attrs: req(gpuDrv, "update", claimStatus).named("gpu-claim").oldObject(gpuClaim.obj()), allowed: true},

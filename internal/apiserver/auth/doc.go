@@ -51,20 +51,27 @@
 //     protection).
 //   - controller-manager: reads everything; writes resourceclaims and their
 //     status, pods/status, podschedulingcontexts, events, nodes/status,
-//     namespaces (with status and finalize), resourcequotas/status, and may
-//     delete objects of any kind (garbage collection).
+//     namespaces (with status and finalize), resourcequotas/status,
+//     devicetaintrules/status, and may delete objects of any kind (garbage
+//     collection).
 //   - node NAME: reads nodes, pods, resourceclaims, resourceclasses,
-//     noderesourceslices, resourceclaimtemplates and namespaces; writes its
-//     own Node and nodes/status, NodeResourceSlices whose spec.nodeName is
-//     NAME before and after the write, events, and pods/status and deletion
-//     of pods whose stored spec.nodeName is NAME.
+//     noderesourceslices, resourceclaimtemplates, namespaces, deviceclasses
+//     and resourceslices; writes its own Node and nodes/status,
+//     NodeResourceSlices and resource.k8s.io/v1 ResourceSlices whose
+//     spec.nodeName is NAME before and after the write, events, and
+//     pods/status and deletion of pods whose stored spec.nodeName is NAME.
 //   - driver NAME: reads everything; writes events; updates resourceclaims
 //     status (and their finalizers, through the main resource, when nothing
 //     else changes) for claims whose ResourceClass has driverName NAME;
 //     updates podschedulingcontexts/status when one of the pod's claims
 //     belongs to such a class; writes ResourceClaimParameters and
 //     ResourceClassParameters whose generatedFrom.apiGroup belongs to it
-//     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot).
+//     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot);
+//     writes v1 ResourceSlices whose spec.driver is NAME and that belong to
+//     one node (spec.nodeName set), before and after the write.
+//
+// DeviceClasses, DeviceTaintRules and v1 ResourceSlices for several nodes
+// (nodeSelector, allNodes, perDeviceNodeSelection) are admins' to write.
 //
 // Events may be created, updated and patched by every role except user
 // (which writes them like any namespaced object): event recorders patch a

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -27,9 +28,11 @@ func authorizeDriver(a Attributes, lk Lookup) Decision {
 		return driverSchedulingContext(a, lk)
 	case (a.is(grClaimParameters, "") || a.is(grClassParameters, "")) && slices.Contains(crudVerbs, a.Verb):
 		return driverParameters(a)
+	case a.is(grResourceSlices, "") && slices.Contains(crudVerbs, a.Verb):
+		return ownResourceSlice(a, "spec.driver", func(s *resourcev1.ResourceSlice) string { return s.Spec.Driver })
 	}
 	return deny("%s may not %s %s: drivers write only events, status and finalizers of claims of their classes, "+
-		"status of scheduling contexts of their pods, and parameters generated from their API group",
+		"status of scheduling contexts of their pods, parameters generated from their API group, and their node-local ResourceSlices",
 		a.User, a.Verb, a.resourceString())
 }
 
@@ -37,9 +40,12 @@ func authorizeDriver(a Attributes, lk Lookup) Decision {
 // the class is gone, a claim the driver already allocated (stored
 // status.driverName) stays its own, so it can still deallocate it.
 func driverClaim(a Attributes, lk Lookup) Decision {
-	claim, err := storedClaim(a, lk)
+	claim, v1claim, err := storedClaim(a, lk)
 	if err != nil {
 		return deny("%s: look up resourceclaim %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	}
+	if v1claim != nil {
+		return driverV1Claim(a, v1claim)
 	}
 	className := claim.Spec.ResourceClassName
 	class, err := lookupClass(lk, className)
@@ -53,6 +59,21 @@ func driverClaim(a Attributes, lk Lookup) Decision {
 			a.User, a.User.Name, className, a.Namespace, a.Name, class.DriverName)
 	}
 	return allow("%s may write %s of claims of its classes", a.User, a.resourceString())
+}
+
+// driverV1Claim allows a write of a resource.k8s.io/v1 claim whose
+// allocation names a device of the driver: v1 has no class-to-driver
+// link, so a driver owns the claims it was allocated devices in.
+func driverV1Claim(a Attributes, claim *resourcev1.ResourceClaim) Decision {
+	if claim.Status.Allocation != nil {
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			if r.Driver == a.User.Name {
+				return allow("%s may write %s of claims allocated devices of its own", a.User, a.resourceString())
+			}
+		}
+	}
+	return deny("%s may only write resource.k8s.io/v1 resourceclaims allocated a device of driver %q; claim %s/%s has none",
+		a.User, a.User.Name, a.Namespace, a.Name)
 }
 
 // driverSchedulingContext allows a status update of a PodSchedulingContext

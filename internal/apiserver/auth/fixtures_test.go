@@ -6,8 +6,10 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // fakeLookup is an in-memory Lookup.
@@ -151,6 +153,32 @@ func makeSlice(name, node string) *resourcev1alpha2.NodeResourceSlice {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       resourcev1alpha2.NodeResourceSliceSpec{NodeName: node, DriverName: "gpu.example.com"},
 	}
+}
+
+// makeResourceSlice returns a v1 ResourceSlice of one node ("" for a
+// slice with allNodes) and driver.
+func makeResourceSlice(node, driver string) *resourcev1.ResourceSlice {
+	s := &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver},
+		Spec:       resourcev1.ResourceSliceSpec{Driver: driver, Pool: resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1}},
+	}
+	if node == "" {
+		s.Spec.AllNodes = ptr.To(true)
+	} else {
+		s.Spec.NodeName = ptr.To(node)
+	}
+	return s
+}
+
+// v1ClaimOf returns a v1 claim allocated one device of driver ("" for
+// none), with finalizers.
+func v1ClaimOf(driver string, finalizers ...string) *resourcev1.ResourceClaim {
+	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "v1", Namespace: testNS, Finalizers: finalizers}}
+	if driver != "" {
+		c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "r", Driver: driver, Pool: "n1", Device: "d0"}}}}
+	}
+	return c
 }
 
 func makeNode(name string) *corev1.Node {

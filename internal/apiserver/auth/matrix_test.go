@@ -49,6 +49,12 @@ var roleMatrix = map[string]map[Role]string{
 		RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"resourceclassparameters.resource.k8s.io": {RoleDriver: "create update patch delete if driver-params",
 		RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"deviceclasses.resource.k8s.io": {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"resourceslices.resource.k8s.io": {RoleNode: "create update patch delete if own-resourceslice",
+		RoleDriver:            "create update patch delete if driver-resourceslice",
+		RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"devicetaintrules.resource.k8s.io":                      {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"devicetaintrules.resource.k8s.io/status":               {RoleControllerManager: "update patch"},
 	"customresourcedefinitions.apiextensions.k8s.io":        {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"customresourcedefinitions.apiextensions.k8s.io/status": {},
 	// Custom resources: namespaced ones are the users', with any
@@ -63,7 +69,8 @@ const allWrites = "create update patch delete deletecollection"
 
 // nodeReads are what a node reads, main resource and status.
 var nodeReads = []string{"nodes", "pods", "resourceclaims.resource.k8s.io", "resourceclasses.resource.k8s.io",
-	"noderesourceslices.resource.k8s.io", "resourceclaimtemplates.resource.k8s.io", "namespaces"}
+	"noderesourceslices.resource.k8s.io", "resourceclaimtemplates.resource.k8s.io", "namespaces",
+	"deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io"}
 
 var matrixRoles = []User{alice, sched, cm, node1, gpuDrv}
 
@@ -199,6 +206,12 @@ func conditionFixtures(t *testing.T, cond string, a attrs) (good, bad attrs) {
 		return a.named("p1"), a.named("p2") // read from the lookup: p1 is on n1, p2 on n2
 	case "own-slice":
 		return withObjects(a, makeSlice("s", "n1"), makeSlice("s", "n1")), withObjects(a, makeSlice("s", "n2"), makeSlice("s", "n2"))
+	case "own-resourceslice":
+		return withObjects(a, makeResourceSlice("n1", "other.example.com"), makeResourceSlice("n1", "other.example.com")),
+			withObjects(a, makeResourceSlice("n2", "other.example.com"), makeResourceSlice("n2", "other.example.com"))
+	case "driver-resourceslice":
+		return withObjects(a, makeResourceSlice("n2", "gpu.example.com"), makeResourceSlice("n2", "gpu.example.com")),
+			withObjects(a, makeResourceSlice("n2", "fpga.example.com"), makeResourceSlice("n2", "fpga.example.com"))
 	case "finalizers-only":
 		return a.named("gpu-claim").object(gpuClaimFinalized.obj()).oldObject(gpuClaim.obj()),
 			a.named("gpu-claim").object(gpuClaim.label("a", "b").obj()).oldObject(gpuClaim.obj())

@@ -5,19 +5,21 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // nodeReadable are the resources a node agent reads: what its pods need.
-var nodeReadable = []groupResource{grNodes, grPods, grClaims, grClasses, grSlices, grClaimTemplates, grNamespaces}
+var nodeReadable = []groupResource{grNodes, grPods, grClaims, grClasses, grSlices, grClaimTemplates, grNamespaces,
+	grDeviceClasses, grResourceSlices}
 
 func authorizeNode(a Attributes, lk Lookup) Decision {
 	if isRead(a.Verb) {
 		if slices.Contains(nodeReadable, a.groupResource()) && (a.Subresource == "" || a.Subresource == "status") {
 			return allow("%s may read %s", a.User, a.resourceString())
 		}
-		return deny("%s may only read nodes, pods, resourceclaims, resourceclasses, noderesourceslices, resourceclaimtemplates and namespaces, not %s",
+		return deny("%s may only read nodes, pods, resourceclaims, resourceclasses, noderesourceslices, resourceclaimtemplates, namespaces, deviceclasses and resourceslices, not %s",
 			a.User, a.resourceString())
 	}
 	switch {
@@ -26,13 +28,15 @@ func authorizeNode(a Attributes, lk Lookup) Decision {
 		return nodeOwnNode(a)
 	case a.is(grSlices, "") && slices.Contains(crudVerbs, a.Verb):
 		return nodeOwnSlice(a)
+	case a.is(grResourceSlices, "") && slices.Contains(crudVerbs, a.Verb):
+		return ownResourceSlice(a, "spec.nodeName", func(s *resourcev1.ResourceSlice) string { return ptrString(s.Spec.NodeName) })
 	case a.is(grEvents, "") && slices.Contains(eventVerbs, a.Verb):
 		return allow("%s may write events", a.User)
 	case a.is(grPods, "status") && slices.Contains(updateVerbs, a.Verb),
 		a.is(grPods, "") && a.Verb == "delete":
 		return nodeBoundPod(a, lk)
 	}
-	return deny("%s may not %s %s: nodes write only their own Node, their NodeResourceSlices, events, and status and deletion of their pods",
+	return deny("%s may not %s %s: nodes write only their own Node, their NodeResourceSlices and ResourceSlices, events, and status and deletion of their pods",
 		a.User, a.Verb, a.resourceString())
 }
 
@@ -87,6 +91,43 @@ func nodeOwnSlice(a Attributes) Decision {
 		}
 	}
 	return allow("%s may write NodeResourceSlices with spec.nodeName %q", a.User, a.User.Name)
+}
+
+// ownResourceSlice allows writes of v1 ResourceSlices whose field (named
+// path, read by get) is the user's name, both as stored and as written, so
+// a node or driver can neither touch another's slice nor move a slice to
+// another. A driver's slices must also be local to one node: slices for
+// several nodes (nodeSelector, allNodes, perDeviceNodeSelection) are an
+// admin's to write.
+func ownResourceSlice(a Attributes, path string, get func(*resourcev1.ResourceSlice) string) Decision {
+	var objs []runtime.Object
+	if a.Verb != "delete" {
+		objs = append(objs, a.Object)
+	}
+	if a.Verb != "create" {
+		objs = append(objs, a.OldObject)
+	}
+	for _, obj := range objs {
+		s, err := as[resourcev1.ResourceSlice](obj)
+		if err != nil {
+			return deny("%s: read ResourceSlice: %v", a.User, err)
+		}
+		if v := get(s); v != a.User.Name {
+			return deny("%s may only write ResourceSlices with %s %q, not %q", a.User, path, a.User.Name, v)
+		}
+		if ptrString(s.Spec.NodeName) == "" {
+			return deny("%s may only write ResourceSlices of one node (spec.nodeName); slices with nodeSelector, allNodes or perDeviceNodeSelection are written by admins",
+				a.User)
+		}
+	}
+	return allow("%s may write ResourceSlices with %s %q", a.User, path, a.User.Name)
+}
+
+func ptrString(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // nodeBoundPod allows status updates and deletion of pods bound to the node,

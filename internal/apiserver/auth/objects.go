@@ -7,7 +7,9 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,38 +42,62 @@ func as[T any](obj runtime.Object) (*T, error) {
 
 // claimFinalizersOnly checks that an update of a claim's main resource
 // changes at most metadata.finalizers (and fields the server owns or
-// ignores there: resourceVersion, managedFields, status).
+// ignores there: resourceVersion, managedFields, status). Claims of both
+// resource.k8s.io versions are compared alike.
 func claimFinalizersOnly(a Attributes, lk Lookup) Decision {
-	old, err := storedClaim(a, lk)
-	if err != nil {
-		return deny("%s: look up resourceclaim %s/%s: %v", a.User, a.Namespace, a.Name, err)
+	var old runtime.Object = a.OldObject
+	if old == nil {
+		c, err := lookupClaim(lk, a.Namespace, a.Name)
+		if err != nil {
+			return deny("%s: look up resourceclaim %s/%s: %v", a.User, a.Namespace, a.Name, err)
+		}
+		old = c
 	}
-	updated, err := as[resourcev1alpha2.ResourceClaim](a.Object)
-	if err != nil {
-		return deny("%s: read new resourceclaim: %v", a.User, err)
+	if a.Object == nil {
+		return deny("%s: read new resourceclaim: %v", a.User, errNoObject)
 	}
-	if !equality.Semantic.DeepEqual(withoutFinalizers(old), withoutFinalizers(updated)) {
+	if !sameBesides(old, a.Object, "finalizers") {
 		return deny("%s may only change metadata.finalizers of resourceclaims, and their status through resourceclaims/status", a.User)
 	}
 	return Decision{Allowed: true}
 }
 
-func withoutFinalizers(c *resourcev1alpha2.ResourceClaim) *resourcev1alpha2.ResourceClaim {
-	c = c.DeepCopy()
-	c.TypeMeta = metav1.TypeMeta{}
-	c.Finalizers = nil
-	c.ResourceVersion = ""
-	c.ManagedFields = nil
-	c.Status = resourcev1alpha2.ResourceClaimStatus{}
-	return c
+// sameBesides reports whether two objects of one type are equal but for
+// the named metadata fields, status, and what the server owns
+// (resourceVersion, managedFields).
+func sameBesides(a, b runtime.Object, metaFields ...string) bool {
+	if a == nil || b == nil || fmt.Sprintf("%T", a) != fmt.Sprintf("%T", b) {
+		return false
+	}
+	ua, errA := runtime.DefaultUnstructuredConverter.ToUnstructured(a)
+	ub, errB := runtime.DefaultUnstructuredConverter.ToUnstructured(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	for _, m := range []map[string]any{ua, ub} {
+		delete(m, "status")
+		delete(m, "apiVersion")
+		delete(m, "kind")
+		md, _ := m["metadata"].(map[string]any)
+		for _, f := range append([]string{"resourceVersion", "managedFields"}, metaFields...) {
+			delete(md, f)
+		}
+	}
+	return equality.Semantic.DeepEqual(ua, ub)
 }
 
 // storedClaim returns the request's stored claim: OldObject, or the cache.
-func storedClaim(a Attributes, lk Lookup) (*resourcev1alpha2.ResourceClaim, error) {
+// A claim of resource.k8s.io/v1 is returned as the second value.
+func storedClaim(a Attributes, lk Lookup) (*resourcev1alpha2.ResourceClaim, *resourcev1.ResourceClaim, error) {
 	if a.OldObject != nil {
-		return as[resourcev1alpha2.ResourceClaim](a.OldObject)
+		if c, ok := a.OldObject.(*resourcev1.ResourceClaim); ok {
+			return nil, c, nil
+		}
+		c, err := as[resourcev1alpha2.ResourceClaim](a.OldObject)
+		return c, nil, err
 	}
-	return lookupClaim(lk, a.Namespace, a.Name)
+	c, err := lookupClaim(lk, a.Namespace, a.Name)
+	return c, nil, err
 }
 
 // errNoLookup is returned when a rule needs a Lookup and has none.
@@ -149,27 +175,37 @@ func metadataOnlyChange(obj, old runtime.Object) bool {
 //
 // Everything else about a claim's metadata stays the user's.
 func userClaimMarks(a Attributes) Decision {
-	claim, err := as[resourcev1alpha2.ResourceClaim](a.Object)
-	if err != nil {
-		return deny("%s: read new resourceclaim: %v", a.User, err)
+	claim, err := meta.Accessor(a.Object)
+	if a.Object == nil || err != nil {
+		return deny("%s: read new resourceclaim: %v", a.User, errOr(err, errNoObject))
 	}
-	old := &resourcev1alpha2.ResourceClaim{}
+	var old metav1.Object = &metav1.ObjectMeta{}
 	if a.Verb != "create" {
-		if old, err = as[resourcev1alpha2.ResourceClaim](a.OldObject); err != nil {
+		if a.OldObject == nil {
+			return deny("%s: read stored resourceclaim: %v", a.User, errNoObject)
+		}
+		if old, err = meta.Accessor(a.OldObject); err != nil {
 			return deny("%s: read stored resourceclaim: %v", a.User, err)
 		}
 	}
 	fin := resourcev1alpha2.DeleteProtectionFinalizer
-	if slices.Contains(claim.Finalizers, fin) != slices.Contains(old.Finalizers, fin) {
+	if slices.Contains(claim.GetFinalizers(), fin) != slices.Contains(old.GetFinalizers(), fin) {
 		return deny("%s may not add or remove the finalizer %s of resourceclaims: the scheduler sets it with a structured allocation and the claim controller clears it after deallocation",
 			a.User, fin)
 	}
 	ann := resourcev1alpha2.PodClaimNameAnnotation
-	v, ok := claim.Annotations[ann]
-	ov, ook := old.Annotations[ann]
+	v, ok := claim.GetAnnotations()[ann]
+	ov, ook := old.GetAnnotations()[ann]
 	if v != ov || ok != ook {
 		return deny("%s may not set, change or remove the annotation %s of resourceclaims: it marks claims the claim controller generates from pods' templates",
 			a.User, ann)
 	}
 	return allow("%s may write namespaced objects", a.User)
+}
+
+func errOr(err, fallback error) error {
+	if err != nil {
+		return err
+	}
+	return fallback
 }

@@ -25,5 +25,8 @@ var Resources = []Resource{
 	{grSlices.group, "noderesourceslices", false, nil},
 	{grClaimParameters.group, "resourceclaimparameters", true, nil},
 	{grClassParameters.group, "resourceclassparameters", false, nil},
+	{grDeviceClasses.group, "deviceclasses", false, nil},
+	{grResourceSlices.group, "resourceslices", false, nil},
+	{grDeviceTaintRules.group, "devicetaintrules", false, []string{"status"}},
 	{"apiextensions.k8s.io", "customresourcedefinitions", false, []string{"status"}},
 }
