@@ -187,6 +187,13 @@ func (s *Server) claimBindingOps(ctx context.Context, pod *corev1.Pod, node *cor
 			used[key] = true
 		}
 	}
+	// Shared fences (devices not local to one node) are the writer's to
+	// list; every one listed is checked and moved.
+	for key := range fences {
+		if key[0] == SharedFenceNode {
+			used[key] = true
+		}
+	}
 	keys := make([][2]string, 0, len(used))
 	for key := range used {
 		keys = append(keys, key)

@@ -33,9 +33,8 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 	if obj != nil {
 		old = obj.(*resourcev1alpha2.ResourceClaim)
 		if resourcev1alpha2.IsView(old) {
-			return storage.Op{}, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Binding").GroupKind(), pod.Name, field.ErrorList{
-				field.Forbidden(path.Child("name"), fmt.Sprintf("claim %s is stored as %s: bindings allocate and reserve v1alpha2 claims only",
-					bc.Name, old.Annotations[resourcev1alpha2.StoredVersionAnnotation]))})
+			// Stored as resource.k8s.io/v1: bound through its own version.
+			return s.bindClaimV1(ctx, pod, node, bc, path)
 		}
 	}
 	if !named {

@@ -286,3 +286,16 @@ func TestV1TaintsStamped(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A foreground deletion through a view (the garbage collector uses the
+// preferred version) adds its finalizer as on the stored version.
+func TestForegroundDeletionThroughView(t *testing.T) {
+	ns := newNamespace(t)
+	expect(t, admin(t, "POST", path2(ns, "resourceclaims"), makeClaim("fg", "gpu")), 201)
+	expect(t, admin(t, "DELETE", path1(ns, "resourceclaims")+"/fg", `{"propagationPolicy":"Foreground"}`), 202)
+	var c resourcev1alpha2.ResourceClaim
+	admin(t, "GET", path2(ns, "resourceclaims")+"/fg", nil).into(t, &c)
+	if c.DeletionTimestamp == nil || len(c.Finalizers) != 1 || c.Finalizers[0] != "foregroundDeletion" || c.Spec.ResourceClassName != "gpu" {
+		t.Fatalf("claim after a foreground delete through v1: %+v", c.ObjectMeta)
+	}
+}

@@ -189,6 +189,11 @@ func (s *Server) unview(ctx context.Context, k *kind, next, cur runtime.Object) 
 		// through the stored version, where no validation sees them.
 		base := stored.DeepCopyObject()
 		bacc, _ := meta.Accessor(base)
+		if sacc.GetDeletionTimestamp() == nil && oacc.GetDeletionTimestamp() != nil {
+			// This write starts the deletion, with the finalizers its
+			// propagation policy adds (orphan, foregroundDeletion).
+			bacc.SetFinalizers(oacc.GetFinalizers())
+		}
 		bacc.SetDeletionTimestamp(oacc.GetDeletionTimestamp())
 		bacc.SetDeletionGracePeriodSeconds(oacc.GetDeletionGracePeriodSeconds())
 		errs = sk.validateUpd(out, base)

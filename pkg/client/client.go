@@ -15,6 +15,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // parameterCodec encodes ListOptions, DeleteOptions and friends as query
@@ -23,13 +24,14 @@ var parameterCodec = runtime.NewParameterCodec(scheme.Scheme)
 
 // Client talks to one allot API server. It is safe for concurrent use.
 type Client struct {
-	config    *rest.Config
-	core      rest.Interface
-	resource  rest.Interface
-	apiext    rest.Interface
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	discovery *discovery.DiscoveryClient
+	config     *rest.Config
+	core       rest.Interface
+	resource   rest.Interface
+	resourceV1 rest.Interface
+	apiext     rest.Interface
+	dynamic    dynamic.Interface
+	metadata   metadata.Interface
+	discovery  *discovery.DiscoveryClient
 }
 
 // NewForConfig builds a Client. The config is copied; its QPS and Burst
@@ -56,6 +58,7 @@ func NewForConfig(rc *rest.Config) (*Client, error) {
 	}{
 		{corev1.SchemeGroupVersion, &c.core},
 		{resourcev1alpha2.SchemeGroupVersion, &c.resource},
+		{resourcev1.SchemeGroupVersion, &c.resourceV1},
 		{apiextv1.SchemeGroupVersion, &c.apiext},
 	} {
 		rc, err := restClientFor(cfg, hc, g.gv)
@@ -111,13 +114,16 @@ func (c *Client) Metadata() metadata.Interface { return c.metadata }
 func (c *Client) Discovery() *discovery.DiscoveryClient { return c.discovery }
 
 // RESTClient returns the client's REST client of a built-in group version
-// (core v1, resource.k8s.io/v1alpha2, apiextensions.k8s.io/v1), or nil.
+// (core v1, resource.k8s.io/v1alpha2 and v1, apiextensions.k8s.io/v1), or
+// nil.
 func (c *Client) RESTClient(gv schema.GroupVersion) rest.Interface {
 	switch gv {
 	case corev1.SchemeGroupVersion:
 		return c.core
 	case resourcev1alpha2.SchemeGroupVersion:
 		return c.resource
+	case resourcev1.SchemeGroupVersion:
+		return c.resourceV1
 	case apiextv1.SchemeGroupVersion:
 		return c.apiext
 	}

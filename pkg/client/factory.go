@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -164,6 +165,33 @@ func (f *Factory) ResourceClasses() Informer[*resourcev1alpha2.ResourceClass] {
 // ResourceClaims is the shared informer of ResourceClaims.
 func (f *Factory) ResourceClaims() Informer[*resourcev1alpha2.ResourceClaim] {
 	return InformerFor(f, f.c.ResourceClaims(""))
+}
+
+// DeviceClasses is the shared informer of resource.k8s.io/v1 DeviceClasses.
+func (f *Factory) DeviceClasses() Informer[*resourcev1.DeviceClass] {
+	return InformerFor(f, f.c.DeviceClasses())
+}
+
+// ResourceSlices is the shared informer of resource.k8s.io/v1 ResourceSlices.
+func (f *Factory) ResourceSlices() Informer[*resourcev1.ResourceSlice] {
+	return InformerFor(f, f.c.ResourceSlices())
+}
+
+// DeviceTaintRules is the shared informer of resource.k8s.io/v1 DeviceTaintRules.
+func (f *Factory) DeviceTaintRules() Informer[*resourcev1.DeviceTaintRule] {
+	return InformerFor(f, f.c.DeviceTaintRules())
+}
+
+// ResourceClaimsV1 is the shared informer of resource.k8s.io/v1
+// ResourceClaims (claims written as v1alpha2 are left out).
+func (f *Factory) ResourceClaimsV1() Informer[*resourcev1.ResourceClaim] {
+	return InformerFor(f, f.c.ResourceClaimsV1(""))
+}
+
+// ResourceClaimTemplatesV1 is the shared informer of resource.k8s.io/v1
+// ResourceClaimTemplates (templates written as v1alpha2 are left out).
+func (f *Factory) ResourceClaimTemplatesV1() Informer[*resourcev1.ResourceClaimTemplate] {
+	return InformerFor(f, f.c.ResourceClaimTemplatesV1(""))
 }
 
 // ResourceClaimTemplates is the shared informer of ResourceClaimTemplates.

@@ -68,11 +68,12 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 }
 
 // skipsViews reports whether informers of the resource leave out views:
-// resource.k8s.io/v1alpha2 claims and templates that were written as
-// resource.k8s.io/v1 (resourcev1alpha2.StoredVersionAnnotation). Their
-// v1alpha2 form has no spec; allot's components act on them through v1.
+// claims and templates read through the other resource.k8s.io version
+// than the one they were written in (resourcev1alpha2.StoredVersionAnnotation).
+// A view has no spec; allot's components act on each object through its
+// own version.
 func skipsViews(gvr schema.GroupVersionResource) bool {
-	return gvr.GroupVersion() == resourcev1alpha2.SchemeGroupVersion &&
+	return gvr.Group == resourcev1alpha2.GroupName &&
 		(gvr.Resource == "resourceclaims" || gvr.Resource == "resourceclaimtemplates")
 }
 

@@ -4,6 +4,7 @@ import (
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // Typed clients of the built-in kinds. Namespaced kinds take a namespace;
@@ -22,7 +23,52 @@ type (
 	ResourceClaimParametersClient = Resource[*resourcev1alpha2.ResourceClaimParameters, *resourcev1alpha2.ResourceClaimParametersList]
 	ResourceClassParametersClient = Resource[*resourcev1alpha2.ResourceClassParameters, *resourcev1alpha2.ResourceClassParametersList]
 	CRDClient                     = Resource[*apiextv1.CustomResourceDefinition, *apiextv1.CustomResourceDefinitionList]
+
+	// resource.k8s.io/v1, Kubernetes' own types.
+	DeviceClassClient             = Resource[*resourcev1.DeviceClass, *resourcev1.DeviceClassList]
+	ResourceSliceClient           = Resource[*resourcev1.ResourceSlice, *resourcev1.ResourceSliceList]
+	DeviceTaintRuleClient         = Resource[*resourcev1.DeviceTaintRule, *resourcev1.DeviceTaintRuleList]
+	ResourceClaimV1Client         = Resource[*resourcev1.ResourceClaim, *resourcev1.ResourceClaimList]
+	ResourceClaimTemplateV1Client = Resource[*resourcev1.ResourceClaimTemplate, *resourcev1.ResourceClaimTemplateList]
 )
+
+// DeviceClasses is the typed client of resource.k8s.io/v1 DeviceClasses.
+func (c *Client) DeviceClasses() *DeviceClassClient {
+	return newResource(c.resourceV1, resourcev1.SchemeGroupVersion, "deviceclasses", "", false,
+		func() *resourcev1.DeviceClass { return &resourcev1.DeviceClass{} },
+		func() *resourcev1.DeviceClassList { return &resourcev1.DeviceClassList{} })
+}
+
+// ResourceSlices is the typed client of resource.k8s.io/v1 ResourceSlices.
+func (c *Client) ResourceSlices() *ResourceSliceClient {
+	return newResource(c.resourceV1, resourcev1.SchemeGroupVersion, "resourceslices", "", false,
+		func() *resourcev1.ResourceSlice { return &resourcev1.ResourceSlice{} },
+		func() *resourcev1.ResourceSliceList { return &resourcev1.ResourceSliceList{} })
+}
+
+// DeviceTaintRules is the typed client of resource.k8s.io/v1 DeviceTaintRules.
+func (c *Client) DeviceTaintRules() *DeviceTaintRuleClient {
+	return newResource(c.resourceV1, resourcev1.SchemeGroupVersion, "devicetaintrules", "", false,
+		func() *resourcev1.DeviceTaintRule { return &resourcev1.DeviceTaintRule{} },
+		func() *resourcev1.DeviceTaintRuleList { return &resourcev1.DeviceTaintRuleList{} })
+}
+
+// ResourceClaimsV1 is the typed client of resource.k8s.io/v1 ResourceClaims
+// in ns. Claims written as v1alpha2 appear as views
+// (resourcev1alpha2.IsView); informers leave them out.
+func (c *Client) ResourceClaimsV1(ns string) *ResourceClaimV1Client {
+	return newResource(c.resourceV1, resourcev1.SchemeGroupVersion, "resourceclaims", ns, true,
+		func() *resourcev1.ResourceClaim { return &resourcev1.ResourceClaim{} },
+		func() *resourcev1.ResourceClaimList { return &resourcev1.ResourceClaimList{} })
+}
+
+// ResourceClaimTemplatesV1 is the typed client of resource.k8s.io/v1
+// ResourceClaimTemplates in ns; as ResourceClaimsV1 for views.
+func (c *Client) ResourceClaimTemplatesV1(ns string) *ResourceClaimTemplateV1Client {
+	return newResource(c.resourceV1, resourcev1.SchemeGroupVersion, "resourceclaimtemplates", ns, true,
+		func() *resourcev1.ResourceClaimTemplate { return &resourcev1.ResourceClaimTemplate{} },
+		func() *resourcev1.ResourceClaimTemplateList { return &resourcev1.ResourceClaimTemplateList{} })
+}
 
 // Pods is the typed client of v1 Pods in ns.
 func (c *Client) Pods(ns string) *PodClient {

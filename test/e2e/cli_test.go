@@ -49,7 +49,7 @@ func cliGet(t *testing.T, c *cluster) {
 			"card-user": {"READY": "0/1", "STATUS": "Pending", "RESTARTS": "0"},
 			"web":       {"READY": "0/1", "STATUS": "Pending"},
 		})
-	requireTable(t, c.allot(t, "get", "resourceclaims", "-A"),
+	requireTable(t, c.allot(t, "get", v1alpha2Claims, "-A"),
 		[]string{"NAMESPACE", "NAME", "CLASS", "ALLOCATION", "STATE", "AGE"},
 		map[string]map[string]string{"two-cards": {"NAMESPACE": ns, "CLASS": "acme-cards", "STATE": "pending"}})
 	requireTable(t, c.allot(t, "get", "pods", "-n", ns, "-l", "app=web", "--show-labels"),

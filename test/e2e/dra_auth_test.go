@@ -45,14 +45,14 @@ func TestDRAAuthorization(t *testing.T) {
 	requireLines(t, "create a claim as a user",
 		c.kubectl(t, asUser("create", "-f", "testdata/dra-auth-user-claim.yaml")...),
 		"resourceclaim.resource.k8s.io/alice-claim created")
-	stderr = c.kubectlExpectFail(t, asUser("patch", "resourceclaim", "auth-claim", "-n", "auth", "--subresource=status",
+	stderr = c.kubectlExpectFail(t, asUser("patch", v1alpha2Claims, "auth-claim", "-n", "auth", "--subresource=status",
 		"--type=merge", "-p", `{"status":{"driverName":"gpu.example.com","allocation":{"shareable":true}}}`)...)
 	requireContains(t, "patch resourceclaims/status as a user: stderr", stderr, "Error from server (Forbidden)")
-	if got := c.jsonpath(t, "{.status}", "resourceclaim", "auth-claim", "-n", "auth"); got != "" && got != "{}" {
+	if got := c.jsonpath(t, "{.status}", v1alpha2Claims, "auth-claim", "-n", "auth"); got != "" && got != "{}" {
 		t.Errorf("claim status after the refused patch = %s, want empty", got)
 	}
 	// Nor the status of a claim through the node role.
-	stderr = c.kubectlExpectFail(t, asNode("patch", "resourceclaim", "auth-claim", "-n", "auth", "--subresource=status",
+	stderr = c.kubectlExpectFail(t, asNode("patch", v1alpha2Claims, "auth-claim", "-n", "auth", "--subresource=status",
 		"--type=merge", "-p", `{"status":{"driverName":"gpu.example.com"}}`)...)
 	requireContains(t, "patch resourceclaims/status as a node: stderr", stderr, "Error from server (Forbidden)")
 }

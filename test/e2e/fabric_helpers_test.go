@@ -219,7 +219,7 @@ type fabricHandle struct {
 // claim is not allocated.
 func (f *fabricCluster) handle(t *testing.T, claim string) (h fabricHandle, ok bool) {
 	t.Helper()
-	data := f.jsonpath(t, "{.status.allocation.resourceHandles[0].data}", "resourceclaim", claim)
+	data := f.jsonpath(t, "{.status.allocation.resourceHandles[0].data}", v1alpha2Claims, claim)
 	if data == "" {
 		return h, false
 	}
@@ -259,7 +259,7 @@ func (n *fabricNode) attached(t *testing.T, uid string) []string {
 // for the claim (the node agent prepared it).
 func (f *fabricCluster) waitAttached(t *testing.T, node, claim string, units ...string) {
 	t.Helper()
-	uid := f.jsonpath(t, "{.metadata.uid}", "resourceclaim", claim)
+	uid := f.jsonpath(t, "{.metadata.uid}", v1alpha2Claims, claim)
 	n := f.nodes[node]
 	waitFor(t, fmt.Sprintf("units %v of claim %s attached on %s", units, claim, node), func() bool {
 		return slices.Equal(n.attached(t, uid), units)
@@ -271,7 +271,7 @@ func (f *fabricCluster) waitAttached(t *testing.T, node, claim string, units ...
 func (f *fabricCluster) waitClaimGone(t *testing.T, claim string) {
 	t.Helper()
 	waitFor(t, "claim "+claim+" deleted", func() bool {
-		_, stderr, err := f.runKubectl("get", "resourceclaim", claim)
+		_, stderr, err := f.runKubectl("get", v1alpha2Claims, claim)
 		return err != nil && strings.Contains(stderr, "NotFound")
 	})
 }
@@ -406,8 +406,8 @@ func (f *fabricCluster) killMidAllocation(t *testing.T, w *proc, claim string) b
 		return false
 	})
 	f.ctl.Kill()
-	fin := f.jsonpath(t, "{.metadata.finalizers}", "resourceclaim", claim)
-	alloc := f.jsonpath(t, "{.status.allocation.resourceHandles[0].data}", "resourceclaim", claim)
+	fin := f.jsonpath(t, "{.metadata.finalizers}", v1alpha2Claims, claim)
+	alloc := f.jsonpath(t, "{.status.allocation.resourceHandles[0].data}", v1alpha2Claims, claim)
 	t.Logf("killed the controller in step %d; claim %s: finalizers %s, allocation %q", steps, claim, fin, alloc)
 	return strings.Contains(fin, finalizer) && alloc == ""
 }

@@ -47,20 +47,20 @@ func TestFabricAllocation(t *testing.T) {
 		if node := f.podNode(t, "imm-user"); node != "r2-a" {
 			t.Fatalf("imm-user runs on %s, want r2-a, the only node in rack r2 of the claim's pool", node)
 		}
-		if got := f.jsonpath(t, "{.status.reservedFor[*].name}", "resourceclaim", "imm"); got != "imm-user" {
+		if got := f.jsonpath(t, "{.status.reservedFor[*].name}", v1alpha2Claims, "imm"); got != "imm-user" {
 			t.Errorf("claim imm reserved for %q, want imm-user", got)
 		}
 		f.waitAttached(t, "r2-a", "imm", unit)
 
 		f.allot(t, "delete", "pod", "imm-user", "--timeout", "60s")
 		waitFor(t, "claim imm unreserved and detached", func() bool {
-			return f.jsonpath(t, "{.status.reservedFor}", "resourceclaim", "imm") == "" &&
-				len(f.nodes["r2-a"].attached(t, f.jsonpath(t, "{.metadata.uid}", "resourceclaim", "imm"))) == 0
+			return f.jsonpath(t, "{.status.reservedFor}", v1alpha2Claims, "imm") == "" &&
+				len(f.nodes["r2-a"].attached(t, f.jsonpath(t, "{.metadata.uid}", v1alpha2Claims, "imm"))) == 0
 		})
 		if got := f.requireOneUnit(t, "imm", "rack-2"); got != unit {
 			t.Errorf("Immediate claim imm changed its unit to %s without a consumer, want it to keep %s", got, unit)
 		}
-		f.kubectl(t, "delete", "resourceclaim", "imm", "--wait=false")
+		f.kubectl(t, "delete", v1alpha2Claims, "imm", "--wait=false")
 		f.waitClaimGone(t, "imm")
 	})
 
@@ -74,7 +74,7 @@ func TestFabricAllocation(t *testing.T) {
 		pool := map[string]string{"r1-a": "rack-1", "r2-a": "rack-2"}[node]
 		unit := f.requireOneUnit(t, claim, pool)
 		f.waitAttached(t, node, claim, unit)
-		if got := f.jsonpath(t, "{.status.reservedFor[*].name}", "resourceclaim", claim); got != "wffc" {
+		if got := f.jsonpath(t, "{.status.reservedFor[*].name}", v1alpha2Claims, claim); got != "wffc" {
 			t.Errorf("claim %s reserved for %q, want wffc", claim, got)
 		}
 		// The scheduler asked the driver through the pod's context for the
@@ -169,7 +169,7 @@ func TestFabricRecovery(t *testing.T) {
 		t.Fatalf("trainer's selected node changed to %q before the driver answered; nothing to recover from", got)
 	}
 
-	w := f.watch(t, "resourceclaims", `{.metadata.name} handle={.status.allocation.resourceHandles[0].data} deallocationRequested={.status.deallocationRequested}{"\n"}`)
+	w := f.watch(t, v1alpha2Claims, `{.metadata.name} handle={.status.allocation.resourceHandles[0].data} deallocationRequested={.status.deallocationRequested}{"\n"}`)
 	f.resume(t)
 	waitFor(t, "trainer Running", func() bool { return f.phase(t, "trainer") == "Running" })
 	if node := f.podNode(t, "trainer"); node != "r2-a" {
@@ -233,7 +233,7 @@ func TestFabricControllerFailures(t *testing.T) {
 	})
 
 	t.Run("controller killed mid-allocation", func(t *testing.T) {
-		w := f.watch(t, "resourceclaims", `{.metadata.name} finalizers={.metadata.finalizers} handle={.status.allocation.resourceHandles[0].data}{"\n"}`)
+		w := f.watch(t, v1alpha2Claims, `{.metadata.name} finalizers={.metadata.finalizers} handle={.status.allocation.resourceHandles[0].data}{"\n"}`)
 		var claim string
 		for attempt := 1; ; attempt++ {
 			victim := fmt.Sprintf("victim-%d", attempt)

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"testing"
+
+	kcorev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+)
+
+// v1Alloc is a v1 allocation of one device of a node-local pool.
+func v1Alloc(node, device string) *resourcev1.AllocationResult {
+	return &resourcev1.AllocationResult{
+		Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+			Request: "gpu", Driver: "gpu.example.com", Pool: node, Device: device}}},
+		NodeSelector: &kcorev1.NodeSelector{NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{MatchFields: []kcorev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: kcorev1.NodeSelectorOpIn, Values: []string{node}}}}}},
+	}
+}
+
+// A claim stored as v1 is allocated and reserved through pods/binding,
+// in the binding's one transaction with its fence, like a v1alpha2 claim;
+// v1 claims are shared by several pods.
+func TestBindingAllocatesV1Claims(t *testing.T) {
+	ns := newNamespace(t)
+	ensureNode(t, "bind-v1")
+	ensureNode(t, "bind-v1-other")
+	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("shared")), 201)
+	for _, p := range []string{"p1", "p2", "p3"} {
+		expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod(p).claim("shared").obj()), 201)
+	}
+	bc := corev1.BindingResourceClaim{Name: "shared", Allocation: &runtime.RawExtension{Raw: mustJSON(t, v1Alloc("bind-v1", "gpu-0"))}}
+	pods := "/api/v1/namespaces/" + ns + "/pods/"
+	expect(t, admin(t, "POST", pods+"p1/binding", bindingWith(t, "bind-v1", "", bc)), 400, "allocationFences")
+	bad := bc
+	bad.Allocation = &runtime.RawExtension{Raw: []byte(`{"devices":{"results":[{"request":"gpu","driver":"gpu.example.com","pool":"bind-v1","device":"gpu-0","bogus":1}]}}`)}
+	expect(t, admin(t, "POST", pods+"p1/binding", bindingWith(t, "bind-v1", currentRev(t), bad)), 400, "bogus")
+	expect(t, admin(t, "POST", pods+"p1/binding", bindingWith(t, "bind-v1", currentRev(t), bc)), 201)
+
+	var c resourcev1.ResourceClaim
+	admin(t, "GET", path1(ns, "resourceclaims")+"/shared", nil).into(t, &c)
+	if c.Status.Allocation == nil || c.Status.Allocation.Devices.Results[0].Device != "gpu-0" || len(c.Status.ReservedFor) != 1 ||
+		c.Status.ReservedFor[0].Name != "p1" || !hasString(c.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer) {
+		t.Fatalf("claim after the binding: %+v", c)
+	}
+	// Allocated already: a second allocation conflicts; a reservation joins.
+	expect(t, admin(t, "POST", pods+"p2/binding", bindingWith(t, "bind-v1", currentRev(t), bc)), 409, "already allocated")
+	expect(t, admin(t, "POST", pods+"p2/binding", bindingWith(t, "bind-v1", "", corev1.BindingResourceClaim{Name: "shared"})), 201)
+	// Not on a node the allocation excludes.
+	expect(t, admin(t, "POST", pods+"p3/binding", bindingWith(t, "bind-v1-other", "", corev1.BindingResourceClaim{Name: "shared"})), 409, "not available on node bind-v1-other")
+	admin(t, "GET", path1(ns, "resourceclaims")+"/shared", nil).into(t, &c)
+	if len(c.Status.ReservedFor) != 2 {
+		t.Fatalf("reservedFor %+v", c.Status.ReservedFor)
+	}
+	// The v1alpha2 view shows the same allocation in its terms.
+	var view resourcev1alpha2.ResourceClaim
+	admin(t, "GET", path2(ns, "resourceclaims")+"/shared", nil).into(t, &view)
+	if view.Status.DriverName != "gpu.example.com" || len(view.Status.ReservedFor) != 2 ||
+		view.Status.Allocation.ResourceHandles[0].StructuredData.Partitionable.Instances[0].ID != "gpu-0" {
+		t.Fatalf("v1alpha2 view: %+v", view.Status)
+	}
+}
+
+// The fence of a v1 allocation is the (node, driver) fence of v1alpha2
+// allocations, so allocations through both APIs are ordered; shared
+// fences listed by the writer are checked too.
+func TestBindingV1FenceIsShared(t *testing.T) {
+	ns := newNamespace(t)
+	ensureNode(t, "fence-v1")
+	expect(t, admin(t, "POST", path2(ns, "resourceclaims"), makeClaim("old", "gpu")), 201)
+	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("new")), 201)
+	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod("a").claim("old").obj()), 201)
+	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod("b").claim("new").obj()), 201)
+	seen := currentRev(t)
+	pods := "/api/v1/namespaces/" + ns + "/pods/"
+	expect(t, admin(t, "POST", pods+"a/binding", bindingWith(t, "fence-v1", seen, allocClaim(t, "old", "fence-v1", "gpu-0"))), 201)
+	// b was decided at the same revision: the v1alpha2 binding moved the fence.
+	bc := corev1.BindingResourceClaim{Name: "new", Allocation: &runtime.RawExtension{Raw: mustJSON(t, v1Alloc("fence-v1", "gpu-1"))}}
+	expect(t, admin(t, "POST", pods+"b/binding", bindingWith(t, "fence-v1", seen, bc)), 409, "allocationrevisions/fence-v1/gpu.example.com")
+	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("net")), 201)
+	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod("c").claim("net").obj()), 201)
+	withShared := func(fence string, bc corev1.BindingResourceClaim) *corev1.Binding {
+		b := bindingWith(t, "fence-v1", currentRev(t), bc)
+		b.AllocationFences = append(b.AllocationFences, corev1.AllocationFence{NodeName: SharedFenceNode, DriverName: "gpu.example.com", Revision: fence})
+		return b
+	}
+	seen = currentRev(t)
+	expect(t, admin(t, "POST", pods+"b/binding", withShared(seen, bc)), 201)
+	net := corev1.BindingResourceClaim{Name: "net", Allocation: &runtime.RawExtension{Raw: mustJSON(t, v1Alloc("fence-v1", "gpu-2"))}}
+	expect(t, admin(t, "POST", pods+"c/binding", withShared(seen, net)), 409, "allocationrevisions/_shared/gpu.example.com")
+	expect(t, admin(t, "POST", pods+"c/binding", withShared(currentRev(t), net)), 201)
+}
