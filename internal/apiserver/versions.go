@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
-	"allot.dev/allot/internal/apiserver/resourceconv"
+	"allot.dev/allot/api/resource/resourceconv"
 )
 
 // Two versions, one set of objects: ResourceClaims and
