@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/resource/resourceconv"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
 
 // Two versions, one set of objects: ResourceClaims and
