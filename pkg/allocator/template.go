@@ -3,6 +3,7 @@ package allocator
 import (
 	"hash/fnv"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -87,4 +88,21 @@ func NewClaimFromTemplate(pod *corev1.Pod, entry string, tmpl *resourceapi.Resou
 func IsPodClaim(claim *resourceapi.ResourceClaim, pod *corev1.Pod, entry string) bool {
 	uid, e, ok := resourceapi.GeneratedFor(claim)
 	return ok && uid == pod.UID && e == entry
+}
+
+// NewClaimFromTemplateV1 is NewClaimFromTemplate for a resource.k8s.io/v1
+// template: a v1 claim (a generated claim's version is its template's)
+// with a copy of the template's v1 spec and the metadata NewClaimFromTemplate
+// builds, so that claims of the two versions cannot drift apart.
+func NewClaimFromTemplateV1(pod *corev1.Pod, entry string, tmpl *resourcev1.ResourceClaimTemplate, name string) *resourcev1.ResourceClaim {
+	meta := NewClaimFromTemplate(pod, entry, &resourceapi.ResourceClaimTemplate{
+		Spec: resourceapi.ResourceClaimTemplateSpec{ObjectMeta: tmpl.Spec.ObjectMeta},
+	}, name).ObjectMeta
+	return &resourcev1.ResourceClaim{ObjectMeta: meta, Spec: *tmpl.Spec.Spec.DeepCopy()}
+}
+
+// IsPodClaimV1 is IsPodClaim for a resource.k8s.io/v1 claim: only its
+// metadata counts.
+func IsPodClaimV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, entry string) bool {
+	return IsPodClaim(&resourceapi.ResourceClaim{ObjectMeta: claim.ObjectMeta}, pod, entry)
 }

@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -24,13 +24,16 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 	if err != nil {
 		return err
 	}
+	if resourcev1alpha2.IsView(claim) {
+		return nil // stored as v1: syncClaimV1's
+	}
 	if c.cacheBehind(claim) {
 		// The cache has not caught up with this controller's own last
 		// write: syncing the old copy would only conflict. The write's
 		// event syncs the claim again.
 		return nil
 	}
-	drop, err := c.obsoleteReservations(ctx, claim)
+	drop, err := c.obsoleteReservations(ctx, claim.Namespace, claim.Status.ReservedFor)
 	if err != nil {
 		return err
 	}
@@ -52,28 +55,28 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 }
 
 // wrote remembers the resourceVersion of the controller's own write of a
-// claim, until the cache shows it.
-func (c *Controller) wrote(claim *resourcev1alpha2.ResourceClaim) {
-	rv, err := strconv.ParseUint(claim.ResourceVersion, 10, 64)
+// claim (of either version), until the cache shows it.
+func (c *Controller) wrote(claim metav1.Object) {
+	rv, err := strconv.ParseUint(claim.GetResourceVersion(), 10, 64)
 	if err != nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.written[claim.UID] = rv
+	c.written[claim.GetUID()] = rv
 }
 
 // cacheBehind reports whether the cached claim is older than the
 // controller's own last write of it.
-func (c *Controller) cacheBehind(claim *resourcev1alpha2.ResourceClaim) bool {
+func (c *Controller) cacheBehind(claim metav1.Object) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	w, ok := c.written[claim.UID]
+	w, ok := c.written[claim.GetUID()]
 	if !ok {
 		return false
 	}
-	if rv, err := strconv.ParseUint(claim.ResourceVersion, 10, 64); err != nil || rv >= w {
-		delete(c.written, claim.UID)
+	if rv, err := strconv.ParseUint(claim.GetResourceVersion(), 10, 64); err != nil || rv >= w {
+		delete(c.written, claim.GetUID())
 		return false
 	}
 	return true
@@ -88,13 +91,14 @@ func (c *Controller) class(name string) *resourcev1alpha2.ResourceClass {
 	return cl
 }
 
-// obsoleteReservations returns the UIDs of the pods whose reservations may
-// go. A pod missing from the cache (or replaced under the same name) is
-// confirmed gone with a live read before its reservation is dropped.
-func (c *Controller) obsoleteReservations(ctx context.Context, claim *resourcev1alpha2.ResourceClaim) (map[types.UID]bool, error) {
+// obsoleteReservations returns the UIDs of the pods whose reservations
+// (the reservedFor of a claim in namespace ns) may go. A pod missing from
+// the cache (or replaced under the same name) is confirmed gone with a
+// live read before its reservation is dropped.
+func (c *Controller) obsoleteReservations(ctx context.Context, ns string, reservedFor []resourcev1alpha2.ResourceClaimConsumerReference) (map[types.UID]bool, error) {
 	drop := map[types.UID]bool{}
-	for _, ref := range claim.Status.ReservedFor {
-		pod, err := c.pods.Lister().Get(claim.Namespace, ref.Name)
+	for _, ref := range reservedFor {
+		pod, err := c.pods.Lister().Get(ns, ref.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
@@ -105,7 +109,7 @@ func (c *Controller) obsoleteReservations(ctx context.Context, claim *resourcev1
 			continue
 		}
 		if pod == nil || pod.UID != ref.UID {
-			if pod, err = c.livePod(ctx, claim.Namespace, ref.Name); err != nil {
+			if pod, err = c.livePod(ctx, ns, ref.Name); err != nil {
 				return nil, err
 			}
 			if !ReservationObsolete(ref, pod) {
@@ -136,45 +140,7 @@ func (c *Controller) livePod(ctx context.Context, ns, name string) (*corev1.Pod,
 // when nothing is left to do. The result is nil when the claim is gone.
 func (c *Controller) updateClaim(ctx context.Context, claim *resourcev1alpha2.ResourceClaim, status bool,
 	change func(*resourcev1alpha2.ResourceClaim) bool) (*resourcev1alpha2.ResourceClaim, error) {
-	claims := c.c.ResourceClaims(claim.Namespace)
-	cur := claim.DeepCopy()
-	first := true
-	var out *resourcev1alpha2.ResourceClaim
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if !first {
-			gctx, cancel := c.apiContext(ctx)
-			fresh, err := claims.Get(gctx, claim.Name)
-			cancel()
-			if err != nil {
-				return err
-			}
-			if fresh.UID != claim.UID {
-				return apierrors.NewNotFound(resourcev1alpha2.Resource("resourceclaims"), claim.Name)
-			}
-			cur = fresh
-		}
-		first = false
-		if !change(cur) {
-			out = cur
-			return nil
-		}
-		uctx, cancel := c.apiContext(ctx)
-		defer cancel()
-		var err error
-		if status {
-			out, err = claims.UpdateStatus(uctx, cur)
-		} else {
-			out, err = claims.Update(uctx, cur)
-		}
-		if err == nil {
-			c.wrote(out)
-		}
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return out, err
+	return writeClaim(ctx, c, c.c.ResourceClaims(claim.Namespace), claim, status, change)
 }
 
 // dropReservations removes the obsolete reservations; when that leaves a
@@ -205,7 +171,7 @@ func (c *Controller) dropReservations(ctx context.Context, claim *resourcev1alph
 	if err != nil {
 		return nil, fmt.Errorf("drop reservations of claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	c.log.Info("dropped reservations", "claim", claim.Namespace+"/"+claim.Name, "pods", len(drop), "deallocationRequested", requested)
+	c.log.Info("dropped reservations", "claim", claim.Namespace+"/"+claim.Name, "version", versionV1alpha2, "pods", len(drop), "deallocationRequested", requested)
 	return out, nil
 }
 
@@ -222,7 +188,7 @@ func (c *Controller) deallocate(ctx context.Context, claim *resourcev1alpha2.Res
 	if err != nil {
 		return nil, fmt.Errorf("deallocate claim %s/%s: %w", claim.Namespace, claim.Name, err)
 	}
-	c.log.Info("deallocated claim", "claim", claim.Namespace+"/"+claim.Name)
+	c.log.Info("deallocated claim", "claim", claim.Namespace+"/"+claim.Name, "version", versionV1alpha2)
 	return out, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,6 +84,8 @@ type objKind int
 const (
 	kindPod objKind = iota
 	kindClaim
+	// kindClaimV1 is a claim stored as resource.k8s.io/v1.
+	kindClaimV1
 )
 
 // key names one pod or claim to sync.
@@ -98,6 +101,8 @@ type Controller struct {
 	pods     client.Informer[*corev1.Pod]
 	claims   client.Informer[*resourcev1alpha2.ResourceClaim]
 	tmpls    client.Informer[*resourcev1alpha2.ResourceClaimTemplate]
+	claimsV1 client.Informer[*resourcev1.ResourceClaim]
+	tmplsV1  client.Informer[*resourcev1.ResourceClaimTemplate]
 	classes  client.Informer[*resourcev1alpha2.ResourceClass]
 	contexts client.Informer[*resourcev1alpha2.PodSchedulingContext]
 	queue    workqueue.TypedRateLimitingInterface[key]
@@ -117,13 +122,14 @@ type Controller struct {
 	written map[types.UID]uint64
 }
 
-// New creates a controller over the factory's pod, claim, claim template,
-// class and PodSchedulingContext informers. Call it before the factory is
-// started.
+// New creates a controller over the factory's pod, claim and claim
+// template (of both resource.k8s.io versions), class and
+// PodSchedulingContext informers. Call it before the factory is started.
 func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
 	opts.defaults()
 	ctrl := &Controller{
 		c: c, pods: f.Pods(), claims: f.ResourceClaims(), tmpls: f.ResourceClaimTemplates(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
+		claimsV1: f.ResourceClaimsV1(), tmplsV1: f.ResourceClaimTemplatesV1(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resource_claim", MetricsProvider: opts.QueueMetrics}),
@@ -144,6 +150,9 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 	if err := ctrl.claims.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}); err != nil {
 		return nil, fmt.Errorf("index claims by pod: %w", err)
 	}
+	if err := ctrl.claimsV1.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}); err != nil {
+		return nil, fmt.Errorf("index %s claims by pod: %w", versionV1, err)
+	}
 	if err := ctrl.addHandlers(); err != nil {
 		return nil, err
 	}
@@ -154,26 +163,37 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 func (c *Controller) Registry() *prometheus.Registry { return c.opts.Registry }
 
 func reservedPodKeys(obj any) ([]string, error) {
-	claim, ok := obj.(*resourcev1alpha2.ResourceClaim)
-	if !ok {
+	var ns string
+	var refs []resourcev1alpha2.ResourceClaimConsumerReference
+	switch claim := obj.(type) {
+	case *resourcev1alpha2.ResourceClaim:
+		ns, refs = claim.Namespace, claim.Status.ReservedFor
+	case *resourcev1.ResourceClaim:
+		ns, refs = claim.Namespace, consumersV1(claim.Status.ReservedFor)
+	default:
 		return nil, nil
 	}
 	var out []string
-	for _, r := range claim.Status.ReservedFor {
+	for _, r := range refs {
 		if r.APIGroup == "" && r.Resource == "pods" {
-			out = append(out, claim.Namespace+"/"+string(r.UID))
+			out = append(out, ns+"/"+string(r.UID))
 		}
 	}
 	return out, nil
 }
 
 func ownerPodKeys(obj any) ([]string, error) {
-	claim, ok := obj.(*resourcev1alpha2.ResourceClaim)
-	if !ok {
+	var claim metav1.Object
+	switch cl := obj.(type) {
+	case *resourcev1alpha2.ResourceClaim:
+		claim = cl
+	case *resourcev1.ResourceClaim:
+		claim = cl
+	default:
 		return nil, nil
 	}
 	if ref := metav1.GetControllerOfNoCopy(claim); ref != nil && ref.APIVersion == "v1" && ref.Kind == "Pod" {
-		return []string{claim.Namespace + "/" + string(ref.UID)}, nil
+		return []string{claim.GetNamespace() + "/" + string(ref.UID)}, nil
 	}
 	return nil, nil
 }
@@ -192,6 +212,13 @@ func (c *Controller) addHandlers() error {
 		DeleteFunc: c.onClaimDelete,
 	})); err != nil {
 		return fmt.Errorf("watch claims: %w", err)
+	}
+	if _, err := c.claimsV1.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onClaimV1,
+		UpdateFunc: func(_, obj any) { c.onClaimV1(obj) },
+		DeleteFunc: c.onClaimDelete,
+	})); err != nil {
+		return fmt.Errorf("watch %s claims: %w", versionV1, err)
 	}
 	return nil
 }
@@ -230,6 +257,14 @@ func (c *Controller) enqueueReservedClaims(ns string, uid types.UID) {
 	}
 	for _, cl := range claims {
 		c.queue.Add(key{kindClaim, cl.Namespace, cl.Name})
+	}
+	claimsV1, err := c.claimsV1.Lister().ByIndex(reservedPodIndex, ns+"/"+string(uid))
+	if err != nil {
+		c.log.Error("find claims reserved for pod", "namespace", ns, "uid", uid, "version", versionV1, "err", err)
+		return
+	}
+	for _, cl := range claimsV1 {
+		c.queue.Add(key{kindClaimV1, cl.Namespace, cl.Name})
 	}
 }
 
@@ -290,6 +325,14 @@ func (c *Controller) resync() {
 	for _, cl := range claims {
 		c.onClaim(cl)
 	}
+	claimsV1, err := c.claimsV1.Lister().List(labels.Everything())
+	if err != nil {
+		c.log.Error("list claims", "version", versionV1, "err", err)
+		return
+	}
+	for _, cl := range claimsV1 {
+		c.onClaimV1(cl)
+	}
 }
 
 // Run waits for the informers' caches (the caller starts the factory),
@@ -302,7 +345,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.events.Shutdown(sctx)
 	}()
 	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.tmpls.HasSynced, c.classes.HasSynced, c.contexts.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.tmpls.HasSynced, c.classes.HasSynced, c.contexts.HasSynced,
+		c.claimsV1.HasSynced, c.tmplsV1.HasSynced) {
 		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
 	}
 	controllerutil.ShutDownOnDone(ctx, c.queue)
@@ -331,8 +375,11 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) sync(ctx context.Context, k key) error {
-	if k.kind == kindPod {
+	switch k.kind {
+	case kindPod:
 		return c.syncPod(ctx, k.namespace, k.name)
+	case kindClaimV1:
+		return c.syncClaimV1(ctx, k.namespace, k.name)
 	}
 	return c.syncClaim(ctx, k.namespace, k.name)
 }

@@ -39,6 +39,19 @@
 //     pod with the same name is deleted. The drivers allocate for that
 //     node; the scheduler's claim cycle then reserves the claims.
 //
+// Versions: claims and claim templates of resource.k8s.io/v1alpha2 and v1
+// are one set, each object stored in the version it was written in and
+// read through the other as a view (resourcev1alpha2.IsView). The
+// controller handles each object through its stored version and never
+// acts on a view: a claim generated from a template is created in the
+// template's version (the same name, metadata and owner either way,
+// allocator.NewClaimFromTemplateV1), and reservations, deallocation and
+// the finalizer of a v1 claim are written through the v1 client. Every
+// allocated v1 claim is structured and waits for its first consumer, so
+// promises 1 to 3 hold for v1 as for structured WaitForFirstConsumer
+// v1alpha2 claims (deallocation also clears the drivers' status.devices);
+// 4 and 5 concern control-plane claims, which only v1alpha2 has.
+//
 // Shape: informer event handlers only decide whether an object needs work
 // and enqueue its key; workers pop keys and sync one pod or claim, re-queued
 // with rate limiting on error; a periodic resync enqueues everything that

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	corev1 "allot.dev/allot/api/core/v1"
-	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/controller/controllerutil"
 	"allot.dev/allot/pkg/allocator"
 )
@@ -61,7 +61,8 @@ func (c *Controller) syncPod(ctx context.Context, ns, name string) error {
 }
 
 // claimFor returns the name of the pod's claim for entry rc, creating it
-// from the template unless the controller already did.
+// from the template unless the controller already did. The claim is
+// created in the template's stored version.
 func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.PodResourceClaim) (string, error) {
 	if name := c.existingClaim(pod, rc.Name); name != "" {
 		return name, nil
@@ -75,61 +76,34 @@ func (c *Controller) claimFor(ctx context.Context, pod *corev1.Pod, rc corev1.Po
 		return "", fmt.Errorf("read template %s/%s: %w", pod.Namespace, *rc.ResourceClaimTemplateName, err)
 	}
 	c.created.Inc()
-	cctx, cancel := c.apiContext(ctx)
-	want := newClaimFromTemplate(pod, rc.Name, tmpl)
-	claim, err := c.c.ResourceClaims(pod.Namespace).Create(cctx, want)
-	cancel()
-	if apierrors.IsAlreadyExists(err) {
-		// An earlier create of this claim whose answer was lost, or a
-		// claim of that name that is not this pod's.
-		claim, err = c.adoptOwn(ctx, pod, rc.Name, want.Name)
+	var claim metav1.Object
+	if tmpl.v1 != nil {
+		claim, err = createClaim(ctx, c, c.c.ResourceClaimsV1(pod.Namespace), pod, rc.Name, newClaimFromTemplateV1(pod, rc.Name, tmpl.v1))
+	} else {
+		claim, err = createClaim(ctx, c, c.c.ResourceClaims(pod.Namespace), pod, rc.Name, newClaimFromTemplate(pod, rc.Name, tmpl.v1alpha2))
 	}
 	if err != nil {
 		c.createFailures.Inc()
 		if isQuotaError(err) {
 			c.events.Eventf(pod, corev1.EventTypeWarning, ReasonFailedCreate,
-				"create claim %s from template %s: %v", rc.Name, tmpl.Name, err)
+				"create %s %s from template %s: %v", claimNoun(tmpl.version()), rc.Name, tmpl.name(), err)
 			return "", fmt.Errorf("%w: claim %s of pod %s/%s over quota: %w", controllerutil.ErrWait, rc.Name, pod.Namespace, pod.Name, err)
 		}
-		return "", fmt.Errorf("create claim %s of pod %s/%s: %w", rc.Name, pod.Namespace, pod.Name, err)
+		return "", fmt.Errorf("create %s %s of pod %s/%s: %w", claimNoun(tmpl.version()), rc.Name, pod.Namespace, pod.Name, err)
 	}
 	c.mu.Lock()
 	if c.expected[pod.UID] == nil {
 		c.expected[pod.UID] = map[string]string{}
 	}
-	c.expected[pod.UID][rc.Name] = claim.Name
+	c.expected[pod.UID][rc.Name] = claim.GetName()
 	c.mu.Unlock()
-	c.log.Info("created claim from template", "pod", pod.Namespace+"/"+pod.Name, "entry", rc.Name, "claim", claim.Name)
-	return claim.Name, nil
-}
-
-// adoptOwn reads the claim named like the pod's entry's generated claim:
-// the pod's own (from a create whose answer was lost) is used; a claim
-// being deleted is waited for; a claim that is not the pod's is an error
-// that names it.
-func (c *Controller) adoptOwn(ctx context.Context, pod *corev1.Pod, entry, name string) (*resourcev1alpha2.ResourceClaim, error) {
-	cctx, cancel := c.apiContext(ctx)
-	defer cancel()
-	cl, err := c.c.ResourceClaims(pod.Namespace).Get(cctx, name)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%w: claim %s/%s existed, then went away", controllerutil.ErrWait, pod.Namespace, name)
-	case err != nil:
-		return nil, fmt.Errorf("read existing claim %s/%s: %w", pod.Namespace, name, err)
-	case !allocator.IsPodClaim(cl, pod, entry):
-		c.events.Eventf(pod, corev1.EventTypeWarning, ReasonFailedCreate,
-			"claim %s for entry %s: a ResourceClaim of that name exists and was not generated for this pod", name, entry)
-		return nil, fmt.Errorf("claim %s/%s for entry %s of pod %s exists and is not the pod's", pod.Namespace, name, entry, pod.Name)
-	case cl.DeletionTimestamp != nil:
-		return nil, fmt.Errorf("%w: the pod's claim %s/%s is being deleted", controllerutil.ErrWait, pod.Namespace, name)
-	}
-	c.log.Info("found the claim of an earlier create", "pod", pod.Namespace+"/"+pod.Name, "entry", entry, "claim", name)
-	return cl, nil
+	c.log.Info("created claim from template", "pod", pod.Namespace+"/"+pod.Name, "entry", rc.Name, "claim", claim.GetName(), "version", tmpl.version())
+	return claim.GetName(), nil
 }
 
 // existingClaim finds a claim the controller created for the pod's entry:
-// one it remembers creating, or one in the cache that the pod controls and
-// that carries the entry's annotation.
+// one it remembers creating, or one in the caches (of either version) that
+// the pod controls and that carries the entry's annotation.
 func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
 	c.mu.Lock()
 	name := c.expected[pod.UID][entry]
@@ -137,13 +111,19 @@ func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
 	if name != "" {
 		return name
 	}
-	claims, err := c.claims.Lister().ByIndex(ownerPodIndex, pod.Namespace+"/"+string(pod.UID))
-	if err != nil {
-		return ""
+	owner := pod.Namespace + "/" + string(pod.UID)
+	if claims, err := c.claims.Lister().ByIndex(ownerPodIndex, owner); err == nil {
+		for _, cl := range claims {
+			if cl.DeletionTimestamp == nil && allocator.IsPodClaim(cl, pod, entry) {
+				return cl.Name
+			}
+		}
 	}
-	for _, cl := range claims {
-		if cl.DeletionTimestamp == nil && allocator.IsPodClaim(cl, pod, entry) {
-			return cl.Name
+	if claims, err := c.claimsV1.Lister().ByIndex(ownerPodIndex, owner); err == nil {
+		for _, cl := range claims {
+			if cl.DeletionTimestamp == nil && allocator.IsPodClaimV1(cl, pod, entry) {
+				return cl.Name
+			}
 		}
 	}
 	return ""
@@ -151,17 +131,6 @@ func (c *Controller) existingClaim(pod *corev1.Pod, entry string) string {
 
 func isQuotaError(err error) bool {
 	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
-}
-
-// template reads a claim template from the informer's cache, or from the
-// API server when the cache does not have it (yet).
-func (c *Controller) template(ctx context.Context, ns, name string) (*resourcev1alpha2.ResourceClaimTemplate, error) {
-	if t, err := c.tmpls.Lister().Get(ns, name); err == nil {
-		return t, nil
-	}
-	tctx, cancel := c.apiContext(ctx)
-	defer cancel()
-	return c.c.ResourceClaimTemplates(ns).Get(tctx, name)
 }
 
 // recordClaims adds the claims to the pod's status.resourceClaimStatuses:
