@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -39,9 +40,13 @@ type handle struct {
 	structured []byte // JSON of the StructuredResourceHandle, nil if none
 }
 
-// readyClaim is a claim that may be prepared for a pod.
+// readyClaim is a claim that may be prepared for a pod: a v1alpha2
+// claim, or the v1alpha2 form of a v1 claim (v1Form).
 type readyClaim struct {
-	claim   *resourcev1alpha2.ResourceClaim
+	claim *resourcev1alpha2.ResourceClaim
+	// version is the apiVersion the claim is stored as (versionV1alpha2,
+	// versionV1).
+	version string
 	handles []handle
 }
 
@@ -53,9 +58,11 @@ type claimCheck struct {
 	keys     []string // NAMESPACE/NAME of every claim the pod uses
 }
 
-// checkClaims reads every claim of pod (from the informer's cache, or
-// from the API server for those in reread) and checks that it is
-// allocated, reserved for the pod and usable on this node.
+// checkClaims reads every claim of pod (from the informers' caches, or
+// from the API server for those in reread), whichever version it is
+// stored as, and checks that it is allocated, reserved for the pod and
+// usable on this node. A v1 claim is checked in its v1alpha2 form
+// (v1Form).
 func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[string]bool) claimCheck {
 	var out claimCheck
 	for _, rc := range pod.Spec.ResourceClaims {
@@ -69,7 +76,7 @@ func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[s
 		}
 		key := pod.Namespace + "/" + name
 		out.keys = append(out.keys, key)
-		claim, err := m.readClaim(ctx, pod.Namespace, name, reread[key])
+		claim, claimV1, err := m.readClaim(ctx, pod.Namespace, name, reread[key])
 		switch {
 		case apierrors.IsNotFound(err):
 			out.problems = append(out.problems, fmt.Sprintf("claim %s does not exist", key))
@@ -78,12 +85,21 @@ func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[s
 			out.problems = append(out.problems, fmt.Sprintf("read claim %s: %v", key, err))
 			continue
 		}
-		handles, problem := m.checkClaim(ctx, pod, claim)
+		version := versionV1alpha2
+		if claimV1 != nil {
+			version = versionV1
+			var problem string
+			if claim, problem = v1Form(claimV1, m.opts.NodeName); problem != "" {
+				out.problems = append(out.problems, fmt.Sprintf("claim %s %s", key, problem))
+				continue
+			}
+		}
+		handles, problem := m.checkClaim(ctx, pod, claim, version)
 		if problem != "" {
 			out.problems = append(out.problems, fmt.Sprintf("claim %s %s", key, problem))
 			continue
 		}
-		out.ready = append(out.ready, readyClaim{claim: claim, handles: handles})
+		out.ready = append(out.ready, readyClaim{claim: claim, version: version, handles: handles})
 	}
 	return out
 }
@@ -95,20 +111,73 @@ func ptrString(s *string) string {
 	return *s
 }
 
-// readClaim returns a claim from the cache, or from the API server when
-// fresh is set (after a driver answered NOT_FOUND).
-func (m *Manager) readClaim(ctx context.Context, ns, name string, fresh bool) (*resourcev1alpha2.ResourceClaim, error) {
-	if !fresh {
-		return m.claims.Get(ns, name)
+// readClaim returns the claim ns/name in the version it is stored as:
+// a v1alpha2 claim or a v1 claim, the other nil. It reads the informers'
+// caches (a claim is in the one of its version; views never count), or
+// the API server when fresh is set (after a driver answered NOT_FOUND).
+// A claim in neither is NotFound.
+func (m *Manager) readClaim(ctx context.Context, ns, name string, fresh bool) (*resourcev1alpha2.ResourceClaim, *resourcev1.ResourceClaim, error) {
+	if fresh {
+		return m.readClaimFresh(ctx, ns, name)
 	}
+	claim, err := m.claims.Get(ns, name)
+	switch {
+	case err == nil && !resourcev1alpha2.IsView(claim):
+		return claim, nil, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, nil, err
+	}
+	claimV1, err := m.claimsV1.Get(ns, name)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case resourcev1alpha2.IsView(claimV1):
+		return nil, nil, apierrors.NewNotFound(resourcev1.Resource("resourceclaims"), name)
+	}
+	return nil, claimV1, nil
+}
+
+// readClaimFresh reads a claim from the API server, first through the
+// version the checkpoint records for it (v1alpha2 when none): both
+// versions serve every claim, one of them as a view, which sends the
+// read to the other version.
+func (m *Manager) readClaimFresh(ctx context.Context, ns, name string) (*resourcev1alpha2.ResourceClaim, *resourcev1.ResourceClaim, error) {
 	actx, cancel := m.apiContext(ctx)
 	defer cancel()
-	return m.opts.Client.ResourceClaims(ns).Get(actx, name)
+	readV1 := func() (*resourcev1.ResourceClaim, bool, error) {
+		c, err := m.opts.Client.ResourceClaimsV1(ns).Get(actx, name)
+		if err != nil {
+			return nil, false, err
+		}
+		return c, resourcev1alpha2.IsView(c), nil
+	}
+	if m.store.versionOf(ns, name) == versionV1 {
+		c, view, err := readV1()
+		if err != nil || !view {
+			return nil, c, err
+		}
+	}
+	c, err := m.opts.Client.ResourceClaims(ns).Get(actx, name)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !resourcev1alpha2.IsView(c):
+		return c, nil, nil
+	}
+	v1c, view, err := readV1()
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case view: // stored as v1alpha2 again between the two reads
+		return nil, nil, fmt.Errorf("claim %s/%s changed version while it was read; read again at the next attempt", ns, name)
+	}
+	return nil, v1c, nil
 }
 
 // checkClaim returns a claim's handles, or what is missing for pod to use
-// it (a phrase to follow the claim's name).
-func (m *Manager) checkClaim(ctx context.Context, pod *corev1.Pod, claim *resourcev1alpha2.ResourceClaim) ([]handle, string) {
+// it (a phrase to follow the claim's name). claim is in v1alpha2 form;
+// version is the one it is stored as.
+func (m *Manager) checkClaim(ctx context.Context, pod *corev1.Pod, claim *resourcev1alpha2.ResourceClaim, version string) ([]handle, string) {
 	a := claim.Status.Allocation
 	switch {
 	case a == nil:
@@ -118,7 +187,7 @@ func (m *Manager) checkClaim(ctx context.Context, pod *corev1.Pod, claim *resour
 	case !reservedFor(claim, pod.UID):
 		return nil, "is not reserved for the pod"
 	}
-	handles, problem := claimHandles(claim)
+	handles, problem := claimHandles(claim, version)
 	if problem != "" {
 		return nil, problem
 	}
@@ -134,11 +203,15 @@ func reservedFor(claim *resourcev1alpha2.ResourceClaim, uid types.UID) bool {
 	})
 }
 
-// claimHandles returns the allocation's handles, one per driver. An
-// allocation without handles goes to the claim's driver with empty data,
-// as with the kubelet.
-func claimHandles(claim *resourcev1alpha2.ResourceClaim) ([]handle, string) {
+// claimHandles returns the allocation's handles, one per driver. A
+// v1alpha2 allocation without handles goes to the claim's driver with
+// empty data, as with the kubelet; a v1 allocation without devices needs
+// no driver.
+func claimHandles(claim *resourcev1alpha2.ResourceClaim, version string) ([]handle, string) {
 	rhs := claim.Status.Allocation.ResourceHandles
+	if len(rhs) == 0 && version == versionV1 {
+		return nil, ""
+	}
 	if len(rhs) == 0 {
 		rhs = []resourcev1alpha2.ResourceHandle{{}}
 	}

@@ -34,6 +34,31 @@
 //     (a driver's model changed, or the driver went away): the agent
 //     pokes the pod's worker.
 //
+// Claims of both resource.k8s.io versions: a pod's claims are looked up
+// in the informers of v1alpha2 and of v1 claims (a claim is stored in one
+// version and is in that informer only; views never count). A v1 claim
+// is checked, prepared and recorded in its v1alpha2 form (v1Form, from
+// resourceconv.ClaimToV1alpha2): it must be allocated, reserved for the
+// pod and its allocation's nodeSelector must select this node, and each
+// driver with results gets one handle, what it would get for an
+// equivalent v1alpha2 claim allocated by allot's scheduler: the claim's
+// UID, namespace and name and a structured resource handle whose
+// instances are the driver's devices in the pool named like this node
+// (seed instances projected as v1 devices), mapped back to instance IDs by
+// resourceconv.SeedInstanceID, with nodeName this node. The allocation's
+// opaque configuration for the driver (status.allocation.devices.config,
+// opaque.driver == the driver) fills the handle's vendor parameters, which
+// drivers such as the example gpu driver read: source FromClaim becomes
+// vendorClaimParameters, FromClass vendorClassParameters, each passed as it
+// is; for each request the last entry that applies wins, and the driver's
+// requests must agree (one handle carries one configuration), otherwise the
+// pod waits with the claim's problem named. Devices of the driver in other
+// pools (network-attached) go to it in the same handle, as its opaque data
+// (resource_handle): {"devices": [the v1 results, in their JSON form]};
+// the driver decides what to do with them. A driver without a plugin here
+// holds the pod as for v1alpha2 claims, and the checkpoint records each
+// claim's version; unprepare sends the recorded handles again.
+//
 // Registration follows the kubelet's plugin watcher: a plugin creates a
 // socket in RegistryDir serving pluginregistration/v1 Registration; the
 // Manager calls GetInfo, accepts Type "DRAPlugin" with a DNS-subdomain name,

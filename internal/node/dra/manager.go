@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -139,8 +140,11 @@ type Manager struct {
 	pods   *podStates
 	node   nodeCache
 
-	// claims is set by Start; Admit may be called once Start returned.
-	claims *client.Lister[*resourcev1alpha2.ResourceClaim]
+	// claims and claimsV1 are set by Start; Admit may be called once
+	// Start returned. A claim is in one of them, by the version it is
+	// stored as (the informers leave views out).
+	claims   *client.Lister[*resourcev1alpha2.ResourceClaim]
+	claimsV1 *client.Lister[*resourcev1.ResourceClaim]
 
 	startMu sync.Mutex
 	started bool
@@ -184,11 +188,11 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
-// Start syncs the informers of claims and of this node's slices, then
-// serves plugin registrations, publishes slices and unprepares the claims
-// of pods that ended while no agent ran, until ctx ends or Stop is called. It returns an error when
-// the registry directory cannot be watched or ctx ends before the caches
-// synced.
+// Start syncs the informers of claims (of both versions) and of this
+// node's slices, then serves plugin registrations, publishes slices and
+// unprepares the claims of pods that ended while no agent ran, until ctx
+// ends or Stop is called. It returns an error when the registry directory
+// cannot be watched or ctx ends before the caches synced.
 func (m *Manager) Start(ctx context.Context) (err error) {
 	m.startMu.Lock()
 	defer m.startMu.Unlock()
@@ -223,6 +227,16 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 	}
 	lister := claims.Lister()
 	m.claims = &lister
+	claimsV1 := m.factory.ResourceClaimsV1()
+	if _, err := claimsV1.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
+		AddFunc:    m.onClaim,
+		UpdateFunc: func(_, obj any) { m.onClaim(obj) },
+		DeleteFunc: m.onClaim,
+	})); err != nil {
+		return fmt.Errorf("watch resource.k8s.io/v1 resource claims: %w", err)
+	}
+	listerV1 := claimsV1.Lister()
+	m.claimsV1 = &listerV1
 	if _, err := m.factory.NodeResourceSlices().AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.slices.observe(obj, false) },
 		UpdateFunc: func(_, obj any) { m.slices.observe(obj, false) },
@@ -277,16 +291,22 @@ func (m *Manager) Stop() {
 	}
 }
 
-// onClaim wakes the pods waiting for a claim that changed.
+// onClaim wakes the pods waiting for a claim (of either version) that
+// changed.
 func (m *Manager) onClaim(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	claim, ok := obj.(*resourcev1alpha2.ResourceClaim)
-	if !ok {
+	var key string
+	switch claim := obj.(type) {
+	case *resourcev1alpha2.ResourceClaim:
+		key = claim.Namespace + "/" + claim.Name
+	case *resourcev1.ResourceClaim:
+		key = claim.Namespace + "/" + claim.Name
+	default:
 		return
 	}
-	for _, uid := range m.pods.waitingForClaim(claim.Namespace + "/" + claim.Name) {
+	for _, uid := range m.pods.waitingForClaim(key) {
 		m.opts.Wake(uid)
 	}
 }

@@ -34,11 +34,18 @@ type handleRecord struct {
 // claimRecord is a claim the Manager asked drivers to prepare, and the
 // pods of this node that use it. It is removed once unprepared.
 type claimRecord struct {
-	UID       types.UID      `json:"uid"`
-	Namespace string         `json:"namespace"`
-	Name      string         `json:"name"`
-	Handles   []handleRecord `json:"handles"`
-	Pods      []podRef       `json:"pods"`
+	UID       types.UID `json:"uid"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	// Version is the apiVersion the claim is stored as
+	// ("resource.k8s.io/v1alpha2" or "resource.k8s.io/v1"); empty in
+	// records of agents that knew only v1alpha2. The handles of a v1 claim
+	// are those of its v1alpha2 form (v1Form), sent again as they are to
+	// unprepare; the version says through which API to read the claim
+	// again.
+	Version string         `json:"version,omitempty"`
+	Handles []handleRecord `json:"handles"`
+	Pods    []podRef       `json:"pods"`
 }
 
 func (r *claimRecord) clone() claimRecord {
@@ -118,7 +125,7 @@ func (s *claimStore) attach(ns, podName string, podUID types.UID, ready []readyC
 		c := rc.claim
 		rec := s.claims[c.UID]
 		if rec == nil {
-			rec = &claimRecord{UID: c.UID, Namespace: c.Namespace, Name: c.Name}
+			rec = &claimRecord{UID: c.UID, Namespace: c.Namespace, Name: c.Name, Version: rc.version}
 			s.claims[c.UID] = rec
 			changed = true
 		}
@@ -205,6 +212,19 @@ func (s *claimStore) find(ns, name string, podUID types.UID) (claimRecord, bool)
 		}
 	}
 	return claimRecord{}, false
+}
+
+// versionOf returns the version recorded for a claim named ns/name
+// (versionV1alpha2 when none is).
+func (s *claimStore) versionOf(ns, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rec := range s.claims {
+		if rec.Namespace == ns && rec.Name == name && rec.Version != "" {
+			return rec.Version
+		}
+	}
+	return versionV1alpha2
 }
 
 // podKey names a pod that uses prepared claims.
