@@ -1,0 +1,211 @@
+package allocator
+
+// Allocation of resource.k8s.io/v1 ResourceClaims: the same pure engine as
+// the seed's Allocate, for Kubernetes' v1 API, over one inventory of both
+// APIs' devices (v1inventory.go) and one state, so that no device is ever
+// handed out twice whichever API asks.
+//
+// The semantics are those of upstream's structured allocator
+// (k8s.io/dynamic-resource-allocation/structured, the "stable" variant)
+// with the features on by default in Kubernetes 1.37 that it implements:
+// DRAPrioritizedList (firstAvailable), DRAAdminAccess,
+// DRAPartitionableDevices (shared counters, per-device node selection) and
+// DRADeviceTaints; plus distinctAttribute constraints and the partition
+// locks of projected seed devices. Not: consumable capacity, binding
+// conditions (devices with bindingConditions are never allocated),
+// compatibility groups (their slices leave a pool incomplete), list-typed
+// attributes, derived attributes, DeviceTaintRules (only the taints the
+// slices publish count). Where this engine differs from upstream, on
+// purpose, the comments of AllocateV1 say so.
+//
+//	ResourceSlices + NodeResourceSlices ──NewV1Inventory──▶ V1Inventory
+//	V1Inventory + allocated v1 and v1alpha2 claims ──NewV1State──▶ V1State (WithAllocated, WithoutAllocated)
+//	pod's v1 claims + DeviceClasses ──PrepareV1──▶ V1Request (Unresolvable)
+//	V1Request + V1State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+)
+
+// Rejections of v1 claims, in addition to the seed's codes (ReasonNoMatch,
+// ReasonClassFilter, ReasonInUse, ReasonNotEnough, ReasonNoCombination,
+// ReasonClaimAllocatedElsewhere, ReasonClaimDeleted,
+// ReasonClaimReservedForFull, ReasonInvalidSelector,
+// ReasonInvalidParameters, ReasonClassNotFound), which keep their
+// meaning with "device" for "instance".
+const (
+	// ReasonConstraint: each request has devices, but no choice satisfies
+	// a matchAttribute or distinctAttribute constraint; Clause quotes it.
+	ReasonConstraint ReasonCode = "ConstraintNotSatisfied"
+	// ReasonCounters: devices match, but the shared counters of their
+	// pools do not leave room for them; Clause names the counter.
+	ReasonCounters ReasonCode = "SharedCountersExhausted"
+	// ReasonPoolIncomplete: a request for all devices, and a pool that
+	// reaches the node is incomplete or invalid; Clause is driver/pool.
+	ReasonPoolIncomplete ReasonCode = "PoolIncomplete"
+	// ReasonTainted: the matching devices have NoSchedule or NoExecute
+	// taints the request does not tolerate; Clause is the first taint.
+	ReasonTainted ReasonCode = "DeviceTaintNotTolerated"
+	// ReasonSelectorError: a selector failed to evaluate on a device of
+	// the node (as upstream, this fails the claim, not just the device);
+	// Clause is the selector.
+	ReasonSelectorError ReasonCode = "SelectorEvaluationError"
+	// ReasonTooManyDevices: a claim would hold more than 32 devices.
+	ReasonTooManyDevices ReasonCode = "TooManyDevices"
+	// ReasonAdminAccessDenied: a request asks for adminAccess in a
+	// namespace without the label resource.kubernetes.io/admin-access=true.
+	ReasonAdminAccessDenied ReasonCode = "AdminAccessNotAllowed"
+)
+
+// V1Result is the outcome of allocating a pod's v1 claims on one node.
+type V1Result struct {
+	Node string
+	// Fits is true when every claim of the pod can be used on the node.
+	Fits bool
+	// Reasons explain a rejection; empty when Fits.
+	Reasons []Reason
+	// Allocations is parallel to V1Request.Claims: the allocation to
+	// store in the claim's status, or nil for a claim already allocated.
+	Allocations []*resourcev1.AllocationResult
+	// Score is 100 * free devices after / free devices before, counting
+	// the devices that can be allocated on the node (usable pools,
+	// available on the node, not in use, partitions and counters
+	// permitting): how much of the node stays usable. 100 for a node
+	// without free devices, and when the claims do not fit.
+	Score int
+}
+
+// AllocateV1 decides whether the pod's pending v1 claims fit on the node,
+// and with which devices. It does not change st; once the claims carry
+// their allocations, st.WithAllocated gives the next state. Equal inputs
+// give equal outputs. The only error is ErrDeadline (wrapped with the
+// context's error, or after about two million search steps), returned
+// when ctx ends before the answer is known: that is "unknown", never
+// "does not fit".
+//
+// Candidates of a request on the node are the devices of usable pools
+// available on the node (nodeName, nodeSelector, allNodes, per device or
+// per slice) that match every selector of the request's DeviceClass and
+// every selector of the request, whose NoSchedule and NoExecute taints
+// the request tolerates, and which are free: not allocated, shared
+// counters permitting, and for projected seed devices no partition
+// conflict with a seed leaf in use or chosen (SeedLeavesConflict). A
+// request with adminAccess may take allocated devices and takes nothing
+// from others: its devices stay free, consume no counters and lock no
+// partitions. No claim gets a device twice, and no two requests without
+// admin access get the same device.
+//
+// ExactCount takes count distinct devices. All takes every device of the
+// node that matches the class and the request, and fails when there is
+// none, when more than 32 match, when one of them is in use (without
+// admin access), not tolerated or without room in its counters, or when
+// any pool that reaches the node is incomplete or invalid (upstream's
+// rule: any pool, whatever its driver). firstAvailable tries its
+// subrequests in order; with several such requests (all claims of the
+// pod, in order) the combinations are taken lexicographically, and the
+// first combination for which devices exist wins, even when a later one
+// would pack better. matchAttribute requires the attribute, with one
+// value, on every device of the requests it names (all when none; a
+// request name covers whichever subrequest is chosen); distinctAttribute
+// requires it with pairwise different values. Claims already allocated
+// are not allocated again; their nodeSelector must match the node.
+//
+// Best fit: among the devices that satisfy all of that, the search
+// prefers, device by device, the candidate that makes the fewest free
+// devices of the node unavailable (itself, plus the devices whose shared
+// counters it exhausts or whose partitions it excludes: so it packs
+// partitions into devices already split, takes small partitions before
+// whole devices, and leaves unused seed instances whole), then the one
+// the fewest later requests of the pod could use, then pool and device
+// order; after the first solution it spends v1ImproveSteps more steps on
+// branch and bound for a solution that loses fewer free devices. The
+// search is complete (backtracking with forward checking, interchangeable
+// devices tried once): if any allocation exists it finds one, unless the
+// deadline comes first.
+//
+// Results: one DeviceRequestAllocationResult per device, in request order
+// and, within a request, in pool and device order, with the request name
+// ("request/subrequest" for a subrequest), adminAccess when the request
+// asked for it, and the request's tolerations as upstream copies them;
+// Devices.Config lists each class's config once (FromClass, for the
+// requests of that class), then the claim's config (FromClaim) that
+// names an allocated request or subrequest or names none; a config that
+// names every request of the claim gets an empty list (all), as upstream
+// does. NodeSelector pins a claim with a node-local device to the node
+// (matchFields metadata.name), merges the one-term selectors of
+// network-attached devices, and is nil when every device is on all nodes.
+//
+// Differences from upstream, on purpose: upstream takes the first
+// solution in its search order (and pools in map order), this takes the
+// best fit above. Upstream's combination of subrequests depends on its
+// device choices (it moves to a later subrequest of a later request
+// before it tries other devices for an earlier one); this takes the
+// lexicographically first feasible combination. A selector that fails to
+// evaluate fails the claim on the node (a Reason, where upstream returns
+// an error) whenever it fails on a device of the node that is not in use,
+// while upstream fails only if its first-fit walk reaches that device. A
+// device picked with admin access in one claim of the pod stays available
+// to the pod's other claims (upstream blocks it for the claims after
+// that one) and consumes no counters (upstream counts them). An All
+// request whose devices break a constraint does not fit (upstream returns
+// an error). distinctAttribute is implemented although upstream's stable
+// allocator rejects it (it belongs to DRAConsumableCapacity). Counters
+// are compared in int64 units of the finest of milli, units, kilo, ...
+// that keeps every value of the counter below 2^50; values finer than
+// that are rounded against the allocation (totals down, consumption up).
+func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+	res := &V1Result{Score: 100}
+	if node != nil {
+		res.Node = node.Name
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("allocate on node %s: %w: %w", res.Node, ErrDeadline, err)
+	}
+	if len(req.reasons) > 0 {
+		res.Reasons = slices.Clone(req.reasons)
+		return res, nil
+	}
+	if rs := req.nodeReasons(node); len(rs) > 0 {
+		res.Reasons = rs
+		return res, nil
+	}
+	if !slices.Contains(req.pending, true) {
+		res.Fits = true
+		res.Allocations = make([]*resourcev1.AllocationResult, len(req.claims))
+		return res, nil
+	}
+	p, rs := req.setup(st, node)
+	if len(rs) > 0 {
+		res.Reasons = rs
+		return res, nil
+	}
+	s, err := p.solve(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
+	}
+	if s == nil {
+		rs, err := p.explain(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
+		}
+		res.Reasons = rs
+		return res, nil
+	}
+	res.Fits = true
+	res.Allocations = p.build(s)
+	before := 0
+	for _, f := range p.free0 {
+		if f {
+			before++
+		}
+	}
+	if before > 0 {
+		res.Score = 100 * (before - s.bestLost) / before
+	}
+	return res, nil
+}

@@ -1,0 +1,283 @@
+package allocator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// explain says why the pod's claims do not fit on the node. First the
+// requests that cannot be satisfied on their own (every alternative, each
+// explained); else the constraints, if the claims fit without them (each
+// constraint that fails alone, or all of them together); else the shared
+// counters, if the claims fit without those; else the combination (a
+// device goes to one request, partitions of a seed device exclude each
+// other, a claim holds at most 32 devices).
+func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
+	var out []Reason
+	for i := range p.sreqs {
+		sr := &p.sreqs[i]
+		if slices.ContainsFunc(sr.alts, func(a v1salt) bool { return a.ok }) {
+			continue
+		}
+		for ai := range sr.alts {
+			out = append(out, p.altReason(sr, &sr.alts[ai]))
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	fixed := p.openFixed()
+	// relaxed reports whether the claims fit with some constraints or the
+	// counters left out; unknown when the search gives up (the
+	// explanation is then the generic one).
+	relaxed := func(consOff []bool, noCounters bool) (fits, unknown bool, err error) {
+		s := p.newSearch(ctx, fixed, 0)
+		s.consOff, s.noCounters, s.limit = consOff, noCounters, v1ExplainSteps
+		if err := s.run(); err != nil {
+			if ctx.Err() != nil {
+				return false, false, err
+			}
+			return false, true, nil
+		}
+		return s.found, false, nil
+	}
+	generic := func() []Reason {
+		return p.perClaim(ReasonNoCombination, "",
+			"every request has candidates, but no combination satisfies all of them (a device goes to one request, partitions of one device exclude each other, a claim holds at most 32 devices, the claim's constraints and the shared counters hold)")
+	}
+	allOff := make([]bool, len(p.cons))
+	for k := range allOff {
+		allOff[k] = true
+	}
+	if len(p.cons) > 0 {
+		fits, unknown, err := relaxed(allOff, false)
+		if err != nil || unknown {
+			return generic(), err
+		}
+		if fits {
+			for k := range p.cons {
+				only := slices.Clone(allOff)
+				only[k] = false
+				fits, unknown, err := relaxed(only, false)
+				if err != nil {
+					return nil, err
+				}
+				if !fits && !unknown {
+					out = append(out, p.consReason(k, "no devices of the requests satisfy it"))
+				}
+			}
+			if len(out) == 0 {
+				for k := range p.cons {
+					out = append(out, p.consReason(k, "no devices of the requests satisfy it together with the claim's other constraints"))
+				}
+			}
+			return out, nil
+		}
+	}
+	if len(p.lctr) > 0 {
+		fits, unknown, err := relaxed(allOff, true)
+		if err != nil || unknown {
+			return generic(), err
+		}
+		if fits {
+			clause, detail := p.tightestCounter()
+			return p.perClaim(ReasonCounters, clause, "the shared counters of the matching devices do not leave room for all requests: "+detail), nil
+		}
+	}
+	return p.perClaim(ReasonNoCombination, "",
+		"every request has candidates, but no combination satisfies all of them (a device goes to one request, partitions of one device exclude each other, a claim holds at most 32 devices)"), nil
+}
+
+// openFixed fixes the requests with one possible alternative and leaves
+// the others open.
+func (p *v1prob) openFixed() []int {
+	fixed := make([]int, len(p.sreqs))
+	for i := range p.sreqs {
+		fixed[i] = -1
+		var ok []int
+		for ai := range p.sreqs[i].alts {
+			if p.sreqs[i].alts[ai].ok {
+				ok = append(ok, ai)
+			}
+		}
+		if len(ok) == 1 {
+			fixed[i] = ok[0]
+		}
+	}
+	return fixed
+}
+
+// perClaim gives one reason per pending claim, naming its requests.
+func (p *v1prob) perClaim(code ReasonCode, clause, detail string) []Reason {
+	var out []Reason
+	for ci := range p.r.claims {
+		if !p.r.pending[ci] || len(p.r.reqs[ci]) == 0 {
+			continue
+		}
+		var names []string
+		for _, q := range p.r.reqs[ci] {
+			names = append(names, q.name)
+		}
+		out = append(out, newReason(code, p.r.keys[ci], "", names, clause, detail))
+	}
+	return out
+}
+
+func (p *v1prob) consReason(k int, detail string) Reason {
+	c := &p.cons[k]
+	names := c.c.requests
+	if len(names) == 0 {
+		for _, q := range p.r.reqs[c.claim] {
+			names = append(names, q.name)
+		}
+	}
+	return newReason(ReasonConstraint, p.r.keys[c.claim], "", names, c.c.clause, detail)
+}
+
+// altReason explains why an alternative cannot be satisfied on the node
+// on its own.
+func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
+	st := &a.stats
+	key := p.r.keys[sr.claim]
+	driver := ""
+	if st.drivers == 1 {
+		driver = st.driver
+	}
+	reason := func(code ReasonCode, clause, detail string) Reason {
+		return newReason(code, key, driver, []string{a.a.name}, clause, detail)
+	}
+	if a.a.all && st.allCode != "" {
+		return reason(st.allCode, st.allClause, st.allDetail)
+	}
+	if st.devices == 0 {
+		detail := "no device is available on this node"
+		if len(p.unusable) > 0 {
+			pool := &p.inv.pools[p.unusable[0]]
+			detail += fmt.Sprintf(" (pool %s/%s reaches it, but cannot be used: %s%s)", pool.Driver, pool.Name, pool.Incomplete, pool.Invalid)
+		}
+		return reason(ReasonNoMatch, "", detail)
+	}
+	inUseMatching := 0
+	if st.inUse > 0 {
+		// In-use devices were not evaluated; do it now, errors count as
+		// not matching.
+		for l, x := range p.devs {
+			if (p.inUse[l] || p.seedLock[l]) && !a.a.admin {
+				if at, err := p.evaluate(a.a, nil, x); err == nil && at < 0 {
+					inUseMatching++
+				}
+			}
+		}
+	}
+	if st.matched == 0 && inUseMatching == 0 {
+		worst, n := 0, -1
+		for j, c := range st.rejected {
+			if c > n {
+				worst, n = j, c
+			}
+		}
+		if n <= 0 {
+			return reason(ReasonInUse, "", fmt.Sprintf("all %d devices of the node are in use", st.devices))
+		}
+		expr, whose := p.selectorAt(a.a, worst)
+		code := ReasonNoMatch
+		if worst < len(a.a.classSel) {
+			code = ReasonClassFilter
+		}
+		return reason(code, expr, fmt.Sprintf("no device matches: %d of %d rejected by %s %s", n, st.devices-st.inUse, whose, expr))
+	}
+	want := a.a.count
+	if a.a.all {
+		return reason(ReasonNoMatch, "", "asks for all matching devices, but none matches")
+	}
+	have := len(a.cands)
+	// Blame what alone stands between the request and enough devices.
+	switch {
+	case st.tainted > 0 && st.tainted == st.matched && inUseMatching == 0:
+		return reason(ReasonTainted, st.taint, fmt.Sprintf("all %d matching devices have taints the request does not tolerate, such as %s", st.tainted, st.taint))
+	case st.counters > 0 && have+st.counters >= want:
+		l := p.firstCounterBlocked(a)
+		return reason(ReasonCounters, p.counterClause(l), fmt.Sprintf("needs %d devices, %d are available; the shared counters of %d more matching devices are used up",
+			want, have, st.counters))
+	case inUseMatching > 0 && have+inUseMatching >= want:
+		return reason(ReasonInUse, "", fmt.Sprintf("needs %d devices, %d are available; %d more matching devices are in use or locked by partitions in use",
+			want, have, inUseMatching))
+	case st.tainted > 0 && have+st.tainted >= want:
+		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %d devices, %d are available; %d more matching devices have taints the request does not tolerate, such as %s",
+			want, have, st.tainted, st.taint))
+	}
+	return reason(ReasonNotEnough, "", fmt.Sprintf("needs %d devices, %d of %d matching are available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters)",
+		want, have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters))
+}
+
+// firstCounterBlocked returns a matching device whose counters do not fit.
+func (p *v1prob) firstCounterBlocked(a *v1salt) int32 {
+	for l, x := range p.devs {
+		if p.inUse[l] || p.seedLock[l] || fitsIn(p.uses[l], p.left0) {
+			continue
+		}
+		if at, err := p.evaluate(a.a, nil, x); err == nil && at < 0 {
+			return int32(l)
+		}
+	}
+	return -1
+}
+
+// counterClause names the first counter of device l that does not fit.
+func (p *v1prob) counterClause(l int32) string {
+	if l < 0 {
+		return ""
+	}
+	for _, u := range p.uses[l] {
+		if p.left0[u.ctr] < u.amount {
+			c := &p.inv.ctrs[p.lctr[u.ctr]]
+			pool := &p.inv.pools[c.pool]
+			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.set, c.name,
+				v1Amount(p.left0[u.ctr], c), p.inv.devs[p.devs[l]].d.Name, v1Amount(u.amount, c))
+		}
+	}
+	return ""
+}
+
+// tightestCounter names the counter, among those the candidates consume,
+// with the least left of its total.
+func (p *v1prob) tightestCounter() (clause, detail string) {
+	used := make([]bool, len(p.lctr))
+	for i := range p.sreqs {
+		for _, a := range p.sreqs[i].alts {
+			for _, l := range a.cands {
+				for _, u := range p.uses[l] {
+					used[u.ctr] = true
+				}
+			}
+		}
+	}
+	best, bestShare := -1, 0.0
+	for c := range p.lctr {
+		if !used[c] {
+			continue
+		}
+		ctr := &p.inv.ctrs[p.lctr[c]]
+		share := float64(p.left0[c]) / float64(max(ctr.total, 1))
+		if best < 0 || share < bestShare {
+			best, bestShare = c, share
+		}
+	}
+	if best < 0 {
+		return "", "no counter found"
+	}
+	c := &p.inv.ctrs[p.lctr[best]]
+	pool := &p.inv.pools[c.pool]
+	clause = fmt.Sprintf("%s/%s counter set %s counter %s", pool.Driver, pool.Name, c.set, c.name)
+	return clause, fmt.Sprintf("%s has %s of %s left", clause, v1Amount(p.left0[best], c), v1Amount(c.total, c))
+}
+
+// v1Amount formats a value of counter c.
+func v1Amount(v int64, c *v1ctr) string {
+	q := resource.NewScaledQuantity(v, c.scale)
+	q.Format = c.format
+	return q.String()
+}

@@ -1,0 +1,448 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// V1Inventory is every device of the cluster in resource.k8s.io/v1 terms:
+// the pools of the published v1 ResourceSlices (V1Pools) and the projection
+// of the seed NodeResourceSlices (SeedDevices), indexed for AllocateV1. It
+// is immutable and safe for concurrent use; it caches selector results per
+// device, so keep one per version of the slices.
+type V1Inventory struct {
+	pools    []V1Pool
+	problems []InventoryProblem
+
+	devs      []v1dev
+	byKey     map[string]int32   // v1Key(driver, pool, device) → device
+	byNode    map[string][]int32 // devices whose NodeName is the node, ascending
+	elsewhere []int32            // devices with a node selector or allNodes, ascending
+	// unusable lists the pools that offer nothing (Incomplete or Invalid);
+	// an allocation mode All request fails on a node one of them reaches.
+	unusable []int32
+	ctrs     []v1ctr   // every shared counter of every pool
+	groups   [][]int32 // devices that affect each other: a counter set's consumers, a seed root's leaves
+
+	matches  sync.Map // selector → *v1matchCache
+	nMatches atomic.Int32
+	attrKeys sync.Map // attribute name → []string, per device (v1AttrKey)
+	nAttrs   atomic.Int32
+}
+
+// v1dev is one device as the allocator sees it.
+type v1dev struct {
+	pool  int32
+	d     *PoolDevice
+	key   string
+	input DeviceSelectorInput
+	// binding: the device has bindingConditions, which need
+	// DRADeviceBindingConditions (off); like upstream it is never selected.
+	binding bool
+	uses    []v1use // shared counters it consumes
+	groups  []int32 // the groups it belongs to
+	// seedGroup is the group of the device's seed root instance (-1 for v1
+	// devices), seedPos its position there and seedConflicts the members it
+	// cannot be allocated together with (SeedLeavesConflict), as a bitset.
+	seedGroup     int32
+	seedPos       int32
+	seedConflicts []uint64
+}
+
+// v1use is how much of one counter a device consumes, in the counter's
+// scale.
+type v1use struct {
+	ctr    int32
+	amount int64
+}
+
+// v1ctr is one counter of a pool's counter set. Values are int64 in units
+// of 10^scale: the finest scale of 10^3 steps, from milli up, at which
+// every value of the counter in its pool stays below 2^50, so that sums
+// cannot overflow. Where a value is not a whole number of units, the
+// total is rounded down and consumption up: conservative, never
+// overcommitting.
+type v1ctr struct {
+	pool      int32
+	set, name string
+	total     int64
+	scale     resource.Scale
+	format    resource.Format // of the total, for messages
+}
+
+// v1Key is the state key of a device: driver, pool and device name.
+func v1Key(driver, pool, device string) string {
+	return driver + "\x00" + pool + "\x00" + device
+}
+
+// NewV1Inventory builds the inventory from the v1 ResourceSlices and the
+// seed NodeResourceSlices. Pools are V1Pools' and SeedDevices', sorted by
+// driver and name; a v1 pool with the name and driver of a projected seed
+// pool is made Invalid (its devices and the seed's would share state keys).
+// Devices with bindingConditions are never allocated (DRADeviceBindingConditions
+// is off), as upstream does. The inputs must not be modified afterwards.
+func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *V1Inventory {
+	v1pools, problems := V1Pools(slices_)
+	seedPools, seedProblems := SeedDevices(seed)
+	inv := &V1Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}}
+	inv.problems = append(problems, seedProblems...)
+	seedNames := map[string]bool{}
+	for _, p := range seedPools {
+		seedNames[p.Driver+"\x00"+p.Name] = true
+	}
+	for _, p := range v1pools {
+		if seedNames[p.Driver+"\x00"+p.Name] {
+			p.Invalid = fmt.Sprintf("pool %s of driver %s is also the projection of the seed NodeResourceSlices of node %s", p.Name, p.Driver, p.Name)
+			inv.problems = append(inv.problems, InventoryProblem{Driver: p.Driver, Pool: p.Name, Reason: p.Invalid})
+		}
+		inv.pools = append(inv.pools, p)
+	}
+	inv.pools = append(inv.pools, seedPools...)
+	slices.SortStableFunc(inv.pools, func(a, b V1Pool) int {
+		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
+	})
+
+	binding := v1BindingDevices(slices_)
+	for pi := range inv.pools {
+		p := &inv.pools[pi]
+		if !p.Usable() {
+			inv.unusable = append(inv.unusable, int32(pi))
+		}
+		ctrIndex := inv.addCounters(int32(pi), p)
+		setGroups := map[string]int32{}
+		seedRoots := map[string]int32{}
+		for di := range p.Devices {
+			d := &p.Devices[di]
+			x := int32(len(inv.devs))
+			dev := v1dev{pool: int32(pi), d: d, key: v1Key(p.Driver, p.Name, d.Name), seedGroup: -1,
+				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity}}
+			if binding != nil {
+				dev.binding = binding[fmt.Sprintf("%s\x00%d", dev.key, p.Generation)]
+			}
+			for _, cc := range d.ConsumesCounters {
+				g, seen := setGroups[cc.CounterSet]
+				if !seen {
+					g = int32(len(inv.groups))
+					inv.groups = append(inv.groups, nil)
+					setGroups[cc.CounterSet] = g
+				}
+				if !slices.Contains(dev.groups, g) {
+					dev.groups = append(dev.groups, g)
+					inv.groups[g] = append(inv.groups[g], x)
+				}
+				for _, n := range sortedKeys(cc.Counters) {
+					if c, ok := ctrIndex[cc.CounterSet+"\x00"+n]; ok {
+						q := cc.Counters[n].Value
+						dev.uses = append(dev.uses, v1use{ctr: c, amount: v1Ceil(&q, inv.ctrs[c].scale)})
+					}
+				}
+			}
+			if d.SeedInstance != "" {
+				root, _, _ := strings.Cut(d.SeedInstance, "/")
+				g, seen := seedRoots[root]
+				if !seen {
+					g = int32(len(inv.groups))
+					inv.groups = append(inv.groups, nil)
+					seedRoots[root] = g
+				}
+				dev.seedGroup, dev.seedPos = g, int32(len(inv.groups[g]))
+				dev.groups = append(dev.groups, g)
+				inv.groups[g] = append(inv.groups[g], x)
+			}
+			if _, dup := inv.byKey[dev.key]; !dup {
+				inv.byKey[dev.key] = x
+			}
+			switch {
+			case d.NodeName != "":
+				inv.byNode[d.NodeName] = append(inv.byNode[d.NodeName], x)
+			case d.NodeSelector != nil || d.AllNodes:
+				inv.elsewhere = append(inv.elsewhere, x)
+			}
+			inv.devs = append(inv.devs, dev)
+		}
+	}
+	// Partition conflicts between the leaves of each seed root.
+	for x := range inv.devs {
+		dev := &inv.devs[x]
+		if dev.seedGroup < 0 {
+			continue
+		}
+		members := inv.groups[dev.seedGroup]
+		dev.seedConflicts = make([]uint64, (len(members)+63)/64)
+		for j, y := range members {
+			if int32(x) != y && SeedLeavesConflict(dev.d.SeedInstance, inv.devs[y].d.SeedInstance) {
+				dev.seedConflicts[j/64] |= 1 << (j % 64)
+			}
+		}
+	}
+	return inv
+}
+
+// addCounters adds a pool's counters and returns them by "set\x00name".
+func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
+	if len(p.Counters) == 0 {
+		return nil
+	}
+	out := map[string]int32{}
+	for _, set := range sortedKeys(p.Counters) {
+		for _, name := range sortedKeys(p.Counters[set]) {
+			total := p.Counters[set][name]
+			vals := []resource.Quantity{total}
+			for i := range p.Devices {
+				for _, cc := range p.Devices[i].ConsumesCounters {
+					if c, ok := cc.Counters[name]; ok && cc.CounterSet == set {
+						vals = append(vals, c.Value)
+					}
+				}
+			}
+			scale := resource.Milli
+			for scale < 60 && slices.ContainsFunc(vals, func(q resource.Quantity) bool {
+				return q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0
+			}) {
+				scale += 3
+			}
+			out[set+"\x00"+name] = int32(len(inv.ctrs))
+			inv.ctrs = append(inv.ctrs, v1ctr{pool: pi, set: set, name: name, total: v1Floor(&total, scale), scale: scale, format: total.Format})
+		}
+	}
+	return out
+}
+
+// v1Ceil and v1Floor express q in units of 10^scale, rounded up and down.
+func v1Ceil(q *resource.Quantity, scale resource.Scale) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	return q.ScaledValue(scale)
+}
+
+func v1Floor(q *resource.Quantity, scale resource.Scale) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	v := q.ScaledValue(scale)
+	if resource.NewScaledQuantity(v, scale).Cmp(*q) > 0 {
+		v--
+	}
+	return v
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// v1BindingDevices returns the devices that have bindingConditions, by
+// state key and the pool generation of the slice that says so.
+func v1BindingDevices(in []*resourcev1.ResourceSlice) map[string]bool {
+	var out map[string]bool
+	for _, s := range in {
+		if s == nil {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			if len(s.Spec.Devices[i].BindingConditions) == 0 {
+				continue
+			}
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[fmt.Sprintf("%s\x00%d", v1Key(s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name), s.Spec.Pool.Generation)] = true
+		}
+	}
+	return out
+}
+
+// Pools returns the pools, sorted by driver and name. They share memory
+// with the inventory: read them, never modify them.
+func (inv *V1Inventory) Pools() []V1Pool { return inv.pools }
+
+// Problems returns what the inventory could not take as it is.
+func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
+
+// SeedAllocations returns what the v1 claims hold of projected seed
+// devices as v1alpha2 allocations: for each claim with such devices, a
+// claim of the same namespace and name whose allocation has a structured
+// handle per driver and node listing the instances. Adding them to a seed
+// NodeState (NewNodeState, WithAllocated) keeps v1alpha2 allocation away
+// from those leaves and the partitions they lock, as NewV1State keeps v1
+// allocation away from the leaves of v1alpha2 claims. Admin-access results
+// are left out: they do not make a device used.
+func (inv *V1Inventory) SeedAllocations(claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		var handles []resourceapi.ResourceHandle
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			if !ok || inv.devs[x].d.SeedInstance == "" {
+				continue
+			}
+			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
+				return h.DriverName == r.Driver && h.StructuredData.NodeName == r.Pool
+			})
+			if i < 0 {
+				i = len(handles)
+				handles = append(handles, resourceapi.ResourceHandle{DriverName: r.Driver, StructuredData: &resourceapi.StructuredResourceHandle{
+					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
+			}
+			p := handles[i].StructuredData.Partitionable
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+		}
+		if len(handles) == 0 {
+			continue
+		}
+		sc := &resourceapi.ResourceClaim{}
+		sc.Namespace, sc.Name, sc.UID = c.Namespace, c.Name, c.UID
+		sc.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: handles}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// nodeDevices returns the devices that can be allocated on the node
+// (usable pools, available on the node, no binding conditions), in
+// inventory order, and the unusable pools that reach the node.
+func (inv *V1Inventory) nodeDevices(node *corev1.Node) (devs []int32, unusable []int32) {
+	name := ""
+	if node != nil {
+		name = node.Name
+	}
+	local := inv.byNode[name]
+	if node == nil {
+		local = nil
+	}
+	devs = make([]int32, 0, len(local)+len(inv.elsewhere))
+	i, j := 0, 0
+	for i < len(local) || j < len(inv.elsewhere) {
+		var x int32
+		if j >= len(inv.elsewhere) || (i < len(local) && local[i] < inv.elsewhere[j]) {
+			x = local[i]
+			i++
+		} else {
+			x = inv.elsewhere[j]
+			j++
+			if !inv.devs[x].d.AvailableOn(node) {
+				continue
+			}
+		}
+		d := &inv.devs[x]
+		if d.binding || !inv.pools[d.pool].Usable() {
+			continue
+		}
+		devs = append(devs, x)
+	}
+	for _, pi := range inv.unusable {
+		p := &inv.pools[pi]
+		if node != nil && (p.Node == name || p.ReachesNode(node)) {
+			unusable = append(unusable, pi)
+		}
+	}
+	return devs, unusable
+}
+
+// v1matchCache holds the results of one selector on the inventory's
+// devices: 0 not known yet, 1 true, 2 false, 3 an evaluation error
+// (in errs).
+type v1matchCache struct {
+	res  []atomic.Uint32
+	errs sync.Map // int32 → error
+}
+
+// v1MaxCachedSelectors bounds the selectors whose results an inventory
+// keeps; others are evaluated every time.
+const v1MaxCachedSelectors = 4096
+
+// matcher returns the result cache of a selector, nil when the inventory
+// caches too many selectors already.
+func (inv *V1Inventory) matcher(expr string) *v1matchCache {
+	if v, ok := inv.matches.Load(expr); ok {
+		return v.(*v1matchCache)
+	}
+	if inv.nMatches.Load() >= v1MaxCachedSelectors {
+		return nil
+	}
+	v, loaded := inv.matches.LoadOrStore(expr, &v1matchCache{res: make([]atomic.Uint32, len(inv.devs))})
+	if !loaded {
+		inv.nMatches.Add(1)
+	}
+	return v.(*v1matchCache)
+}
+
+// match evaluates a selector on device x, through its cache mc (which
+// may be nil).
+func (inv *V1Inventory) match(mc *v1matchCache, expr string, x int32) (bool, error) {
+	if mc != nil {
+		switch mc.res[x].Load() {
+		case 1:
+			return true, nil
+		case 2:
+			return false, nil
+		case 3:
+			if err, ok := mc.errs.Load(x); ok {
+				return false, err.(error)
+			}
+		}
+	}
+	ok, err := MatchDeviceSelector(expr, inv.devs[x].input)
+	if mc != nil {
+		switch {
+		case err != nil:
+			mc.errs.Store(x, err)
+			mc.res[x].Store(3)
+		case ok:
+			mc.res[x].Store(1)
+		default:
+			mc.res[x].Store(2)
+		}
+	}
+	return ok, err
+}
+
+// attrValues returns the value keys (v1AttrKey) of an attribute for every
+// device of the inventory, computed once per attribute name.
+func (inv *V1Inventory) attrValues(name resourcev1.FullyQualifiedName) []string {
+	if v, ok := inv.attrKeys.Load(name); ok {
+		return v.([]string)
+	}
+	vals := make([]string, len(inv.devs))
+	for x := range inv.devs {
+		vals[x] = v1AttrKey(&inv.devs[x], name, x)
+	}
+	if inv.nAttrs.Load() < v1MaxCachedSelectors {
+		if v, loaded := inv.attrKeys.LoadOrStore(name, vals); loaded {
+			return v.([]string)
+		}
+		inv.nAttrs.Add(1)
+	}
+	return vals
+}
+
+// v1SelectorCompiles reports why a stored selector cannot be evaluated,
+// or nil.
+func v1SelectorCompiles(expr string) error {
+	e, ok := dselProgramCache.get(expr)
+	if !ok {
+		e = dselCompileProgram(expr)
+		dselProgramCache.add(expr, e)
+	}
+	return e.err
+}

@@ -1,0 +1,297 @@
+package allocator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+)
+
+// V1Claim is one resource.k8s.io/v1 claim of a pod.
+type V1Claim struct {
+	Claim *resourcev1.ResourceClaim
+	// AdminNamespace says that the claim's namespace has the label
+	// resource.kubernetes.io/admin-access=true, which requests with
+	// adminAccess need.
+	AdminNamespace bool
+}
+
+// V1Request is a pod's v1 claims resolved against their DeviceClasses,
+// ready for AllocateV1 on any node. It is read-only and safe for
+// concurrent use.
+type V1Request struct {
+	pod     *corev1.Pod
+	claims  []V1Claim
+	keys    []string
+	pending []bool
+	reqs    [][]v1req  // per claim: its requests, when pending
+	cons    [][]v1cons // per claim: its constraints, when pending
+	reasons []Reason
+}
+
+// v1req is one request of a pending claim.
+type v1req struct {
+	claim int
+	name  string
+	alts  []v1alt // the exactly request, or the firstAvailable subrequests in order
+	first bool    // firstAvailable
+}
+
+// v1alt is one way to satisfy a request: the exactly request or one
+// subrequest.
+type v1alt struct {
+	name        string // in results and constraints: "request" or "request/subrequest"
+	class       *resourcev1.DeviceClass
+	classSel    []string
+	sel         []string
+	all         bool // allocationMode All
+	count       int
+	admin       bool
+	tolerations []resourcev1.DeviceToleration
+}
+
+// v1cons is one constraint of a claim.
+type v1cons struct {
+	match    bool // matchAttribute, else distinctAttribute
+	attr     resourcev1.FullyQualifiedName
+	requests []string
+	clause   string // as quoted in reasons
+}
+
+// applies reports whether the constraint covers devices allocated for the
+// alternative of request req: all requests when it lists none, else the
+// request by its name (whatever subrequest is chosen) or the subrequest by
+// "request/subrequest".
+func (c *v1cons) applies(req string, a *v1alt) bool {
+	return len(c.requests) == 0 || slices.Contains(c.requests, req) || slices.Contains(c.requests, a.name)
+}
+
+// PrepareV1 resolves a pod's v1 claims. class returns the DeviceClass of a
+// name, or nil. Claims are taken once each (by namespace/name), in order;
+// AllocateV1's results are parallel to Claims. Problems that hold on every
+// node are collected in Unresolvable.
+//
+// Like the API server's defaulting, an empty allocationMode is ExactCount
+// and a count of 0 is 1.
+func PrepareV1(pod *corev1.Pod, claims []V1Claim, class func(name string) *resourcev1.DeviceClass) *V1Request {
+	r := &V1Request{pod: pod}
+	seen := map[string]bool{}
+	for _, c := range claims {
+		if c.Claim == nil {
+			continue
+		}
+		key := c.Claim.Namespace + "/" + c.Claim.Name
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		ci := len(r.claims)
+		r.claims = append(r.claims, c)
+		r.keys = append(r.keys, key)
+		pending, reasons := r.checkClaim(c.Claim, key)
+		r.pending = append(r.pending, pending)
+		r.reqs = append(r.reqs, nil)
+		r.cons = append(r.cons, nil)
+		r.reasons = append(r.reasons, reasons...)
+		if pending && len(reasons) == 0 {
+			r.reasons = append(r.reasons, r.resolve(ci, c, key, class)...)
+		}
+	}
+	return r
+}
+
+// Claims returns the claims in the order of V1Result.Allocations.
+func (r *V1Request) Claims() []V1Claim { return r.claims }
+
+// Unresolvable returns the reasons why the pod fits no node at all.
+func (r *V1Request) Unresolvable() []Reason { return r.reasons }
+
+// checkClaim decides whether a claim needs allocating and whether the pod
+// may use it. v1 claims are always shareable, up to 256 consumers.
+func (r *V1Request) checkClaim(c *resourcev1.ResourceClaim, key string) (pending bool, reasons []Reason) {
+	if c.DeletionTimestamp != nil {
+		return false, []Reason{newReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
+	}
+	if c.Status.Allocation == nil {
+		return true, nil
+	}
+	if v1ReservedFor(c, r.pod) {
+		return false, nil
+	}
+	if n := len(c.Status.ReservedFor); n >= resourcev1.ResourceClaimReservedForMaxSize {
+		return false, []Reason{newReason(ReasonClaimReservedForFull, key, "", nil, "",
+			fmt.Sprintf("already has %d consumers, the maximum", n))}
+	}
+	return false, nil
+}
+
+// v1ReservedFor reports whether the claim's reservedFor names the pod: by
+// UID when both have one, else by name.
+func v1ReservedFor(c *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	return slices.ContainsFunc(c.Status.ReservedFor, func(ref resourcev1.ResourceClaimConsumerReference) bool {
+		if ref.Resource != "pods" || ref.APIGroup != "" {
+			return false
+		}
+		if ref.UID != "" && pod.UID != "" {
+			return ref.UID == pod.UID
+		}
+		return ref.Name == pod.Name
+	})
+}
+
+// resolve compiles the requests and constraints of a pending claim.
+func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *resourcev1.DeviceClass) []Reason {
+	var reasons []Reason
+	spec := &c.Claim.Spec.Devices
+	minDevices := 0
+	for i := range spec.Requests {
+		dr := &spec.Requests[i]
+		req := v1req{claim: ci, name: dr.Name, first: len(dr.FirstAvailable) > 0}
+		bad := func(code ReasonCode, alt, clause, detail string) {
+			reasons = append(reasons, newReason(code, key, "", []string{alt}, clause, detail))
+		}
+		if (dr.Exactly == nil) == (len(dr.FirstAvailable) == 0) {
+			bad(ReasonInvalidParameters, dr.Name, "", "exactly one of exactly and firstAvailable must be set")
+			continue
+		}
+		if e := dr.Exactly; e != nil {
+			admin := e.AdminAccess != nil && *e.AdminAccess
+			if admin && !c.AdminNamespace {
+				bad(ReasonAdminAccessDenied, dr.Name, "", fmt.Sprintf(
+					"adminAccess needs the label %s=true on namespace %s", resourcev1.DRAAdminNamespaceLabelKey, c.Claim.Namespace))
+			}
+			if len(e.DerivedAttributes) > 0 {
+				bad(ReasonInvalidParameters, dr.Name, "", "derivedAttributes need DRADerivedAttributes, which is off")
+			}
+			req.alts = append(req.alts, v1alt{name: dr.Name, admin: admin, tolerations: e.Tolerations})
+			reasons = append(reasons, r.resolveAlt(&req.alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
+		}
+		for j := range dr.FirstAvailable {
+			sr := &dr.FirstAvailable[j]
+			name := dr.Name + "/" + sr.Name
+			if len(sr.DerivedAttributes) > 0 {
+				bad(ReasonInvalidParameters, name, "", "derivedAttributes need DRADerivedAttributes, which is off")
+			}
+			req.alts = append(req.alts, v1alt{name: name, tolerations: sr.Tolerations})
+			reasons = append(reasons, r.resolveAlt(&req.alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
+		}
+		least := resourcev1.AllocationResultsMaxSize + 1
+		for _, a := range req.alts {
+			least = min(least, max(a.count, 1))
+		}
+		minDevices += least
+		r.reqs[ci] = append(r.reqs[ci], req)
+	}
+	if minDevices > resourcev1.AllocationResultsMaxSize {
+		reasons = append(reasons, newReason(ReasonTooManyDevices, key, "", nil, "", fmt.Sprintf(
+			"needs at least %d devices; a claim holds at most %d", minDevices, resourcev1.AllocationResultsMaxSize)))
+	}
+	for i, dc := range spec.Constraints {
+		cons := v1cons{requests: dc.Requests}
+		switch {
+		case dc.MatchAttribute != nil && dc.DistinctAttribute == nil:
+			cons.match, cons.attr = true, *dc.MatchAttribute
+			cons.clause = "matchAttribute: " + string(cons.attr)
+		case dc.DistinctAttribute != nil && dc.MatchAttribute == nil:
+			cons.attr = *dc.DistinctAttribute
+			cons.clause = "distinctAttribute: " + string(cons.attr)
+		default:
+			reasons = append(reasons, newReason(ReasonInvalidParameters, key, "", nil, "",
+				fmt.Sprintf("constraints[%d] must set exactly one of matchAttribute and distinctAttribute", i)))
+			continue
+		}
+		if len(dc.Requests) > 0 {
+			cons.clause += " (requests " + strings.Join(dc.Requests, ", ") + ")"
+		}
+		r.cons[ci] = append(r.cons[ci], cons)
+	}
+	return reasons
+}
+
+// resolveAlt fills in an alternative's class, selectors and count.
+func (r *V1Request) resolveAlt(a *v1alt, key, className string, sels []resourcev1.DeviceSelector, mode resourcev1.DeviceAllocationMode,
+	count int64, class func(string) *resourcev1.DeviceClass) []Reason {
+	var reasons []Reason
+	bad := func(code ReasonCode, clause, detail string) {
+		reasons = append(reasons, newReason(code, key, "", []string{a.name}, clause, detail))
+	}
+	switch mode {
+	case "", resourcev1.DeviceAllocationModeExactCount:
+		switch {
+		case count == 0:
+			a.count = 1
+		case count < 0:
+			bad(ReasonInvalidParameters, "", fmt.Sprintf("count %d is not positive", count))
+		case count > resourcev1.AllocationResultsMaxSize:
+			bad(ReasonTooManyDevices, "", fmt.Sprintf("count %d is more than a claim can hold (%d)", count, resourcev1.AllocationResultsMaxSize))
+		default:
+			a.count = int(count)
+		}
+	case resourcev1.DeviceAllocationModeAll:
+		a.all = true
+	default:
+		bad(ReasonInvalidParameters, "", fmt.Sprintf("unknown allocationMode %q", mode))
+	}
+	for j, s := range sels {
+		if s.CEL == nil {
+			bad(ReasonInvalidParameters, "", fmt.Sprintf("selectors[%d] has no CEL expression (unknown selector type)", j))
+			continue
+		}
+		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("selectors[%d]: %v", j, err))
+			continue
+		}
+		a.sel = append(a.sel, s.CEL.Expression)
+	}
+	if className == "" {
+		bad(ReasonInvalidParameters, "", "no deviceClassName")
+		return reasons
+	}
+	a.class = class(className)
+	if a.class == nil {
+		bad(ReasonClassNotFound, "", fmt.Sprintf("device class %q not found", className))
+		return reasons
+	}
+	for j, s := range a.class.Spec.Selectors {
+		if s.CEL == nil {
+			bad(ReasonInvalidParameters, "", fmt.Sprintf("device class %s: selectors[%d] has no CEL expression (unknown selector type)", className, j))
+			continue
+		}
+		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("device class %s: selectors[%d]: %v", className, j, err))
+			continue
+		}
+		a.classSel = append(a.classSel, s.CEL.Expression)
+	}
+	return reasons
+}
+
+// nodeReasons checks the claims that are already allocated against the
+// node: their nodeSelector must match it.
+func (r *V1Request) nodeReasons(node *corev1.Node) []Reason {
+	var out []Reason
+	for i, c := range r.claims {
+		if r.pending[i] {
+			continue
+		}
+		alloc := c.Claim.Status.Allocation
+		if alloc == nil || alloc.NodeSelector == nil {
+			continue
+		}
+		sel, _ := invConvertNodeSelector(alloc.NodeSelector)
+		name, labels := "", map[string]string(nil)
+		if node != nil {
+			name, labels = node.Name, node.Labels
+		}
+		if !sel.Matches(name, labels) {
+			out = append(out, newReason(ReasonClaimAllocatedElsewhere, r.keys[i], "", nil, "",
+				"is allocated and not available on this node"))
+		}
+	}
+	return out
+}
