@@ -114,6 +114,12 @@ var rules = []rule{{
 	why:    "the metrics read no files: collectors are given what they report",
 	dirs:   []string{"internal/node/metrics"},
 	forbid: filesystem,
+}, {
+	name: "upstream-dra-test-only",
+	why: "k8s.io/dynamic-resource-allocation (Kubernetes' allocator, for the differential test test/dradiff) and k8s.io/apiserver, " +
+		"which it pulls in, are test-only dependencies",
+	dirs:   []string{"api/...", "bench/...", "cmd/...", "examples/...", "internal/...", "pkg/...", "test/..."},
+	forbid: []string{"k8s.io/dynamic-resource-allocation", "k8s.io/dynamic-resource-allocation/", "k8s.io/apiserver", "k8s.io/apiserver/"},
 }}
 
 // docRule is the rule every package follows: a doc comment, in a non-test
