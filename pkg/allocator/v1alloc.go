@@ -147,8 +147,10 @@ type V1Result struct {
 // before it tries other devices for an earlier one); this takes the
 // lexicographically first feasible combination. A selector that fails to
 // evaluate fails the claim on the node (a Reason, where upstream returns
-// an error) whenever it fails on a device of the node that is not in use,
-// while upstream fails only if its first-fit walk reaches that device. A
+// an error) whenever it fails on a device of the node that is not in use
+// (for a subrequest: when no earlier subrequest of it fits), while
+// upstream fails only if its first-fit walk, in its pool order, reaches
+// that device. A
 // device picked with admin access in one claim of the pod stays available
 // to the pod's other claims (upstream blocks it for the claims after
 // that one) and consumes no counters (upstream counts them). An All

@@ -157,6 +157,21 @@ func TestAllocateV1(t *testing.T) {
 			clause: `device.attributes["gpu.example.com"].missing == 1`,
 		},
 		{
+			name:   "a subrequest whose selector fails to evaluate is not reached",
+			slices: []*resourcev1.ResourceSlice{gpus("node-a", 2)},
+			claims: v1tClaims(v1tClaim("c", v1tFirst("gpu", v1tSub("one", "gpu", 1),
+				v1tSub("bad", "gpu", 1, `device.attributes["gpu.example.com"].missing == 1`)))),
+			want: [][]string{{"gpu/one=node-a/gpu-0"}},
+		},
+		{
+			name:   "a subrequest whose selector fails to evaluate is reached",
+			slices: []*resourcev1.ResourceSlice{gpus("node-a", 2)},
+			claims: v1tClaims(v1tClaim("c", v1tFirst("gpu", v1tSub("three", "gpu", 3),
+				v1tSub("bad", "gpu", 1, `device.attributes["gpu.example.com"].missing == 1`)))),
+			code:   ReasonSelectorError,
+			clause: `device.attributes["gpu.example.com"].missing == 1`,
+		},
+		{
 			name:     "a selector that does not compile",
 			slices:   []*resourcev1.ResourceSlice{gpus("node-a", 2)},
 			claims:   v1tClaims(v1tClaim("c", v1tExact("gpu", "gpu", 1, `device.attributes[`))),

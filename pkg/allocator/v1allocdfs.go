@@ -602,6 +602,38 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 // fixed and the later ones open, and the first that has a solution
 // becomes the new witness.
 func (p *v1prob) solve(ctx context.Context) (*v1search, error) {
+	s, err := p.solveCombination(ctx)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	// A subrequest whose selector failed to evaluate is tried by
+	// upstream when no earlier subrequest fits: its error then fails the
+	// claim.
+	for i := range p.sreqs {
+		for ai := range s.bestChosen[i] {
+			if p.sreqs[i].alts[ai].err != nil {
+				return nil, nil
+			}
+		}
+	}
+	return s, nil
+}
+
+// errors returns the reasons of the subrequests whose selectors failed
+// to evaluate.
+func (p *v1prob) errors() []Reason {
+	var out []Reason
+	for i := range p.sreqs {
+		for _, a := range p.sreqs[i].alts {
+			if a.err != nil {
+				out = append(out, *a.err)
+			}
+		}
+	}
+	return out
+}
+
+func (p *v1prob) solveCombination(ctx context.Context) (*v1search, error) {
 	fixed := p.openFixed()
 	for i := range p.sreqs {
 		if !slices.ContainsFunc(p.sreqs[i].alts, func(a v1salt) bool { return a.ok }) {

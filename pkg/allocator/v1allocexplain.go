@@ -16,6 +16,9 @@ import (
 // device goes to one request, partitions of a seed device exclude each
 // other, a claim holds at most 32 devices).
 func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
+	if errs := p.errors(); len(errs) > 0 {
+		return errs, nil
+	}
 	var out []Reason
 	for i := range p.sreqs {
 		sr := &p.sreqs[i]
@@ -66,12 +69,12 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 					return nil, err
 				}
 				if !fits && !unknown {
-					out = append(out, p.consReason(k, "no devices of the requests satisfy it"))
+					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.clause))
 				}
 			}
 			if len(out) == 0 {
 				for k := range p.cons {
-					out = append(out, p.consReason(k, "no devices of the requests satisfy it together with the claim's other constraints"))
+					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.clause+" together with the claim's other constraints"))
 				}
 			}
 			return out, nil
@@ -84,7 +87,7 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 		}
 		if fits {
 			clause, detail := p.tightestCounter()
-			return p.perClaim(ReasonCounters, clause, "the shared counters of the matching devices do not leave room for all requests: "+detail), nil
+			return p.perClaim(ReasonCounters, clause, "the shared counters of the matching devices cannot hold all requests at once (the tightest: "+detail+")"), nil
 		}
 	}
 	return p.perClaim(ReasonNoCombination, "",
@@ -147,18 +150,19 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		driver = st.driver
 	}
 	reason := func(code ReasonCode, clause, detail string) Reason {
+		if len(p.unusable) > 0 && code != ReasonPoolIncomplete {
+			// Upstream says so too ("invalid resource pools were
+			// encountered"): the pool may be what is missing.
+			pool := &p.inv.pools[p.unusable[0]]
+			detail += fmt.Sprintf("; pool %s/%s reaches this node but cannot be used: %s%s", pool.Driver, pool.Name, pool.Incomplete, pool.Invalid)
+		}
 		return newReason(code, key, driver, []string{a.a.name}, clause, detail)
 	}
 	if a.a.all && st.allCode != "" {
 		return reason(st.allCode, st.allClause, st.allDetail)
 	}
 	if st.devices == 0 {
-		detail := "no device is available on this node"
-		if len(p.unusable) > 0 {
-			pool := &p.inv.pools[p.unusable[0]]
-			detail += fmt.Sprintf(" (pool %s/%s reaches it, but cannot be used: %s%s)", pool.Driver, pool.Name, pool.Incomplete, pool.Invalid)
-		}
-		return reason(ReasonNoMatch, "", detail)
+		return reason(ReasonNoMatch, "", "no device is available on this node")
 	}
 	inUseMatching := 0
 	if st.inUse > 0 {
@@ -197,20 +201,20 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 	// Blame what alone stands between the request and enough devices.
 	switch {
 	case st.tainted > 0 && st.tainted == st.matched && inUseMatching == 0:
-		return reason(ReasonTainted, st.taint, fmt.Sprintf("all %d matching devices have taints the request does not tolerate, such as %s", st.tainted, st.taint))
+		return reason(ReasonTainted, st.taint, fmt.Sprintf("every matching device (%d) has taints the request does not tolerate, such as %s", st.tainted, st.taint))
 	case st.counters > 0 && have+st.counters >= want:
 		l := p.firstCounterBlocked(a)
-		return reason(ReasonCounters, p.counterClause(l), fmt.Sprintf("needs %d devices, %d are available; the shared counters of %d more matching devices are used up",
-			want, have, st.counters))
+		return reason(ReasonCounters, p.counterClause(l), fmt.Sprintf("needs %s, %d available; the shared counters of %s are used up (%s)",
+			v1n(want, "device"), have, v1n(st.counters, "more matching device"), p.counterClause(l)))
 	case inUseMatching > 0 && have+inUseMatching >= want:
-		return reason(ReasonInUse, "", fmt.Sprintf("needs %d devices, %d are available; %d more matching devices are in use or locked by partitions in use",
-			want, have, inUseMatching))
+		return reason(ReasonInUse, "", fmt.Sprintf("needs %s, %d available; %s in use or locked by partitions in use",
+			v1n(want, "device"), have, v1n(inUseMatching, "more matching device")))
 	case st.tainted > 0 && have+st.tainted >= want:
-		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %d devices, %d are available; %d more matching devices have taints the request does not tolerate, such as %s",
-			want, have, st.tainted, st.taint))
+		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %s, %d available; %s with taints the request does not tolerate, such as %s",
+			v1n(want, "device"), have, v1n(st.tainted, "more matching device"), st.taint))
 	}
-	return reason(ReasonNotEnough, "", fmt.Sprintf("needs %d devices, %d of %d matching are available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters)",
-		want, have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters))
+	return reason(ReasonNotEnough, "", fmt.Sprintf("needs %s, %d of %d matching available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters)",
+		v1n(want, "device"), have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters))
 }
 
 // firstCounterBlocked returns a matching device whose counters do not fit.
@@ -280,4 +284,12 @@ func v1Amount(v int64, c *v1ctr) string {
 	q := resource.NewScaledQuantity(v, c.scale)
 	q.Format = c.format
 	return q.String()
+}
+
+// v1n is "1 device", "2 devices".
+func v1n(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -71,6 +71,7 @@ type v1salt struct {
 	a     *v1alt
 	cands []int32 // ExactCount: the candidates; All: the devices, every one needed
 	ok    bool    // not impossible on its own
+	err   *Reason // a selector failed to evaluate on a device
 	kind  int     // bit in v1prob.kinds, -1 beyond 64
 	cons  []int   // the constraints (v1prob.cons) that cover it
 	stats v1altStats
@@ -173,8 +174,13 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 					}
 				}
 				if reason, failed := p.candidates(r.keys[ci], a); failed {
-					reasons = append(reasons, reason)
-					break
+					// A subrequest's selector error counts only if the
+					// search gets to that subrequest (see solve).
+					a.ok, a.cands, a.err = false, nil, &reason
+					if !req.first {
+						reasons = append(reasons, reason)
+					}
+					continue
 				}
 				if a.kind >= 0 {
 					for _, l := range a.cands {
