@@ -65,16 +65,17 @@ type V1Pool struct {
 func (p *V1Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
 
 // ReachesNode reports whether the pool matters on the node: it is local to
-// it, or some device is available on it, or it has shared counters
-// (upstream's GatherPools: "Always include slices with SharedCounters since
-// they are needed to use a pool regardless of their node selector"). An
-// allocation mode All request on the node fails when such a pool is not
-// Usable.
+// it, or some device is available on it. An allocation mode All request
+// on the node fails when such a pool is not Usable. Shared counters alone
+// do not make a pool reach a node: upstream gathers counter slices
+// wherever a device of their pool is used, but a pool whose devices are
+// all for other nodes is not what an All request on this node asks for
+// (the differential test against upstream pins this).
 func (p *V1Pool) ReachesNode(node *corev1.Node) bool {
 	if node == nil {
 		return false
 	}
-	if (p.Node != "" && p.Node == node.Name) || len(p.Counters) > 0 {
+	if p.Node != "" && p.Node == node.Name {
 		return true
 	}
 	for i := range p.Devices {

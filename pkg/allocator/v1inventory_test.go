@@ -769,9 +769,9 @@ func TestV1PoolDeviceAvailableOn(t *testing.T) {
 	if got, want := reach(node("n1")), []string{"everywhere", "mixed", "n1"}; !slices.Equal(got, want) {
 		t.Errorf("pools reaching n1 = %q, want %q", got, want)
 	}
-	counterOnly := V1Pool{Counters: map[string]map[string]resource.Quantity{"s": {}}}
-	if !counterOnly.ReachesNode(node("any")) {
-		t.Errorf("a pool with shared counters does not reach every node")
+	counterOnly := V1Pool{Node: "n1", Counters: map[string]map[string]resource.Quantity{"s": {}}}
+	if counterOnly.ReachesNode(node("n2")) || !counterOnly.ReachesNode(node("n1")) {
+		t.Errorf("a node-local pool with shared counters reaches another node, or not its own")
 	}
 }
 
