@@ -867,3 +867,39 @@ func TestAllocateV1Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateV1NothingFitsIsFast: infeasible requests on 64 devices that
+// pass every single-request bound are decided in few steps: identical
+// devices are tried once per class, and requests that cannot share
+// devices are bounded together.
+func TestAllocateV1NothingFitsIsFast(t *testing.T) {
+	var devs []resourcev1.Device
+	for i := range 64 {
+		devs = append(devs, v1tDev(fmt.Sprintf("gpu-%02d", i), v1tStr("uuid", fmt.Sprint("u", i)), v1tInt("numa", int64(i%8)), v1tInt("root", int64(i/8))))
+	}
+	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil), nil, nil)
+	for _, tc := range []struct {
+		name   string
+		claims []V1Claim
+		steps  int
+	}{
+		{"9 distinct of 8 values", v1tClaims(v1tConstrain(v1tClaim("c", v1tExact("g", "gpu", 9)), v1tDistinct(v1tGPU+"/numa"))), 300},
+		{"9 matching of 8 per value", v1tClaims(v1tConstrain(v1tClaim("c", v1tExact("g", "gpu", 9)), v1tMatch(v1tGPU+"/numa"))), 20},
+		{"three claims for 65", v1tClaims(v1tClaim("a", v1tExact("a", "gpu", 32)), v1tClaim("b", v1tExact("b", "gpu", 32)), v1tClaim("c", v1tExact("c", "gpu", 1))), 70},
+		{"three requests matching on 8", v1tClaims(v1tConstrain(v1tClaim("c", v1tExact("a", "gpu", 4), v1tExact("b", "gpu", 4), v1tExact("c", "gpu", 1)),
+			v1tMatch(v1tGPU+"/root"))), 20},
+	} {
+		req := PrepareV1(nil, tc.claims, v1tClassFunc(v1tClasses()))
+		p, rs := req.setup(st, v1tNode("node-a"))
+		if len(rs) > 0 {
+			t.Fatal(rs)
+		}
+		s := p.newSearch(context.Background(), p.openFixed(), 0)
+		if err := s.run(); err != nil || s.found || s.steps > tc.steps {
+			t.Errorf("%s: found %v after %d steps, want none within %d (%v)", tc.name, s.found, s.steps, tc.steps, err)
+		}
+		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, tc.claims...); res.Fits || len(res.Reasons) == 0 {
+			t.Errorf("%s: fits %v, reasons %v", tc.name, res.Fits, res.Reasons)
+		}
+	}
+}

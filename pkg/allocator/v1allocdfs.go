@@ -19,7 +19,7 @@ const v1BreakCost = 1 << 20
 
 // v1ExplainSteps bounds each search that explains a failure; past it the
 // explanation is the generic one.
-const v1ExplainSteps = 1 << 14
+const v1ExplainSteps = 1 << 12
 
 // v1search is one depth-first search over a v1prob: requests in p.order,
 // for each its alternative (in priority order), then its devices, best
@@ -67,6 +67,8 @@ type v1search struct {
 	gCnt     []int32 // per local group: scratch of enough
 	gCap     []int64 // per counter of a counter group: scratch of enough
 	gList    []int32
+	mark     []int32 // per device: scratch of bound
+	markN    int32
 
 	found      bool
 	done       bool
@@ -99,7 +101,7 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		pickNA: ints[:n:n], pickAny: ints[n : 2*n : 2*n], seedBlk: ints[2*n : 3*n : 3*n],
 		gPicks: ints[3*n : 3*n+ng : 3*n+ng], gStamp: ints[3*n+ng : 3*n+2*ng : 3*n+2*ng], gCnt: ints[3*n+2*ng : 3*n+3*ng : 3*n+3*ng],
 		consN: ints[3*n+3*ng:], gCap: make([]int64, p.nGroupCtr),
-		gFresh: make([]bool, ng), bans: make([]uint64, n), left: slices.Clone(p.left0), claimDev: make([][]int32, len(p.r.claims)),
+		mark: make([]int32, n), gFresh: make([]bool, ng), bans: make([]uint64, n), left: slices.Clone(p.left0), claimDev: make([][]int32, len(p.r.claims)),
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: make([]int, len(p.sreqs)), minNA: make([]int, len(p.order)+1), pend: make([]uint64, len(p.order)+1)}
 	for k := range p.cons {
@@ -261,6 +263,15 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 				return err
 			}
 			s.ban(i, c.l)
+			if c.key >= 0 {
+				// Its images too: a later candidate's subtree with one
+				// of them is an image of a subtree with c.
+				for _, d := range cands {
+					if d.key == c.key && d.l != c.l && (i >= 64 || s.bans[d.l]>>i&1 == 0) {
+						s.ban(i, d.l)
+					}
+				}
+			}
 		}
 		return nil
 	}()
@@ -355,7 +366,9 @@ func (s *v1search) untouched(i int, g int32) bool {
 
 // bound is forward checking: the current request must have enough
 // allowed candidates left, and so must every later one (for some
-// alternative it may still take).
+// alternative it may still take); and the requests without admin access,
+// which cannot share devices, must not need more devices than all of them
+// together can still take.
 func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 	if !s.enough(i, a, k) {
 		return false
@@ -373,7 +386,35 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 			return false
 		}
 	}
-	return true
+	want := s.minNA[o+1]
+	if !a.a.admin {
+		want += need(a) - k
+	}
+	if want <= 1 {
+		return true
+	}
+	s.markN++
+	have := 0
+	count := func(j int, b *v1salt) {
+		for _, l := range b.cands {
+			if s.mark[l] != s.markN && s.allowed(j, b, l) {
+				s.mark[l] = s.markN
+				have++
+			}
+		}
+	}
+	if !a.a.admin {
+		count(i, a)
+	}
+	for _, j := range s.p.order[o+1:] {
+		sr := &s.p.sreqs[j]
+		for bi := range sr.alts {
+			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.admin {
+				count(j, b)
+			}
+		}
+	}
+	return have >= want
 }
 
 // enough reports whether alternative a of request i can still get the
