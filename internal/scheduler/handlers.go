@@ -65,6 +65,12 @@ func extraInformer(f *client.Factory, res framework.EventResource) toolscache.Sh
 		return f.ResourceClaimParameters().SharedIndexInformer
 	case framework.ResourceClassParams:
 		return f.ResourceClassParameters().SharedIndexInformer
+	case framework.ResourceClaimV1:
+		return f.ResourceClaimsV1().SharedIndexInformer
+	case framework.DeviceClass:
+		return f.DeviceClasses().SharedIndexInformer
+	case framework.ResourceSlice:
+		return f.ResourceSlices().SharedIndexInformer
 	}
 	return nil
 }

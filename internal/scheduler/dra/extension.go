@@ -20,10 +20,12 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // Config is what the extension needs from the scheduler.
@@ -91,6 +93,15 @@ type Listers struct {
 	Contexts        client.Lister[*resourcev1alpha2.PodSchedulingContext]
 }
 
+// V1Listers are the resource.k8s.io/v1 listers the extension reads, and
+// the namespaces (whose label allows admin access to devices).
+type V1Listers struct {
+	Claims     client.Lister[*resourcev1.ResourceClaim]
+	Slices     client.Lister[*resourcev1.ResourceSlice]
+	Classes    client.Lister[*resourcev1.DeviceClass]
+	Namespaces client.Lister[*corev1.Namespace]
+}
+
 // ClaimIndexers must be on the indexer behind Listers.Claims.
 var ClaimIndexers = toolscache.Indexers{generatedIndex: generatedKeys}
 
@@ -128,7 +139,7 @@ func (e *Extension) PreEnqueue(pod *corev1.Pod) bool {
 	}
 	var generated func(types.UID, string) bool
 	if e.src != nil {
-		generated = e.src.generatedFor
+		generated = e.src.generatedForAny
 	}
 	return dynamicresources.ClaimsNamed(pod, generated)
 }
@@ -139,10 +150,14 @@ func (e *Extension) BeforeEvent(ev framework.ClusterEvent, obj any) {
 	if e.src == nil {
 		return
 	}
-	if ev.Resource != framework.ResourceClaim {
-		obj = nil
+	switch ev.Resource {
+	case framework.ResourceClaim:
+		e.src.touch(obj)
+	case framework.ResourceClaimV1:
+		e.src.touchV1(obj)
+	default:
+		e.src.touch(nil)
 	}
-	e.src.touch(obj)
 }
 
 // AfterEvent regates the pod a new claim was generated for: it may be
@@ -154,6 +169,12 @@ func (e *Extension) AfterEvent(ev framework.ClusterEvent, obj any) {
 	if c, ok := obj.(*resourcev1alpha2.ResourceClaim); ok {
 		if uid, _, ok := resourcev1alpha2.GeneratedFor(c); ok {
 			e.queue.Regate(uid)
+		}
+	}
+	if c, ok := obj.(*resourcev1.ResourceClaim); ok {
+		if k := dynamicresources.V1GeneratedKey(c); k != "" {
+			uid, _, _ := strings.Cut(k, "/")
+			e.queue.Regate(types.UID(uid))
 		}
 	}
 }
@@ -232,7 +253,7 @@ func (e *Extension) NeedsCycle(pod *corev1.Pod) bool {
 // pod.
 func (e *Extension) Ready(pod *corev1.Pod, snap *framework.Snapshot) bool {
 	objs, ok := snap.Extension(dynamicresources.Name).(*dynamicresources.Objects)
-	return ok && objs != nil && e.plugin.ClaimsReady(pod, objs.Claim)
+	return ok && objs != nil && e.plugin.ClaimsReady(pod, objs.ClaimAnyVersion)
 }
 
 // HoldAssigned: the claim controller asks the drivers through a
@@ -261,6 +282,11 @@ func (e *Extension) BoundMessage(state *framework.CycleState, node string) strin
 func (e *Extension) claim(ns, name string) (*resourcev1alpha2.ResourceClaim, bool) {
 	if e.src == nil {
 		return nil, false
+	}
+	if e.src.V1 != nil {
+		if c, err := e.src.V1.Claims.Get(ns, name); err == nil {
+			return resourceconv.ClaimToV1alpha2(c), true // its allocation and reservations
+		}
 	}
 	c, err := e.src.Claims.Get(ns, name)
 	return c, err == nil

@@ -15,6 +15,7 @@ import (
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // source builds the DynamicResources plugin's snapshot extension from
@@ -31,6 +32,9 @@ import (
 // claim event up to the fence has been recorded when the fence is read.
 type source struct {
 	Listers // what it reads
+	// V1 are the resource.k8s.io/v1 listers and the namespaces (for the
+	// admin-access label); nil without v1 informers (UseListers).
+	V1 *V1Listers
 
 	// building serializes objects(): an update applies its claims to the
 	// Objects the previous call built.
@@ -83,7 +87,21 @@ func newSource(f *client.Factory) (*source, error) {
 		dirty:   true,
 		changed: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
 	}
-	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts} {
+	v1claims := f.ResourceClaimsV1()
+	if err := v1claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeysV1}); err != nil {
+		return nil, fmt.Errorf("index v1 claims: %w", err)
+	}
+	v1slices, deviceClasses, namespaces := f.ResourceSlices(), f.DeviceClasses(), f.Namespaces()
+	d.V1 = &V1Listers{Claims: v1claims.Lister(), Slices: v1slices.Lister(), Classes: deviceClasses.Lister(), Namespaces: namespaces.Lister()}
+	if _, err := v1claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { d.touchV1(o) },
+		UpdateFunc: func(_, o any) { d.touchV1(o) },
+		DeleteFunc: func(o any) { d.touchV1(untomb(o)) },
+	}); err != nil {
+		return nil, fmt.Errorf("register DRA event handler: %w", err)
+	}
+	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts,
+		v1slices.SharedIndexInformer, deviceClasses.SharedIndexInformer, namespaces.SharedIndexInformer} {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { d.touch(nil) },
 			UpdateFunc: func(any, any) { d.touch(nil) },
@@ -119,6 +137,44 @@ func (d *source) touch(claim any) {
 	if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
 		d.maxRev = rv
 	}
+}
+
+// touchV1 records a v1 claim's event: everything is listed again (v1
+// claim events do not take the incremental path yet), and the fence
+// covers its resourceVersion.
+func (d *source) touchV1(claim any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirty = true
+	if m, err := meta.Accessor(claim); err == nil {
+		if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
+			d.maxRev = rv
+		}
+	}
+}
+
+// generatedFor reports whether either claim informer has a claim
+// generated for the entry of the pod with that UID.
+func (d *source) generatedForAny(podUID types.UID, entry string) bool {
+	if d.generatedFor(podUID, entry) {
+		return true
+	}
+	if d.V1 == nil {
+		return false
+	}
+	objs, err := d.V1.Claims.ByIndex(generatedIndex, dynamicresources.EntryKey(podUID, entry))
+	return err == nil && len(objs) > 0
+}
+
+func generatedKeysV1(obj any) ([]string, error) {
+	c, ok := obj.(*resourcev1.ResourceClaim)
+	if !ok {
+		return nil, nil
+	}
+	if k := dynamicresources.V1GeneratedKey(c); k != "" {
+		return []string{k}, nil
+	}
+	return nil, nil
 }
 
 // objects returns the current extension, updating it after events.
@@ -187,6 +243,9 @@ func (d *source) list(prev *dynamicresources.Objects, rev string) (*dynamicresou
 			}
 		}
 	}
+	if err == nil && d.V1 != nil {
+		err = d.listV1(&l)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list DRA objects: %w", err)
 	}
@@ -194,6 +253,33 @@ func (d *source) list(prev *dynamicresources.Objects, rev string) (*dynamicresou
 		return prev.Next(l), nil
 	}
 	return dynamicresources.NewObjects(l), nil
+}
+
+// listV1 lists the resource.k8s.io/v1 objects and the namespaces that
+// allow admin access.
+func (d *source) listV1(l *dynamicresources.Lists) error {
+	all := labels.Everything()
+	var err error
+	if l.V1Claims, err = d.V1.Claims.List(all); err != nil {
+		return err
+	}
+	if l.V1Slices, err = d.V1.Slices.List(all); err != nil {
+		return err
+	}
+	if l.DeviceClasses, err = d.V1.Classes.List(all); err != nil {
+		return err
+	}
+	nss, err := d.V1.Namespaces.List(all)
+	if err != nil {
+		return err
+	}
+	l.AdminNamespaces = map[string]bool{}
+	for _, ns := range nss {
+		if ns.Labels[resourcev1.DRAAdminNamespaceLabelKey] == "true" {
+			l.AdminNamespaces[ns.Name] = true
+		}
+	}
+	return nil
 }
 
 // contextList lists the scheduling contexts, each the newer of the

@@ -22,6 +22,11 @@ const (
 	PodSchedulingContext EventResource = "PodSchedulingContext"
 	ResourceClaimParams  EventResource = "ResourceClaimParameters"
 	ResourceClassParams  EventResource = "ResourceClassParameters"
+	// resource.k8s.io/v1 kinds. ResourceClaimV1 events are about claims
+	// stored as v1 (the v1alpha2 ResourceClaim events never show them).
+	ResourceClaimV1 EventResource = "ResourceClaim.v1"
+	DeviceClass     EventResource = "DeviceClass"
+	ResourceSlice   EventResource = "ResourceSlice"
 	// WildCard matches events about any resource.
 	WildCard EventResource = "*"
 )

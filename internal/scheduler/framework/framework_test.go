@@ -319,8 +319,8 @@ func TestEventsToRegister(t *testing.T) {
 	if len(ev["NodeResourcesFit"]) == 0 || len(ev["NodeAffinity"]) == 0 {
 		t.Fatalf("EventsToRegister = %v", ev)
 	}
-	want := []fw.EventResource{fw.AssignedPod, fw.Node, fw.NodeResourceSlice, fw.PodSchedulingContext, fw.ResourceClaim,
-		fw.ResourceClaimParams, fw.ResourceClass, fw.ResourceClassParams} // DynamicResources is a default plugin
+	want := []fw.EventResource{fw.AssignedPod, fw.DeviceClass, fw.Node, fw.NodeResourceSlice, fw.PodSchedulingContext, fw.ResourceClaim,
+		fw.ResourceClaimV1, fw.ResourceClaimParams, fw.ResourceClass, fw.ResourceClassParams, fw.ResourceSlice} // DynamicResources is a default plugin
 	if got := f.EventResources(); !slices.Equal(got, want) {
 		t.Fatalf("EventResources = %v", got)
 	}

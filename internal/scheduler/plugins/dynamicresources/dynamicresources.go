@@ -15,6 +15,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // Name is the plugin's name and the key of its snapshot extension.
@@ -44,9 +45,11 @@ const stateKey framework.StateKey = Name
 // all cycles of one scheduler; create one per scheduler (or simulation).
 type DynamicResources struct {
 	mu       sync.Mutex
-	reserved map[string]*memClaim    // by claim key
-	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
-	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
+	reserved map[string]*memClaim // by claim key
+	// reservedV1 are the in-memory resource.k8s.io/v1 claims, by key.
+	reservedV1 map[string]*memClaimV1
+	fences     map[[2]string]uint64    // (node, driver) -> revision of our last binding there
+	inflight   map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
 	derived derivedCache
 	slots   atomic.Pointer[[]atomic.Pointer[slotAnswer]] // by snapshot position; see reuseView
@@ -139,7 +142,8 @@ var (
 
 // New returns the plugin.
 func New() *DynamicResources {
-	return &DynamicResources{reserved: map[string]*memClaim{}, fences: map[[2]string]uint64{}, inflight: map[[2]string][]*ticket{}}
+	return &DynamicResources{reserved: map[string]*memClaim{}, reservedV1: map[string]*memClaimV1{},
+		fences: map[[2]string]uint64{}, inflight: map[[2]string][]*ticket{}}
 }
 
 // Name implements framework.Plugin.
@@ -163,6 +167,8 @@ type stateData struct {
 
 	reuse *reuseView // nil when answers of earlier cycles cannot be taken
 
+	v1 *v1Part // the pod's resource.k8s.io/v1 claims; nil when it has none
+
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
 	dealloc *Deallocation                     // PostFilter's choice
@@ -174,6 +180,7 @@ func (s *stateData) Clone() framework.StateData {
 	cp.results = s.results.clone()
 	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
 	cp.cp = slices.Clone(s.cp)
+	cp.v1 = s.v1.clone()
 	return &cp
 }
 
@@ -208,7 +215,8 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 			s.extra[n] = append(s.extra[n], c)
 		}
 	}
-	claims, st := s.resolveClaims(pod, overlay)
+	overlayV1 := p.overlayV1(objs, podKey(pod))
+	claims, st := s.resolveClaims(pod, overlay, overlayV1)
 	if st != nil {
 		return st
 	}
@@ -218,7 +226,17 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		s.reasons = rs
 		return podLevelStatus(rs)
 	}
-	if s.sig != "" && len(s.cp) == 0 {
+	if s.v1 != nil {
+		for _, c := range overlayV1 {
+			s.v1.extra = append(s.v1.extra, c)
+		}
+		slices.SortFunc(s.v1.extra, func(a, b *resourcev1.ResourceClaim) int { return compareStrings(claimKeyV1(a), claimKeyV1(b)) })
+		s.v1.results = make([]*allocator.V1Result, snap.Len())
+		if st := s.prepareV1(pod); st != nil {
+			return st
+		}
+	}
+	if s.sig != "" && len(s.cp) == 0 && s.v1 == nil {
 		s.reuse = p.reuseView(s, snap)
 	}
 	return s.checkControlPlane(pod)
@@ -228,7 +246,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 // classes and parameters; anything missing is a Wait. Claims allocated by
 // a driver's controller go to s.cp: their parameters are the driver's
 // business.
-func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim) ([]allocator.Claim, *framework.Status) {
+func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim, overlayV1 map[string]*resourcev1.ResourceClaim) ([]allocator.Claim, *framework.Status) {
 	var out []allocator.Claim
 	var waiting []string
 	for _, pc := range pod.Spec.ResourceClaims {
@@ -238,6 +256,20 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			continue
 		}
 		key := pod.Namespace + "/" + name
+		if base, ok := s.objects.v1ClaimByKey(key); ok {
+			// Stored as resource.k8s.io/v1 (its v1alpha2 view may be
+			// among the seed claims, counting its devices there).
+			claim := base
+			if c, ok := overlayV1[key]; ok {
+				claim = c
+			}
+			s.base[key] = base.ResourceVersion
+			if s.v1 == nil {
+				s.v1 = &v1Part{}
+			}
+			s.v1.claims = append(s.v1.claims, allocator.V1Claim{Claim: claim, AdminNamespace: s.objects.v1.admin[pod.Namespace]})
+			continue
+		}
 		claim, ok := overlay[key]
 		if !ok {
 			claim, ok = s.objects.claims.Get(key)
@@ -285,6 +317,9 @@ func claimName(pod *corev1.Pod, pc corev1.PodResourceClaim, objs *Objects) (name
 		return n, "", ""
 	}
 	if objs != nil && pc.ResourceClaimTemplateName != nil {
+		if n, ok := objs.GeneratedClaimV1(pod.UID, pc.Name); ok {
+			return n, "", ""
+		}
 		if n, ok := objs.GeneratedClaim(pod.UID, pc.Name); ok {
 			return n, "", ""
 		}
@@ -407,10 +442,19 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
 	}
 	s.reuse.remember(i, ni, s.sig, res)
-	if res.Fits {
-		return nil
+	if !res.Fits {
+		return s.results.status(res.ReasonsFor(s.req))
 	}
-	return s.results.status(res.ReasonsFor(s.req))
+	if s.v1 != nil {
+		v1res, err := s.checkV1(ctx, ni.Node(), i)
+		if err != nil {
+			return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
+		}
+		if !v1res.Fits {
+			return nodeStatus(v1res.Reasons).WithPlugin(Name)
+		}
+	}
+	return nil
 }
 
 // result is the cycle's answer on node i of the snapshot: Filter's, or
@@ -549,9 +593,23 @@ func (p *DynamicResources) ScoreAt(ctx context.Context, state *framework.CycleSt
 	if !ok || s.req == nil {
 		return 0, nil
 	}
-	res, err := s.result(ctx, ni.Node(), s.results.at(i, ni))
+	i = s.results.at(i, ni)
+	res, err := s.result(ctx, ni.Node(), i)
 	if err != nil {
 		return 0, framework.AsStatus(err)
 	}
-	return int64(min(max(res.Score, 0), 100)), nil
+	score := min(max(res.Score, 0), 100)
+	if s.v1 != nil {
+		v1res, err := s.checkV1(ctx, ni.Node(), i)
+		if err != nil {
+			return 0, framework.AsStatus(err)
+		}
+		v1score := min(max(v1res.Score, 0), 100)
+		if len(s.req.Claims()) == 0 {
+			score = v1score
+		} else {
+			score = (score + v1score) / 2
+		}
+	}
+	return int64(score), nil
 }

@@ -11,6 +11,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,13 @@ type Lists struct {
 	// (a resourceVersion): the fence of the bindings decided on them. ""
 	// when unknown (simulations).
 	Revision string
+
+	// resource.k8s.io/v1: slices, classes, the claims stored as v1, and
+	// the namespaces labelled resource.kubernetes.io/admin-access=true.
+	V1Slices        []*resourcev1.ResourceSlice
+	DeviceClasses   []*resourcev1.DeviceClass
+	V1Claims        []*resourcev1.ResourceClaim
+	AdminNamespaces map[string]bool
 }
 
 // Objects is the immutable, indexed view of Lists that the plugin reads
@@ -50,6 +58,7 @@ type Objects struct {
 	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
+	v1       *v1Objects                                   // v1 slices, classes and claims (v1.go)
 }
 
 // maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
@@ -86,7 +95,13 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 		// model is the same for the same slices.
 		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
-	o.claims = allocator.NewClaimSet(l.Claims, o.slices)
+	o.v1 = newV1Objects(l)
+	claims := l.Claims
+	if views := seedViews(l.V1Claims, o.slices); len(views) > 0 {
+		claims = append(slices.Clip(claims), views...)
+	}
+	o.claims = allocator.NewClaimSet(claims, o.slices)
+	o.v1 = o.v1.withSeedClaims(o.claims.Claims)
 	return o
 }
 
@@ -97,6 +112,7 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := *o
 	out.claims = o.claims.With(claims...)
+	out.v1 = o.v1.withSeedClaims(out.claims.Claims)
 	return &out
 }
 
@@ -111,6 +127,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	out := *o
 	out.revision = revision
 	out.claims = o.claims.Update(upd)
+	out.v1 = o.v1.withSeedClaims(out.claims.Claims)
 	return &out
 }
 

@@ -18,7 +18,7 @@ import (
 // Reserve implements framework.ReservePlugin: the pod's claims, allocated
 // on nodeName and reserved for the pod, are kept in memory so that the
 // next cycles do not hand out the same instances.
-func (p *DynamicResources) Reserve(_ context.Context, state *framework.CycleState, pod *corev1.Pod, nodeName string) *framework.Status {
+func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, nodeName string) *framework.Status {
 	s, ok := readState(state)
 	if !ok || s.req == nil {
 		return nil
@@ -33,11 +33,27 @@ func (p *DynamicResources) Reserve(_ context.Context, state *framework.CycleStat
 		return framework.AsStatus(err)
 	}
 	s.chosen, s.newly = chosen, newly
+	if s.v1 != nil {
+		i := s.results.index(nodeName)
+		node := s.results.node(i)
+		if node == nil {
+			return framework.AsStatus(fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName))
+		}
+		s.v1.chosen, s.v1.newly, err = s.boundV1(ctx, pod, node, i)
+		if err != nil {
+			return framework.AsStatus(err)
+		}
+	}
 	self := podKey(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range chosen {
 		p.reserved[claimKey(c)] = &memClaim{claim: c, pod: self}
+	}
+	if s.v1 != nil {
+		for _, c := range s.v1.chosen {
+			p.reservedV1[claimKeyV1(c)] = &memClaimV1{claim: c, pod: self}
+		}
 	}
 	for _, k := range s.fenceKeys() {
 		p.inflight[k] = append(p.inflight[k], &ticket{pod: self, done: make(chan struct{})})
@@ -57,6 +73,11 @@ func (s *stateData) fenceKeys() [][2]string {
 			if h.StructuredData != nil {
 				set[[2]string{h.StructuredData.NodeName, h.DriverName}] = true
 			}
+		}
+	}
+	if s.v1 != nil && len(s.v1.chosen) > 0 {
+		for _, k := range s.fenceKeysV1(s.v1.node) {
+			set[k] = true
 		}
 	}
 	keys := make([][2]string, 0, len(set))
@@ -173,6 +194,13 @@ func (p *DynamicResources) Unreserve(_ context.Context, state *framework.CycleSt
 			delete(p.reserved, claimKey(c))
 		}
 	}
+	if s.v1 != nil {
+		for _, c := range s.v1.chosen {
+			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
+				delete(p.reservedV1, claimKeyV1(c))
+			}
+		}
+	}
 	p.release(s, self)
 }
 
@@ -195,6 +223,19 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 			bc.Allocation = &runtime.RawExtension{Raw: raw}
 		}
 		b.ResourceClaims = append(b.ResourceClaims, bc)
+	}
+	if s.v1 != nil {
+		for i, c := range s.v1.chosen {
+			bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKeyV1(c)]}
+			if s.v1.newly[i] {
+				raw, err := json.Marshal(c.Status.Allocation)
+				if err != nil {
+					return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKeyV1(c), err))
+				}
+				bc.Allocation = &runtime.RawExtension{Raw: raw}
+			}
+			b.ResourceClaims = append(b.ResourceClaims, bc)
+		}
 	}
 	keys := s.fenceKeys()
 	if err := p.awaitEarlier(ctx, keys, podKey(pod)); err != nil {
@@ -238,6 +279,16 @@ func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleSta
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.release(s, self)
+	for _, k := range s.fenceKeysV1(s.v1Node()) {
+		p.fences[k] = max(p.fences[k], rev)
+	}
+	if s.v1 != nil {
+		for _, c := range s.v1.chosen {
+			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
+				m.bindRev = max(rev, 1)
+			}
+		}
+	}
 	for i, c := range s.chosen {
 		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
 			m.bindRev = max(rev, 1)
@@ -313,6 +364,9 @@ func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClassParams, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
 		{Event: framework.ClusterEvent{Resource: framework.PodSchedulingContext, ActionType: framework.All}, Hint: contextHint},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimV1, ActionType: framework.All}, Hint: claimHintV1},
+		{Event: framework.ClusterEvent{Resource: framework.ResourceSlice, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.DeviceClass, ActionType: addUpdate}},
 	}
 }
 

@@ -1,0 +1,440 @@
+package dynamicresources
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
+)
+
+// resource.k8s.io/v1 claims go through the same plugin as the seeds'
+// v1alpha2 claims: PreFilter splits a pod's claims by the version they
+// are stored in, Filter and Score judge both parts on the node (the v1
+// part with allocator.AllocateV1 over one device inventory: v1
+// ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
+// both in memory, and the binding carries both, fenced per (node,
+// driver) alike. A v1 claim allocated on a seed slice's devices counts on
+// the seed side as its v1alpha2 view (resourceconv), so neither API hands
+// out a device the other one did.
+
+// v1Objects are the v1 part of Objects. The inventory is shared by the
+// Objects of one listing; the base state, which counts the seed claims
+// too, belongs to one Objects (WithClaimUpdates changes those claims).
+type v1Objects struct {
+	*v1Shared
+	st *v1StateHolder
+}
+
+type v1Shared struct {
+	slices    []*resourcev1.ResourceSlice
+	seed      []*resourceapi.NodeResourceSlice
+	classes   map[string]*resourcev1.DeviceClass
+	claims    map[string]*resourcev1.ResourceClaim // namespace/name
+	generated map[string]string                    // podUID/entry -> claim name
+	admin     map[string]bool                      // namespaces allowing admin access
+
+	once  sync.Once
+	inv   *allocator.V1Inventory
+	local map[[2]string]bool // (driver, pool) -> the pool's devices are on one node
+}
+
+type v1StateHolder struct {
+	once       sync.Once
+	state      *allocator.V1State
+	seedClaims func() []*resourceapi.ResourceClaim
+}
+
+func newV1Objects(l Lists) *v1Objects {
+	v := &v1Shared{slices: l.V1Slices, seed: l.Slices, classes: map[string]*resourcev1.DeviceClass{},
+		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
+	for _, c := range l.DeviceClasses {
+		v.classes[c.Name] = c
+	}
+	for _, c := range l.V1Claims {
+		v.claims[c.Namespace+"/"+c.Name] = c
+		if k := generatedKeyV1(c); k != "" {
+			v.generated[k] = c.Name
+		}
+	}
+	return &v1Objects{v1Shared: v, st: &v1StateHolder{}}
+}
+
+// withSeedClaims is v with a base state to be built from these seed
+// claims.
+func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClaim) *v1Objects {
+	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{seedClaims: seedClaims}}
+}
+
+func (v *v1Shared) inventory() *allocator.V1Inventory {
+	v.once.Do(func() {
+		v.inv = allocator.NewV1Inventory(v.slices, v.seed)
+		v.local = map[[2]string]bool{}
+		for _, p := range v.inv.Pools() {
+			v.local[[2]string{p.Driver, p.Name}] = p.Node != ""
+		}
+	})
+	return v.inv
+}
+
+func (v *v1Objects) baseState() *allocator.V1State {
+	h := v.st
+	h.once.Do(func() {
+		inv := v.inventory()
+		var seed []*resourceapi.ResourceClaim
+		if h.seedClaims != nil {
+			for _, c := range h.seedClaims() {
+				if !resourceapi.IsView(c) {
+					seed = append(seed, c)
+				}
+			}
+		}
+		all := make([]*resourcev1.ResourceClaim, 0, len(v.claims))
+		for _, c := range v.claims {
+			all = append(all, c)
+		}
+		slices.SortFunc(all, func(a, b *resourcev1.ResourceClaim) int {
+			return compareStrings(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		})
+		h.state = allocator.NewV1State(inv, all, seed)
+	})
+	return h.state
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// generatedKeyV1 is allocator.GeneratedKey for a v1 claim.
+func generatedKeyV1(c *resourcev1.ResourceClaim) string {
+	if c.DeletionTimestamp != nil {
+		return ""
+	}
+	entry, ok := c.Annotations[resourceapi.PodClaimNameAnnotation]
+	ref := controllerOf(c.OwnerReferences)
+	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID == "" {
+		return ""
+	}
+	return allocator.EntryKey(ref.UID, entry)
+}
+
+// V1GeneratedKey is generatedKeyV1, for the scheduler's v1 claim informer.
+func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(c) }
+
+// seedViews are the v1alpha2 views of the v1 claims allocated devices of
+// seed slices (a pool named after a node with seed slices of the
+// driver), holding only those devices: the seed side's node states count
+// them as used.
+func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		var keep []resourcev1.DeviceRequestAllocationResult
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue // admin access does not use the device up
+			}
+			if slices.ContainsFunc(seed[r.Pool], func(s *resourceapi.NodeResourceSlice) bool { return s.Spec.DriverName == r.Driver }) {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) == 0 {
+			continue
+		}
+		cp := c.DeepCopy()
+		cp.Status.Allocation.Devices.Results = keep
+		out = append(out, resourceconv.ClaimToV1alpha2(cp))
+	}
+	return out
+}
+
+// V1Claim returns the v1 claim namespace/name.
+func (o *Objects) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
+	if o.v1 == nil {
+		return nil, false
+	}
+	c, ok := o.v1.claims[namespace+"/"+name]
+	return c, ok
+}
+
+// ClaimAnyVersion returns a claim of either version, a v1 claim as its
+// v1alpha2 view (its allocation and reservations).
+func (o *Objects) ClaimAnyVersion(namespace, name string) (*resourceapi.ResourceClaim, bool) {
+	if c, ok := o.V1Claim(namespace, name); ok {
+		return resourceconv.ClaimToV1alpha2(c), true
+	}
+	c, ok := o.Claim(namespace, name)
+	if ok && resourceapi.IsView(c) {
+		return nil, false
+	}
+	return c, ok
+}
+
+// memClaimV1 is memClaim for a v1 claim.
+type memClaimV1 struct {
+	claim   *resourcev1.ResourceClaim
+	pod     string
+	bindRev uint64
+}
+
+// v1Part is the v1 side of one cycle's state.
+type v1Part struct {
+	claims  []allocator.V1Claim
+	req     *allocator.V1Request
+	extra   []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
+	results []*allocator.V1Result       // by snapshot position
+	mu      sync.Mutex
+	chosen  []*resourcev1.ResourceClaim
+	newly   []bool
+	node    string // Reserve's
+}
+
+// v1Node is the node Reserve chose for the v1 claims ("" without).
+func (s *stateData) v1Node() string {
+	if s.v1 == nil {
+		return ""
+	}
+	return s.v1.node
+}
+
+// overlayV1 returns the in-memory v1 claims of other pods in flight,
+// dropping those the objects show at or after their binding.
+func (p *DynamicResources) overlayV1(objs *Objects, self string) map[string]*resourcev1.ResourceClaim {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]*resourcev1.ResourceClaim{}
+	for k, m := range p.reservedV1 {
+		cur, ok := objs.v1ClaimByKey(k)
+		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
+			delete(p.reservedV1, k)
+			continue
+		}
+		if m.pod != self {
+			out[k] = m.claim
+		}
+	}
+	return out
+}
+
+func (o *Objects) v1ClaimByKey(key string) (*resourcev1.ResourceClaim, bool) {
+	if o.v1 == nil {
+		return nil, false
+	}
+	c, ok := o.v1.claims[key]
+	return c, ok
+}
+
+// prepareV1 resolves the v1 claims PreFilter found: their classes must
+// exist (else Wait).
+func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
+	v := s.v1
+	if v == nil || len(v.claims) == 0 {
+		return nil
+	}
+	var waiting []string
+	for _, c := range v.claims {
+		for _, class := range deviceClassesOf(c.Claim) {
+			if _, ok := s.objects.v1.classes[class]; !ok {
+				waiting = append(waiting, s.wait(allocator.ReasonClassNotFound, claimKeyV1(c.Claim),
+					fmt.Sprintf("device class %s of claim %s", class, claimKeyV1(c.Claim))))
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		return framework.NewStatus(framework.Wait, waiting...)
+	}
+	v.req = allocator.PrepareV1(pod, v.claims, func(name string) *resourcev1.DeviceClass { return s.objects.v1.classes[name] })
+	if rs := v.req.Unresolvable(); len(rs) > 0 {
+		s.reasons = append(s.reasons, rs...)
+		return podLevelStatus(rs)
+	}
+	return nil
+}
+
+func deviceClassesOf(c *resourcev1.ResourceClaim) []string {
+	var out []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, r := range c.Spec.Devices.Requests {
+		if r.Exactly != nil {
+			add(r.Exactly.DeviceClassName)
+		}
+		for _, sub := range r.FirstAvailable {
+			add(sub.DeviceClassName)
+		}
+	}
+	return out
+}
+
+func claimKeyV1(c *resourcev1.ResourceClaim) string { return c.Namespace + "/" + c.Name }
+
+// checkV1 judges the pod's v1 claims on node i, once per cycle.
+func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*allocator.V1Result, error) {
+	v := s.v1
+	v.mu.Lock()
+	if i >= 0 && i < len(v.results) && v.results[i] != nil {
+		r := v.results[i]
+		v.mu.Unlock()
+		return r, nil
+	}
+	v.mu.Unlock()
+	st := s.objects.v1.baseState()
+	if len(v.extra) > 0 {
+		st = st.WithAllocated(v.extra...)
+	}
+	res, err := allocator.AllocateV1(ctx, v.req, st, node)
+	if err != nil {
+		return nil, err
+	}
+	if i >= 0 && i < len(v.results) {
+		v.mu.Lock()
+		v.results[i] = res
+		v.mu.Unlock()
+	}
+	return res, nil
+}
+
+// boundV1 returns the v1 claims as the binding to node will leave them.
+func (s *stateData) boundV1(ctx context.Context, pod *corev1.Pod, node *corev1.Node, i int) ([]*resourcev1.ResourceClaim, []bool, error) {
+	v := s.v1
+	res, err := s.checkV1(ctx, node, i)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !res.Fits {
+		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the v1 claims do not fit", Name, node.Name)
+	}
+	v.node = node.Name
+	var out []*resourcev1.ResourceClaim
+	var newly []bool
+	for j, c := range v.claims {
+		claim := c.Claim.DeepCopy()
+		var a *resourcev1.AllocationResult
+		if j < len(res.Allocations) {
+			a = res.Allocations[j]
+		}
+		if a != nil {
+			claim.Status.Allocation = a
+			if !slices.Contains(claim.Finalizers, resourceapi.DeleteProtectionFinalizer) {
+				claim.Finalizers = append(claim.Finalizers, resourceapi.DeleteProtectionFinalizer)
+			}
+		}
+		if !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == pod.UID }) {
+			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{
+				Resource: "pods", Name: pod.Name, UID: pod.UID})
+		}
+		out = append(out, claim)
+		newly = append(newly, a != nil)
+	}
+	return out, newly, nil
+}
+
+// fenceKeysV1 are the fences of the pod's new v1 allocations: (node,
+// driver) for each driver, and the driver's shared fence for devices not
+// local to one node.
+func (s *stateData) fenceKeysV1(node string) [][2]string {
+	v := s.v1
+	if v == nil {
+		return nil
+	}
+	var out [][2]string
+	for i, c := range v.chosen {
+		if !v.newly[i] {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			k := [2]string{node, r.Driver}
+			if !s.objects.v1.local[[2]string{r.Driver, r.Pool}] {
+				k[0] = SharedFenceNode
+			}
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+			if k[0] == SharedFenceNode && !slices.Contains(out, [2]string{node, r.Driver}) {
+				out = append(out, [2]string{node, r.Driver})
+			}
+		}
+	}
+	return out
+}
+
+// SharedFenceNode is the node name of the fences of devices that are not
+// local to one node (internal/apiserver.SharedFenceNode).
+const SharedFenceNode = "_shared"
+
+// controllerOf returns the controlling owner reference, or nil.
+func controllerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range refs {
+		if refs[i].Controller != nil && *refs[i].Controller {
+			return &refs[i]
+		}
+	}
+	return nil
+}
+
+// GeneratedClaimV1 returns the name of the v1 claim generated for the
+// entry of the pod with that UID, if there is one.
+func (o *Objects) GeneratedClaimV1(podUID types.UID, entry string) (string, bool) {
+	if o.v1 == nil {
+		return "", false
+	}
+	n, ok := o.v1.generated[allocator.EntryKey(podUID, entry)]
+	return n, ok
+}
+
+// clone copies the part for a cloned cycle state.
+func (v *v1Part) clone() *v1Part {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, results: slices.Clone(v.results),
+		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
+}
+
+// node is the node at position i of the cycle's snapshot, nil when i is
+// not one.
+func (r *nodeResults) node(i int) *corev1.Node {
+	nodes := r.snap.Nodes()
+	if i < 0 || i >= len(nodes) {
+		return nil
+	}
+	return nodes[i].Node()
+}
+
+// claimHintV1 is claimHint for v1 claims, judged by their v1alpha2 views
+// (the same metadata, and an allocation exactly when the claim has one).
+func claimHintV1(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
+	view := func(o any) any {
+		if c, ok := o.(*resourcev1.ResourceClaim); ok && c != nil {
+			return resourceconv.ClaimToV1alpha2(c)
+		}
+		return nil
+	}
+	oldV, newV := view(oldObj), view(newObj)
+	if oldV == nil && newV == nil {
+		return framework.Queue
+	}
+	return claimHint(pod, oldV, newV)
+}
