@@ -234,24 +234,10 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	}
 	cands := s.ordered(o, i, a)
 	cstart, bstart := len(s.cbuf)-len(cands), len(s.banned)
-	var tried [8]int64
-	nTried := 0
 	err := func() error {
 		for _, c := range cands {
 			if i < 64 && s.bans[c.l]>>i&1 != 0 {
 				continue
-			}
-			if c.key >= 0 {
-				if slices.Contains(tried[:nTried], c.key) {
-					// An image of a device tried already: its subtree is
-					// an image of that one's.
-					s.ban(i, c.l)
-					continue
-				}
-				if nTried < len(tried) {
-					tried[nTried] = c.key
-					nTried++
-				}
 			}
 			if s.found && s.cost+c.cost+rest >= s.bestCost {
 				continue
@@ -263,11 +249,12 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 				return err
 			}
 			s.ban(i, c.l)
-			if c.key >= 0 {
-				// Its images too: a later candidate's subtree with one
-				// of them is an image of a subtree with c.
+			if c.key >= 0 && i < 64 {
+				// Its images too: their subtrees are images of c's, and
+				// a later candidate's subtree with one of them is an
+				// image of a subtree with c.
 				for _, d := range cands {
-					if d.key == c.key && d.l != c.l && (i >= 64 || s.bans[d.l]>>i&1 == 0) {
+					if d.key == c.key && s.bans[d.l]>>i&1 == 0 {
 						s.ban(i, d.l)
 					}
 				}
