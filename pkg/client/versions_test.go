@@ -49,14 +49,18 @@ func TestClaimInformersOfBothVersions(t *testing.T) {
 	names := func(objs []string) string { slices.Sort(objs); return strings.Join(objs, ",") }
 	var got []string
 	for _, o := range old.GetStore().List() {
-		got = append(got, o.(*resourcev1alpha2.ResourceClaim).Name)
+		if c := o.(*resourcev1alpha2.ResourceClaim); c.Namespace == ns { // other tests' claims are elsewhere
+			got = append(got, c.Name)
+		}
 	}
 	if names(got) != "seed" {
 		t.Errorf("v1alpha2 informer holds %v, want only seed", got)
 	}
 	got = nil
 	for _, o := range cur.GetStore().List() {
-		got = append(got, o.(*resourcev1.ResourceClaim).Name)
+		if c := o.(*resourcev1.ResourceClaim); c.Namespace == ns {
+			got = append(got, c.Name)
+		}
 	}
 	if names(got) != "v1" {
 		t.Errorf("v1 informer holds %v, want only v1", got)

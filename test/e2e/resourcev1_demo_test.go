@@ -263,6 +263,10 @@ spec:
 		if a := d.jsonpath(t, "{.status.allocation}", "resourceclaim", "whole-card", "-n", "demo"); a != "" {
 			t.Errorf("whole-card allocated %s while a half is in use", a)
 		}
+		// allot explain names the counter that blocks.
+		if out := d.allot(t, "explain", "pod", "whole-user", "-n", "demo"); !strings.Contains(out, "memory-slices") {
+			t.Errorf("allot explain does not name the counter:\n%s", out)
+		}
 	})
 
 	t.Run("admin access", func(t *testing.T) {

@@ -27,9 +27,15 @@ var driverCases = map[string]authCase{
 	"node moves its slice to other node": {attrs: req(node1, "update", resourceSlices).cluster().object(makeResourceSlice("n2", "gpu.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com"))},
 
 	// v1 claims: a driver owns those allocated a device of its own.
-	"status of v1 claim with own device":    {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com")), allowed: true},
-	"status of v1 claim of other driver":    {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("fpga.example.com")).object(v1ClaimOf("fpga.example.com")), reason: "allocated a device of driver"},
-	"status of unallocated v1 claim":        {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("")).object(v1ClaimOf(""))},
+	"status of v1 claim with own device": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com")), allowed: true},
+	"status of v1 claim of other driver": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("fpga.example.com")).object(v1ClaimOf("fpga.example.com")), reason: "allocated a device of driver"},
+	"status of unallocated v1 claim":     {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("")).object(v1ClaimOf(""))},
+	"own device status of v1 claim": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).
+		object(withDeviceStatus(v1ClaimOf("gpu.example.com"), "gpu.example.com")), allowed: true},
+	"other driver's device status of v1 claim": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).
+		object(withDeviceStatus(v1ClaimOf("gpu.example.com"), "nic.example.com")), reason: "only change status.devices entries"},
+	"reservations of v1 claim": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).
+		object(withReservation(v1ClaimOf("gpu.example.com"))), reason: "not its allocation, reservations"},
 	"finalizer of v1 claim with own device": {attrs: req(gpuDrv, "update", claimRes).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com", "f")), allowed: true},
 
 	// Claims.

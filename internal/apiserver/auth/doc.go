@@ -68,7 +68,10 @@
 //     ResourceClassParameters whose generatedFrom.apiGroup belongs to it
 //     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot);
 //     writes v1 ResourceSlices whose spec.driver is NAME and that belong to
-//     one node (spec.nodeName set), before and after the write.
+//     one node (spec.nodeName set), before and after the write; of
+//     resource.k8s.io/v1 claims allocated a device of driver NAME, writes
+//     the finalizers and the status.devices entries of its own driver,
+//     nothing else of their status.
 //
 // DeviceClasses, DeviceTaintRules and v1 ResourceSlices for several nodes
 // (nodeSelector, allNodes, perDeviceNodeSelection) are admins' to write.

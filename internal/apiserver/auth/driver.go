@@ -8,6 +8,7 @@ import (
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -65,15 +66,48 @@ func driverClaim(a Attributes, lk Lookup) Decision {
 // allocation names a device of the driver: v1 has no class-to-driver
 // link, so a driver owns the claims it was allocated devices in.
 func driverV1Claim(a Attributes, claim *resourcev1.ResourceClaim) Decision {
+	own := false
 	if claim.Status.Allocation != nil {
 		for _, r := range claim.Status.Allocation.Devices.Results {
 			if r.Driver == a.User.Name {
-				return allow("%s may write %s of claims allocated devices of its own", a.User, a.resourceString())
+				own = true
 			}
 		}
 	}
-	return deny("%s may only write resource.k8s.io/v1 resourceclaims allocated a device of driver %q; claim %s/%s has none",
-		a.User, a.User.Name, a.Namespace, a.Name)
+	if !own {
+		return deny("%s may only write resource.k8s.io/v1 resourceclaims allocated a device of driver %q; claim %s/%s has none",
+			a.User, a.User.Name, a.Namespace, a.Name)
+	}
+	if a.Subresource == "status" {
+		updated, ok := a.Object.(*resourcev1.ResourceClaim)
+		if !ok {
+			return deny("%s: read new resourceclaim: %v", a.User, errNoObject)
+		}
+		if d := ownDeviceStatusOnly(a, claim, updated); !d.Allowed {
+			return d
+		}
+	}
+	return allow("%s may write %s of claims allocated devices of its own", a.User, a.resourceString())
+}
+
+// ownDeviceStatusOnly allows a driver's status write of a v1 claim that
+// changes nothing but the status.devices entries of its own driver: the
+// allocation and reservations are the scheduler's and the claim
+// controller's, other drivers' device status theirs.
+func ownDeviceStatusOnly(a Attributes, old, updated *resourcev1.ResourceClaim) Decision {
+	others := func(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaimStatus {
+		st := c.Status.DeepCopy()
+		st.Devices = slices.DeleteFunc(st.Devices, func(d resourcev1.AllocatedDeviceStatus) bool { return d.Driver == a.User.Name })
+		if len(st.Devices) == 0 {
+			st.Devices = nil
+		}
+		return st
+	}
+	if !equality.Semantic.DeepEqual(others(old), others(updated)) {
+		return deny("%s may only change status.devices entries of driver %q in resourceclaim %s/%s, not its allocation, reservations or other drivers' devices",
+			a.User, a.User.Name, a.Namespace, a.Name)
+	}
+	return Decision{Allowed: true}
 }
 
 // driverSchedulingContext allows a status update of a PodSchedulingContext

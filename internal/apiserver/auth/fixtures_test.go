@@ -181,6 +181,16 @@ func v1ClaimOf(driver string, finalizers ...string) *resourcev1.ResourceClaim {
 	return c
 }
 
+func withDeviceStatus(c *resourcev1.ResourceClaim, driver string) *resourcev1.ResourceClaim {
+	c.Status.Devices = append(c.Status.Devices, resourcev1.AllocatedDeviceStatus{Driver: driver, Pool: "n1", Device: "d0"})
+	return c
+}
+
+func withReservation(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaim {
+	c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: "p", UID: "u"})
+	return c
+}
+
 func makeNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
 )
@@ -25,7 +27,9 @@ func List(ctx context.Context, c *client.Client, timeout time.Duration) (*dynami
 			if err == nil {
 				l.Revision = list.ResourceVersion
 				for i := range list.Items {
-					l.Claims = append(l.Claims, &list.Items[i])
+					if !resourcev1alpha2.IsView(&list.Items[i]) { // v1 claims come from their own list
+						l.Claims = append(l.Claims, &list.Items[i])
+					}
 				}
 			}
 			return err
@@ -70,6 +74,52 @@ func List(ctx context.Context, c *client.Client, timeout time.Duration) (*dynami
 			}
 			return nil
 		}},
+		{"resource.k8s.io/v1 claims", func(ctx context.Context) error {
+			list, err := c.ResourceClaimsV1("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				if !resourcev1alpha2.IsView(&list.Items[i]) {
+					l.V1Claims = append(l.V1Claims, &list.Items[i])
+				}
+			}
+			l.Revision = maxRV(l.Revision, list.ResourceVersion)
+			return nil
+		}},
+		{"resource slices", func(ctx context.Context) error {
+			list, err := c.ResourceSlices().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.V1Slices = append(l.V1Slices, &list.Items[i])
+			}
+			return nil
+		}},
+		{"device classes", func(ctx context.Context) error {
+			list, err := c.DeviceClasses().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.DeviceClasses = append(l.DeviceClasses, &list.Items[i])
+			}
+			return nil
+		}},
+		{"namespaces", func(ctx context.Context) error {
+			list, err := c.Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			l.AdminNamespaces = map[string]bool{}
+			for _, ns := range list.Items {
+				if ns.Labels[resourcev1.DRAAdminNamespaceLabelKey] == "true" {
+					l.AdminNamespaces[ns.Name] = true
+				}
+			}
+			return nil
+		}},
 		{"pod scheduling contexts", func(ctx context.Context) error {
 			list, err := c.PodSchedulingContexts("").List(ctx, metav1.ListOptions{})
 			if err != nil {
@@ -90,4 +140,12 @@ func List(ctx context.Context, c *client.Client, timeout time.Duration) (*dynami
 		}
 	}
 	return dynamicresources.NewObjects(l), nil
+}
+
+// maxRV is the larger of two resourceVersions.
+func maxRV(a, b string) string {
+	if parseRV(b) > parseRV(a) {
+		return b
+	}
+	return a
 }
