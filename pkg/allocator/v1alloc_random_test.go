@@ -156,7 +156,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 		var seed []*resourceapi.NodeResourceSlice
 		var seedUse []*resourceapi.ResourceClaim
 		if withSeed {
-			seed = []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1)}
+			seed = []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1+rng.IntN(2))}
 			if rng.IntN(2) == 0 {
 				seedUse = append(seedUse, allocatedClaim("s", "node-a", "gpu", []string{"gpu-0/quarter/quarter-1", "gpu-0/half/half-1"}[rng.IntN(2)]))
 			}

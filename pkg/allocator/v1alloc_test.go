@@ -903,3 +903,31 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocateV1SeedPartitionsDecidedQuickly: on 8 projected seed GPUs
+// (whole, halves or quarters), 5 halves lock three GPUs to halves and
+// leave room for 20 quarters: 20 fit, 21 are refused in few steps
+// (identical untouched instances and sibling leaves are tried once).
+func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
+	st := NewV1State(NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 8)}), nil, nil)
+	for _, tc := range []struct {
+		quarters int64
+		fits     bool
+	}{{20, true}, {21, false}} {
+		claims := v1tClaims(v1tClaim("c",
+			v1tExact("h", "seed", 5, `device.capacity["gpu"].memory.compareTo(quantity("16Gi")) == 0`),
+			v1tExact("q", "seed", tc.quarters, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`)))
+		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
+		p, rs := req.setup(st, v1tNode("node-a"))
+		if len(rs) > 0 {
+			t.Fatal(rs)
+		}
+		s := p.newSearch(context.Background(), p.openFixed(), 0)
+		if err := s.run(); err != nil || s.found != tc.fits || s.steps > 500 {
+			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, s.found, s.steps, err)
+		}
+		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, claims...); res.Fits != tc.fits {
+			t.Errorf("%d quarters: fits %v %v", tc.quarters, res.Fits, res.Reasons)
+		}
+	}
+}

@@ -315,16 +315,17 @@ func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
 }
 
 // symmetryKey returns a key that two candidates of one slot share when
-// swapping them (and, for consumers of counter sets that nothing has
-// touched yet, swapping their sets) maps the state onto itself: then the
-// subtree of one is an image of the other's. -1 when there is none.
+// swapping them (and, for members of counter sets or seed roots that
+// nothing has touched yet, swapping their sets or roots) maps the state
+// onto itself: then the subtree of one is an image of the other's. -1
+// when there is none.
 func (s *v1search) symmetryKey(i int, l int32) int64 {
 	ms := s.p.msig[l]
 	if ms < 0 || s.pickAny[l] != 0 {
 		return -1
 	}
 	gs := s.p.devGroups[l]
-	if len(gs) == 0 || s.p.lgroups[gs[0]].seed {
+	if len(gs) == 0 || len(s.p.lgroups[gs[0]].members) == 1 && s.p.lgroups[gs[0]].seed {
 		return int64(ms) // independent
 	}
 	g := gs[0]

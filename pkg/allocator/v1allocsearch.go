@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -226,7 +227,7 @@ type v1lgroup struct {
 	// fresh0: nothing of the group is in use; the first pick from a fresh
 	// group of several devices breaks up a whole physical device.
 	fresh0 bool
-	sig    int32 // counter groups: the class of the set (members, counters) for symmetry, else -1
+	sig    int32 // the class of the set (members, counters) or seed root (leaves), for symmetry, else -1
 	// ctrs are a counter group's counters (local), at ctrOff in the
 	// search's per-counter scratch.
 	ctrs   []int32
@@ -235,8 +236,9 @@ type v1lgroup struct {
 
 // buildGroups finds the groups of the node's devices and the symmetry
 // signatures: msig of a device that can be swapped with another of equal
-// msig (independent devices, or consumers of exactly one counter set),
-// and the class of each counter set. kinds is the number of
+// msig (independent devices, consumers of exactly one counter set, leaves
+// of one partition group of a seed instance), and the class of each
+// counter set and seed root. kinds is the number of
 // alternatives; beyond 64 there is no symmetry (kinds are a 64-bit mask).
 func (p *v1prob) buildGroups(kinds int) {
 	inv := p.inv
@@ -309,16 +311,28 @@ func (p *v1prob) buildGroups(kinds int) {
 	for l, x := range p.devs {
 		p.msig[l] = -1
 		gs := p.devGroups[l]
+		in := inv.devs[x].d.SeedInstance
 		switch {
 		case kinds > 64:
 			continue
 		case len(gs) == 0:
-		case len(gs) == 1 && p.lgroups[gs[0]].seed && len(inv.groups[inv.devs[x].groups[0]]) == 1:
 		case len(gs) == 1 && !p.lgroups[gs[0]].seed:
+		case len(gs) == 1 && len(inv.groups[inv.devs[x].groups[0]]) == 1:
+			in = "" // a seed root without partitions: independent
+		case len(gs) == 1:
+			// A leaf of a partitioned seed instance: its class includes
+			// the partition group it is in (its ID without the root and
+			// the leaf name); siblings of one class are interchangeable.
 		default:
 			continue
 		}
-		key = strconv.AppendUint(key[:0], p.kinds[l], 16)
+		key = key[:0]
+		if in != "" {
+			_, rel, _ := strings.Cut(in, "/")
+			parent, _, _ := cutLast(rel)
+			key = append(append(key, parent...), 0)
+		}
+		key = strconv.AppendUint(key, p.kinds[l], 16)
 		key = append(key, byte('0'+b2i(p.inUse[l])), byte('0'+b2i(p.seedLock[l])), byte('0'+b2i(p.free0[l])))
 		for k := range p.cons {
 			key = append(key, p.cons[k].vals[x]...)
@@ -352,6 +366,39 @@ func (p *v1prob) buildGroups(kinds int) {
 		}
 		lg.ctrOff = int32(p.nGroupCtr)
 		p.nGroupCtr += len(lg.ctrs)
+	}
+	// A seed root's class: its leaves, by their path under the root, and
+	// their classes.
+	type leaf struct {
+		rel  string
+		msig int32
+	}
+	var leaves []leaf
+	for j := range p.lgroups {
+		lg := &p.lgroups[j]
+		if !lg.seed || len(lg.members) < 2 {
+			continue
+		}
+		leaves = leaves[:0]
+		for _, m := range lg.members {
+			if p.msig[m] < 0 {
+				leaves = nil
+				break
+			}
+			_, rel, _ := strings.Cut(inv.devs[p.devs[m]].d.SeedInstance, "/")
+			leaves = append(leaves, leaf{rel, p.msig[m]})
+		}
+		if leaves == nil {
+			continue
+		}
+		slices.SortFunc(leaves, func(a, b leaf) int { return strings.Compare(a.rel, b.rel) })
+		key = append(key[:0], 'S')
+		for _, lf := range leaves {
+			key = append(append(key, lf.rel...), 0)
+			key = strconv.AppendInt(key, int64(lf.msig), 10)
+			key = append(key, 0)
+		}
+		lg.sig = intern(key)
 	}
 	// A counter set's class: its members' msigs and its counters.
 	var msBuf, ctrBuf []int32
