@@ -115,18 +115,22 @@ type V1Result struct {
 // requires it with pairwise different values. Claims already allocated
 // are not allocated again; their nodeSelector must match the node.
 //
-// Best fit: among the devices that satisfy all of that, the search
-// prefers, device by device, the candidate that makes the fewest free
-// devices of the node unavailable (itself, plus the devices whose shared
-// counters it exhausts or whose partitions it excludes: so it packs
-// partitions into devices already split, takes small partitions before
-// whole devices, and leaves unused seed instances whole), then the one
-// the fewest later requests of the pod could use, then pool and device
-// order; after the first solution it spends v1ImproveSteps more steps on
-// branch and bound for a solution that loses fewer free devices. The
-// search is complete (backtracking with forward checking, interchangeable
-// devices tried once): if any allocation exists it finds one, unless the
-// deadline comes first.
+// Best fit: a solution costs, per device taken without admin access,
+// first the fresh physical devices it breaks up (the first device taken
+// from a shared counter set, or from a partitioned seed instance, of
+// which nothing is in use), then the free devices of the node it makes
+// unavailable (itself, plus those whose shared counters it exhausts or
+// whose partitions it excludes). The search tries, device by device, the
+// cheapest candidate first, then the one the fewest later requests of the
+// pod could use, then pool and device order; after the first solution it
+// spends v1ImproveSteps more steps on branch and bound for a cheaper one.
+// So it keeps whole devices whole, packs partitions into devices already
+// split, takes small partitions before big ones, and takes devices
+// without partitions before breaking up one that has them. The search is
+// complete (backtracking with forward checking, devices chosen as sets,
+// interchangeable devices and untouched identical counter sets or seed
+// instances tried once): if any allocation exists it finds one, unless
+// the deadline comes first.
 //
 // Results: one DeviceRequestAllocationResult per device, in request order
 // and, within a request, in pool and device order, with the request name
