@@ -16,6 +16,7 @@ import (
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/storage"
+	"allot.dev/allot/pkg/allocator"
 )
 
 // builtinKinds lists every kind served without a CRD.
@@ -94,9 +95,31 @@ func finishBuiltin(k *kind) {
 		stampTaints(obj)
 		validation.Default(obj)
 	}
-	k.validate = func(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
-	k.validateUpd = func(obj, old runtime.Object) field.ErrorList { return validation.ValidateUpdate(obj, old) }
+	k.validate = func(obj runtime.Object) field.ErrorList { return append(validation.Validate(obj), seedNameCollisions(obj)...) }
+	k.validateUpd = func(obj, old runtime.Object) field.ErrorList {
+		return append(validation.ValidateUpdate(obj, old), seedNameCollisions(obj)...)
+	}
 	k.validateStat = func(obj, old runtime.Object) field.ErrorList { return validation.ValidateStatusUpdate(obj, old) }
+}
+
+// seedNameCollisions refuses a NodeResourceSlice two of whose leaves
+// would be one resource.k8s.io/v1 device (instance IDs "a/b" and "a--b"
+// both name device a--b): the one device inventory could not tell them
+// apart. Leaves whose v1 name is merely not a DNS label (too long, dots)
+// are allowed: they are offered to v1alpha2 claims only (see
+// allocator.SeedDevices).
+func seedNameCollisions(obj runtime.Object) field.ErrorList {
+	s, ok := obj.(*resourcev1alpha2.NodeResourceSlice)
+	if !ok {
+		return nil
+	}
+	var out field.ErrorList
+	for _, e := range allocator.ValidateSeedDeviceNames(s) {
+		if e.Type == field.ErrorTypeDuplicate {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // preparePod starts a new pod Pending (the client's status was dropped).

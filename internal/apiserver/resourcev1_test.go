@@ -16,6 +16,8 @@ import (
 	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
 
 // v1Client is a typed resource.k8s.io/v1 client of the test server as the
@@ -257,4 +259,23 @@ func TestResourceV1Discovery(t *testing.T) {
 	if err := json.Unmarshal(r.body, &tbl); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A NodeResourceSlice whose leaves would be one v1 device is refused,
+// naming the instance; a leaf whose v1 name is too long is stored (it is
+// offered to v1alpha2 claims only).
+func TestSeedSliceDeviceNameCollision(t *testing.T) {
+	slice := func(name string, leaves ...resourcev1alpha2.ResourceInstance) *resourcev1alpha2.NodeResourceSlice {
+		return &resourcev1alpha2.NodeResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourcev1alpha2.NodeResourceSliceSpec{NodeName: "n-collide", DriverName: "gpu.example.com",
+				NodeResourceModel: resourcev1alpha2.NodeResourceModel{Partitionable: &resourcev1alpha2.PartitionableResources{ResourceInstances: leaves}}}}
+	}
+	parted := resourcev1alpha2.ResourceInstance{Name: "a", Partitions: []resourcev1alpha2.ResourceInstanceGroup{{Name: "b",
+		ResourceInstances: []resourcev1alpha2.ResourceInstance{{Name: "c"}}}}}
+	clash := resourcev1alpha2.ResourceInstance{Name: "a--b--c"}
+	expect(t, admin(t, "POST", "/apis/resource.k8s.io/v1alpha2/noderesourceslices", slice("collide", parted, clash)), 422,
+		"spec.partitionable.resourceInstances[1].name", `\"a--b--c\"`)
+	long := resourcev1alpha2.ResourceInstance{Name: strings.Repeat("x", 40), Partitions: []resourcev1alpha2.ResourceInstanceGroup{{Name: strings.Repeat("y", 30),
+		ResourceInstances: []resourcev1alpha2.ResourceInstance{{Name: "z"}}}}}
+	expect(t, admin(t, "POST", "/apis/resource.k8s.io/v1alpha2/noderesourceslices", slice("long-names", long)), 201)
 }
