@@ -20,7 +20,9 @@ func wantsMetadata(r *http.Request) bool {
 func metadataJSON(k *kind, items []listed, rev, cont string, list bool) ([]byte, error) {
 	out := make([]metav1.PartialObjectMetadata, 0, len(items))
 	for _, it := range items {
-		obj, err := decodeStored(k, it.value, it.rev)
+		// Metadata is the same in both versions of a kind with a sibling:
+		// decode in the stored version, without building the view.
+		obj, sk, err := decodeNative(k, it.value, it.rev)
 		if err != nil {
 			return nil, err
 		}
@@ -28,9 +30,13 @@ func metadataJSON(k *kind, items []listed, rev, cont string, list bool) ([]byte,
 		if err != nil {
 			return nil, err
 		}
+		om := objectMetaOf(acc)
+		if sk != k {
+			markView(om, sk)
+		}
 		out = append(out, metav1.PartialObjectMetadata{
 			TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
-			ObjectMeta: *objectMetaOf(acc),
+			ObjectMeta: *om,
 		})
 	}
 	if !list {

@@ -34,6 +34,7 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 			}
 			fs := sk.fieldSet(obj)
 			siblingFields(sk, obj, fs)
+			fs[StoredVersionField] = sk.gvk.GroupVersion().String()
 			return storage.Decoded{Labels: labelsOf(obj), Fields: fs}, nil
 		}
 		obj, err := decodeStored(k, value, 0)

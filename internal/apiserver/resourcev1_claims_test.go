@@ -111,6 +111,13 @@ func TestClaimsOfBothVersionsAreOneSet(t *testing.T) {
 		view.Annotations[resourcev1alpha2.StoredVersionAnnotation] != "resource.k8s.io/v1" || view.UID != back.UID {
 		t.Fatalf("v1alpha2 view of the v1 claim: %+v", view)
 	}
+	// Informers select the claims stored in their version by the field
+	// resource.allot.dev/stored-version: the others are never converted.
+	r = admin(t, "GET", path2(ns, "resourceclaims")+"?fieldSelector=resource.allot.dev%2Fstored-version%3Dresource.k8s.io%2Fv1", nil)
+	expect(t, r, 200, `"v1-gpu"`)
+	if strings.Contains(string(r.body), `"old-gpu"`) {
+		t.Fatalf("stored-version=v1 selected the v1alpha2 claim: %s", r.body)
+	}
 	// The field selector of v1alpha2 clients still selects v1alpha2 claims.
 	r = admin(t, "GET", path2(ns, "resourceclaims")+"?fieldSelector=spec.resourceClassName%3Dgpu", nil)
 	expect(t, r, 200, `"old-gpu"`)

@@ -13,6 +13,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -74,6 +75,23 @@ func (k *kind) storedKind(stored []byte) *kind {
 	}
 	return k
 }
+
+// markView adds the view annotation naming sk's version to metadata of an
+// object stored as sk and read through its sibling.
+func markView(m *metav1.ObjectMeta, sk *kind) {
+	ann := make(map[string]string, len(m.Annotations)+1)
+	for k, v := range m.Annotations {
+		ann[k] = v
+	}
+	ann[resourcev1alpha2.StoredVersionAnnotation] = sk.gvk.GroupVersion().String()
+	m.Annotations = ann
+}
+
+// StoredVersionField is the selectable field of claims and claim
+// templates that holds the apiVersion an object is stored as. Informers
+// of one version select on it, so that the other version's objects (their
+// views) are never decoded, converted or sent to them.
+const StoredVersionField = resourcev1alpha2.StoredVersionAnnotation
 
 // decodeNative decodes a stored object in its own version, whichever of k
 // and its sibling that is.

@@ -47,6 +47,20 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 		}
 	}
 	skip := skipsViews(r.gvr)
+	if skip {
+		// The server leaves the other version's objects out: they are
+		// never converted or sent. The filters below stay as a guard.
+		own := StoredVersionField + "=" + r.gvr.GroupVersion().String()
+		user := apply
+		apply = func(o *metav1.ListOptions) {
+			user(o)
+			if o.FieldSelector == "" {
+				o.FieldSelector = own
+			} else {
+				o.FieldSelector += "," + own
+			}
+		}
+	}
 	return &ListWatch{ListWatch: cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			apply(&o)
@@ -66,6 +80,11 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 		},
 	}}
 }
+
+// StoredVersionField is the field selector key of claims and claim
+// templates that holds the apiVersion they are stored as (the API
+// server's; the same name as resourcev1alpha2.StoredVersionAnnotation).
+const StoredVersionField = resourcev1alpha2.StoredVersionAnnotation
 
 // skipsViews reports whether informers of the resource leave out views:
 // claims and templates read through the other resource.k8s.io version
