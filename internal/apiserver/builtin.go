@@ -95,7 +95,9 @@ func finishBuiltin(k *kind) {
 		stampTaints(obj)
 		validation.Default(obj)
 	}
-	k.validate = func(obj runtime.Object) field.ErrorList { return append(validation.Validate(obj), seedNameCollisions(obj)...) }
+	k.validate = func(obj runtime.Object) field.ErrorList {
+		return append(validation.Validate(obj), seedNameCollisions(obj)...)
+	}
 	k.validateUpd = func(obj, old runtime.Object) field.ErrorList {
 		return append(validation.ValidateUpdate(obj, old), seedNameCollisions(obj)...)
 	}
