@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -37,25 +38,15 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 			return s.bindClaimV1(ctx, pod, node, bc, path)
 		}
 	}
-	if !named {
-		// A claim generated for one of the pod's template entries, whose
-		// name the claim controller has not recorded in the pod's status
-		// yet: the binding records it.
-		entry := unrecordedEntry(pod, old)
-		if entry == "" {
-			return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
-		}
-		name := old.Name
-		pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &name})
+	var claimObj runtime.Object
+	if old != nil {
+		claimObj = old
 	}
-	rev, _ := revisionOf(old)
-	if bc.ResourceVersion != "" && bc.ResourceVersion != old.ResourceVersion {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim changed since resourceVersion %s", bc.ResourceVersion))
+	rev, err := claimBindingPrologue(gr, pod, claimObj, named, bc, path)
+	if err != nil {
+		return storage.Op{}, nil, err
 	}
 	claim := old.DeepCopy()
-	if claim.DeletionTimestamp != nil {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s is being deleted", bc.Name))
-	}
 	var structured [][2]string
 	if bc.Allocation != nil && len(bc.Allocation.Raw) > 0 {
 		if claim.Status.Allocation != nil {
@@ -93,29 +84,36 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 	return storage.Update(ck.storageKey(claim.Namespace, claim.Name), data, rev), structured, nil
 }
 
-// unrecordedEntry returns the template entry of the pod that claim was
-// generated for (resourcev1alpha2.GeneratedFor), when the pod's status
-// records no claim for that entry; "" otherwise.
-func unrecordedEntry(pod *corev1.Pod, claim *resourcev1alpha2.ResourceClaim) string {
-	if claim == nil {
-		return ""
-	}
-	uid, entry, ok := resourcev1alpha2.GeneratedFor(claim)
-	if !ok || uid != pod.UID {
-		return ""
-	}
-	for _, pc := range pod.Spec.ResourceClaims {
-		if pc.Name != entry || pc.ResourceClaimTemplateName == nil {
-			continue
+// claimBindingPrologue checks a claim of either version for a binding:
+// the pod uses it, or it is the claim generated for one of the pod's
+// template entries whose name the claim controller has not recorded in
+// the pod's status yet (the binding records it); it has not changed since
+// the binding's resourceVersion and is not being deleted. claim is nil
+// when it does not exist. It returns the claim's revision.
+func claimBindingPrologue(gr schema.GroupResource, pod *corev1.Pod, claim runtime.Object, named bool, bc corev1.BindingResourceClaim, path *field.Path) (int64, error) {
+	if !named {
+		entry := ""
+		if claim != nil {
+			entry = unrecordedEntryOf(pod, claim)
 		}
-		for _, st := range pod.Status.ResourceClaimStatuses {
-			if st.Name == entry {
-				return "" // recorded, for another claim
-			}
+		if entry == "" {
+			return 0, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
 		}
-		return entry
+		name := bc.Name
+		pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &name})
 	}
-	return ""
+	acc, err := meta.Accessor(claim)
+	if err != nil {
+		return 0, apierrors.NewInternalError(err)
+	}
+	rev, _ := revisionOf(claim)
+	if bc.ResourceVersion != "" && bc.ResourceVersion != acc.GetResourceVersion() {
+		return 0, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim changed since resourceVersion %s", bc.ResourceVersion))
+	}
+	if acc.GetDeletionTimestamp() != nil {
+		return 0, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s is being deleted", bc.Name))
+	}
+	return rev, nil
 }
 
 // readClaimForBinding reads a claim of a binding: from the watch cache

@@ -41,22 +41,11 @@ func (s *Server) bindClaimV1(ctx context.Context, pod *corev1.Pod, node *corev1.
 	if !ok || resourcev1alpha2.IsView(old) {
 		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s changed version during the binding", bc.Name))
 	}
-	if !podUsesClaim(pod, bc.Name) {
-		entry := unrecordedEntryOf(pod, old)
-		if entry == "" {
-			return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: pod %s does not use claim %q", path.Child("name"), pod.Name, bc.Name))
-		}
-		name := old.Name
-		pod.Status.ResourceClaimStatuses = append(pod.Status.ResourceClaimStatuses, corev1.PodResourceClaimStatus{Name: entry, ResourceClaimName: &name})
-	}
-	rev, _ := revisionOf(old)
-	if bc.ResourceVersion != "" && bc.ResourceVersion != old.ResourceVersion {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim changed since resourceVersion %s", bc.ResourceVersion))
+	rev, err := claimBindingPrologue(gr, pod, old, podUsesClaim(pod, bc.Name), bc, path)
+	if err != nil {
+		return storage.Op{}, nil, err
 	}
 	claim := old.DeepCopy()
-	if claim.DeletionTimestamp != nil {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s is being deleted", bc.Name))
-	}
 	var fenced [][2]string
 	if bc.Allocation != nil && len(bc.Allocation.Raw) > 0 {
 		if claim.Status.Allocation != nil {
