@@ -99,6 +99,20 @@ spec:
 	return b.String()
 }
 
+// splitDemo splits demoSlices into the DeviceClasses and the
+// ResourceSlices.
+func splitDemo(all string) (classes, slices string) {
+	var c, sl []string
+	for _, doc := range strings.Split(all, "---\n") {
+		if strings.Contains(doc, "kind: DeviceClass") {
+			c = append(c, doc)
+		} else {
+			sl = append(sl, doc)
+		}
+	}
+	return strings.Join(c, "---\n"), strings.Join(sl, "---\n")
+}
+
 // demoClaim is a v1 claim of the demo class in namespace demo.
 func demoClaim(name, devices string) string {
 	return fmt.Sprintf("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: %s, namespace: demo}\nspec:\n  devices:\n%s", name, devices)
@@ -161,7 +175,19 @@ func TestResourceV1DemoShapes(t *testing.T) {
 	t.Parallel()
 	d := newDRACluster(t, "demo-node", draModel, nil, nil)
 	node := d.nodeName
-	d.applyYAML(t, namespace("demo")+"---\n"+demoSlices(node))
+	// The driver publishes its slices with its own token, as its kubelet
+	// plugin would; the classes and the namespace are an admin's.
+	classes, slices := splitDemo(demoSlices(node))
+	d.applyYAML(t, namespace("demo")+"---\n"+classes)
+	driver := strings.TrimSpace(d.allot(t, "token", "create", "--data-dir", d.dataDir, "--role", "driver", "--name", demoDriver))
+	f := filepath.Join(t.TempDir(), "slices.yaml")
+	if err := os.WriteFile(f, []byte(slices), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitAccepted(t, d.cluster, "--token", driver, "get", "resourceslices", "-o", "name")
+	requireLines(t, "the driver publishes its slices", d.kubectl(t, "--token", driver, "apply", "-f", f),
+		"resourceslice.resource.k8s.io/"+node+"-gpus created", "resourceslice.resource.k8s.io/"+node+"-card-counters created",
+		"resourceslice.resource.k8s.io/"+node+"-card-devices created")
 
 	t.Run("one GPU per pod from a template", func(t *testing.T) {
 		d.applyYAML(t, `apiVersion: resource.k8s.io/v1
