@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// demoDriver publishes resource.k8s.io/v1 slices in this test (applied as
-// an admin, as its kubelet plugin would with the node's token). No plugin
-// of it runs on the node: these tests check what allot's scheduler
-// allocates; pods wait at the node for the driver.
+// demoDriver publishes resource.k8s.io/v1 slices in this test, with its
+// driver token as its kubelet plugin would. No plugin of it runs on the
+// node: these tests check what allot's scheduler allocates; pods wait at
+// the node for the driver.
 const demoDriver = "gpu.demo.example.com"
 
 // demoSlices are the upstream example driver's shapes on node: eight GPUs
