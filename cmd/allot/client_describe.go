@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,15 +31,21 @@ var describers = map[schema.GroupKind]describer{
 	{Kind: "Pod"}:  describePod,
 	{Kind: "Node"}: describeNode,
 	{Group: "resource.k8s.io", Kind: "ResourceClaim"}: describeClaimAnyVersion,
+	{Group: "resource.k8s.io", Kind: "ResourceSlice"}: describeResourceSlice,
+	{Group: "resource.k8s.io", Kind: "DeviceClass"}:   describeDeviceClass,
 }
 
-// describeClaimAnyVersion describes v1alpha2 claims field by field and
-// resource.k8s.io/v1 claims generically.
+// describeClaimAnyVersion describes claims of either version field by
+// field: v1alpha2 ones with describeClaim, resource.k8s.io/v1 ones with
+// describeClaimV1, and others generically.
 func describeClaimAnyVersion(w *describeWriter, u *unstructured.Unstructured) error {
-	if u.GetAPIVersion() != resourcev1alpha2.SchemeGroupVersion.String() {
-		return describeGeneric(w, u)
+	switch u.GetAPIVersion() {
+	case resourcev1alpha2.SchemeGroupVersion.String():
+		return describeClaim(w, u)
+	case resourcev1.SchemeGroupVersion.String():
+		return describeClaimV1(w, u)
 	}
-	return describeClaim(w, u)
+	return describeGeneric(w, u)
 }
 
 func newDescribeCommand() *cobra.Command {
