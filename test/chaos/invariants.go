@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -26,42 +29,146 @@ const (
 	RuleRunningUnreserved = "running pod's claim not allocated and reserved for it"
 	RuleUnusedAllocation  = "allocated claim without a consumer"
 	RuleOrphanClaim       = "claim outliving its pod"
+	RuleFinalizerLeft     = "deallocated claim keeping the delete-protection finalizer"
 	RulePodLost           = "pod lost"
 	RuleStuckPending      = "pod stuck Pending or Running while nothing finishes"
 	RuleStuckTerminating  = "pod stuck Terminating"
 	RuleUnbalancedDriver  = "claim prepared and never unprepared"
+	RuleNeverPrepared     = "claims of a version never prepared by a driver"
 	RuleCDISpecLeft       = "CDI spec left behind"
 )
 
-// heldInstance is one allocated instance of a claim.
-type heldInstance struct {
-	node, driver, id string
-	claim            string // namespace/name
+// Claims are a namespace's claims as stored: the v1alpha2 claims and the
+// resource.k8s.io/v1 claims, each listed through its own version. Both
+// versions are one set of objects, and a List through one version also
+// returns views of the other version's claims; views are left out here
+// (StoredClaims drops them when listing, the checks skip any left).
+type Claims struct {
+	V1alpha2 []resourcev1alpha2.ResourceClaim
+	V1       []resourcev1.ResourceClaim
 }
 
-// CheckNoDoubleAllocation reports instances that two allocated claims
-// hold on one node and driver: the same instance, an instance and its
-// ancestor, or instances in two partition groups of one instance.
-// Instance IDs are paths, instance/group/instance/...: "gpu-1" and
-// "gpu-1/halves/half-0" overlap (ancestor), "gpu-1/halves/half-0" and
-// "gpu-1/quarters/q-0" overlap (two groups of gpu-1), "gpu-1/halves/half-0"
-// and "gpu-1/halves/half-1" do not (siblings in one group).
-func CheckNoDoubleAllocation(claims []resourcev1alpha2.ResourceClaim) []Violation {
-	byPool := map[string][]heldInstance{}
-	for i := range claims {
-		c := &claims[i]
-		if c.Status.Allocation == nil {
+// Len is the number of stored claims of both versions.
+func (cs Claims) Len() int { return len(cs.stored()) }
+
+// claimVersion names a claim's stored version in details: v1alpha2 claims
+// read as they did before v1 ("claim"), v1 ones are marked.
+const (
+	versionV1alpha2 = "claim"
+	versionV1       = "v1 claim"
+)
+
+// claim is one stored claim of either version, as the checks see it.
+type claim struct {
+	id        string // namespace/name
+	uid       types.UID
+	version   string // versionV1alpha2 or versionV1
+	meta      *metav1.ObjectMeta
+	allocated bool
+	immediate bool // v1alpha2 AllocationModeImmediate: stays allocated without consumers
+	devices   []heldDevice
+	reserved  []types.UID
+}
+
+// heldDevice is one allocated device of a claim, named as a v1 device:
+// driver, pool (a seed slice's node name) and device (a seed instance ID
+// with "/" written "--").
+type heldDevice struct {
+	driver, pool, device string
+	claim                string // namespace/name, with the version's mark: one claim's devices do not exclude each other
+}
+
+func (c *claim) label() string {
+	if c.version == versionV1 {
+		return c.id + " (v1)"
+	}
+	return c.id
+}
+
+// stored is every claim that is not a view, in one form.
+func (cs Claims) stored() []*claim {
+	var out []*claim
+	for i := range cs.V1alpha2 {
+		c := &cs.V1alpha2[i]
+		if resourcev1alpha2.IsView(c) {
 			continue
 		}
-		for _, h := range c.Status.Allocation.ResourceHandles {
-			sd := h.StructuredData
-			if sd == nil || sd.Partitionable == nil {
-				continue
+		n := &claim{id: c.Namespace + "/" + c.Name, uid: c.UID, version: versionV1alpha2, meta: &c.ObjectMeta,
+			allocated: c.Status.Allocation != nil, immediate: c.Spec.AllocationMode == resourcev1alpha2.AllocationModeImmediate}
+		for _, r := range c.Status.ReservedFor {
+			n.reserved = append(n.reserved, r.UID)
+		}
+		if c.Status.Allocation != nil {
+			for _, h := range c.Status.Allocation.ResourceHandles {
+				sd := h.StructuredData
+				if sd == nil || sd.Partitionable == nil {
+					continue
+				}
+				for _, in := range sd.Partitionable.Instances {
+					n.devices = append(n.devices, heldDevice{driver: h.DriverName, pool: sd.NodeName, device: resourceconv.SeedDeviceName(in.ID)})
+				}
 			}
-			for _, in := range sd.Partitionable.Instances {
-				pool := sd.NodeName + " " + h.DriverName
-				byPool[pool] = append(byPool[pool], heldInstance{node: sd.NodeName, driver: h.DriverName, id: in.ID, claim: c.Namespace + "/" + c.Name})
+		}
+		out = append(out, n)
+	}
+	for i := range cs.V1 {
+		c := &cs.V1[i]
+		if resourcev1alpha2.IsView(c) {
+			continue
+		}
+		n := &claim{id: c.Namespace + "/" + c.Name, uid: c.UID, version: versionV1, meta: &c.ObjectMeta, allocated: c.Status.Allocation != nil}
+		for _, r := range c.Status.ReservedFor {
+			n.reserved = append(n.reserved, r.UID)
+		}
+		if c.Status.Allocation != nil {
+			for _, r := range c.Status.Allocation.Devices.Results {
+				n.devices = append(n.devices, heldDevice{driver: r.Driver, pool: r.Pool, device: r.Device})
 			}
+		}
+		out = append(out, n)
+	}
+	for _, c := range out {
+		for i := range c.devices {
+			c.devices[i].claim = c.label()
+		}
+	}
+	return out
+}
+
+// StoredClaims drops the views from claims listed through both versions.
+func StoredClaims(v1alpha2 []resourcev1alpha2.ResourceClaim, v1 []resourcev1.ResourceClaim) Claims {
+	var out Claims
+	for i := range v1alpha2 {
+		if !resourcev1alpha2.IsView(&v1alpha2[i]) {
+			out.V1alpha2 = append(out.V1alpha2, v1alpha2[i])
+		}
+	}
+	for i := range v1 {
+		if !resourcev1alpha2.IsView(&v1[i]) {
+			out.V1 = append(out.V1, v1[i])
+		}
+	}
+	return out
+}
+
+// CheckNoDoubleAllocation reports devices that two allocated claims, of
+// either version, hold at once. Both versions' allocations are compared
+// as v1 devices, driver/pool/device: a v1 result as it is, a v1alpha2
+// structured handle's instance as driver/nodeName/SeedDeviceName(ID). Two
+// devices of one driver and pool overlap when their seed instances do:
+// the same instance, an instance and its ancestor, or instances in two
+// partition groups of one instance. Instance IDs are paths,
+// instance/group/instance/... (a v1 device a--b--c is instance a/b/c):
+// "gpu-1" and "gpu-1/halves/half-0" overlap (ancestor),
+// "gpu-1/halves/half-0" and "gpu-1/quarters/q-0" overlap (two groups of
+// gpu-1), "gpu-1/halves/half-0" and "gpu-1/halves/half-1" do not
+// (siblings in one group).
+func CheckNoDoubleAllocation(claims Claims) []Violation {
+	byPool := map[string][]heldDevice{}
+	for _, c := range claims.stored() {
+		for _, d := range c.devices {
+			key := d.driver + "/" + d.pool
+			byPool[key] = append(byPool[key], d)
 		}
 	}
 	var out []Violation
@@ -70,9 +177,12 @@ func CheckNoDoubleAllocation(claims []resourcev1alpha2.ResourceClaim) []Violatio
 		for i := range held {
 			for j := i + 1; j < len(held); j++ {
 				a, b := held[i], held[j]
-				if a.claim != b.claim && overlap(a.id, b.id) {
+				if a.claim == b.claim {
+					continue
+				}
+				if ai, bi := resourceconv.SeedInstanceID(a.device), resourceconv.SeedInstanceID(b.device); overlap(ai, bi) {
 					out = append(out, Violation{RuleDoubleAllocation, fmt.Sprintf("node %s driver %s: %s holds %s, %s holds %s",
-						a.node, a.driver, a.claim, a.id, b.claim, b.id)})
+						a.pool, a.driver, a.claim, ai, b.claim, bi)})
 				}
 			}
 		}
@@ -94,13 +204,13 @@ func overlap(a, b string) bool {
 	return true // equal, or one is an ancestor of the other
 }
 
-// CheckRunningPodsReserved reports running pods whose claims are not
-// allocated and reserved for them, or not all generated. pods and claims
-// must be read at one revision.
-func CheckRunningPodsReserved(pods []corev1.Pod, claims []resourcev1alpha2.ResourceClaim) []Violation {
-	byName := map[string]*resourcev1alpha2.ResourceClaim{}
-	for i := range claims {
-		byName[claims[i].Namespace+"/"+claims[i].Name] = &claims[i]
+// CheckRunningPodsReserved reports running pods whose claims, of either
+// version, are not allocated and reserved for them, or not all generated.
+// pods and claims must be read at one revision.
+func CheckRunningPodsReserved(pods []corev1.Pod, claims Claims) []Violation {
+	byName := map[string]*claim{}
+	for _, c := range claims.stored() {
+		byName[c.id] = c
 	}
 	var out []Violation
 	for i := range pods {
@@ -118,42 +228,40 @@ func CheckRunningPodsReserved(pods []corev1.Pod, claims []resourcev1alpha2.Resou
 			switch {
 			case c == nil:
 				out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs, its claim %s does not exist", p.Namespace, p.Name, n)})
-			case c.Status.Allocation == nil:
-				out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs, its claim %s is not allocated", p.Namespace, p.Name, n)})
-			case !reservedFor(c, p.UID):
-				out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs, its claim %s is not reserved for it", p.Namespace, p.Name, n)})
+			case !c.allocated:
+				out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs, its %s %s is not allocated", p.Namespace, p.Name, c.version, n)})
+			case !slices.Contains(c.reserved, p.UID):
+				out = append(out, Violation{RuleRunningUnreserved, fmt.Sprintf("pod %s/%s runs, its %s %s is not reserved for it", p.Namespace, p.Name, c.version, n)})
 			}
 		}
 	}
 	return out
 }
 
-func reservedFor(c *resourcev1alpha2.ResourceClaim, uid types.UID) bool {
-	return slices.ContainsFunc(c.Status.ReservedFor, func(r resourcev1alpha2.ResourceClaimConsumerReference) bool { return r.UID == uid })
-}
-
 // CheckSettledClaims is for a settled cluster with the pods given: no
-// claim is allocated without a consumer, and no claim generated for a pod
-// outlives it (nor is a second claim for one pod's entry).
-func CheckSettledClaims(pods []corev1.Pod, claims []resourcev1alpha2.ResourceClaim) []Violation {
+// claim of either version is allocated without a consumer or keeps the
+// delete-protection finalizer once deallocated, and no claim generated
+// for a pod outlives it (nor is a second claim for one pod's entry).
+func CheckSettledClaims(pods []corev1.Pod, claims Claims) []Violation {
 	live := map[types.UID]bool{}
 	for i := range pods {
 		live[pods[i].UID] = true
 	}
 	var out []Violation
 	perEntry := map[string][]string{}
-	for i := range claims {
-		c := &claims[i]
-		id := c.Namespace + "/" + c.Name
-		if c.Status.Allocation != nil && len(c.Status.ReservedFor) == 0 && c.Spec.AllocationMode != resourcev1alpha2.AllocationModeImmediate {
-			out = append(out, Violation{RuleUnusedAllocation, "claim " + id})
+	for _, c := range claims.stored() {
+		if c.allocated && len(c.reserved) == 0 && !c.immediate {
+			out = append(out, Violation{RuleUnusedAllocation, c.version + " " + c.id})
 		}
-		if uid, entry, ok := resourcev1alpha2.GeneratedFor(c); ok {
+		if !c.allocated && len(c.reserved) == 0 && slices.Contains(c.meta.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer) {
+			out = append(out, Violation{RuleFinalizerLeft, c.version + " " + c.id})
+		}
+		if uid, entry, ok := resourcev1alpha2.GeneratedFor(&resourcev1alpha2.ResourceClaim{ObjectMeta: *c.meta}); ok {
 			if !live[uid] {
-				out = append(out, Violation{RuleOrphanClaim, fmt.Sprintf("claim %s of pod %s", id, uid)})
+				out = append(out, Violation{RuleOrphanClaim, fmt.Sprintf("%s %s of pod %s", c.version, c.id, uid)})
 			}
 			key := string(uid) + " " + entry
-			perEntry[key] = append(perEntry[key], id)
+			perEntry[key] = append(perEntry[key], c.label())
 		}
 	}
 	for _, key := range sortedKeys(perEntry) {
@@ -188,10 +296,13 @@ func CheckNoPodLost(created map[types.UID]string, deletedByHarness map[types.UID
 
 // CheckDriverState reads a driver's --state-file lines ("prepare UID
 // NS/NAME", "unprepare UID NS/NAME") and reports claims prepared more often
-// than unprepared. A kill between a driver's write of a CDI spec and its
-// state line can lose a prepare line, never an unprepare of a claim that
-// was prepared: more unprepares than prepares is no leak.
-func CheckDriverState(driver, state string) []Violation {
+// than unprepared. Claims of both versions go through the driver by their
+// own UIDs (a v1 claim as its v1alpha2 form, with the v1 claim's UID);
+// versions names the version of the UIDs the run saw (versionV1 marks a
+// v1 claim in the detail). A kill between a driver's write of a CDI spec
+// and its state line can lose a prepare line, never an unprepare of a
+// claim that was prepared: more unprepares than prepares is no leak.
+func CheckDriverState(driver, state string, versions map[types.UID]string) []Violation {
 	count := map[string]int{}
 	names := map[string]string{}
 	for _, l := range strings.Split(state, "\n") {
@@ -214,7 +325,45 @@ func CheckDriverState(driver, state string) []Violation {
 	var out []Violation
 	for _, uid := range sortedKeys(count) {
 		if count[uid] > 0 {
-			out = append(out, Violation{RuleUnbalancedDriver, fmt.Sprintf("%s: claim %s (%s) prepared %d more time(s) than unprepared", driver, uid, names[uid], count[uid])})
+			noun := versions[types.UID(uid)]
+			if noun == "" {
+				noun = versionV1alpha2
+			}
+			out = append(out, Violation{RuleUnbalancedDriver, fmt.Sprintf("%s: %s %s (%s) prepared %d more time(s) than unprepared", driver, noun, uid, names[uid], count[uid])})
+		}
+	}
+	return out
+}
+
+// PreparedUIDs are the claim UIDs with a prepare line in a driver's
+// --state-file.
+func PreparedUIDs(state string) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, l := range strings.Split(state, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "prepare" {
+			out[types.UID(f[1])] = true
+		}
+	}
+	return out
+}
+
+// CheckPreparedVersions reports a claim version whose claims running pods
+// held during the run (ran: claim UID to version) none of which any driver
+// prepared: the node agent prepares every claim of a pod before it runs,
+// so the driver must have seen some. (Per claim this would be flaky: a
+// kill can lose a prepare line, see CheckDriverState.)
+func CheckPreparedVersions(ran map[types.UID]string, prepared map[types.UID]bool) []Violation {
+	held, seen := map[string]int{}, map[string]int{}
+	for uid, v := range ran {
+		held[v]++
+		if prepared[uid] {
+			seen[v]++
+		}
+	}
+	var out []Violation
+	for _, v := range sortedKeys(held) {
+		if seen[v] == 0 {
+			out = append(out, Violation{RuleNeverPrepared, fmt.Sprintf("%d %ss held by running pods, none in a driver's state file", held[v], v)})
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -44,7 +45,7 @@ func TestCheckNoDoubleAllocation(t *testing.T) {
 		"unallocated is nothing": {claims: []resourcev1alpha2.ResourceClaim{{}, allocated("b", "n1", "gpu-0")}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := CheckNoDoubleAllocation(tc.claims); len(got) != tc.want {
+			if got := CheckNoDoubleAllocation(Claims{V1alpha2: tc.claims}); len(got) != tc.want {
 				t.Fatalf("got %v, want %d violations", got, tc.want)
 			}
 		})
@@ -84,7 +85,7 @@ func TestCheckRunningPodsReserved(t *testing.T) {
 		"reserved else": {pods: []corev1.Pod{runningPod("p", "p2", "c1")}, claims: []resourcev1alpha2.ResourceClaim{ok}, want: "not reserved"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := CheckRunningPodsReserved(tc.pods, tc.claims)
+			got := CheckRunningPodsReserved(tc.pods, Claims{V1alpha2: tc.claims})
 			if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Detail, tc.want)) {
 				t.Fatalf("got %v, want %q", got, tc.want)
 			}
@@ -113,7 +114,7 @@ func TestCheckSettledClaims(t *testing.T) {
 		"two for an entry": {pods: []corev1.Pod{pod}, claims: []resourcev1alpha2.ResourceClaim{generated("c1", "p1"), generated("c2", "p1")}, want: []string{RuleOrphanClaim}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := CheckSettledClaims(tc.pods, tc.claims)
+			got := CheckSettledClaims(tc.pods, Claims{V1alpha2: tc.claims})
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
@@ -137,8 +138,165 @@ func TestCheckNoPodLost(t *testing.T) {
 
 func TestCheckDriverState(t *testing.T) {
 	state := "prepare u1 chaos/a\nunprepare u1 chaos/a\nprepare u2 chaos/b\nunprepare u3 chaos/c\nprepare u4 chaos/d\nprepare u4 chaos/d\nunprepare u4 chaos/d\n"
-	got := CheckDriverState("n1", state)
+	got := CheckDriverState("n1", state, nil)
 	if len(got) != 2 || !strings.Contains(got[0].Detail, "u2 (chaos/b) prepared 1 more") || !strings.Contains(got[1].Detail, "u4") {
 		t.Fatalf("got %v, want u2 and u4 unbalanced", got)
+	}
+}
+
+// v1Allocated is a resource.k8s.io/v1 claim allocated the seed devices
+// (instance IDs, written as v1 device names) of node's pool.
+func v1Allocated(name, node string, ids ...string) resourcev1.ResourceClaim {
+	c := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos", Name: name}}
+	c.Status.Allocation = &resourcev1.AllocationResult{}
+	for _, id := range ids {
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
+			Request: "gpu", Driver: "gpu.example.com", Pool: node, Device: strings.ReplaceAll(id, "/", "--")})
+	}
+	return c
+}
+
+func v1Reserved(c resourcev1.ResourceClaim, uid types.UID) resourcev1.ResourceClaim {
+	c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", UID: uid})
+	return c
+}
+
+// view and v1View mark a claim as a view of one stored in the other
+// version.
+func view(c resourcev1alpha2.ResourceClaim) resourcev1alpha2.ResourceClaim {
+	c.Annotations = map[string]string{resourcev1alpha2.StoredVersionAnnotation: "resource.k8s.io/v1"}
+	return c
+}
+
+func v1View(c resourcev1.ResourceClaim) resourcev1.ResourceClaim {
+	c.Annotations = map[string]string{resourcev1alpha2.StoredVersionAnnotation: "resource.k8s.io/v1alpha2"}
+	return c
+}
+
+func TestCheckNoDoubleAllocationAcrossVersions(t *testing.T) {
+	type (
+		a2 = []resourcev1alpha2.ResourceClaim
+		v1 = []resourcev1.ResourceClaim
+	)
+	for name, tc := range map[string]struct {
+		claims Claims
+		want   int
+	}{
+		"same seed instance":       {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-0")}, V1: v1{v1Allocated("b", "n1", "gpu-0")}}, want: 1},
+		"different instances":      {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-0")}, V1: v1{v1Allocated("b", "n1", "gpu-1")}}},
+		"same instance, two nodes": {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-0")}, V1: v1{v1Allocated("b", "n2", "gpu-0")}}},
+		"sibling halves":           {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-1/halves/half-0")}, V1: v1{v1Allocated("b", "n1", "gpu-1/halves/half-1")}}},
+		"same half":                {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-1/halves/half-0")}, V1: v1{v1Allocated("b", "n1", "gpu-1/halves/half-0")}}, want: 1},
+		"v1 whole, v1alpha2 half":  {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-1/halves/half-1")}, V1: v1{v1Allocated("b", "n1", "gpu-1")}}, want: 1},
+		"v1 half, v1alpha2 whole":  {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-1")}, V1: v1{v1Allocated("b", "n1", "gpu-1/halves/half-0")}}, want: 1},
+		"two groups across":        {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-1/halves/half-0")}, V1: v1{v1Allocated("b", "n1", "gpu-1/quarters/q-3")}}, want: 1},
+		"two v1 claims":            {claims: Claims{V1: v1{v1Allocated("a", "n1", "gpu-0"), v1Allocated("b", "n1", "gpu-0")}}, want: 1},
+		"one v1 claim, two halves": {claims: Claims{V1: v1{v1Allocated("a", "n1", "gpu-1/halves/half-0", "gpu-1/halves/half-1")}}},
+		// A List through one version returns views of the other's
+		// claims: a view is the same claim, not a second holder.
+		"views ignored": {claims: Claims{V1alpha2: a2{allocated("a", "n1", "gpu-0"), view(allocated("b", "n1", "gpu-0"))},
+			V1: v1{v1Allocated("b", "n1", "gpu-0"), v1View(v1Allocated("a", "n1", "gpu-0"))}}, want: 1},
+		"view only": {claims: Claims{V1alpha2: a2{view(allocated("b", "n1", "gpu-0"))}, V1: v1{v1Allocated("b", "n1", "gpu-0")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := CheckNoDoubleAllocation(tc.claims); len(got) != tc.want {
+				t.Fatalf("got %v, want %d violations", got, tc.want)
+			}
+		})
+	}
+	got := CheckNoDoubleAllocation(Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-1")},
+		V1: []resourcev1.ResourceClaim{v1Allocated("b", "n1", "gpu-1/halves/half-0")}})
+	if len(got) != 1 || got[0].Detail != "node n1 driver gpu.example.com: chaos/a holds gpu-1, chaos/b (v1) holds gpu-1/halves/half-0" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestStoredClaims(t *testing.T) {
+	cs := StoredClaims([]resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0"), view(allocated("b", "n1", "gpu-1"))},
+		[]resourcev1.ResourceClaim{v1View(v1Allocated("a", "n1", "gpu-0")), v1Allocated("b", "n1", "gpu-1")})
+	if len(cs.V1alpha2) != 1 || cs.V1alpha2[0].Name != "a" || len(cs.V1) != 1 || cs.V1[0].Name != "b" || cs.Len() != 2 {
+		t.Fatalf("got %+v, want v1alpha2 a and v1 b", cs)
+	}
+}
+
+func TestCheckRunningPodsReservedV1(t *testing.T) {
+	ok := v1Reserved(v1Allocated("c1", "n1", "gpu-0"), "p1")
+	pod := runningPod("p", "p1", "c1")
+	for name, tc := range map[string]struct {
+		pods   []corev1.Pod
+		claims Claims
+		want   string
+	}{
+		"reserved":      {pods: []corev1.Pod{pod}, claims: Claims{V1: []resourcev1.ResourceClaim{ok}}},
+		"missing":       {pods: []corev1.Pod{pod}, claims: Claims{V1: []resourcev1.ResourceClaim{v1View(ok)}}, want: "does not exist"},
+		"unallocated":   {pods: []corev1.Pod{pod}, claims: Claims{V1: []resourcev1.ResourceClaim{{ObjectMeta: ok.ObjectMeta}}}, want: "v1 claim c1 is not allocated"},
+		"reserved else": {pods: []corev1.Pod{runningPod("p", "p2", "c1")}, claims: Claims{V1: []resourcev1.ResourceClaim{ok}}, want: "v1 claim c1 is not reserved"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := CheckRunningPodsReserved(tc.pods, tc.claims)
+			if tc.want == "" && len(got) > 0 || tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Detail, tc.want)) {
+				t.Fatalf("got %v, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func v1Generated(name string, pod types.UID) resourcev1.ResourceClaim {
+	c := generated(name, pod)
+	return resourcev1.ResourceClaim{ObjectMeta: c.ObjectMeta}
+}
+
+func protected(c resourcev1.ResourceClaim) resourcev1.ResourceClaim {
+	c.Finalizers = append(c.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer)
+	return c
+}
+
+func TestCheckSettledClaimsV1(t *testing.T) {
+	pod := runningPod("p", "p1", "c1")
+	type v1 = []resourcev1.ResourceClaim
+	for name, tc := range map[string]struct {
+		pods   []corev1.Pod
+		claims Claims
+		want   []string
+	}{
+		"in use":              {pods: []corev1.Pod{pod}, claims: Claims{V1: v1{protected(v1Reserved(v1Allocated("c1", "n1", "gpu-0"), "p1"))}}},
+		"generated, owned":    {pods: []corev1.Pod{pod}, claims: Claims{V1: v1{v1Generated("c1", "p1")}}},
+		"unused":              {claims: Claims{V1: v1{v1Allocated("c1", "n1", "gpu-0")}}, want: []string{RuleUnusedAllocation}},
+		"finalizer left":      {claims: Claims{V1: v1{protected(resourcev1.ResourceClaim{})}}, want: []string{RuleFinalizerLeft}},
+		"v1alpha2 finalizer":  {claims: Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{resourcev1alpha2.DeleteProtectionFinalizer}}}}}, want: []string{RuleFinalizerLeft}},
+		"orphan":              {claims: Claims{V1: v1{v1Generated("c1", "gone")}}, want: []string{RuleOrphanClaim}},
+		"two across versions": {pods: []corev1.Pod{pod}, claims: Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{generated("c1", "p1")}, V1: v1{v1Generated("c2", "p1")}}, want: []string{RuleOrphanClaim}},
+		"a view is no second": {pods: []corev1.Pod{pod}, claims: Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{view(generated("c1", "p1"))}, V1: v1{v1Generated("c1", "p1")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := CheckSettledClaims(tc.pods, tc.claims)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i, v := range got {
+				if v.Rule != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckDriverStateV1(t *testing.T) {
+	state := "prepare u1 chaos/a\nunprepare u1 chaos/a\nprepare v1 chaos/b\nprepare u2 chaos/c\n"
+	got := CheckDriverState("n1", state, map[types.UID]string{"u1": versionV1alpha2, "v1": versionV1, "u2": versionV1alpha2})
+	if len(got) != 2 || !strings.Contains(got[0].Detail, "claim u2 (chaos/c)") || !strings.Contains(got[1].Detail, "v1 claim v1 (chaos/b)") {
+		t.Fatalf("got %v, want u2 and the v1 claim v1 unbalanced", got)
+	}
+	prepared := PreparedUIDs(state)
+	if len(prepared) != 3 || !prepared["v1"] {
+		t.Fatalf("prepared %v", prepared)
+	}
+	if got := CheckPreparedVersions(map[types.UID]string{"u1": versionV1alpha2, "v1": versionV1, "x": versionV1}, prepared); len(got) != 0 {
+		t.Fatalf("got %v, want none", got)
+	}
+	got = CheckPreparedVersions(map[types.UID]string{"u1": versionV1alpha2, "x": versionV1, "y": versionV1}, prepared)
+	if len(got) != 1 || got[0].Rule != RuleNeverPrepared || !strings.Contains(got[0].Detail, "2 v1 claims") {
+		t.Fatalf("got %v, want the v1 claims never prepared", got)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/node/runtime/fake"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // Config is one chaos run.
@@ -49,24 +52,30 @@ type Config struct {
 
 // Report is what a run found.
 type Report struct {
-	Config           Config
-	PodsCreated      int
-	CreatesFailed    int
-	PodsDeleted      int // by the harness, at random while running or pending
-	PodsReaped       int // finished, deleted by the harness
-	Samples          int // consistent snapshots checked during the churn
-	Kills            map[string]int
-	Violations       []Violation
-	Elapsed          time.Duration
-	ComponentLogsDir string
+	Config        Config
+	PodsCreated   int
+	PodsCreatedV1 int // of PodsCreated, with a resource.k8s.io/v1 claim
+	CreatesFailed int
+	PodsDeleted   int // by the harness, at random while running or pending
+	PodsReaped    int // finished, deleted by the harness
+	Samples       int // consistent snapshots checked during the churn
+	// ClaimsRan counts, by version, the claims seen reserved for a running
+	// pod; ClaimsPrepared those of them in a driver's state file.
+	ClaimsRan, ClaimsPrepared map[string]int
+	Kills                     map[string]int
+	Violations                []Violation
+	Elapsed                   time.Duration
+	ComponentLogsDir          string
 }
 
 func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d simulated nodes (%v in all)\n",
 		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "pods: %d created (%d creates failed), %d deleted at random, %d reaped after finishing\n",
-		r.PodsCreated, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
+	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim; %d creates failed), %d deleted at random, %d reaped after finishing\n",
+		r.PodsCreated, r.PodsCreatedV1, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
+	fmt.Fprintf(&b, "claims held by running pods: %d v1alpha2 (%d in a driver's state file), %d v1 (%d in a driver's state file)\n",
+		r.ClaimsRan[versionV1alpha2], r.ClaimsPrepared[versionV1alpha2], r.ClaimsRan[versionV1], r.ClaimsPrepared[versionV1])
 	names := make([]string, 0, len(r.Kills))
 	total := 0
 	for n, k := range r.Kills {
@@ -100,6 +109,9 @@ type run struct {
 	mu      sync.Mutex
 	created map[types.UID]string // pods whose create succeeded, by UID
 	deleted map[types.UID]bool   // pods the harness deleted
+	// versions is the stored version of every claim seen in a snapshot,
+	// by UID; ran those seen reserved for a running pod.
+	versions, ran map[types.UID]string
 }
 
 // podNames is the pool of names pods are created with: names are reused
@@ -124,7 +136,8 @@ func Run(ctx context.Context, bin, dir string, cfg Config) (*Report, error) {
 	}
 	r := &run{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		rep:     &Report{Config: cfg, Kills: map[string]int{}, ComponentLogsDir: dir},
-		created: map[types.UID]string{}, deleted: map[types.UID]bool{}}
+		created: map[types.UID]string{}, deleted: map[types.UID]bool{},
+		versions: map[types.UID]string{}, ran: map[types.UID]string{}}
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -149,7 +162,9 @@ func (r *run) logf(format string, args ...any) {
 
 // setUp creates the namespace, the class, two kinds of claim parameters
 // (any 8Gi instance: a half or a whole GPU; a whole 16Gi GPU) and a
-// template for each.
+// template for each; and the same in resource.k8s.io/v1: a DeviceClass
+// selecting the driver's devices (its seed slices' instances, seen as v1
+// devices) and templates any-v1 and whole-v1.
 func (r *run) setUp(ctx context.Context) error {
 	a := r.c.admin
 	if _, err := a.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -174,8 +189,26 @@ func (r *run) setUp(ctx context.Context) error {
 			return fmt.Errorf("create template %s: %w", name, err)
 		}
 	}
+	if _, err := a.DeviceClasses().Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: v1Class},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: `device.driver == "gpu.example.com"`}}}}}); err != nil {
+		return fmt.Errorf("create device class: %w", err)
+	}
+	for name, memory := range map[string]string{"any-v1": "8Gi", "whole-v1": "16Gi"} {
+		t := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+				Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: v1Class,
+					Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+						Expression: fmt.Sprintf(`device.capacity["gpu.example.com"].memory.compareTo(quantity(%q)) >= 0`, memory)}}}}}}}}}}
+		if _, err := a.ResourceClaimTemplatesV1(namespace).Create(ctx, t); err != nil {
+			return fmt.Errorf("create v1 template %s: %w", name, err)
+		}
+	}
 	return nil
 }
+
+// v1Class is the resource.k8s.io/v1 DeviceClass of the driver's devices.
+const v1Class = "gpu-v1.example.com"
 
 // churn creates pods at the configured rate, deletes some at random,
 // reaps finished ones, kills components, and checks consistent snapshots,
@@ -207,12 +240,15 @@ func (r *run) churn(ctx context.Context) {
 
 // createPod creates one pod: mostly with a claim from a template (one in
 // ten asks for a whole GPU, of which a node has one), one in ten without
-// claims (it may run on a simulated node). It runs 0.5-3s, then succeeds.
+// claims (it may run on a simulated node); half of the claims are
+// resource.k8s.io/v1 claims from a v1 template, half v1alpha2 ones. It
+// runs 0.5-3s, then succeeds.
 func (r *run) createPod(ctx context.Context) {
 	r.mu.Lock()
 	name := fmt.Sprintf("p-%03d", r.rng.IntN(podNames))
 	kind := r.rng.IntN(30)
 	runFor := time.Duration(500+r.rng.IntN(2500)) * time.Millisecond
+	v1 := r.rng.IntN(2) == 0
 	r.mu.Unlock()
 	grace := int64(1)
 	pod := &corev1.Pod{
@@ -224,6 +260,9 @@ func (r *run) createPod(ctx context.Context) {
 		tmpl := "any"
 		if kind < 6 {
 			tmpl = "whole"
+		}
+		if v1 {
+			tmpl += "-v1"
 		}
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
 		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
@@ -242,6 +281,9 @@ func (r *run) createPod(ctx context.Context) {
 		r.rep.CreatesFailed++
 	default:
 		r.rep.PodsCreated++
+		if v1 && len(pod.Spec.ResourceClaims) > 0 {
+			r.rep.PodsCreatedV1++
+		}
 		r.created[got.UID] = name
 	}
 }
@@ -361,9 +403,27 @@ func (r *run) sampler(ctx context.Context) {
 		vs := CheckNoDoubleAllocation(claims)
 		vs = append(vs, CheckRunningPodsReserved(pods, claims)...)
 		r.mu.Lock()
+		r.noteClaims(pods, claims)
 		r.rep.Samples++
 		r.addViolations(vs)
 		r.mu.Unlock()
+	}
+}
+
+// noteClaims records the version of every claim in a snapshot, and the
+// claims reserved for running pods; r.mu is held.
+func (r *run) noteClaims(pods []corev1.Pod, claims Claims) {
+	running := map[types.UID]bool{}
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodRunning {
+			running[pods[i].UID] = true
+		}
+	}
+	for _, c := range claims.stored() {
+		r.versions[c.uid] = c.version
+		if slices.ContainsFunc(c.reserved, func(uid types.UID) bool { return running[uid] }) {
+			r.ran[c.uid] = c.version
+		}
 	}
 }
 
@@ -387,23 +447,31 @@ func containsViolation(vs []Violation, v Violation) bool {
 }
 
 // snapshot reads the namespace's pods and claims at one revision: pods
-// from etcd with a limit (which pins the revision), then claims at that
-// exact revision.
-func (r *run) snapshot(ctx context.Context) ([]corev1.Pod, []resourcev1alpha2.ResourceClaim, error) {
+// from etcd with a limit (which pins the revision), then claims through
+// both versions at that exact revision, views dropped.
+func (r *run) snapshot(ctx context.Context) ([]corev1.Pod, Claims, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	pods, err := r.c.admin.Pods(namespace).List(ctx, metav1.ListOptions{Limit: 100000})
 	if err != nil {
-		return nil, nil, err
+		return nil, Claims{}, err
 	}
 	if pods.Continue != "" {
-		return nil, nil, errors.New("more pods than one page")
+		return nil, Claims{}, errors.New("more pods than one page")
 	}
-	claims, err := r.c.admin.ResourceClaims(namespace).List(ctx, metav1.ListOptions{Limit: 100000, ResourceVersion: pods.ResourceVersion})
+	at := metav1.ListOptions{Limit: 100000, ResourceVersion: pods.ResourceVersion}
+	claims, err := r.c.admin.ResourceClaims(namespace).List(ctx, at)
 	if err != nil {
-		return nil, nil, err
+		return nil, Claims{}, err
 	}
-	return pods.Items, claims.Items, nil
+	claimsV1, err := r.c.admin.ResourceClaimsV1(namespace).List(ctx, at)
+	if err != nil {
+		return nil, Claims{}, err
+	}
+	if claims.Continue != "" || claimsV1.Continue != "" {
+		return nil, Claims{}, errors.New("more claims than one page")
+	}
+	return pods.Items, StoredClaims(claims.Items, claimsV1.Items), nil
 }
 
 func (r *run) listPods(ctx context.Context) ([]corev1.Pod, error) {
@@ -455,32 +523,43 @@ func (r *run) settle(ctx context.Context) error {
 		}
 	}
 	// 3. Claims follow their pods; allocations are released.
-	var claims []resourcev1alpha2.ResourceClaim
+	var claims Claims
 	_ = poll(ctx, r.cfg.Settle, func() (bool, error) {
 		_, cl, err := r.snapshot(ctx)
 		if err != nil {
 			return false, nil //nolint:nilerr
 		}
 		claims = cl
-		return len(CheckSettledClaims(pods, cl)) == 0 && len(cl) == 0, nil
+		return len(CheckSettledClaims(pods, cl)) == 0 && cl.Len() == 0, nil
 	})
 	vs = append(vs, CheckSettledClaims(pods, claims)...)
 	vs = append(vs, CheckNoDoubleAllocation(claims)...)
-	// 4. Every node's driver unprepared what it prepared.
+	// 4. Every node's driver unprepared what it prepared, of claims of
+	// both versions; and prepared claims of each version running pods held.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prepared := map[types.UID]bool{}
 	for _, n := range r.c.nodes {
 		state, err := os.ReadFile(n.stateFile)
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		vs = append(vs, CheckDriverState(n.name, string(state))...)
+		vs = append(vs, CheckDriverState(n.name, string(state), r.versions)...)
+		maps.Copy(prepared, PreparedUIDs(string(state)))
 		specs, _ := filepath.Glob(filepath.Join(n.cdiDir, "*"))
 		for _, s := range specs {
 			vs = append(vs, Violation{RuleCDISpecLeft, s})
 		}
 	}
-	r.mu.Lock()
+	vs = append(vs, CheckPreparedVersions(r.ran, prepared)...)
+	r.rep.ClaimsRan, r.rep.ClaimsPrepared = map[string]int{}, map[string]int{}
+	for uid, v := range r.ran {
+		r.rep.ClaimsRan[v]++
+		if prepared[uid] {
+			r.rep.ClaimsPrepared[v]++
+		}
+	}
 	r.addViolations(vs)
-	r.mu.Unlock()
 	return nil
 }
 
@@ -529,8 +608,8 @@ func (r *run) stuckPending(ctx context.Context, pods []corev1.Pod) []Violation {
 		return []Violation{{RuleStuckPending, "cannot read claims: " + err.Error()}}
 	}
 	held := 0
-	for _, c := range claims {
-		if len(c.Status.ReservedFor) > 0 {
+	for _, c := range claims.stored() {
+		if len(c.reserved) > 0 {
 			held++
 		}
 	}
