@@ -6,8 +6,8 @@
 // The handler is mounted beside the API server, on its origin, under
 // [Path]. Its static files are public (they hold no data). Everything the
 // page shows comes from the API itself: the page lists and watches nodes,
-// NodeResourceSlices, ResourceClaims and pods with the bearer token the
-// user logged in with, so the API server authenticates and authorizes
+// NodeResourceSlices, ResourceClaims (v1alpha2 and resource.k8s.io/v1),
+// v1 ResourceSlices and pods with the bearer token the user logged in with, so the API server authenticates and authorizes
 // every read as usual. The one server-side endpoint, [ExplainPath], runs
 // `allot explain`'s code (scheduler.ListSnapshot, scheduler.Explain) over
 // a client that carries the caller's own token: a request without a token

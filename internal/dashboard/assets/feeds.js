@@ -90,7 +90,8 @@ export class Feed {
   // watch follows one stream and returns the last resourceVersion seen
   // when the server ends it.
   async watch(rv, signal) {
-    const q = '?watch=1&allowWatchBookmarks=true&resourceVersion=' + encodeURIComponent(rv);
+    const q = (this.path.includes('?') ? '&' : '?') +
+      'watch=1&allowWatchBookmarks=true&resourceVersion=' + encodeURIComponent(rv);
     const resp = await api(this.path + q, this.token, signal);
     this.watching = true;
     this.error = '';

@@ -1,8 +1,8 @@
 // allot dashboard: logs in with a bearer token, keeps nodes,
-// NodeResourceSlices, ResourceClaims and pods current through the API
-// server's list and watch, draws them, and asks the dashboard's explain
-// endpoint why pending pods are pending. No framework, no build step,
-// nothing from another origin.
+// NodeResourceSlices, ResourceClaims (v1alpha2 and v1), v1 ResourceSlices
+// and pods current through the API server's list and watch, draws them,
+// and asks the dashboard's explain endpoint why pending pods are pending.
+// No framework, no build step, nothing from another origin.
 import { Feed, Unauthorized, api } from './feeds.js';
 import { pendingPods, render } from './view.js';
 
@@ -12,10 +12,19 @@ const RENDER_DELAY_MS = 50;        // batches a burst of watch events
 const EXPLAIN_SETTLE_MS = 200;     // lets a burst of changes settle first
 const EXPLAIN_INTERVAL_MS = 5000;  // at most one explanation per interval
 
+// Claims of the two versions are one set, each stored in the version it
+// was written in and readable through the other as a view: each feed
+// selects the claims stored in its own version, so that every claim is
+// drawn once, from the version it was written in.
+const STORED_VERSION = 'resource.allot.dev/stored-version';
+const storedIn = (v) => '?fieldSelector=' + encodeURIComponent(STORED_VERSION + '=resource.k8s.io/' + v);
+
 const FEEDS = {
   nodes: '/api/v1/nodes',
   slices: '/apis/resource.k8s.io/v1alpha2/noderesourceslices',
-  claims: '/apis/resource.k8s.io/v1alpha2/resourceclaims',
+  claims: '/apis/resource.k8s.io/v1alpha2/resourceclaims' + storedIn('v1alpha2'),
+  slicesV1: '/apis/resource.k8s.io/v1/resourceslices',
+  claimsV1: '/apis/resource.k8s.io/v1/resourceclaims' + storedIn('v1'),
   pods: '/api/v1/pods',
 };
 

@@ -31,9 +31,23 @@ export function pendingPods(pods) {
 }
 
 // allocations indexes structured allocations: "node\ndriver" -> Map of
-// instance ID -> [claim].
-function allocations(claims) {
+// instance ID -> [claim]. v1 claims' results on seed devices (pool = node,
+// device = instance ID with "/" written "--") are added to it; their
+// results on published v1 pools go to v1Held.
+function allocations(claims, v1Claims, v1PoolKeys) {
   const out = new Map();
+  const add = (k, id, c) => {
+    if (!out.has(k)) out.set(k, new Map());
+    const m = out.get(k);
+    if (!m.has(id)) m.set(id, []);
+    m.get(id).push(c);
+  };
+  for (const c of v1Claims) {
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      if (v1PoolKeys.has(r.driver + '\n' + r.pool)) continue;
+      add(r.pool + '\n' + r.driver, seedInstanceID(r.device), c);
+    }
+  }
   for (const c of claims) {
     for (const h of c.status?.allocation?.resourceHandles || []) {
       const sd = h.structuredData;
@@ -85,14 +99,26 @@ function conditionStatus(obj, type) {
 
 /**
  * render redraws the page from model: items(kind) lists the objects of
- * "nodes", "slices", "claims" and "pods"; explanations maps "ns/name" to
+ * "nodes", "slices" (NodeResourceSlices), "claims" (v1alpha2
+ * ResourceClaims), "slicesV1" (resource.k8s.io/v1 ResourceSlices),
+ * "claimsV1" (v1 ResourceClaims) and "pods"; explanations maps "ns/name" to
  * the explain endpoint's answer for that pod; explainError and explainedAt
  * say how the last explanation went.
  */
 export function render(model) {
-  const allocs = allocations(model.items('claims'));
+  const pools = v1Pools(model.items('slicesV1'));
+  const v1Claims = model.items('claimsV1');
+  const allocs = allocations(model.items('claims'), v1Claims, new Set(pools.keys()));
+  const held = v1Held(v1Claims);
   const counts = newCounts();
   const nodes = new Map(model.items('nodes').map((n) => [n.metadata.name, n]));
+  const poolsByNode = new Map();
+  const shared = [];
+  for (const p of [...pools.values()].sort((a, b) => byName(a.driver + '\n' + a.name, b.driver + '\n' + b.name))) {
+    if (!p.node) { shared.push(p); continue; }
+    if (!poolsByNode.has(p.node)) poolsByNode.set(p.node, []);
+    poolsByNode.get(p.node).push(p);
+  }
   const slicesByNode = new Map();
   for (const s of model.items('slices')) {
     const n = s.spec.nodeName;
@@ -100,7 +126,7 @@ export function render(model) {
     slicesByNode.get(n).push(s);
   }
   const allocNodes = [...allocs.keys()].map((k) => k.split('\n')[0]);
-  const names = [...new Set([...nodes.keys(), ...slicesByNode.keys(), ...allocNodes])].sort(byName);
+  const names = [...new Set([...nodes.keys(), ...slicesByNode.keys(), ...allocNodes, ...poolsByNode.keys()])].sort(byName);
   const podsByNode = new Map();
   for (const p of model.items('pods')) {
     if (!p.spec.nodeName || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
@@ -108,8 +134,11 @@ export function render(model) {
     podsByNode.get(p.spec.nodeName).push(p);
   }
   const cards = names.map((name) => nodeCard(name, nodes.get(name), slicesByNode.get(name) || [],
-    allocs, podsByNode.get(name) || [], counts));
+    allocs, podsByNode.get(name) || [], counts, (poolsByNode.get(name) || []).map((p) => poolSection(p, held, counts))));
   $('nodes').replaceChildren(...(cards.length ? cards : [el('p', { class: 'empty' }, 'No nodes.')]));
+  const sharedSections = shared.map((p) => poolSection(p, held, counts));
+  $('pools-section').hidden = sharedSections.length === 0;
+  $('pools').replaceChildren(...sharedSections);
 
   const pending = pendingPods(model.items('pods'));
   renderSummary(names.length, counts, pending.length);
@@ -145,7 +174,7 @@ function renderSummary(nodeCount, c, pending) {
     item(pending, plural(pending, 'pending pod', 'pending pods'), 'pending'));
 }
 
-function nodeCard(name, node, slices, allocs, pods, counts) {
+function nodeCard(name, node, slices, allocs, pods, counts, poolSections) {
   const card = el('section', { class: 'node', 'data-node': name, 'aria-label': 'node ' + name });
   const header = el('header', {}, el('h3', {}, name));
   if (!node) {
@@ -174,7 +203,8 @@ function nodeCard(name, node, slices, allocs, pods, counts) {
   for (const d of [...drivers.keys()].sort(byName)) {
     card.append(driverSection(d, drivers.get(d), allocs.get(name + '\n' + d) || new Map(), counts));
   }
-  if (!ext && drivers.size === 0) card.append(el('p', { class: 'empty' }, 'No devices published.'));
+  card.append(...poolSections);
+  if (!ext && drivers.size === 0 && poolSections.length === 0) card.append(el('p', { class: 'empty' }, 'No devices published.'));
   return card;
 }
 
@@ -265,12 +295,7 @@ function instanceItem(inst, id, ctx) {
     'data-health': unhealthy ? 'unhealthy' : 'healthy',
     'aria-label': id + ': ' + label,
   }, el('span', { class: 'inst-name' }, inst.name), el('span', { class: 'inst-state' }, label));
-  for (const c of holders || []) {
-    const pods = (c.status?.reservedFor || []).map((r) => c.metadata.namespace + '/' + r.name);
-    item.append(el('span', { class: 'holder', 'data-claim': keyOf(c) }, 'claim ' + keyOf(c)));
-    item.append(el('span', { class: 'holder', 'data-pods': pods.join(' ') },
-      pods.length ? 'pod ' + pods.join(', ') : 'not reserved for a pod'));
-  }
+  for (const c of holders || []) item.append(...holderSpans(c));
   for (const g of groups) {
     const gid = id + '/' + g.name;
     const isActive = active.includes(g);
@@ -283,6 +308,182 @@ function instanceItem(inst, id, ctx) {
       el('ul', { class: 'grid' }, (g.resourceInstances || []).map((ri) => instanceItem(ri, gid + '/' + ri.name, child)))));
   }
   return item;
+}
+
+// ---- resource.k8s.io/v1 ----
+
+// seedInstanceID is the seed instance ID of a v1 device name: the pool of
+// a seed device is its node, its name the instance ID with "/" written
+// "--" (resourceconv.SeedInstanceID).
+const seedInstanceID = (device) => device.split('--').join('/');
+
+/**
+ * v1Pools groups ResourceSlices into pools ("driver\npool" -> pool): the
+ * slices of the newest generation, in name order; node is set when every
+ * one of them is local to that one node (spec.nodeName); incomplete when
+ * fewer slices than resourceSliceCount are known.
+ */
+export function v1Pools(slices) {
+  const byKey = new Map();
+  for (const s of slices) {
+    const k = s.spec.driver + '\n' + s.spec.pool.name;
+    if (!byKey.has(k)) byKey.set(k, []);
+    byKey.get(k).push(s);
+  }
+  const out = new Map();
+  for (const [k, all] of byKey) {
+    const gen = Math.max(...all.map((s) => Number(s.spec.pool.generation || 0)));
+    const cur = all.filter((s) => Number(s.spec.pool.generation || 0) === gen)
+      .sort((a, b) => byName(a.metadata.name, b.metadata.name));
+    const nodes = new Set(cur.map((s) => s.spec.nodeName || ''));
+    const node = nodes.size === 1 ? [...nodes][0] : '';
+    const want = Math.max(...cur.map((s) => Number(s.spec.pool.resourceSliceCount || 0)));
+    const counters = new Map(); // set -> Map counter -> total
+    for (const s of cur) {
+      for (const cs of s.spec.sharedCounters || []) {
+        if (!counters.has(cs.name)) counters.set(cs.name, new Map());
+        for (const [n, c] of Object.entries(cs.counters || {})) counters.get(cs.name).set(n, parseQuantity(c.value));
+      }
+    }
+    out.set(k, {
+      driver: cur[0].spec.driver, name: cur[0].spec.pool.name, generation: gen, node,
+      where: node ? 'node ' + node : whereText(cur),
+      slices: cur.map((s) => s.metadata.name),
+      incomplete: cur.length < want ? `${cur.length} of ${want} slices` : '',
+      devices: cur.flatMap((s) => s.spec.devices || []),
+      counters,
+    });
+  }
+  return out;
+}
+
+// whereText says where a pool that is not local to one node is available.
+function whereText(slices) {
+  const w = new Set(slices.filter((s) => !(s.spec.sharedCounters && !(s.spec.devices || []).length)).map((s) => {
+    if (s.spec.nodeName) return 'node ' + s.spec.nodeName;
+    if (s.spec.allNodes) return 'all nodes';
+    if (s.spec.nodeSelector) return 'selected nodes';
+    if (s.spec.perDeviceNodeSelection) return 'per device';
+    return 'no node';
+  }));
+  return [...w].sort(byName).join(', ') || 'no devices';
+}
+
+// v1Held indexes v1 claims' allocated devices: "driver\npool\ndevice" ->
+// [claim].
+function v1Held(claims) {
+  const out = new Map();
+  for (const c of claims) {
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      const k = r.driver + '\n' + r.pool + '\n' + r.device;
+      if (!out.has(k)) out.set(k, []);
+      if (!out.get(k).includes(c)) out.get(k).push(c);
+    }
+  }
+  return out;
+}
+
+// blockingTaint is the first taint that keeps new claims off a device.
+const blockingTaint = (d) => (d.taints || []).find((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
+
+// consumption lists a device's counter demands as [set, counter, amount].
+const consumption = (d) => (d.consumesCounters || []).flatMap((cc) =>
+  Object.entries(cc.counters || {}).map(([n, c]) => [cc.counterSet, n, parseQuantity(c.value)]));
+
+// poolSection draws one v1 pool: its devices, held by which claims, and
+// its shared counters with how much of them allocated devices consume.
+// Its devices count like seed devices: free, held, partitioned (devices
+// that share counters are partitions of one; a free device whose counters
+// the held ones have used up is partitioned) or unhealthy (a NoSchedule
+// or NoExecute taint).
+function poolSection(pool, held, counts) {
+  const local = newCounts();
+  const key = pool.driver + '\n' + pool.name + '\n';
+  const used = new Map(); // "set\ncounter" -> amount allocated devices consume
+  for (const d of pool.devices) {
+    if (!held.has(key + d.name)) continue;
+    for (const [set, n, q] of consumption(d)) used.set(set + '\n' + n, (used.get(set + '\n' + n) || 0) + q);
+  }
+  const left = (set, n) => (pool.counters.get(set)?.get(n) ?? 0) - (used.get(set + '\n' + n) || 0);
+  const items = pool.devices.map((d) => {
+    const holders = held.get(key + d.name);
+    const taint = blockingTaint(d);
+    const short = consumption(d).filter(([set, n, q]) => q > left(set, n)).map(([set]) => set);
+    let st;
+    let label;
+    if (holders) {
+      st = 'held';
+      label = taint ? 'held, tainted' : 'held';
+    } else if (taint) {
+      st = 'unhealthy';
+      label = 'tainted ' + taint.key + (taint.value ? '=' + taint.value : '') + ':' + taint.effect;
+    } else if (short.length) {
+      st = 'partitioned';
+      label = 'partitioned: counters ' + [...new Set(short)].join(', ') + ' in use';
+    } else {
+      st = 'free';
+      label = 'free';
+    }
+    local.devices += 1;
+    local[st] += 1;
+    const item = el('li', {
+      class: 'inst', 'data-device': d.name, 'data-state': st,
+      'data-health': taint ? 'unhealthy' : 'healthy', 'aria-label': d.name + ': ' + label,
+    }, el('span', { class: 'inst-name' }, d.name), el('span', { class: 'inst-state' }, label));
+    for (const c of holders || []) item.append(...holderSpans(c));
+    return item;
+  });
+  for (const k of Object.keys(local)) counts[k] += local[k];
+  const section = el('div', { class: 'driver pool', 'data-pool': pool.name, 'data-pool-driver': pool.driver },
+    el('h4', {}, pool.driver, ' · pool ', pool.name, ' ',
+      el('span', { class: 'note', 'data-pool-summary': pool.name },
+        `${local.devices} ${plural(local.devices, 'device', 'devices')}: ${local.free} free · ${local.held} held · ` +
+        `${local.partitioned} partitioned · ${local.unhealthy} unhealthy ` +
+        `(${pool.node ? '' : pool.where + '; '}generation ${pool.generation}; slices: ${pool.slices.join(', ')})`)),
+    el('ul', { class: 'grid', 'aria-label': pool.driver + ' pool ' + pool.name + ' devices' }, items));
+  if (pool.incomplete) {
+    section.append(el('p', { class: 'error', 'data-incomplete': true }, 'Incomplete pool: ' + pool.incomplete + ' known.'));
+  }
+  if (pool.counters.size) {
+    const rows = [];
+    for (const set of [...pool.counters.keys()].sort(byName)) {
+      for (const [n, total] of [...pool.counters.get(set)].sort((a, b) => byName(a[0], b[0]))) {
+        const u = used.get(set + '\n' + n) || 0;
+        rows.push(el('tr', { 'data-counter': set + '/' + n, 'data-used': formatQuantity(u), 'data-total': formatQuantity(total) },
+          el('td', {}, el('code', {}, set)), el('td', {}, n), el('td', {}, formatQuantity(u)), el('td', {}, formatQuantity(total))));
+      }
+    }
+    section.append(el('table', { class: 'ext', 'aria-label': 'shared counters of pool ' + pool.name },
+      el('caption', { class: 'note' }, 'Shared counters'),
+      el('thead', {}, el('tr', {}, ['counter set', 'counter', 'allocated', 'total'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows)));
+  }
+  const published = new Set(pool.devices.map((d) => d.name));
+  const orphans = [...held.keys()].filter((k) => k.startsWith(key) && !published.has(k.slice(key.length))).sort(byName);
+  if (orphans.length) {
+    section.append(el('p', { class: 'error', 'data-orphans': orphans.map((k) => k.slice(key.length)).join(' ') },
+      'Allocated but not published in the pool: ',
+      orphans.map((k) => k.slice(key.length) + ' (' + held.get(k).map(keyOf).join(', ') + ')').join('; ')));
+  }
+  return section;
+}
+
+// holderSpans name the claim holding a device and the pods it is
+// reserved for.
+function holderSpans(c) {
+  const pods = (c.status?.reservedFor || []).map((r) => c.metadata.namespace + '/' + r.name);
+  return [el('span', { class: 'holder', 'data-claim': keyOf(c) }, 'claim ' + keyOf(c)),
+    el('span', { class: 'holder', 'data-pods': pods.join(' ') },
+      pods.length ? 'pod ' + pods.join(', ') : 'not reserved for a pod')];
+}
+
+// formatQuantity writes a number as a Kubernetes quantity: with the
+// largest binary suffix that divides it, else as a plain number.
+function formatQuantity(n) {
+  for (const s of ['Ei', 'Pi', 'Ti', 'Gi', 'Mi', 'Ki']) {
+    if (n !== 0 && n % SUFFIX[s] === 0) return n / SUFFIX[s] + s;
+  }
+  return String(Math.round(n * 1000) / 1000);
 }
 
 function pendingCard(pod, ex) {
