@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -230,7 +231,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		for _, c := range overlayV1 {
 			s.v1.extra = append(s.v1.extra, c)
 		}
-		slices.SortFunc(s.v1.extra, func(a, b *resourcev1.ResourceClaim) int { return compareStrings(claimKeyV1(a), claimKeyV1(b)) })
+		slices.SortFunc(s.v1.extra, func(a, b *resourcev1.ResourceClaim) int { return strings.Compare(claimKeyV1(a), claimKeyV1(b)) })
 		s.v1.results = make([]*allocator.V1Result, snap.Len())
 		if st := s.prepareV1(pod); st != nil {
 			return st

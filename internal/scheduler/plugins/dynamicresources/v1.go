@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -103,21 +104,11 @@ func (v *v1Objects) baseState() *allocator.V1State {
 			all = append(all, c)
 		}
 		slices.SortFunc(all, func(a, b *resourcev1.ResourceClaim) int {
-			return compareStrings(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
 		h.state = allocator.NewV1State(inv, all, seed)
 	})
 	return h.state
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // generatedKeyV1 is allocator.GeneratedKey for a v1 claim.
