@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -127,7 +129,20 @@ func (cl *draCluster) createClusterObjects(ctx context.Context, b *testing.B) {
 	if _, err := cl.c.ResourceClasses().Create(ctx, class); err != nil {
 		b.Fatalf("create class: %v", err)
 	}
+	if benchV1() {
+		dc := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: draClass},
+			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+				Expression: `device.driver == "` + draDriver + `" && device.attributes["` + draDriver + `"].family == "GPU"`}}}}}
+		if _, err := cl.c.DeviceClasses().Create(ctx, dc); err != nil {
+			b.Fatalf("create device class: %v", err)
+		}
+	}
 }
+
+// benchV1 reports ALLOT_BENCH_API=v1: the claim templates are
+// resource.k8s.io/v1 ones (a DeviceClass and a CEL selector over the same
+// devices, seen as v1 devices), so the same workload measures the v1 path.
+func benchV1() bool { return os.Getenv("ALLOT_BENCH_API") == "v1" }
 
 // addNamespace creates a namespace with the claim parameters (one
 // instance, a CEL selector) and the claim template.
@@ -146,6 +161,21 @@ func (cl *draCluster) addNamespace(ctx context.Context, b *testing.B, ns string)
 	}
 	if _, err := cl.c.ResourceClaimParameters(ns).Create(ctx, params); err != nil {
 		b.Fatalf("create claim parameters in %s: %v", ns, err)
+	}
+	if benchV1() {
+		tmpl := &resourcev1.ResourceClaimTemplate{
+			ObjectMeta: metav1.ObjectMeta{Name: draTemplate, Namespace: ns},
+			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+				Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+					DeviceClassName: draClass,
+					Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+						Expression: `device.attributes["` + draDriver + `"].model == "A100" && device.capacity["` + draDriver + `"].memory.compareTo(quantity("1Gi")) >= 0`}}},
+				}}}}}},
+		}
+		if _, err := cl.c.ResourceClaimTemplatesV1(ns).Create(ctx, tmpl); err != nil {
+			b.Fatalf("create v1 claim template in %s: %v", ns, err)
+		}
+		return
 	}
 	tmpl := &resourceapi.ResourceClaimTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: draTemplate, Namespace: ns},

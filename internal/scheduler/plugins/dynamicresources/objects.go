@@ -59,6 +59,7 @@ type Objects struct {
 	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
 	v1       *v1Objects                                   // v1 slices, classes and claims (v1.go)
+	views    *viewCache                                   // seed views of v1 claims, carried over by Next
 }
 
 // maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
@@ -67,10 +68,10 @@ const maxAncestry = allocator.MaxAncestry
 
 // NewObjects indexes l. The lists are not copied; callers must not modify
 // them or their objects afterwards.
-func NewObjects(l Lists) *Objects { return newObjects(l, nil) }
+func NewObjects(l Lists) *Objects { return newObjects(l, nil, nil) }
 
 // newObjects is NewObjects with the catalog of l, or nil to build it.
-func newObjects(l Lists, cat *allocator.Catalog) *Objects {
+func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	if cat == nil {
 		cat = allocator.NewCatalog(&allocator.Snapshot{
 			Classes: l.Classes, ClassParameters: l.ClassParameters, ClaimParameters: l.ClaimParameters,
@@ -96,8 +97,16 @@ func newObjects(l Lists, cat *allocator.Catalog) *Objects {
 		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	o.v1 = newV1Objects(l)
+	var prevViews *viewCache
+	if prev != nil && prev.v1 != nil {
+		o.v1.keepInventory(prev.v1)
+		if o.v1.inv == prev.v1.inv { // the same seed slices: the views still hold
+			prevViews = prev.views
+		}
+	}
+	o.views = newViewCache(prevViews)
 	claims := l.Claims
-	if views := seedViews(l.V1Claims, o.slices); len(views) > 0 {
+	if views := seedViews(l.V1Claims, o.slices, o.views); len(views) > 0 {
 		claims = append(slices.Clip(claims), views...)
 	}
 	o.claims = allocator.NewClaimSet(claims, o.slices)
@@ -303,7 +312,7 @@ func (o *Objects) Next(l Lists) *Objects {
 		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) {
 		cat = o.catalog
 	}
-	n := newObjects(l, cat)
+	n := newObjects(l, cat, o)
 	o.models.mu.Lock()
 	for node, e := range o.models.m {
 		if len(e.slices) > 0 && sameObjects(e.slices, n.slices[node]) {

@@ -37,12 +37,18 @@ type v1Objects struct {
 }
 
 type v1Shared struct {
-	slices    []*resourcev1.ResourceSlice
-	seed      []*resourceapi.NodeResourceSlice
+	inv       *v1Inventory
 	classes   map[string]*resourcev1.DeviceClass
 	claims    map[string]*resourcev1.ResourceClaim // namespace/name
 	generated map[string]string                    // podUID/entry -> claim name
 	admin     map[string]bool                      // namespaces allowing admin access
+}
+
+// v1Inventory is the device inventory of one set of slices, built once on
+// first use; Next hands it on while the slices are the same objects.
+type v1Inventory struct {
+	slices []*resourcev1.ResourceSlice
+	seed   []*resourceapi.NodeResourceSlice
 
 	once  sync.Once
 	inv   *allocator.V1Inventory
@@ -56,7 +62,7 @@ type v1StateHolder struct {
 }
 
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{slices: l.V1Slices, seed: l.Slices, classes: map[string]*resourcev1.DeviceClass{},
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices}, classes: map[string]*resourcev1.DeviceClass{},
 		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
 	for _, c := range l.DeviceClasses {
 		v.classes[c.Name] = c
@@ -76,15 +82,30 @@ func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClai
 	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{seedClaims: seedClaims}}
 }
 
+// keepInventory hands prev's inventory on to v when the slices are the
+// same objects.
+func (v *v1Objects) keepInventory(prev *v1Objects) {
+	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) {
+		v.inv = prev.inv
+	}
+}
+
 func (v *v1Shared) inventory() *allocator.V1Inventory {
-	v.once.Do(func() {
-		v.inv = allocator.NewV1Inventory(v.slices, v.seed)
-		v.local = map[[2]string]bool{}
-		for _, p := range v.inv.Pools() {
-			v.local[[2]string{p.Driver, p.Name}] = p.Node != ""
+	h := v.inv
+	h.once.Do(func() {
+		h.inv = allocator.NewV1Inventory(h.slices, h.seed)
+		h.local = map[[2]string]bool{}
+		for _, p := range h.inv.Pools() {
+			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
 		}
 	})
-	return v.inv
+	return h.inv
+}
+
+// localPool reports whether the pool's devices are on one node.
+func (v *v1Shared) localPool(driver, pool string) bool {
+	v.inventory()
+	return v.inv.local[[2]string{driver, pool}]
 }
 
 func (v *v1Objects) baseState() *allocator.V1State {
@@ -131,10 +152,16 @@ func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(
 // seed slices (a pool named after a node with seed slices of the
 // driver), holding only those devices: the seed side's node states count
 // them as used.
-func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice) []*resourceapi.ResourceClaim {
+func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice, cache *viewCache) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	for _, c := range claims {
 		if c.Status.Allocation == nil {
+			continue
+		}
+		if v, ok := cache.get(c); ok {
+			if v != nil {
+				out = append(out, v)
+			}
 			continue
 		}
 		var keep []resourcev1.DeviceRequestAllocationResult
@@ -146,14 +173,44 @@ func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceap
 				keep = append(keep, r)
 			}
 		}
-		if len(keep) == 0 {
-			continue
+		var view *resourceapi.ResourceClaim
+		if len(keep) > 0 {
+			cp := c.DeepCopy()
+			cp.Status.Allocation.Devices.Results = keep
+			view = resourceconv.ClaimToV1alpha2(cp)
+			out = append(out, view)
 		}
-		cp := c.DeepCopy()
-		cp.Status.Allocation.Devices.Results = keep
-		out = append(out, resourceconv.ClaimToV1alpha2(cp))
+		cache.put(c, view)
 	}
 	return out
+}
+
+// viewCache remembers the seed view of each v1 claim object (nil: none),
+// so that a relist converts only the claims that changed. Next hands the
+// entries of the claims still listed on while the seed slices are the
+// same objects.
+type viewCache struct {
+	prev, cur map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim
+}
+
+func newViewCache(prev *viewCache) *viewCache {
+	c := &viewCache{cur: map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim{}}
+	if prev != nil {
+		c.prev = prev.cur
+	}
+	return c
+}
+
+func (c *viewCache) get(claim *resourcev1.ResourceClaim) (*resourceapi.ResourceClaim, bool) {
+	v, ok := c.prev[claim]
+	if ok {
+		c.cur[claim] = v
+	}
+	return v, ok
+}
+
+func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.ResourceClaim) {
+	c.cur[claim] = view
 }
 
 // V1Claim returns the v1 claim namespace/name.
@@ -355,7 +412,7 @@ func (s *stateData) fenceKeysV1(node string) [][2]string {
 		}
 		for _, r := range c.Status.Allocation.Devices.Results {
 			k := [2]string{node, r.Driver}
-			if !s.objects.v1.local[[2]string{r.Driver, r.Pool}] {
+			if !s.objects.v1.localPool(r.Driver, r.Pool) {
 				k[0] = SharedFenceNode
 			}
 			if !slices.Contains(out, k) {
