@@ -16,7 +16,8 @@ func newTokenCommand() *cobra.Command {
 		Use:   "create",
 		Short: "Add a token to the cluster's tokens file and print it",
 		Long: `Add a token for a role: admin, user, scheduler, controller-manager,
-node (--name is the node's name) or driver (--name is the driver's name).
+node (--name is the node's name), driver (--name is the driver's name) or
+node-driver (--name is DRIVER@NODE: a driver's kubelet plugin on one node).
 The API server picks it up without a restart.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -33,7 +34,7 @@ The API server picks it up without a restart.`,
 	}
 	f := create.Flags()
 	f.StringVar(&role, "role", "user", "role of the token")
-	f.StringVar(&name, "name", "", "name of the user, node or driver")
+	f.StringVar(&name, "name", "", "name of the user, node, driver or node-driver (DRIVER@NODE)")
 	f.StringVar(&dataDir, "data-dir", defaultDataDir(), "data dir of the cluster")
 	f.StringVar(&file, "tokens-file", "", "tokens file (default DATA-DIR/tokens.csv)")
 	_ = create.MarkFlagRequired("name")

@@ -203,7 +203,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 		return
 	}
 	ctx := deleteContext(r.Context(), opts)
-	pred, err := selectors(r)
+	pred, fs, err := selectors(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -211,7 +211,7 @@ func (s *Server) serveDeleteCollection(w http.ResponseWriter, r *http.Request, k
 	// The whole collection is authorized before anything is deleted: the
 	// verb on the collection, then each object as a single delete. A
 	// caller may delete all of the selection or none of it.
-	if err := s.authorize(ctx, k, ri, "deletecollection", nil, nil); err != nil {
+	if err := s.authorizeSelected(ctx, k, ri, "deletecollection", fs); err != nil {
 		writeError(w, err)
 		return
 	}

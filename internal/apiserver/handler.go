@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"allot.dev/allot/internal/apiserver/auth"
@@ -137,12 +138,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // authorize checks the request with the object(s) it touches.
 func (s *Server) authorize(ctx context.Context, k *kind, ri *requestInfo, verb string, obj, old runtime.Object) error {
-	u := userFrom(ctx)
-	a := auth.Attributes{
-		User: u, Verb: verb, APIGroup: k.gvk.Group, Resource: k.resource,
-		Subresource: ri.subresource, Namespace: ri.namespace, Name: ri.name,
-		Namespaced: k.namespaced, Object: obj, OldObject: old,
-	}
+	return s.authorizeAttrs(ctx, k, ri, auth.Attributes{Verb: verb, Object: obj, OldObject: old})
+}
+
+// authorizeSelected checks a list, watch or deletecollection with its
+// parsed field selector.
+func (s *Server) authorizeSelected(ctx context.Context, k *kind, ri *requestInfo, verb string, fs fields.Requirements) error {
+	return s.authorizeAttrs(ctx, k, ri, auth.Attributes{Verb: verb, FieldSelector: fs})
+}
+
+// authorizeAttrs fills a's user and resource from the request and asks
+// the authorizer.
+func (s *Server) authorizeAttrs(ctx context.Context, k *kind, ri *requestInfo, a auth.Attributes) error {
+	a.User = userFrom(ctx)
+	a.APIGroup, a.Resource, a.Namespaced = k.gvk.Group, k.resource, k.namespaced
+	a.Subresource, a.Namespace, a.Name = ri.subresource, ri.namespace, ri.name
 	d := auth.Authorize(ctx, a, s.lookup())
 	if d.Allowed {
 		return nil

@@ -72,23 +72,24 @@ func (k *kind) fieldSet(obj runtime.Object) map[string]string {
 	return set
 }
 
-// selectors parses labelSelector and fieldSelector into a predicate.
-func selectors(r *http.Request) (storage.Predicate, error) {
+// selectors parses labelSelector and fieldSelector into a predicate, and
+// returns the field selector's requirements for the authorizer.
+func selectors(r *http.Request) (storage.Predicate, fields.Requirements, error) {
 	q := r.URL.Query()
 	ls, err := labels.Parse(q.Get("labelSelector"))
 	if err != nil {
-		return nil, apierrors.NewBadRequest("invalid labelSelector: " + err.Error())
+		return nil, nil, apierrors.NewBadRequest("invalid labelSelector: " + err.Error())
 	}
 	fs, err := fields.ParseSelector(q.Get("fieldSelector"))
 	if err != nil {
-		return nil, apierrors.NewBadRequest("invalid fieldSelector: " + err.Error())
+		return nil, nil, apierrors.NewBadRequest("invalid fieldSelector: " + err.Error())
 	}
 	if ls.Empty() && fs.Empty() {
-		return nil, nil
+		return nil, nil, nil
 	}
 	return func(d storage.Decoded) bool {
 		return ls.Matches(labels.Set(d.Labels)) && fs.Matches(fields.Set(d.Fields))
-	}, nil
+	}, fs.Requirements(), nil
 }
 
 func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
@@ -136,12 +137,14 @@ type listed struct {
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, k, ri, "list", nil, nil); err != nil {
+	// A malformed selector is a 400 before authorization, which judges
+	// list by its field selector.
+	pred, fs, err := selectors(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	pred, err := selectors(r)
-	if err != nil {
+	if err := s.authorizeSelected(ctx, k, ri, "list", fs); err != nil {
 		writeError(w, err)
 		return
 	}

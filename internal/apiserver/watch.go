@@ -21,12 +21,12 @@ import (
 // 410 Gone (in an ERROR event) when it is older than the cache remembers.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
 	ctx := r.Context()
-	if err := s.authorize(ctx, k, ri, "watch", nil, nil); err != nil {
+	pred, fs, err := selectors(r)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	pred, err := selectors(r)
-	if err != nil {
+	if err := s.authorizeSelected(ctx, k, ri, "watch", fs); err != nil {
 		writeError(w, err)
 		return
 	}

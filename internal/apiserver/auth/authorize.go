@@ -9,6 +9,8 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -30,6 +32,9 @@ type Attributes struct {
 	// OldObject is the stored object for update, patch and delete, nil for
 	// create.
 	OldObject runtime.Object
+	// FieldSelector is the request's parsed fieldSelector for list, watch
+	// and deletecollection, nil otherwise or when it has none.
+	FieldSelector fields.Requirements
 }
 
 // Lookup reads objects a rule depends on. The API server implements it over
@@ -38,6 +43,10 @@ type Lookup interface {
 	GetResourceClass(name string) (*resourcev1alpha2.ResourceClass, error)
 	GetPod(namespace, name string) (*corev1.Pod, error)
 	GetResourceClaim(namespace, name string) (*resourcev1alpha2.ResourceClaim, error)
+	// GetResourceClaimV1 reads a claim as resource.k8s.io/v1; a claim
+	// stored as v1alpha2 comes back as a view carrying
+	// resourcev1alpha2.StoredVersionAnnotation.
+	GetResourceClaimV1(namespace, name string) (*resourcev1.ResourceClaim, error)
 }
 
 // Decision is Authorize's answer. Reason is a sentence naming the rule that
@@ -77,6 +86,8 @@ func Authorize(ctx context.Context, a Attributes, lk Lookup) Decision {
 		return authorizeNode(a, lk)
 	case RoleDriver:
 		return authorizeDriver(a, lk)
+	case RoleNodeDriver:
+		return authorizeNodeDriver(a, lk)
 	}
 	return deny("unknown role %q", a.User.Role)
 }

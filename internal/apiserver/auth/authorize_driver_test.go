@@ -20,7 +20,9 @@ var driverCases = map[string]authCase{
 
 	// v1 ResourceSlices.
 	"create own node-local slice":        {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("n1", "gpu.example.com")), allowed: true},
-	"create own slice for all nodes":     {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), reason: "written by admins"},
+	"create own slice for all nodes":     {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), allowed: true},
+	"move own slice to all nodes":        {attrs: req(gpuDrv, "update", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com")), allowed: true},
+	"other driver's slice for all nodes": {attrs: req(gpuDrv, "create", resourceSlices).cluster().object(makeResourceSlice("", "fpga.example.com")), reason: `spec.driver "gpu.example.com", not "fpga.example.com"`},
 	"move own slice to other driver":     {attrs: req(gpuDrv, "update", resourceSlices).cluster().object(makeResourceSlice("n1", "fpga.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com")), reason: `spec.driver "gpu.example.com", not "fpga.example.com"`},
 	"delete other driver's slice":        {attrs: req(gpuDrv, "delete", resourceSlices).cluster().oldObject(makeResourceSlice("n1", "fpga.example.com"))},
 	"node creates slice for all nodes":   {attrs: req(node1, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), reason: `spec.nodeName "n1", not ""`},

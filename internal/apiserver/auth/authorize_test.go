@@ -17,6 +17,7 @@ var (
 	cm     = User{Name: ControllerManagerName, Role: RoleControllerManager}
 	node1  = User{Name: "n1", Role: RoleNode}
 	gpuDrv = User{Name: "gpu.example.com", Role: RoleDriver}
+	gpuN1  = User{Name: "gpu.example.com@n1", Role: RoleNodeDriver}
 )
 
 // authCase is one authorization request and its expected decision. reason,
@@ -31,7 +32,11 @@ type authCase struct {
 // fpga.example.com; claims gpu-claim, fpga-claim, orphan-claim (class gone,
 // allocated by gpu.example.com) and p-gpu (generated for pod p3); pods p1
 // (n1, gpu-claim), p2 (n2, fpga-claim), p3 (n1, template claim p-gpu) and
-// p4 (template claim not yet generated).
+// p4 (template claim not yet generated). For node-drivers: v1 claims
+// nd-own (gpu.example.com, reserved for p1 on n1), nd-other-driver
+// (fpga.example.com, p1), nd-other-node (gpu.example.com, p2 on n2),
+// nd-unreserved, nd-stale-uid (p1 with another UID), and v1alpha2 claim
+// nd-alpha (allocated by gpu.example.com, reserved for p1).
 func testLookup() *fakeLookup {
 	return newFakeLookup().
 		withClass(makeClass("gpu", "gpu.example.com")).
@@ -43,7 +48,13 @@ func testLookup() *fakeLookup {
 		withPod(makePod("p1").node("n1").claim("gpu", "gpu-claim").obj()).
 		withPod(makePod("p2").node("n2").claim("fpga", "fpga-claim").obj()).
 		withPod(makePod("p3").node("n1").templateClaim("gpu", "gpu-template", "p-gpu").obj()).
-		withPod(makePod("p4").templateClaim("gpu", "gpu-template", "").obj())
+		withPod(makePod("p4").templateClaim("gpu", "gpu-template", "").obj()).
+		withV1Claim(v1ClaimFor("nd-own", "gpu.example.com", "p1", "uid-p1")).
+		withV1Claim(v1ClaimFor("nd-other-driver", "fpga.example.com", "p1", "uid-p1")).
+		withV1Claim(v1ClaimFor("nd-other-node", "gpu.example.com", "p2", "uid-p2")).
+		withV1Claim(v1ClaimFor("nd-unreserved", "gpu.example.com", "", "")).
+		withV1Claim(v1ClaimFor("nd-stale-uid", "gpu.example.com", "p1", "old-uid")).
+		withClaim(makeClaim("nd-alpha", "gpu").allocatedBy("gpu.example.com").reservedFor("p1", "uid-p1").obj())
 }
 
 func runAuthCases(t *testing.T, cases map[string]authCase) {

@@ -10,13 +10,16 @@
 //	8c21...,node-1,node
 //	d07e...,gpu.example.com,driver
 //	55b0...,alice,user
+//	a1c4...,gpu.example.com@node-1,node-driver
 //
 // Blank lines and lines starting with '#' are ignored; fields are trimmed of
 // surrounding spaces. The role is one of admin, user, scheduler,
-// controller-manager, node and driver. The name of a node token is the node's
-// name and the name of a driver token is the driver's name; both must be DNS
-// subdomains, because the authorizer compares them with spec.nodeName and
-// ResourceClass.driverName. Other names must not contain commas or control
+// controller-manager, node, driver and node-driver. The name of a node token
+// is the node's name and the name of a driver token is the driver's name;
+// both must be DNS subdomains, because the authorizer compares them with
+// spec.nodeName and ResourceClass.driverName. The name of a node-driver
+// token is DRIVER@NODE, one "@" between two DNS subdomains
+// ([User.Driver], [User.Node]). Other names must not contain commas or control
 // characters. A token may appear only once; a name may have several tokens
 // (for rotation). The file holds secrets: keep it mode 0600. A file that
 // other users can read is loaded, with a warning.
@@ -67,14 +70,29 @@
 //     belongs to such a class; writes ResourceClaimParameters and
 //     ResourceClassParameters whose generatedFrom.apiGroup belongs to it
 //     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot);
-//     writes v1 ResourceSlices whose spec.driver is NAME and that belong to
-//     one node (spec.nodeName set), before and after the write; of
+//     writes v1 ResourceSlices whose spec.driver is NAME before and after
+//     the write, per node or not (nodeSelector, allNodes,
+//     perDeviceNodeSelection); of
 //     resource.k8s.io/v1 claims allocated a device of driver NAME, writes
 //     the finalizers and the status.devices entries of its own driver,
 //     nothing else of their status.
+//   - node-driver DRIVER@NODE, a driver's kubelet plugin on one node, with
+//     what the upstream kubelet-plugin library uses and nothing more: gets
+//     any v1 ResourceSlice; lists and watches them only when
+//     [Attributes.FieldSelector] requires spec.driver=DRIVER and
+//     spec.nodeName NODE or "" (operator = or ==; further terms only
+//     narrow); creates, updates, patches and deletes slices whose
+//     spec.driver is DRIVER and spec.nodeName NODE, before and after, never
+//     by deletecollection; gets the Node NODE; gets resourceclaims
+//     allocated a device of DRIVER and reserved for a pod (same UID) whose
+//     spec.nodeName is NODE, and a claim that does not exist (so the
+//     answer is 404); updates the status of such resource.k8s.io/v1
+//     claims, changing only the status.devices entries of DRIVER; writes
+//     events. Nothing else, reads included.
 //
-// DeviceClasses, DeviceTaintRules and v1 ResourceSlices for several nodes
-// (nodeSelector, allNodes, perDeviceNodeSelection) are admins' to write.
+// DeviceClasses and DeviceTaintRules are admins' to write; v1 ResourceSlices
+// for several nodes (nodeSelector, allNodes, perDeviceNodeSelection) are
+// admins' and their driver's.
 //
 // Events may be created, updated and patched by every role except user
 // (which writes them like any namespaced object): event recorders patch a
@@ -82,7 +100,9 @@
 //
 // Known broadenings, accepted for simplicity: a node may list and watch
 // pods, claims and slices of the whole cluster (field selectors narrow what
-// it asks for, not what it may ask for), and a node may change any field of
+// it asks for, not what it may ask for; for a node-driver the server
+// evaluates the required selector on every object it returns, so there it
+// narrows what is seen), and a node may change any field of
 // its own Node. A custom resource is any resource outside the groups "",
 // *.k8s.io and *.kubernetes.io; the API server must refuse
 // CustomResourceDefinitions in those groups.

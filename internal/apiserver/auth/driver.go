@@ -30,10 +30,10 @@ func authorizeDriver(a Attributes, lk Lookup) Decision {
 	case (a.is(grClaimParameters, "") || a.is(grClassParameters, "")) && slices.Contains(crudVerbs, a.Verb):
 		return driverParameters(a)
 	case a.is(grResourceSlices, "") && slices.Contains(crudVerbs, a.Verb):
-		return ownResourceSlice(a, "spec.driver", func(s *resourcev1.ResourceSlice) string { return s.Spec.Driver })
+		return ownResourceSlice(a, sliceField{"spec.driver", a.User.Name, func(s *resourcev1.ResourceSlice) string { return s.Spec.Driver }})
 	}
 	return deny("%s may not %s %s: drivers write only events, status and finalizers of claims of their classes, "+
-		"status of scheduling contexts of their pods, parameters generated from their API group, and their node-local ResourceSlices",
+		"status of scheduling contexts of their pods, parameters generated from their API group, and their ResourceSlices",
 		a.User, a.Verb, a.resourceString())
 }
 
@@ -83,21 +83,22 @@ func driverV1Claim(a Attributes, claim *resourcev1.ResourceClaim) Decision {
 		if !ok {
 			return deny("%s: read new resourceclaim: %v", a.User, errNoObject)
 		}
-		if d := ownDeviceStatusOnly(a, claim, updated); !d.Allowed {
+		if d := ownDeviceStatusOnly(a, a.User.Name, claim, updated); !d.Allowed {
 			return d
 		}
 	}
 	return allow("%s may write %s of claims allocated devices of its own", a.User, a.resourceString())
 }
 
-// ownDeviceStatusOnly allows a driver's status write of a v1 claim that
-// changes nothing but the status.devices entries of its own driver: the
+// ownDeviceStatusOnly allows a status write of a v1 claim by driver (a
+// driver or node-driver) that changes nothing but the status.devices
+// entries of that driver: the
 // allocation and reservations are the scheduler's and the claim
 // controller's, other drivers' device status theirs.
-func ownDeviceStatusOnly(a Attributes, old, updated *resourcev1.ResourceClaim) Decision {
+func ownDeviceStatusOnly(a Attributes, driver string, old, updated *resourcev1.ResourceClaim) Decision {
 	others := func(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaimStatus {
 		st := c.Status.DeepCopy()
-		st.Devices = slices.DeleteFunc(st.Devices, func(d resourcev1.AllocatedDeviceStatus) bool { return d.Driver == a.User.Name })
+		st.Devices = slices.DeleteFunc(st.Devices, func(d resourcev1.AllocatedDeviceStatus) bool { return d.Driver == driver })
 		if len(st.Devices) == 0 {
 			st.Devices = nil
 		}
@@ -105,7 +106,7 @@ func ownDeviceStatusOnly(a Attributes, old, updated *resourcev1.ResourceClaim) D
 	}
 	if !equality.Semantic.DeepEqual(others(old), others(updated)) {
 		return deny("%s may only change status.devices entries of driver %q in resourceclaim %s/%s, not its allocation, reservations or other drivers' devices",
-			a.User, a.User.Name, a.Namespace, a.Name)
+			a.User, driver, a.Namespace, a.Name)
 	}
 	return Decision{Allowed: true}
 }

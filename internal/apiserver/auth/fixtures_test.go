@@ -7,8 +7,11 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -17,13 +20,16 @@ type fakeLookup struct {
 	classes map[string]*resourcev1alpha2.ResourceClass
 	pods    map[string]*corev1.Pod
 	claims  map[string]*resourcev1alpha2.ResourceClaim
+	// v1claims are claims stored as resource.k8s.io/v1.
+	v1claims map[string]*resourcev1.ResourceClaim
 }
 
 func newFakeLookup() *fakeLookup {
 	return &fakeLookup{
-		classes: map[string]*resourcev1alpha2.ResourceClass{},
-		pods:    map[string]*corev1.Pod{},
-		claims:  map[string]*resourcev1alpha2.ResourceClaim{},
+		classes:  map[string]*resourcev1alpha2.ResourceClass{},
+		pods:     map[string]*corev1.Pod{},
+		claims:   map[string]*resourcev1alpha2.ResourceClaim{},
+		v1claims: map[string]*resourcev1.ResourceClaim{},
 	}
 }
 
@@ -56,11 +62,39 @@ func (f *fakeLookup) GetPod(namespace, name string) (*corev1.Pod, error) {
 	return nil, fmt.Errorf("pod %s/%s not found", namespace, name)
 }
 
+func (f *fakeLookup) withV1Claim(c *resourcev1.ResourceClaim) *fakeLookup {
+	f.v1claims[c.Namespace+"/"+c.Name] = c
+	return f
+}
+
+var claimsGR = schema.GroupResource{Group: resourcev1alpha2.GroupName, Resource: "resourceclaims"}
+
+// GetResourceClaim returns a v1alpha2 claim, or for a v1 claim a view as
+// the server gives: metadata and the StoredVersionAnnotation only.
 func (f *fakeLookup) GetResourceClaim(namespace, name string) (*resourcev1alpha2.ResourceClaim, error) {
 	if c, ok := f.claims[namespace+"/"+name]; ok {
 		return c, nil
 	}
-	return nil, fmt.Errorf("resourceclaim %s/%s not found", namespace, name)
+	if c, ok := f.v1claims[namespace+"/"+name]; ok {
+		v := &resourcev1alpha2.ResourceClaim{ObjectMeta: *c.ObjectMeta.DeepCopy()}
+		metav1.SetMetaDataAnnotation(&v.ObjectMeta, resourcev1alpha2.StoredVersionAnnotation, "resource.k8s.io/v1")
+		return v, nil
+	}
+	return nil, apierrors.NewNotFound(claimsGR, name)
+}
+
+// GetResourceClaimV1 returns a v1 claim, or for a v1alpha2 claim a view
+// with the StoredVersionAnnotation.
+func (f *fakeLookup) GetResourceClaimV1(namespace, name string) (*resourcev1.ResourceClaim, error) {
+	if c, ok := f.v1claims[namespace+"/"+name]; ok {
+		return c, nil
+	}
+	if c, ok := f.claims[namespace+"/"+name]; ok {
+		v := &resourcev1.ResourceClaim{ObjectMeta: *c.ObjectMeta.DeepCopy()}
+		metav1.SetMetaDataAnnotation(&v.ObjectMeta, resourcev1alpha2.StoredVersionAnnotation, "resource.k8s.io/v1alpha2")
+		return v, nil
+	}
+	return nil, apierrors.NewNotFound(claimsGR, name)
 }
 
 const testNS = "default"
@@ -119,7 +153,7 @@ func (b claimBuilder) obj() *resourcev1alpha2.ResourceClaim { return b.c }
 type podBuilder struct{ p *corev1.Pod }
 
 func makePod(name string) podBuilder {
-	return podBuilder{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS}}}
+	return podBuilder{&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name)}}}
 }
 
 func (b podBuilder) node(n string) podBuilder {
@@ -179,6 +213,24 @@ func v1ClaimOf(driver string, finalizers ...string) *resourcev1.ResourceClaim {
 			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "r", Driver: driver, Pool: "n1", Device: "d0"}}}}
 	}
 	return c
+}
+
+// v1ClaimFor returns v1ClaimOf(driver) named name and reserved for pod
+// with uid ("" for no reservation).
+func v1ClaimFor(name, driver, pod string, uid types.UID) *resourcev1.ResourceClaim {
+	c := v1ClaimOf(driver)
+	c.Name = name
+	if pod != "" {
+		c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: pod, UID: uid}}
+	}
+	return c
+}
+
+// reservedFor reserves a v1alpha2 claim for pod.
+func (b claimBuilder) reservedFor(pod string, uid types.UID) claimBuilder {
+	b.c = b.c.DeepCopy()
+	b.c.Status.ReservedFor = append(b.c.Status.ReservedFor, resourcev1alpha2.ResourceClaimConsumerReference{Resource: "pods", Name: pod, UID: uid})
+	return b
 }
 
 func withDeviceStatus(c *resourcev1.ResourceClaim, driver string) *resourcev1.ResourceClaim {

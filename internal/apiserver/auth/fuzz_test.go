@@ -4,15 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-var fuzzRoles = []Role{RoleAdmin, RoleUser, RoleScheduler, RoleControllerManager, RoleNode, RoleDriver, "", "root"}
+var fuzzRoles = []Role{RoleAdmin, RoleUser, RoleScheduler, RoleControllerManager, RoleNode, RoleDriver, RoleNodeDriver, "", "root"}
 
 // objectFor decodes a fuzzed object for the resource: a typed object for
 // the kinds rules inspect, unstructured otherwise, nil when empty.
@@ -64,6 +66,8 @@ func FuzzAuthorize(f *testing.F) {
 	f.Add(uint8(5), "create", "resource.k8s.io", "resourceclaimparameters", "", "default", "p", "gpu.example.com",
 		[]byte(`{"generatedFrom":{"apiGroup":"gpu.example.com"}}`), []byte(nil))
 	f.Add(uint8(1), "escalate", "cards.example.com", "cards", "scale", "", "", "alice", []byte(`[]`), []byte(`null`))
+	f.Add(uint8(6), "list", "resource.k8s.io", "resourceslices", "", "", "", "gpu.example.com@n1", []byte(nil), []byte(nil))
+	f.Add(uint8(6), "get", "resource.k8s.io", "resourceclaims", "", "default", "nd-own", "gpu.example.com@n1", []byte(nil), []byte(nil))
 	lk := testLookup()
 	f.Fuzz(func(t *testing.T, role uint8, verb, group, resource, sub, ns, name, user string, obj, old []byte) {
 		a := Attributes{
@@ -80,12 +84,41 @@ func FuzzAuthorize(f *testing.F) {
 			t.Fatalf("anonymous request allowed: %+v", a)
 		case a.User.Name != "" && a.User.Role == RoleAdmin && !d.Allowed:
 			t.Fatalf("admin denied: %+v: %s", a, d.Reason)
-		case d.Allowed && !slices.Contains(fuzzRoles[:6], a.User.Role):
+		case d.Allowed && !slices.Contains(fuzzRoles[:7], a.User.Role):
 			t.Fatalf("unknown role %q allowed: %s", a.User.Role, d.Reason)
 		case d.Allowed && a.User.Role != RoleAdmin && !slices.Contains(append(readVerbs, writeVerbs...), verb):
 			t.Fatalf("unknown verb %q allowed for %s: %s", verb, a.User, d.Reason)
 		case d.Allowed && a.User.Role == RoleNode && !isRead(verb) && a.is(grPods, "") && verb != "delete":
 			t.Fatalf("node wrote a pod's main resource: %+v", a)
+		}
+	})
+}
+
+// FuzzNodeDriverName: validateIdentity accepts a node-driver name exactly
+// when it is DRIVER@NODE with one "@" and both halves DNS subdomains, and
+// Driver() and Node() give the halves back.
+func FuzzNodeDriverName(f *testing.F) {
+	for _, name := range []string{"gpu.example.com@n1", "gpu.example.com@n1@n2", "@n1", "gpu.example.com@", "@",
+		"GPU.example.com@n1", "gpu.example.com@Node-1", "gpu.example.com", "gpu,x@n1", "gpu.example.com@n 1", ""} {
+		f.Add(name)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := validateIdentity(name, RoleNodeDriver)
+		driver, node, ok := strings.Cut(name, "@")
+		want := ok && !strings.Contains(node, "@") &&
+			len(validation.IsDNS1123Subdomain(driver)) == 0 && len(validation.IsDNS1123Subdomain(node)) == 0
+		if (err == nil) != want {
+			t.Fatalf("validateIdentity(%q, node-driver) = %v, want valid %v", name, err, want)
+		}
+		if err != nil {
+			return
+		}
+		if strings.ContainsAny(name, ", \n") {
+			t.Fatalf("valid name %q cannot be written to the tokens file", name)
+		}
+		u := User{Name: name, Role: RoleNodeDriver}
+		if u.Driver()+"@"+u.Node() != name || u.Driver() == "" || u.Node() == "" {
+			t.Fatalf("%q: Driver() %q, Node() %q", name, u.Driver(), u.Node())
 		}
 	})
 }

@@ -16,7 +16,9 @@ import (
 // custom resources), every subresource and every verb, what each role may
 // do. A row per resource and subresource is required: a resource added to
 // Resources without one fails TestRoleMatrix. Reads are the same for every
-// role but node (below); a role missing from a row writes nothing there.
+// role but node (below) and node-driver, whose reads are in its cells like
+// its writes; a role missing from a row writes nothing there (and a
+// node-driver reads nothing there).
 //
 // A cell lists verbs, then optionally " if CONDITION"; clauses are
 // separated by ";". For a conditional clause the test checks both an
@@ -25,21 +27,23 @@ var roleMatrix = map[string]map[Role]string{
 	"namespaces":          {RoleUser: allWrites, RoleControllerManager: "update patch delete deletecollection"},
 	"namespaces/status":   {RoleControllerManager: "update patch"},
 	"namespaces/finalize": {RoleControllerManager: "update patch"},
-	"nodes":               {RoleNode: "create update patch if own-node", RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
-	"nodes/status":        {RoleNode: "update patch if own-node", RoleControllerManager: "update patch"},
-	"pods":                {RoleUser: allWrites, RoleNode: "delete if bound-pod", RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
-	"pods/status":         {RoleScheduler: "update patch", RoleControllerManager: "update patch", RoleNode: "update patch if bound-pod"},
-	"pods/binding":        {RoleScheduler: "create"},
-	"pods/log":            {},
+	"nodes": {RoleNode: "create update patch if own-node", RoleControllerManager: "delete deletecollection; update patch if metadata-only",
+		RoleNodeDriver: "get if own-node"},
+	"nodes/status": {RoleNode: "update patch if own-node", RoleControllerManager: "update patch"},
+	"pods":         {RoleUser: allWrites, RoleNode: "delete if bound-pod", RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"pods/status":  {RoleScheduler: "update patch", RoleControllerManager: "update patch", RoleNode: "update patch if bound-pod"},
+	"pods/binding": {RoleScheduler: "create"},
+	"pods/log":     {},
 	"events": {RoleUser: allWrites, RoleScheduler: "create update patch", RoleControllerManager: "create update patch delete deletecollection",
-		RoleNode: "create update patch", RoleDriver: "create update patch"},
+		RoleNode: "create update patch", RoleDriver: "create update patch", RoleNodeDriver: "create update patch"},
 	"resourcequotas":                  {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"resourcequotas/status":           {RoleControllerManager: "update patch"},
 	"resourceclasses.resource.k8s.io": {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"resourceclaims.resource.k8s.io": {RoleUser: "delete deletecollection; create update patch if claim-marks",
 		RoleScheduler: "update patch if finalizers-only", RoleControllerManager: "create update patch delete deletecollection",
-		RoleDriver: "update patch if driver-claim-finalizers"},
-	"resourceclaims.resource.k8s.io/status":        {RoleScheduler: "update patch", RoleControllerManager: "update patch", RoleDriver: "update patch if driver-claim"},
+		RoleDriver: "update patch if driver-claim-finalizers", RoleNodeDriver: "get if node-driver-claim"},
+	"resourceclaims.resource.k8s.io/status": {RoleScheduler: "update patch", RoleControllerManager: "update patch", RoleDriver: "update patch if driver-claim",
+		RoleNodeDriver: "update patch if node-driver-claim-status"},
 	"resourceclaimtemplates.resource.k8s.io":       {RoleUser: allWrites, RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"podschedulingcontexts.resource.k8s.io":        {RoleScheduler: "create update patch delete", RoleControllerManager: "create update patch delete deletecollection"},
 	"podschedulingcontexts.resource.k8s.io/status": {RoleDriver: "update patch if driver-context"},
@@ -52,6 +56,7 @@ var roleMatrix = map[string]map[Role]string{
 	"deviceclasses.resource.k8s.io": {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"resourceslices.resource.k8s.io": {RoleNode: "create update patch delete if own-resourceslice",
 		RoleDriver:            "create update patch delete if driver-resourceslice",
+		RoleNodeDriver:        "get; list watch if node-driver-selector; create update patch delete if node-driver-resourceslice",
 		RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"devicetaintrules.resource.k8s.io":                      {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"devicetaintrules.resource.k8s.io/status":               {RoleControllerManager: "update patch"},
@@ -72,7 +77,7 @@ var nodeReads = []string{"nodes", "pods", "resourceclaims.resource.k8s.io", "res
 	"noderesourceslices.resource.k8s.io", "resourceclaimtemplates.resource.k8s.io", "namespaces",
 	"deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io"}
 
-var matrixRoles = []User{alice, sched, cm, node1, gpuDrv}
+var matrixRoles = []User{alice, sched, cm, node1, gpuDrv, gpuN1}
 
 // matrixResources are Resources and two custom resources, with their
 // subresources, as "resource.group[/sub]" and whether namespaced.
@@ -113,7 +118,7 @@ func TestRoleMatrix(t *testing.T) {
 				a = a.named("x")
 				name := fmt.Sprintf("%s %s %s", u.Role, verb, res)
 				switch cond, conditional := conds[verb]; {
-				case isRead(verb):
+				case isRead(verb) && u.Role != RoleNodeDriver:
 					want := u.Role != RoleNode || nodeMayRead(res)
 					checkDecision(t, name, a, lk, want)
 				case conditional:
@@ -212,6 +217,18 @@ func conditionFixtures(t *testing.T, cond string, a attrs) (good, bad attrs) {
 	case "driver-resourceslice":
 		return withObjects(a, makeResourceSlice("n2", "gpu.example.com"), makeResourceSlice("n2", "gpu.example.com")),
 			withObjects(a, makeResourceSlice("n2", "fpga.example.com"), makeResourceSlice("n2", "fpga.example.com"))
+	case "node-driver-selector":
+		return a.selecting("spec.driver=gpu.example.com,spec.nodeName=n1"), a.selecting("spec.nodeName=n1")
+	case "node-driver-resourceslice":
+		return withObjects(a, makeResourceSlice("n1", "gpu.example.com"), makeResourceSlice("n1", "gpu.example.com")),
+			withObjects(a, makeResourceSlice("", "gpu.example.com"), makeResourceSlice("", "gpu.example.com"))
+	case "node-driver-claim":
+		return a.named("nd-own"), a.named("nd-other-node")
+	case "node-driver-claim-status":
+		own := v1ClaimFor("nd-own", "gpu.example.com", "p1", "uid-p1")
+		other := v1ClaimFor("nd-other-node", "gpu.example.com", "p2", "uid-p2")
+		return a.named("nd-own").oldObject(own).object(withDeviceStatus(own.DeepCopy(), "gpu.example.com")),
+			a.named("nd-other-node").oldObject(other).object(withDeviceStatus(other.DeepCopy(), "gpu.example.com"))
 	case "finalizers-only":
 		return a.named("gpu-claim").object(gpuClaimFinalized.obj()).oldObject(gpuClaim.obj()),
 			a.named("gpu-claim").object(gpuClaim.label("a", "b").obj()).oldObject(gpuClaim.obj())

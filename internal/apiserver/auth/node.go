@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -29,7 +31,7 @@ func authorizeNode(a Attributes, lk Lookup) Decision {
 	case a.is(grSlices, "") && slices.Contains(crudVerbs, a.Verb):
 		return nodeOwnSlice(a)
 	case a.is(grResourceSlices, "") && slices.Contains(crudVerbs, a.Verb):
-		return ownResourceSlice(a, "spec.nodeName", func(s *resourcev1.ResourceSlice) string { return ptrString(s.Spec.NodeName) })
+		return ownResourceSlice(a, sliceField{"spec.nodeName", a.User.Name, func(s *resourcev1.ResourceSlice) string { return ptrString(s.Spec.NodeName) }})
 	case a.is(grEvents, "") && slices.Contains(eventVerbs, a.Verb):
 		return allow("%s may write events", a.User)
 	case a.is(grPods, "status") && slices.Contains(updateVerbs, a.Verb),
@@ -93,13 +95,18 @@ func nodeOwnSlice(a Attributes) Decision {
 	return allow("%s may write NodeResourceSlices with spec.nodeName %q", a.User, a.User.Name)
 }
 
-// ownResourceSlice allows writes of v1 ResourceSlices whose field (named
-// path, read by get) is the user's name, both as stored and as written, so
-// a node or driver can neither touch another's slice nor move a slice to
-// another. A driver's slices must also be local to one node: slices for
-// several nodes (nodeSelector, allNodes, perDeviceNodeSelection) are an
-// admin's to write.
-func ownResourceSlice(a Attributes, path string, get func(*resourcev1.ResourceSlice) string) Decision {
+// sliceField is a field of a v1 ResourceSlice that a writer must own: path
+// names it in reasons, want is the writer's value, get reads it.
+type sliceField struct {
+	path, want string
+	get        func(*resourcev1.ResourceSlice) string
+}
+
+// ownResourceSlice allows writes of v1 ResourceSlices whose fields are the
+// writer's, both as stored and as written, so a node, driver or
+// node-driver can neither touch another's slice nor move a slice to
+// another.
+func ownResourceSlice(a Attributes, want ...sliceField) Decision {
 	var objs []runtime.Object
 	if a.Verb != "delete" {
 		objs = append(objs, a.Object)
@@ -112,15 +119,21 @@ func ownResourceSlice(a Attributes, path string, get func(*resourcev1.ResourceSl
 		if err != nil {
 			return deny("%s: read ResourceSlice: %v", a.User, err)
 		}
-		if v := get(s); v != a.User.Name {
-			return deny("%s may only write ResourceSlices with %s %q, not %q", a.User, path, a.User.Name, v)
-		}
-		if ptrString(s.Spec.NodeName) == "" {
-			return deny("%s may only write ResourceSlices of one node (spec.nodeName); slices with nodeSelector, allNodes or perDeviceNodeSelection are written by admins",
-				a.User)
+		for _, f := range want {
+			if v := f.get(s); v != f.want {
+				hint := ""
+				if f.path == "spec.nodeName" && v == "" {
+					hint = "; slices with nodeSelector, allNodes or perDeviceNodeSelection are written by drivers and admins"
+				}
+				return deny("%s may only write ResourceSlices with %s %q, not %q%s", a.User, f.path, f.want, v, hint)
+			}
 		}
 	}
-	return allow("%s may write ResourceSlices with %s %q", a.User, path, a.User.Name)
+	paths := make([]string, len(want))
+	for i, f := range want {
+		paths[i] = fmt.Sprintf("%s %q", f.path, f.want)
+	}
+	return allow("%s may write ResourceSlices with %s", a.User, strings.Join(paths, " and "))
 }
 
 func ptrString(p *string) string {

@@ -28,6 +28,9 @@ const (
 	RoleControllerManager Role = "controller-manager"
 	RoleNode              Role = "node"
 	RoleDriver            Role = "driver"
+	// RoleNodeDriver is a driver's credential for one node: its name is
+	// DRIVER@NODE.
+	RoleNodeDriver Role = "node-driver"
 )
 
 // ErrInvalidIdentity is returned (wrapped) for a name or role the tokens file
@@ -36,27 +39,60 @@ var ErrInvalidIdentity = errors.New("invalid identity")
 
 func (r Role) valid() bool {
 	switch r {
-	case RoleAdmin, RoleUser, RoleScheduler, RoleControllerManager, RoleNode, RoleDriver:
+	case RoleAdmin, RoleUser, RoleScheduler, RoleControllerManager, RoleNode, RoleDriver, RoleNodeDriver:
 		return true
 	}
 	return false
 }
 
 // User is an authenticated caller. For RoleNode, Name is the node's name;
-// for RoleDriver, the driver's name.
+// for RoleDriver, the driver's name; for RoleNodeDriver, DRIVER@NODE.
 type User struct {
 	Name string
 	Role Role
 }
 
+// Driver returns the driver of a node-driver (the part of the name before
+// the "@"), "" for other roles.
+func (u User) Driver() string {
+	if u.Role != RoleNodeDriver {
+		return ""
+	}
+	d, _, _ := strings.Cut(u.Name, "@")
+	return d
+}
+
+// Node returns the node of a node-driver (the part of the name after the
+// "@"), "" for other roles.
+func (u User) Node() string {
+	if u.Role != RoleNodeDriver {
+		return ""
+	}
+	_, n, _ := strings.Cut(u.Name, "@")
+	return n
+}
+
 // validateIdentity checks that name and role can be written to and read back
-// from the tokens file, and that node and driver names are DNS subdomains.
+// from the tokens file, that node and driver names are DNS subdomains, and
+// that a node-driver's name is DRIVER@NODE with both halves DNS subdomains.
 func validateIdentity(name string, role Role) error {
 	if !role.valid() {
 		return fmt.Errorf("%w: unknown role %q", ErrInvalidIdentity, role)
 	}
 	if name == "" {
 		return fmt.Errorf("%w: empty name", ErrInvalidIdentity)
+	}
+	if role == RoleNodeDriver {
+		driver, node, ok := strings.Cut(name, "@")
+		if !ok {
+			return fmt.Errorf("%w: node-driver name %q is not DRIVER@NODE", ErrInvalidIdentity, name)
+		}
+		for _, part := range []struct{ what, v string }{{"driver", driver}, {"node", node}} {
+			if errs := validation.IsDNS1123Subdomain(part.v); len(errs) > 0 {
+				return fmt.Errorf("%w: node-driver name %q: %s %q: %s", ErrInvalidIdentity, name, part.what, part.v, strings.Join(errs, "; "))
+			}
+		}
+		return nil
 	}
 	if role == RoleNode || role == RoleDriver {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {

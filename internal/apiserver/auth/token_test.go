@@ -287,6 +287,10 @@ func TestAppendTokenErrors(t *testing.T) {
 		"node name not DNS":   {name: "Node_1", role: RoleNode, wantErrIs: ErrInvalidIdentity},
 		"driver name not DNS": {name: "gpu/x", role: RoleDriver, wantErrIs: ErrInvalidIdentity},
 		"comma in user name":  {name: "a,b", role: RoleUser, wantErrIs: ErrInvalidIdentity},
+		"node-driver no @":    {name: "gpu.example.com", role: RoleNodeDriver, wantErr: "not DRIVER@NODE", wantErrIs: ErrInvalidIdentity},
+		"node-driver two @":   {name: "gpu.example.com@n1@n2", role: RoleNodeDriver, wantErr: `node "n1@n2"`, wantErrIs: ErrInvalidIdentity},
+		"node-driver no node": {name: "gpu.example.com@", role: RoleNodeDriver, wantErrIs: ErrInvalidIdentity},
+		"node-driver upper":   {name: "GPU.example.com@n1", role: RoleNodeDriver, wantErr: `driver "GPU.example.com"`, wantErrIs: ErrInvalidIdentity},
 		"newline in name":     {name: "a\nb", role: RoleAdmin, wantErrIs: ErrInvalidIdentity},
 		"broken file":         {existing: "x,y\n", name: "alice", role: RoleUser, wantErr: "line 1"},
 	}
@@ -309,6 +313,22 @@ func TestAppendTokenErrors(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestAppendTokenNodeDriver(t *testing.T) {
+	path := writeTokens(t, "tok-a,alice,user\n")
+	tok, err := AppendToken(path, "gpu.example.com@node-1", RoleNodeDriver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewTokenAuthenticator(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := a.AuthenticateRequest(bearer("Bearer " + tok))
+	if !ok || u != (User{"gpu.example.com@node-1", RoleNodeDriver}) || u.Driver() != "gpu.example.com" || u.Node() != "node-1" {
+		t.Errorf("AuthenticateRequest = %+v, %v", u, ok)
 	}
 }
 
