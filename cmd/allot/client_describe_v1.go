@@ -366,14 +366,10 @@ func describeResourceSlice(w *describeWriter, u *unstructured.Unstructured) erro
 
 // sliceNodesText says which nodes a slice's devices are available on.
 func sliceNodesText(spec *resourcev1.ResourceSliceSpec) string {
-	switch {
-	case spec.NodeName != nil && *spec.NodeName != "":
-		return "node " + *spec.NodeName
-	case spec.NodeSelector != nil:
-		return "selected by " + nodeSelectorText(spec.NodeSelector)
-	case spec.AllNodes != nil && *spec.AllNodes:
-		return "all nodes"
-	case spec.PerDeviceNodeSelection != nil && *spec.PerDeviceNodeSelection:
+	if t := nodeChoiceText(spec.NodeName, spec.NodeSelector, spec.AllNodes); t != "" {
+		return t
+	}
+	if spec.PerDeviceNodeSelection != nil && *spec.PerDeviceNodeSelection {
 		return "per device"
 	}
 	return "<none>"
@@ -382,12 +378,17 @@ func sliceNodesText(spec *resourcev1.ResourceSliceSpec) string {
 // deviceNodesText is a device's own node selection (with
 // perDeviceNodeSelection), or "".
 func deviceNodesText(d *resourcev1.Device) string {
+	return nodeChoiceText(d.NodeName, d.NodeSelector, d.AllNodes)
+}
+
+// nodeChoiceText is one of a slice's or device's node choices, or "".
+func nodeChoiceText(name *string, sel *k8scorev1.NodeSelector, all *bool) string {
 	switch {
-	case d.NodeName != nil && *d.NodeName != "":
-		return "node " + *d.NodeName
-	case d.NodeSelector != nil:
-		return "selected by " + nodeSelectorText(d.NodeSelector)
-	case d.AllNodes != nil && *d.AllNodes:
+	case name != nil && *name != "":
+		return "node " + *name
+	case sel != nil:
+		return "selected by " + nodeSelectorText(sel)
+	case all != nil && *all:
 		return "all nodes"
 	}
 	return ""

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -67,21 +68,37 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 			}
 			structured = append(structured, [2]string{node.Name, h.DriverName})
 		}
-		if len(structured) > 0 && !hasString(claim.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer) {
-			claim.Finalizers = append(claim.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer)
+		if len(structured) > 0 {
+			addDeleteProtection(claim)
 		}
 	}
 	if err := reserveFor(claim, pod, node); err != nil {
 		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, err)
 	}
+	op, err := claimBindingWrite(ck, claim, old, rev)
+	return op, structured, err
+}
+
+// addDeleteProtection adds the finalizer a structured allocation holds
+// its claim with, of either version, unless it is there.
+func addDeleteProtection(claim metav1.Object) {
+	if !hasString(claim.GetFinalizers(), resourcev1alpha2.DeleteProtectionFinalizer) {
+		claim.SetFinalizers(append(claim.GetFinalizers(), resourcev1alpha2.DeleteProtectionFinalizer))
+	}
+}
+
+// claimBindingWrite validates a claim's status as the binding leaves it
+// and returns the guarded write of it in kind ck.
+func claimBindingWrite(ck *kind, claim, old runtime.Object, rev int64) (storage.Op, error) {
+	acc, _ := meta.Accessor(claim)
 	if errs := validation.ValidateStatusUpdate(claim, old); len(errs) > 0 {
-		return storage.Op{}, nil, apierrors.NewInvalid(ck.gvk.GroupKind(), bc.Name, errs)
+		return storage.Op{}, apierrors.NewInvalid(ck.gvk.GroupKind(), acc.GetName(), errs)
 	}
 	data, err := encodeForStorage(ck, claim)
 	if err != nil {
-		return storage.Op{}, nil, apierrors.NewInternalError(err)
+		return storage.Op{}, apierrors.NewInternalError(err)
 	}
-	return storage.Update(ck.storageKey(claim.Namespace, claim.Name), data, rev), structured, nil
+	return storage.Update(ck.storageKey(acc.GetNamespace(), acc.GetName()), data, rev), nil
 }
 
 // claimBindingPrologue checks a claim of either version for a binding:

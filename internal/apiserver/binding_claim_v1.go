@@ -17,7 +17,6 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
-	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/storage"
 )
 
@@ -62,21 +61,15 @@ func (s *Server) bindClaimV1(ctx context.Context, pod *corev1.Pod, node *corev1.
 				fenced = append(fenced, key)
 			}
 		}
-		if len(fenced) > 0 && !hasString(claim.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer) {
-			claim.Finalizers = append(claim.Finalizers, resourcev1alpha2.DeleteProtectionFinalizer)
+		if len(fenced) > 0 {
+			addDeleteProtection(claim)
 		}
 	}
 	if err := reserveForV1(claim, pod, node); err != nil {
 		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, err)
 	}
-	if errs := validation.ValidateStatusUpdate(claim, old); len(errs) > 0 {
-		return storage.Op{}, nil, apierrors.NewInvalid(ck.gvk.GroupKind(), bc.Name, errs)
-	}
-	data, err := encodeForStorage(ck, claim)
-	if err != nil {
-		return storage.Op{}, nil, apierrors.NewInternalError(err)
-	}
-	return storage.Update(ck.storageKey(claim.Namespace, claim.Name), data, rev), fenced, nil
+	op, err := claimBindingWrite(ck, claim, old, rev)
+	return op, fenced, err
 }
 
 // reserveForV1 adds the pod to a v1 claim's reservedFor, checking that
