@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+)
+
+// maxDevices is the most devices one ResourceSlice may hold (the API's
+// limit); the driver publishes its GPUs in one slice.
+const maxDevices = 128
+
+// unixPathMax is the longest AF_UNIX socket path Linux accepts (the
+// library applies the same limit to the registration socket only).
+const unixPathMax = 108
+
+// config is the parsed command line.
+type config struct {
+	driverName       string
+	nodeName         string
+	kubeconfig       string
+	registrarDir     string // --kubelet-registrar-directory-path
+	pluginsDir       string // --kubelet-plugins-directory-path; the plugin data dir is pluginsDir/driverName
+	cdiRoot          string
+	gpus             int
+	stateFile        string
+	prepareHoldFile  string
+	healthFile       string
+	rollingUpdateUID string
+	publish          bool
+	serialize        bool
+}
+
+// parseFlags parses args (without the program name). getenv supplies
+// NODE_NAME, the default of --node-name.
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("upstreamdriver", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.driverName, "driver-name", "upstream.example.com", "DRA driver name; also the CDI vendor (kind DRIVER/gpu)")
+	fs.StringVar(&c.nodeName, "node-name", getenv("NODE_NAME"), "node this driver runs on; names the published pool (default $NODE_NAME)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the driver's credentials (empty: in-cluster config)")
+	fs.StringVar(&c.registrarDir, "kubelet-registrar-directory-path", kubeletplugin.KubeletRegistryDir, "directory the node agent watches for registration sockets")
+	fs.StringVar(&c.pluginsDir, "kubelet-plugins-directory-path", kubeletplugin.KubeletPluginsDir, "parent of the plugin data directory DIR/<driver> that holds the DRA socket")
+	fs.StringVar(&c.cdiRoot, "cdi-root", "/var/run/cdi", "directory for the CDI spec files written by prepare")
+	fs.IntVar(&c.gpus, "gpus", 2, "number of GPUs to publish (gpu-0 .. gpu-N-1)")
+	fs.StringVar(&c.stateFile, "state-file", "", "test hook: append 'prepare UID' / 'unprepare UID' lines (fsync'd) after each successful call")
+	fs.StringVar(&c.prepareHoldFile, "prepare-hold-file", "", "test hook: while this file exists, PrepareResourceClaims blocks before doing anything")
+	fs.StringVar(&c.healthFile, "health-file", "", "test hook: file of 'DEVICE HEALTH [message]' lines streamed as device health")
+	fs.StringVar(&c.rollingUpdateUID, "rolling-update-uid", "", "enable rolling updates with this pod UID (kubeletplugin.RollingUpdate)")
+	fs.BoolVar(&c.publish, "publish", true, "publish the GPUs as a ResourceSlice pool named after the node")
+	fs.BoolVar(&c.serialize, "serialize", true, "let the library serialize prepare and unprepare calls (kubeletplugin.Serialize)")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	var errs []error
+	if msgs := validation.IsDNS1123Subdomain(c.driverName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--driver-name %q: %s", c.driverName, strings.Join(msgs, "; ")))
+	} else if err := parser.ValidateVendorName(c.driverName); err != nil {
+		errs = append(errs, fmt.Errorf("--driver-name %q: not a CDI vendor: %w", c.driverName, err))
+	}
+	if c.nodeName == "" {
+		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required"))
+	}
+	if c.gpus < 0 || c.gpus > maxDevices {
+		errs = append(errs, fmt.Errorf("--gpus %d: must be 0..%d", c.gpus, maxDevices))
+	}
+	for flagName, dir := range map[string]string{
+		"--kubelet-registrar-directory-path": c.registrarDir,
+		"--kubelet-plugins-directory-path":   c.pluginsDir,
+		"--cdi-root":                         c.cdiRoot,
+	} {
+		if !filepath.IsAbs(dir) {
+			errs = append(errs, fmt.Errorf("%s %q: must be an absolute path", flagName, dir))
+		}
+	}
+	if len(errs) == 0 {
+		for _, sock := range []string{c.registrationSocket(), c.draSocket()} {
+			if len(sock) > unixPathMax {
+				errs = append(errs, fmt.Errorf("socket path %q is longer than %d bytes", sock, unixPathMax))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pluginDataDir is the library's PluginDataDirectoryPath: DIR/<driver>.
+func (c config) pluginDataDir() string {
+	return filepath.Join(c.pluginsDir, c.driverName)
+}
+
+// registrationSocket is where the library listens for the node agent's
+// GetInfo, by the library's own naming rules.
+func (c config) registrationSocket() string {
+	name := c.driverName + "-reg.sock"
+	if c.rollingUpdateUID != "" {
+		name = kubeletplugin.RollingUpdateRegistrarSocketFile(c.registrarDir, c.driverName, types.UID(c.rollingUpdateUID))
+	}
+	return filepath.Join(c.registrarDir, name)
+}
+
+// draSocket is the DRA gRPC endpoint that GetInfo advertises: dra.sock,
+// or dra-<uid>.sock with a rolling update.
+func (c config) draSocket() string {
+	name := "dra.sock"
+	if c.rollingUpdateUID != "" {
+		name = "dra-" + c.rollingUpdateUID + ".sock"
+	}
+	return filepath.Join(c.pluginDataDir(), name)
+}
+
+// pluginOptions are the options of kubeletplugin.Start; everything not
+// set here is the library's default.
+func (c config) pluginOptions(client kubernetes.Interface) []kubeletplugin.Option {
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(c.driverName),
+		kubeletplugin.NodeName(c.nodeName),
+		kubeletplugin.KubeClient(client),
+		kubeletplugin.RegistrarDirectoryPath(c.registrarDir),
+		kubeletplugin.PluginDataDirectoryPath(c.pluginDataDir()),
+		kubeletplugin.Serialize(c.serialize),
+	}
+	if c.rollingUpdateUID != "" {
+		opts = append(opts, kubeletplugin.RollingUpdate(types.UID(c.rollingUpdateUID)))
+	}
+	return opts
+}
