@@ -122,14 +122,21 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 	return pods.Admitted()
 }
 
-// callPrepares calls each driver once with its pending claims. It returns
-// the failures and the claims (NAMESPACE/NAME) a driver did not find.
+// callPrepares calls each driver once with its pending claims (an allot
+// driver with their handles, a kubelet driver with their references). It
+// returns the failures and the claims (NAMESPACE/NAME) an allot driver
+// did not find. A kubelet driver's NOT_FOUND is not told apart: the
+// claims are read from the informers' caches before every attempt.
 func (m *Manager) callPrepares(ctx context.Context, pending map[string][]batchItem) (failures, notFound []string) {
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
 		items := pending[name]
 		d := m.drivers.get(name)
 		if d == nil {
 			failures = append(failures, fmt.Sprintf("driver %s is not registered", name))
+			continue
+		}
+		if d.isKubelet() {
+			failures = append(failures, m.prepareKubelet(ctx, d, items)...)
 			continue
 		}
 		resp, err := m.callPrepare(ctx, d, items)

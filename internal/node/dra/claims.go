@@ -38,6 +38,16 @@ type handle struct {
 	driver     string
 	data       string
 	structured []byte // JSON of the StructuredResourceHandle, nil if none
+	// kubelet: the driver speaks the kubelet's DRA API; it is sent the
+	// claim's reference, data and structured are empty.
+	kubelet bool
+}
+
+// speaksKubelet reports whether driver is registered and speaks the
+// kubelet's DRA API.
+func (m *Manager) speaksKubelet(driver string) bool {
+	d := m.drivers.get(driver)
+	return d != nil && d.isKubelet()
 }
 
 // readyClaim is a claim that may be prepared for a pod: a v1alpha2
@@ -89,7 +99,7 @@ func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[s
 		if claimV1 != nil {
 			version = versionV1
 			var problem string
-			if claim, problem = v1Form(claimV1, m.opts.NodeName); problem != "" {
+			if claim, problem = v1Form(claimV1, m.opts.NodeName, m.speaksKubelet); problem != "" {
 				out.problems = append(out.problems, fmt.Sprintf("claim %s %s", key, problem))
 				continue
 			}
@@ -190,6 +200,12 @@ func (m *Manager) checkClaim(ctx context.Context, pod *corev1.Pod, claim *resour
 	handles, problem := claimHandles(claim, version)
 	if problem != "" {
 		return nil, problem
+	}
+	for i := range handles {
+		if handles[i].kubelet = m.speaksKubelet(handles[i].driver); handles[i].kubelet && version != versionV1 {
+			return nil, fmt.Sprintf("is stored as %s, but DRA driver %s speaks the kubelet's DRA API, which reads %s claims only: "+
+				"create the claim as %s", version, handles[i].driver, versionV1, versionV1)
+		}
 	}
 	if !m.usableHere(ctx, claim) {
 		return nil, fmt.Sprintf("is allocated on other nodes, not on %s", m.opts.NodeName)

@@ -10,7 +10,8 @@ import (
 )
 
 // ContainerOptions gives container c the CDI devices of the claims it
-// names in resources.claims, from the Manager's records (memory, restored
+// names in resources.claims (only those of the named request when an
+// entry names one; see claimRecord.cdiDevices), each once, from the Manager's records (memory, restored
 // from the checkpoint after a restart), so a container of an adopted pod
 // that restarts gets them without asking any driver. A claim that is not
 // prepared for the pod is an error: the container is not created without
@@ -33,7 +34,7 @@ func (m *Manager) ContainerOptions(_ context.Context, pod *corev1.Pod, c *corev1
 		if !ok || !rec.prepared() {
 			return pods.ContainerOptions{}, fmt.Errorf("container %s: claim %s/%s is not prepared for the pod", c.Name, pod.Namespace, name)
 		}
-		for _, d := range rec.cdiDevices() {
+		for _, d := range rec.cdiDevices(use.Request) {
 			if !slices.Contains(devices, d) {
 				devices = append(devices, d)
 			}

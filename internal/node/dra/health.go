@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -118,11 +119,15 @@ func (m *Manager) healthChanged(driver string) {
 
 // AllocatedResourcesStatus reports the health of the instances of the
 // claims container uses (its resources.claims), from memory: one entry
-// named "claim:ENTRY" per claim prepared for the pod, one resource per
-// allocated instance with ID "DRIVER/INSTANCE" ("gpu.example.com/gpu-0").
+// named "claim:ENTRY" (or "claim:ENTRY/REQUEST" when the container names a
+// request of the claim) per claim prepared for the pod, one resource per
+// allocated instance of an allot driver with ID "DRIVER/INSTANCE"
+// ("gpu.example.com/gpu-0") and per device of a kubelet driver serving
+// the request with ID "DRIVER/POOL/DEVICE", as the kubelet names them.
 // The health is the one the driver last streamed: Unknown while the
 // driver is not registered (after it went away, or before it registered
-// again after an agent restart). Claims without structured allocations
+// again after an agent restart), and for a kubelet driver's device also
+// once its report's timeout passed. Claims without structured allocations
 // (a control-plane controller's) name no instances and are left out.
 func (m *Manager) AllocatedResourcesStatus(pod *corev1.Pod, container string) []corev1.ResourceStatus {
 	i := slices.IndexFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == container })
@@ -144,9 +149,19 @@ func (m *Manager) AllocatedResourcesStatus(pod *corev1.Pod, container string) []
 			continue
 		}
 		st := corev1.ResourceStatus{Name: "claim:" + use.Name}
+		if use.Request != "" {
+			st.Name += "/" + use.Request
+		}
+		now := time.Now()
 		for _, h := range rec.Handles {
 			for _, id := range instanceIDs(h.Structured) {
 				st.Resources = append(st.Resources, corev1.ResourceHealth{ResourceID: h.Driver + "/" + id, Health: m.health.of(h.Driver, id)})
+			}
+			for _, d := range h.Devices {
+				if servesRequest(d.Requests, use.Request) {
+					health, _ := m.devHealth.of(h.Driver, d.Pool, d.Device, now)
+					st.Resources = append(st.Resources, corev1.ResourceHealth{ResourceID: h.Driver + "/" + d.Pool + "/" + d.Device, Health: health})
+				}
 			}
 		}
 		if len(st.Resources) > 0 {
@@ -158,17 +173,29 @@ func (m *Manager) AllocatedResourcesStatus(pod *corev1.Pod, container string) []
 
 // PodFailure fails a pod one of whose prepared claims holds an instance
 // its driver reports Unhealthy (the instance or an ancestor has
-// health: Unhealthy in the driver's model), as the device manager does for
+// health: Unhealthy in the driver's model), or a device a kubelet driver's
+// health stream reports UNHEALTHY (never UNKNOWN, nor a report past its
+// timeout), as the device manager does for
 // a device plugin's unhealthy device (seed 001). A driver that went away
 // fails nothing. The agent puts the Manager among the pods.Hooks Monitors
 // only under the FailPod policy.
 func (m *Manager) PodFailure(pod *corev1.Pod) *pods.Failure {
+	now := time.Now()
 	for _, rec := range m.store.podRecords(pod.UID) {
 		for _, h := range rec.Handles {
 			for _, id := range instanceIDs(h.Structured) {
 				if m.health.of(h.Driver, id) == corev1.ResourceHealthStatusUnhealthy {
 					return &pods.Failure{Reason: pods.ReasonDeviceUnhealthy, Message: fmt.Sprintf(
 						"instance %s of claim %s/%s was reported unhealthy by DRA driver %s", id, rec.Namespace, rec.Name, h.Driver)}
+				}
+			}
+			for _, d := range h.Devices {
+				if health, msg := m.devHealth.of(h.Driver, d.Pool, d.Device, now); health == corev1.ResourceHealthStatusUnhealthy {
+					text := fmt.Sprintf("device %s/%s of claim %s/%s was reported unhealthy by DRA driver %s", d.Pool, d.Device, rec.Namespace, rec.Name, h.Driver)
+					if msg != "" {
+						text += ": " + msg
+					}
+					return &pods.Failure{Reason: pods.ReasonDeviceUnhealthy, Message: text}
 				}
 			}
 		}

@@ -137,8 +137,10 @@ type Manager struct {
 	locks keyedMutex
 	// health owns the health of the drivers' instances.
 	health *instanceHealth
-	pods   *podStates
-	node   nodeCache
+	// devHealth owns the health kubelet drivers stream of their devices.
+	devHealth *deviceHealthSet
+	pods      *podStates
+	node      nodeCache
 
 	// claims and claimsV1 are set by Start; Admit may be called once
 	// Start returned. A claim is in one of them, by the version it is
@@ -150,6 +152,7 @@ type Manager struct {
 	started bool
 	unlock  func() // releases the registry dir's lock (lockRegistry)
 	cancel  context.CancelFunc
+	ctx     context.Context // the run's, for timers (runContext)
 	factory *client.Factory
 	wg      sync.WaitGroup
 }
@@ -173,6 +176,7 @@ func New(opts Options) (*Manager, error) {
 	m.drivers = newDriverSet()
 	m.pods = newPodStates()
 	m.health = newInstanceHealth()
+	m.devHealth = newDeviceHealthSet()
 	m.node = nodeCache{m: m}
 	m.slices = newSlicePublisher(m)
 	path := ""
@@ -214,7 +218,7 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
-	m.cancel = cancel
+	m.cancel, m.ctx = cancel, ctx
 	m.factory = client.NewFactory(m.opts.Client, 0,
 		client.WithTweakFor("noderesourceslices", client.WithFieldSelector("spec.nodeName="+m.opts.NodeName)))
 	claims := m.factory.ResourceClaims()
@@ -258,6 +262,7 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 	m.goRun(func() { m.slices.run(ctx) })
 	m.goRun(func() { m.runRegistry(ctx, w) })
 	m.goRun(func() { m.reconcile(ctx) })
+	m.goRun(func() { m.graceForV1Slices(ctx) })
 	m.log.Info("DRA manager started", "registry", m.opts.RegistryDir)
 	return nil
 }
@@ -309,6 +314,16 @@ func (m *Manager) onClaim(obj any) {
 	for _, uid := range m.pods.waitingForClaim(key) {
 		m.opts.Wake(uid)
 	}
+}
+
+// runContext is the context of the Manager's run (Start to Stop).
+func (m *Manager) runContext() context.Context {
+	m.startMu.Lock()
+	defer m.startMu.Unlock()
+	if m.ctx == nil {
+		return context.Background()
+	}
+	return m.ctx
 }
 
 // apiContext bounds one API call.

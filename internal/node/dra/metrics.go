@@ -12,6 +12,7 @@ const (
 	opUnprepare    = "unprepare"
 	opListAndWatch = "list_and_watch"
 	opRegister     = "register"
+	opHealth       = "health"
 )
 
 // metrics are the DRA manager's own Prometheus collectors.

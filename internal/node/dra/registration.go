@@ -14,6 +14,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/util/validation"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
@@ -27,22 +31,56 @@ var (
 	ErrInvalidEndpoint    = errors.New("invalid endpoint")
 )
 
-// validateInfo checks a plugin's GetInfo answer.
-func validateInfo(info *registerapi.PluginInfo) error {
+// registration is what a plugin's GetInfo answer says of its driver.
+type registration struct {
+	name string
+	// service is the DRA API the Manager calls: drapb.Version (allot's),
+	// drapbv1.DRAPluginService or drapbv1beta1.DRAPluginService.
+	service string
+	// health is the health service to watch (drahealthv1's or
+	// drahealthv1alpha1's), empty when the driver offers none. allot
+	// drivers report health in their resource stream instead.
+	health string
+}
+
+// validateInfo checks a plugin's GetInfo answer and picks the services to
+// use. A plugin that offers allot's v1alpha1 is an allot driver, whatever
+// else it offers (so one binary can offer both: a Kubernetes kubelet
+// ignores v1alpha1). Otherwise the kubelet's v1 is preferred to its
+// v1beta1, whatever the order they are listed in, and likewise for the
+// health service.
+func validateInfo(info *registerapi.PluginInfo) (registration, error) {
+	reg := registration{name: info.GetName()}
 	if info.GetType() != drapb.PluginType {
-		return fmt.Errorf("%w: type %q (this node agent serves only %q)", ErrUnsupportedType, info.GetType(), drapb.PluginType)
+		return reg, fmt.Errorf("%w: type %q (this node agent serves only %q)", ErrUnsupportedType, info.GetType(), drapb.PluginType)
 	}
 	if errs := validation.IsDNS1123Subdomain(info.GetName()); len(errs) > 0 {
-		return fmt.Errorf("%w: name %q: %s", ErrInvalidDriverName, info.GetName(), strings.Join(errs, "; "))
+		return reg, fmt.Errorf("%w: name %q: %s", ErrInvalidDriverName, info.GetName(), strings.Join(errs, "; "))
 	}
-	if !slices.Contains(info.GetSupportedVersions(), drapb.Version) {
-		return fmt.Errorf("%w: supported versions %q do not include %q", ErrUnsupportedVersion, info.GetSupportedVersions(), drapb.Version)
+	offered := info.GetSupportedVersions()
+	for _, s := range []string{drapb.Version, drapbv1.DRAPluginService, drapbv1beta1.DRAPluginService} {
+		if slices.Contains(offered, s) {
+			reg.service = s
+			break
+		}
+	}
+	if reg.service == "" {
+		return reg, fmt.Errorf("%w: supported versions %q include none of %q, %q and %q", ErrUnsupportedVersion,
+			offered, drapbv1.DRAPluginService, drapbv1beta1.DRAPluginService, drapb.Version)
+	}
+	if reg.service != drapb.Version {
+		for _, s := range []string{drahealthv1.DRAResourceHealthService, drahealthv1alpha1.DRAResourceHealthService} {
+			if slices.Contains(offered, s) {
+				reg.health = s
+				break
+			}
+		}
 	}
 	ep := info.GetEndpoint()
 	if ep == "" || !filepath.IsAbs(ep) || filepath.Clean(ep) != ep {
-		return fmt.Errorf("%w: endpoint %q must be the clean absolute path of the DRA socket", ErrInvalidEndpoint, ep)
+		return reg, fmt.Errorf("%w: endpoint %q must be the clean absolute path of the DRA socket", ErrInvalidEndpoint, ep)
 	}
-	return nil
+	return reg, nil
 }
 
 // watchRegistry starts watching the registry directory. Sockets already
@@ -160,9 +198,9 @@ func (m *Manager) handleSocket(ctx context.Context, path string, seq uint64) {
 		m.log.Warn("DRA manager: GetInfo", "socket", path, "err", err)
 		return
 	}
-	regErr := validateInfo(info)
+	reg, regErr := validateInfo(info)
 	if regErr == nil {
-		regErr = m.registerDriver(ctx, info.Name, info.Endpoint, path, seq)
+		regErr = m.registerDriver(ctx, reg, info.Endpoint, path, seq)
 	}
 	status := &registerapi.RegistrationStatus{PluginRegistered: regErr == nil}
 	if regErr != nil {

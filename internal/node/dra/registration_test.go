@@ -120,8 +120,8 @@ func TestLaterRegistrationWinsWhateverTheOrder(t *testing.T) {
 		t.Fatal("the earlier registration replaced the later one")
 	}
 	again := &driver{name: gpuDriver, seq: 3}
-	if old, err := s.add(again); err != nil || old != later {
-		t.Fatalf("a newer registration: old %p err %v, want it to replace %p", old, err, later)
+	if old, err := s.add(again); err != nil || len(old) != 1 || old[0] != later {
+		t.Fatalf("a newer registration: old %v err %v, want it to replace %p", old, err, later)
 	}
 }
 

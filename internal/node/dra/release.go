@@ -148,7 +148,9 @@ func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 	return nil
 }
 
-// callUnprepares calls each driver once with the claims' handles. It
+// callUnprepares calls each driver once with the claims' handles (a
+// kubelet driver with their references, whatever API the driver spoke
+// when it prepared them: it keeps its own record of what it did). It
 // returns the claims every driver unprepared, the failures, and the
 // drivers that were not registered.
 func (m *Manager) callUnprepares(ctx context.Context, recs []claimRecord) (done []types.UID, failures []string, missing map[string][]string) {
@@ -171,6 +173,17 @@ func (m *Manager) callUnprepares(ctx context.Context, recs []claimRecord) (done 
 				if key := it.namespace + "/" + it.name; !slices.Contains(missing[name], key) {
 					missing[name] = append(missing[name], key)
 				}
+			}
+			continue
+		}
+		if d.isKubelet() {
+			unprepared, fails := m.unprepareKubelet(ctx, d, items)
+			failures = append(failures, fails...)
+			for _, it := range unprepared {
+				if ok[it.uid] == nil {
+					ok[it.uid] = map[string]bool{}
+				}
+				ok[it.uid][name] = true
 			}
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,10 +26,47 @@ type handleRecord struct {
 	Driver     string          `json:"driver"`
 	Data       string          `json:"data,omitempty"`
 	Structured json.RawMessage `json:"structured,omitempty"`
-	// Prepared is set once the driver answered success; CDIDevices is its
-	// answer.
-	Prepared   bool     `json:"prepared,omitempty"`
+	// Kubelet is set when the driver spoke the kubelet's DRA API when the
+	// claim was recorded: it was sent the claim's reference only, and
+	// answered Devices. Data and Structured are then empty.
+	Kubelet bool `json:"kubelet,omitempty"`
+	// Prepared is set once the driver answered success; CDIDevices is an
+	// allot driver's answer, Devices a kubelet driver's.
+	Prepared   bool           `json:"prepared,omitempty"`
+	CDIDevices []string       `json:"cdiDevices,omitempty"`
+	Devices    []deviceRecord `json:"devices,omitempty"`
+}
+
+// deviceRecord is one device a kubelet driver prepared for a claim: the
+// requests it serves (empty: all of the claim's), where it is, and its
+// CDI devices.
+type deviceRecord struct {
+	Requests   []string `json:"requests,omitempty"`
+	Pool       string   `json:"pool"`
+	Device     string   `json:"device"`
 	CDIDevices []string `json:"cdiDevices,omitempty"`
+	ShareID    *string  `json:"shareID,omitempty"`
+}
+
+func (d deviceRecord) clone() deviceRecord {
+	d.Requests = slices.Clone(d.Requests)
+	d.CDIDevices = slices.Clone(d.CDIDevices)
+	if d.ShareID != nil {
+		id := *d.ShareID
+		d.ShareID = &id
+	}
+	return d
+}
+
+func cloneDevices(in []deviceRecord) []deviceRecord {
+	if in == nil {
+		return nil
+	}
+	out := make([]deviceRecord, len(in))
+	for i, d := range in {
+		out[i] = d.clone()
+	}
+	return out
 }
 
 // claimRecord is a claim the Manager asked drivers to prepare, and the
@@ -54,6 +92,7 @@ func (r *claimRecord) clone() claimRecord {
 	for i, h := range r.Handles {
 		h.Structured = slices.Clone(h.Structured)
 		h.CDIDevices = slices.Clone(h.CDIDevices)
+		h.Devices = cloneDevices(h.Devices)
 		c.Handles[i] = h
 	}
 	c.Pods = slices.Clone(r.Pods)
@@ -83,13 +122,36 @@ func (r *claimRecord) prepared() bool {
 	return true
 }
 
-// cdiDevices returns the CDI devices of every prepared handle.
-func (r *claimRecord) cdiDevices() []string {
+// cdiDevices returns the CDI devices of every prepared handle that serve
+// request, a request of the claim (its subrequests' devices included): all
+// of an allot driver's, and a kubelet driver's devices that list request
+// or no request. An empty request takes every device.
+func (r *claimRecord) cdiDevices(request string) []string {
 	var out []string
 	for _, h := range r.Handles {
 		out = append(out, h.CDIDevices...)
+		for _, d := range h.Devices {
+			if servesRequest(d.Requests, request) {
+				out = append(out, d.CDIDevices...)
+			}
+		}
 	}
 	return out
+}
+
+// servesRequest reports whether a device prepared for requests (names of
+// requests or subrequests, "main/sub") serves request; a device that
+// names none serves every request.
+func servesRequest(requests []string, request string) bool {
+	if request == "" || len(requests) == 0 {
+		return true
+	}
+	for _, r := range requests {
+		if main, _, _ := strings.Cut(r, "/"); main == request || r == request {
+			return true
+		}
+	}
+	return false
 }
 
 // batchItem is one claim in a batched call to one driver.
@@ -132,7 +194,7 @@ func (s *claimStore) attach(ns, podName string, podUID types.UID, ready []readyC
 		for _, h := range rc.handles {
 			hr := rec.handle(h.driver)
 			if hr == nil {
-				rec.Handles = append(rec.Handles, handleRecord{Driver: h.driver, Data: h.data, Structured: h.structured})
+				rec.Handles = append(rec.Handles, handleRecord{Driver: h.driver, Data: h.data, Structured: h.structured, Kubelet: h.kubelet})
 				hr = &rec.Handles[len(rec.Handles)-1]
 				changed = true
 			}
@@ -155,6 +217,17 @@ func (s *claimStore) markPrepared(uid types.UID, driver string, cdi []string) {
 	if rec := s.claims[uid]; rec != nil {
 		if h := rec.handle(driver); h != nil {
 			h.Prepared, h.CDIDevices = true, slices.Clone(cdi)
+		}
+	}
+}
+
+// markPreparedDevices records a kubelet driver's success for a claim.
+func (s *claimStore) markPreparedDevices(uid types.UID, driver string, devices []deviceRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rec := s.claims[uid]; rec != nil {
+		if h := rec.handle(driver); h != nil {
+			h.Prepared, h.Devices = true, cloneDevices(devices)
 		}
 	}
 }

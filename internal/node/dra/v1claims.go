@@ -40,8 +40,10 @@ type v1HandleData struct {
 // data rebuilt for this node by v1DriverHandle. A driver then gets what
 // it would get for an equivalent v1alpha2 claim allocated by allot's
 // scheduler. problem (a phrase to follow the claim's name) is set when
-// the allocation cannot be expressed so.
-func v1Form(claim *resourcev1.ResourceClaim, node string) (form *resourcev1alpha2.ResourceClaim, problem string) {
+// the allocation cannot be expressed so. The handles of drivers for which
+// kubelet reports true (they speak the kubelet's DRA API and read the
+// claim themselves) are left without data.
+func v1Form(claim *resourcev1.ResourceClaim, node string, kubelet func(driver string) bool) (form *resourcev1alpha2.ResourceClaim, problem string) {
 	form = resourceconv.ClaimToV1alpha2(claim)
 	a := claim.Status.Allocation
 	if a == nil {
@@ -49,6 +51,10 @@ func v1Form(claim *resourcev1.ResourceClaim, node string) (form *resourcev1alpha
 	}
 	for i := range form.Status.Allocation.ResourceHandles {
 		rh := &form.Status.Allocation.ResourceHandles[i]
+		if kubelet != nil && kubelet(rh.DriverName) {
+			rh.StructuredData, rh.Data = nil, ""
+			continue
+		}
 		sd, data, problem := v1DriverHandle(a, rh.DriverName, node)
 		if problem != "" {
 			return nil, problem

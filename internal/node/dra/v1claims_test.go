@@ -154,7 +154,7 @@ func TestV1Form(t *testing.T) {
 
 	t.Run("seed devices and configuration", func(t *testing.T) {
 		a := gpuAllocation(t, node, "gpu-0", "gpu-1/halves/half-0", "gpu-0")
-		form, problem := v1Form(claim(a), node)
+		form, problem := v1Form(claim(a), node, nil)
 		if problem != "" {
 			t.Fatal(problem)
 		}
@@ -189,7 +189,7 @@ func TestV1Form(t *testing.T) {
 		nic := resourcev1.DeviceRequestAllocationResult{Request: "fpga", Driver: fabricDriver, Pool: "rack-1", Device: "fpga-0"}
 		remoteGPU := resourcev1.DeviceRequestAllocationResult{Request: "gpu", Driver: gpuDriver, Pool: "shared-gpus", Device: "gpu-7"}
 		a.Devices.Results = append(a.Devices.Results, nic, remoteGPU)
-		form, problem := v1Form(claim(a), node)
+		form, problem := v1Form(claim(a), node, nil)
 		if problem != "" {
 			t.Fatal(problem)
 		}
@@ -222,7 +222,7 @@ func TestV1Form(t *testing.T) {
 				opaqueConfig(t, resourcev1.AllocationConfigSourceClass, gpuDriver, []string{"gpu/small"}, map[string]string{"n": "other subrequest"}),
 			},
 		}}
-		form, problem := v1Form(claim(a), node)
+		form, problem := v1Form(claim(a), node, nil)
 		if problem != "" {
 			t.Fatal(problem)
 		}
@@ -242,22 +242,22 @@ func TestV1Form(t *testing.T) {
 					Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: gpuDriver, Parameters: runtime.RawExtension{Raw: []byte(`{ "y": 2, "x": 1 }`)}}}},
 			},
 		}}
-		if _, problem := v1Form(claim(a), node); problem != "" {
+		if _, problem := v1Form(claim(a), node, nil); problem != "" {
 			t.Fatalf("the same class configuration for both requests: %s", problem)
 		}
 		a.Devices.Config = append(a.Devices.Config, opaqueConfig(t, resourcev1.AllocationConfigSourceClaim, gpuDriver, []string{"a"}, map[string]string{"only": "a"}))
-		form, problem := v1Form(claim(a), node)
+		form, problem := v1Form(claim(a), node, nil)
 		if form != nil || !strings.Contains(problem, `opaque configuration from its claim for driver `+gpuDriver+` that differs between requests "a" and "b"`) {
 			t.Fatalf("problem %q, want the disagreement named", problem)
 		}
 	})
 
 	t.Run("unallocated, and allocated without devices", func(t *testing.T) {
-		form, problem := v1Form(claim(nil), node)
+		form, problem := v1Form(claim(nil), node, nil)
 		if problem != "" || form.Status.Allocation != nil || !reservedFor(form, "pod-uid") {
 			t.Fatalf("form of an unallocated claim %+v, %q", form, problem)
 		}
-		form, problem = v1Form(claim(&resourcev1.AllocationResult{}), node)
+		form, problem = v1Form(claim(&resourcev1.AllocationResult{}), node, nil)
 		if problem != "" || form.Status.Allocation == nil {
 			t.Fatalf("form of an empty allocation %+v, %q", form, problem)
 		}

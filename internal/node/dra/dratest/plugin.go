@@ -58,14 +58,11 @@ type UnprepareFunc func(*drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprep
 // use.
 type Plugin struct {
 	drapb.UnimplementedNodeServer
-	registerapi.UnimplementedRegistrationServer
+	registration
 
-	t    testing.TB
 	opts Options
-	// RegPath and DRAPath are the sockets' paths.
-	RegPath, DRAPath string
-
-	statuses chan *registerapi.RegistrationStatus
+	// DRAPath is the DRA socket's path.
+	DRAPath string
 
 	mu         sync.Mutex
 	model      []byte
@@ -74,7 +71,6 @@ type Plugin struct {
 	unprepare  UnprepareFunc
 	prepared   [][]*drapb.Claim
 	unprepared [][]*drapb.Claim
-	regServer  *grpc.Server
 	draServer  *grpc.Server
 }
 
@@ -89,12 +85,10 @@ func Start(t testing.TB, opts Options) *Plugin {
 	if opts.RegSocket == "" {
 		opts.RegSocket = opts.Name + "-reg.sock"
 	}
-	p := &Plugin{
-		t: t, opts: opts, model: opts.Model, changed: make(chan struct{}),
-		RegPath: filepath.Join(opts.RegistryDir, opts.RegSocket), DRAPath: filepath.Join(opts.SocketDir, "dra.sock"),
-		statuses: make(chan *registerapi.RegistrationStatus, 16),
-	}
-	p.draServer = p.serve(p.DRAPath, func(s *grpc.Server) { drapb.RegisterNodeServer(s, p) })
+	p := &Plugin{opts: opts, model: opts.Model, changed: make(chan struct{}), DRAPath: filepath.Join(opts.SocketDir, "dra.sock")}
+	p.registration = registration{t: t, regPath: filepath.Join(opts.RegistryDir, opts.RegSocket),
+		statuses: make(chan *registerapi.RegistrationStatus, 16), info: p.info}
+	p.draServer = serve(t, p.DRAPath, func(s *grpc.Server) { drapb.RegisterNodeServer(s, p) })
 	p.Register()
 	t.Cleanup(p.Stop)
 	return p
@@ -112,12 +106,13 @@ func ShortTempDir(t testing.TB) string {
 	return dir
 }
 
-func (p *Plugin) serve(path string, register func(*grpc.Server)) *grpc.Server {
-	p.t.Helper()
+// serve serves a gRPC server on a new unix socket at path.
+func serve(t testing.TB, path string, register func(*grpc.Server)) *grpc.Server {
+	t.Helper()
 	_ = os.Remove(path)
 	lis, err := net.Listen("unix", path)
 	if err != nil {
-		p.t.Fatalf("listen on %s: %v", path, err)
+		t.Fatalf("listen on %s: %v", path, err)
 	}
 	s := grpc.NewServer()
 	register(s)
@@ -125,26 +120,70 @@ func (p *Plugin) serve(path string, register func(*grpc.Server)) *grpc.Server {
 	return s
 }
 
+// registration is a plugin's registration socket and the answers the
+// manager got and gave there.
+type registration struct {
+	registerapi.UnimplementedRegistrationServer
+
+	t testing.TB
+	regPath  string
+	info     func() *registerapi.PluginInfo
+	statuses chan *registerapi.RegistrationStatus
+
+	mu        sync.Mutex
+	regServer *grpc.Server
+}
+
+// RegPath is the registration socket's path.
+func (r *registration) RegPath() string { return r.regPath }
+
 // Register (re)creates the registration socket.
-func (p *Plugin) Register() {
-	p.t.Helper()
-	s := p.serve(p.RegPath, func(s *grpc.Server) { registerapi.RegisterRegistrationServer(s, p) })
-	p.mu.Lock()
-	p.regServer = s
-	p.mu.Unlock()
+func (r *registration) Register() {
+	r.t.Helper()
+	s := serve(r.t, r.regPath, func(s *grpc.Server) { registerapi.RegisterRegistrationServer(s, r) })
+	r.mu.Lock()
+	r.regServer = s
+	r.mu.Unlock()
 }
 
 // Unregister stops the registration server and removes its socket, as a
 // plugin that exits does; the DRA socket keeps serving.
-func (p *Plugin) Unregister() {
-	p.mu.Lock()
-	s := p.regServer
-	p.regServer = nil
-	p.mu.Unlock()
+func (r *registration) Unregister() {
+	r.mu.Lock()
+	s := r.regServer
+	r.regServer = nil
+	r.mu.Unlock()
 	if s != nil {
 		s.Stop() // removes the socket file
 	}
-	_ = os.Remove(p.RegPath)
+	_ = os.Remove(r.regPath)
+}
+
+// Status waits for the manager's NotifyRegistrationStatus.
+func (r *registration) Status(t testing.TB) *registerapi.RegistrationStatus {
+	t.Helper()
+	select {
+	case st := <-r.statuses:
+		return st
+	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a speed check
+		t.Fatalf("plugin %s: no NotifyRegistrationStatus within 60s", r.regPath)
+		return nil
+	}
+}
+
+// GetInfo answers the registration's first question.
+func (r *registration) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	return r.info(), nil
+}
+
+// NotifyRegistrationStatus records the manager's verdict.
+func (r *registration) NotifyRegistrationStatus(_ context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+	select {
+	case r.statuses <- st:
+	default:
+		r.t.Errorf("plugin %s: too many registration statuses", r.regPath)
+	}
+	return &registerapi.RegistrationStatusResponse{}, nil
 }
 
 // StopDRA stops the DRA server and removes its socket: streams break and
@@ -158,18 +197,6 @@ func (p *Plugin) StopDRA() {
 func (p *Plugin) Stop() {
 	p.Unregister()
 	p.StopDRA()
-}
-
-// Status waits for the manager's NotifyRegistrationStatus.
-func (p *Plugin) Status(t testing.TB) *registerapi.RegistrationStatus {
-	t.Helper()
-	select {
-	case st := <-p.statuses:
-		return st
-	case <-time.After(60 * time.Second): // a deadline for a loaded machine, not a speed check
-		t.Fatalf("plugin %s: no NotifyRegistrationStatus within 60s", p.opts.Name)
-		return nil
-	}
 }
 
 // SetModel streams a new resource model (JSON).
@@ -207,24 +234,13 @@ func (p *Plugin) Unprepared() [][]*drapb.Claim {
 // DeviceFor is the CDI device the default prepare answers for a claim.
 func DeviceFor(claimName string) string { return "example.com/dra=" + claimName }
 
-// GetInfo answers the registration's first question.
-func (p *Plugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+func (p *Plugin) info() *registerapi.PluginInfo {
 	info := &registerapi.PluginInfo{Type: drapb.PluginType, Name: p.opts.Name, Endpoint: p.DRAPath,
 		SupportedVersions: []string{drapb.Version}}
 	if p.opts.Info != nil {
 		p.opts.Info(info)
 	}
-	return info, nil
-}
-
-// NotifyRegistrationStatus records the manager's verdict.
-func (p *Plugin) NotifyRegistrationStatus(_ context.Context, st *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
-	select {
-	case p.statuses <- st:
-	default:
-		p.t.Errorf("plugin %s: too many registration statuses", p.opts.Name)
-	}
-	return &registerapi.RegistrationStatusResponse{}, nil
+	return info
 }
 
 // NodeListAndWatchResources streams the model, then every change.
