@@ -110,7 +110,11 @@ func (p *KubeletPlugin) Stop() {
 func (p *KubeletPlugin) OnPrepare(f KubeletPrepareFunc) { p.mu.Lock(); p.prepare = f; p.mu.Unlock() }
 
 // OnUnprepare scripts the NodeUnprepareResources answers.
-func (p *KubeletPlugin) OnUnprepare(f KubeletUnprepareFunc) { p.mu.Lock(); p.unprepare = f; p.mu.Unlock() }
+func (p *KubeletPlugin) OnUnprepare(f KubeletUnprepareFunc) {
+	p.mu.Lock()
+	p.unprepare = f
+	p.mu.Unlock()
+}
 
 // Prepared returns the claims of every NodePrepareResources call so far.
 func (p *KubeletPlugin) Prepared() [][]*drapbv1.Claim {

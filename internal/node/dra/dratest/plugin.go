@@ -125,7 +125,7 @@ func serve(t testing.TB, path string, register func(*grpc.Server)) *grpc.Server 
 type registration struct {
 	registerapi.UnimplementedRegistrationServer
 
-	t testing.TB
+	t        testing.TB
 	regPath  string
 	info     func() *registerapi.PluginInfo
 	statuses chan *registerapi.RegistrationStatus
