@@ -143,10 +143,16 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // servePodResources serves the PodResources API until ctx ends; a socket
 // it cannot listen on is logged, not fatal. The channel closes when done.
+// It reports the device manager's devices and, with DRA, the DRA
+// manager's (dynamic_resources).
 func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*corev1.Pod]) <-chan struct{} {
 	var devices podresources.Devices
 	if a.devices != nil {
 		devices = a.devices
+	}
+	var opts []podresources.Option
+	if a.dra != nil {
+		opts = append(opts, podresources.WithDynamicResources(a.dra))
 	}
 	srv := podresources.New(devices, func() []*corev1.Pod {
 		pods, err := lister.List(labels.Everything())
@@ -154,7 +160,7 @@ func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*cor
 			return nil
 		}
 		return pods
-	})
+	}, opts...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

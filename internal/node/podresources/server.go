@@ -3,8 +3,9 @@
 // monitoring agents written for the kubelet (DCGM exporter, SR-IOV and
 // NUMA tooling) find out which devices each container of this node holds.
 //
-// It reports devices only: CPU and memory pinning and dynamic resources
-// are not managed by allot, so those fields stay empty.
+// It reports each container's device-plugin devices and, with a
+// DynamicResources source (the DRA manager), its DRA devices; CPU and
+// memory pinning are not managed by allot, so those fields stay empty.
 package podresources
 
 import (
@@ -39,17 +40,38 @@ type Devices interface {
 // Pods lists the pods bound to this node.
 type Pods func() []*corev1.Pod
 
+// DynamicResources is what the server reads from the DRA manager
+// (*dra.Manager implements it): the DRA devices of a pod's container,
+// one entry per claim it uses, for ContainerResources.dynamic_resources.
+type DynamicResources interface {
+	ContainerDynamicResources(pod *corev1.Pod, container string) []*podresourcesapi.DynamicResource
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithDynamicResources makes List and Get report each container's DRA
+// devices from src (nil: none reported).
+func WithDynamicResources(src DynamicResources) Option {
+	return func(s *Server) { s.dynamic = src }
+}
+
 // Server implements the PodResourcesLister service.
 type Server struct {
 	podresourcesapi.UnimplementedPodResourcesListerServer
 
 	devices Devices // nil: no device manager, no devices reported
 	pods    Pods
+	dynamic DynamicResources // nil: no DRA, no dynamic resources reported
 }
 
 // New returns a server over devices (may be nil) and pods.
-func New(devices Devices, pods Pods) *Server {
-	return &Server{devices: devices, pods: pods}
+func New(devices Devices, pods Pods, opts ...Option) *Server {
+	s := &Server{devices: devices, pods: pods}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // ErrInUse: another process serves the socket already.
@@ -109,7 +131,8 @@ func (s *Server) Get(_ context.Context, r *podresourcesapi.GetPodResourcesReques
 }
 
 // GetAllocatableResources returns the node's healthy devices, grouped by
-// resource and NUMA placement.
+// resource and NUMA placement. As the kubelet's, it reports device-plugin
+// devices only, no DRA devices.
 func (s *Server) GetAllocatableResources(_ context.Context, _ *podresourcesapi.AllocatableResourcesRequest) (*podresourcesapi.AllocatableResourcesResponse, error) {
 	resp := &podresourcesapi.AllocatableResourcesResponse{}
 	if s.devices == nil {
@@ -166,6 +189,9 @@ func (s *Server) podResources(p *corev1.Pod, numa map[string]map[string][]int64)
 		slices.Sort(names)
 		for _, name := range names {
 			cr.Devices = append(cr.Devices, containerDevices(name, res[name], numa)...)
+		}
+		if s.dynamic != nil {
+			cr.DynamicResources = s.dynamic.ContainerDynamicResources(p, c.Name)
 		}
 		pr.Containers = append(pr.Containers, cr)
 	}

@@ -215,3 +215,99 @@ func TestServeLeavesLiveSocketAlone(t *testing.T) {
 		t.Fatalf("second Serve: %v, want ErrInUse", err)
 	}
 }
+
+// fakeDynamic answers from a map of "POD-UID/CONTAINER" to its claims.
+type fakeDynamic map[string][]*podresourcesapi.DynamicResource
+
+func (f fakeDynamic) ContainerDynamicResources(p *corev1.Pod, container string) []*podresourcesapi.DynamicResource {
+	return f[string(p.UID)+"/"+container]
+}
+
+func TestDynamicResources(t *testing.T) {
+	share := "s-1"
+	dyn := fakeDynamic{
+		"uid-a/main": {{ClaimName: "gpus", ClaimNamespace: "ns", ClaimResources: []*podresourcesapi.ClaimResource{
+			{DriverName: "gpu.example.com", PoolName: "node-1", DeviceName: "gpu-1--halves--half-0",
+				CdiDevices: []*podresourcesapi.CDIDevice{{Name: "example.com/gpu=half-0"}}},
+			{DriverName: "upstream.example.com", PoolName: "pool", DeviceName: "dev-b", ShareId: &share},
+		}}},
+		"uid-b/only": {{ClaimName: "nic", ClaimNamespace: "ns"}},
+	}
+	dev := fakeDevices{
+		pods: map[string]map[string]map[string][]string{"uid-a": {"main": {"example.com/gpu": {"gpu-0"}}}},
+		resources: []devicemanager.Resource{{Name: "example.com/gpu", State: devicemanager.StateServing,
+			Devices: []devicemanager.Device{{ID: "gpu-0", Healthy: true}}}},
+	}
+	pods := func() []*corev1.Pod {
+		return []*corev1.Pod{
+			pod("ns", "a", "uid-a", corev1.PodRunning, "main", "side"),
+			pod("ns", "b", "uid-b", corev1.PodPending, "only"),
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		devices Devices
+		want    string
+	}{
+		{"with device plugins", dev, `{"podResources":[` +
+			`{"name":"a","namespace":"ns","containers":[` +
+			`{"name":"main","devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0"]}],"dynamicResources":[` +
+			`{"claimName":"gpus","claimNamespace":"ns","claimResources":[` +
+			`{"cdiDevices":[{"name":"example.com/gpu=half-0"}],"driverName":"gpu.example.com","poolName":"node-1","deviceName":"gpu-1--halves--half-0"},` +
+			`{"driverName":"upstream.example.com","poolName":"pool","deviceName":"dev-b","shareId":"s-1"}]}]},` +
+			`{"name":"side"}]},` +
+			`{"name":"b","namespace":"ns","containers":[{"name":"only","dynamicResources":[{"claimName":"nic","claimNamespace":"ns"}]}]}]}`},
+		{"DRA only", nil, `{"podResources":[` +
+			`{"name":"a","namespace":"ns","containers":[` +
+			`{"name":"main","dynamicResources":[` +
+			`{"claimName":"gpus","claimNamespace":"ns","claimResources":[` +
+			`{"cdiDevices":[{"name":"example.com/gpu=half-0"}],"driverName":"gpu.example.com","poolName":"node-1","deviceName":"gpu-1--halves--half-0"},` +
+			`{"driverName":"upstream.example.com","poolName":"pool","deviceName":"dev-b","shareId":"s-1"}]}]},` +
+			`{"name":"side"}]},` +
+			`{"name":"b","namespace":"ns","containers":[{"name":"only","dynamicResources":[{"claimName":"nic","claimNamespace":"ns"}]}]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli := serve(t, New(tc.devices, pods, WithDynamicResources(dyn)))
+			list, err := cli.List(ctx, &podresourcesapi.ListPodResourcesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mustJSON(t, list); got != tc.want {
+				t.Fatalf("List:\n got %s\nwant %s", got, tc.want)
+			}
+			get, err := cli.Get(ctx, &podresourcesapi.GetPodResourcesRequest{PodName: "a", PodNamespace: "ns"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(get.GetPodResources(), list.GetPodResources()[0]) {
+				t.Fatalf("Get a: %s, want List's %s", mustJSON(t, get.GetPodResources()), mustJSON(t, list.GetPodResources()[0]))
+			}
+			// GetAllocatableResources reports device-plugin devices only.
+			alloc, err := cli.GetAllocatableResources(ctx, &podresourcesapi.AllocatableResourcesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{}`
+			if tc.devices != nil {
+				want = `{"devices":[{"resourceName":"example.com/gpu","deviceIds":["gpu-0"]}]}`
+			}
+			if got := mustJSON(t, alloc); got != want {
+				t.Fatalf("GetAllocatableResources: got %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// A nil source reports no dynamic resources.
+func TestNilDynamicResources(t *testing.T) {
+	s := New(nil, func() []*corev1.Pod { return []*corev1.Pod{pod("ns", "a", "u", corev1.PodRunning, "c")} }, WithDynamicResources(nil))
+	list, err := s.List(context.Background(), &podresourcesapi.ListPodResourcesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(t, list), `{"podResources":[{"name":"a","namespace":"ns","containers":[{"name":"c"}]}]}`; got != want {
+		t.Fatalf("List: got %s, want %s", got, want)
+	}
+}
