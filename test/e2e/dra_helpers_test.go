@@ -129,19 +129,7 @@ func (d *draCluster) startDriver(t *testing.T, extra ...string) *proc {
 // token, as a driver vendor would deploy it.
 func (d *draCluster) startTranslator(t *testing.T) {
 	t.Helper()
-	tok := strings.TrimSpace(d.allot(t, "token", "create", "--data-dir", d.dataDir, "--role", "driver", "--name", "gpu.example.com"))
-	kc, err := os.ReadFile(d.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := regexp.MustCompile(`(?m)^(\s*token: ).*$`)
-	if !re.Match(kc) {
-		t.Fatalf("no token line in %s", d.kubeconfig)
-	}
-	path := filepath.Join(d.root, "driver.kubeconfig")
-	if err := os.WriteFile(path, re.ReplaceAll(kc, []byte("${1}"+tok)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := d.tokenKubeconfig(t, "driver", "gpu.example.com")
 	waitAccepted(t, d.cluster, "--kubeconfig", path, "get", "resourceclaimparameters", "-A")
 	p, err := startProc("gpu translator", childEnv(d.home), allotBin, "example", "gpu-translator", "--kubeconfig", path)
 	if err != nil {
@@ -153,6 +141,27 @@ func (d *draCluster) startTranslator(t *testing.T) {
 		}
 		_, _ = p.Terminate(stopGrace)
 	})
+}
+
+// tokenKubeconfig creates a token of role for name and returns the path
+// of a copy of the admin kubeconfig that uses it: the credentials a
+// driver gets.
+func (c *cluster) tokenKubeconfig(t *testing.T, role, name string) string {
+	t.Helper()
+	tok := strings.TrimSpace(c.allot(t, "token", "create", "--data-dir", c.dataDir, "--role", role, "--name", name))
+	kc, err := os.ReadFile(c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^(\s*token: ).*$`)
+	if !re.Match(kc) {
+		t.Fatalf("no token line in %s", c.kubeconfig)
+	}
+	path := filepath.Join(t.TempDir(), strings.NewReplacer("@", "-", ".", "-").Replace(name)+".kubeconfig")
+	if err := os.WriteFile(path, re.ReplaceAll(kc, []byte("${1}"+tok)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // stateLines counts the driver's state-file lines that start with verb

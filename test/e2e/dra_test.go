@@ -58,11 +58,11 @@ func namespace(name string) string {
 
 // logLine waits for a container's log to contain "<container> sees " and
 // returns that line.
-func (d *draCluster) logLine(t *testing.T, ns, pod, container string) string {
+func (c *cluster) logLine(t *testing.T, ns, pod, container string) string {
 	t.Helper()
 	var line string
 	waitFor(t, pod+"/"+container+" printed its claim", func() bool {
-		out, _, err := d.runKubectl("logs", "-n", ns, pod, "-c", container)
+		out, _, err := c.runKubectl("logs", "-n", ns, pod, "-c", container)
 		if err != nil {
 			return false
 		}

@@ -14,6 +14,7 @@ import (
 // Set by TestMain.
 var (
 	allotBin   string // the allot binary built from this module
+	binDir     string // where test binaries go; removed after the run
 	kubectlBin string // kubectl from PATH or _output/bin (clienttest.Kubectl)
 )
 
@@ -28,6 +29,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	binDir = tmp
 	if allotBin, err = testproc.BuildAllot(tmp); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
