@@ -58,8 +58,44 @@ func (s *Server) admit(ctx context.Context, k *kind, op admitOp, obj, old runtim
 	case *corev1.ResourceQuota:
 		quota, err := s.computeQuotaUsage(ctx, o)
 		return append(ops, quota...), err
+	case *resourcev1.ResourceSlice:
+		if op == admitCreate && o.Spec.NodeName != nil && *o.Spec.NodeName != "" {
+			return ops, s.refuseDoublePublishing(ctx, k, o.Name, *o.Spec.NodeName, o.Spec.Driver)
+		}
+	case *resourcev1alpha2.NodeResourceSlice:
+		if op == admitCreate {
+			return ops, s.refuseDoublePublishing(ctx, k, o.Name, o.Spec.NodeName, o.Spec.DriverName)
+		}
 	}
 	return ops, nil
+}
+
+// refuseDoublePublishing refuses a slice of node and driver, k's kind,
+// when the driver already publishes that node through the other kind (a
+// NodeResourceSlice for a v1 ResourceSlice, and the reverse): the one
+// device inventory would count its devices twice. It reads the watch
+// cache, so two creates racing may both pass; the allocator then skips
+// the v1 slices (V1Inventory).
+func (s *Server) refuseDoublePublishing(ctx context.Context, k *kind, name, node, driver string) error {
+	other, driverField := gvrOf(resourcev1alpha2.SchemeGroupVersion, "noderesourceslices"), "spec.driverName"
+	how, fix := "a NodeResourceSlice (allot's node API)", "resource.k8s.io/v1 ResourceSlices"
+	if k.resource == "noderesourceslices" {
+		other, driverField = gvrOf(resourcev1.SchemeGroupVersion, "resourceslices"), resourcev1.ResourceSliceSelectorDriver
+		how, fix = "resource.k8s.io/v1 ResourceSlices (the kubelet's DRA API)", "a NodeResourceSlice"
+	}
+	otherKind := s.reg.get(other)
+	if otherKind == nil {
+		return nil
+	}
+	found, _, err := s.listFromCache(ctx, otherKind, "", "0", func(d storage.Decoded) bool {
+		return d.Fields["spec.nodeName"] == node && d.Fields[driverField] == driver
+	})
+	if err != nil || len(found) == 0 {
+		return nil // the allocator's backstop remains
+	}
+	return apierrors.NewConflict(k.groupResource(), name, fmt.Errorf(
+		"driver %s already publishes node %s through %s; a driver publishes a node's devices through one API only, "+
+			"since the allocator would count them twice: delete those before publishing through %s", driver, node, how, fix))
 }
 
 // admitNamespace refuses objects in a namespace that does not exist or is

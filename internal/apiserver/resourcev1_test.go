@@ -279,3 +279,42 @@ func TestSeedSliceDeviceNameCollision(t *testing.T) {
 		ResourceInstances: []resourcev1alpha2.ResourceInstance{{Name: "z"}}}}}
 	expect(t, admin(t, "POST", "/apis/resource.k8s.io/v1alpha2/noderesourceslices", slice("long-names", long)), 201)
 }
+
+// TestDoublePublishingRefused: a driver publishes a node's devices through
+// a NodeResourceSlice or through v1 ResourceSlices, not both: the second
+// kind is refused with 409 naming the first, whichever comes first; other
+// nodes and other drivers are not affected.
+func TestDoublePublishingRefused(t *testing.T) {
+	seed := func(name, node, driver string) *resourcev1alpha2.NodeResourceSlice {
+		return &resourcev1alpha2.NodeResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourcev1alpha2.NodeResourceSliceSpec{NodeName: node, DriverName: driver,
+				NodeResourceModel: resourcev1alpha2.NodeResourceModel{Partitionable: &resourcev1alpha2.PartitionableResources{
+					ResourceInstances: []resourcev1alpha2.ResourceInstance{{Name: "gpu-0"}}}}}}
+	}
+	const seedPath, v1Path = "/apis/resource.k8s.io/v1alpha2/noderesourceslices", "/apis/resource.k8s.io/v1/resourceslices"
+	// The watch cache may lag a create a moment: a slice admitted before
+	// it caught up is deleted and created again.
+	refused := func(path, name string, obj any, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := admin(t, "POST", path, obj)
+			if r.code == 409 {
+				expect(t, r, 409, want...)
+				return
+			}
+			if r.code != 201 || time.Now().After(deadline) {
+				t.Fatalf("%s: got %s, want 409", name, r)
+			}
+			expect(t, admin(t, "DELETE", path+"/"+name, nil), 200)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	expect(t, admin(t, "POST", seedPath, seed("twice-seed", "twice-a", "gpu.example.com")), 201)
+	refused(v1Path, "twice-v1", gpuSlice("twice-v1", "twice-a", "gpu.example.com", 1),
+		"driver gpu.example.com already publishes node twice-a through a NodeResourceSlice", "count them twice")
+	expect(t, admin(t, "POST", v1Path, gpuSlice("other-node", "twice-b", "gpu.example.com", 1)), 201)
+	expect(t, admin(t, "POST", v1Path, gpuSlice("other-driver", "twice-a", "nic.example.com", 1)), 201)
+	refused(seedPath, "reverse", seed("reverse", "twice-b", "gpu.example.com"),
+		"already publishes node twice-b through resource.k8s.io/v1 ResourceSlices")
+}

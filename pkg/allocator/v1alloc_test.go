@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -929,5 +930,33 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, claims...); res.Fits != tc.fits {
 			t.Errorf("%d quarters: fits %v %v", tc.quarters, res.Fits, res.Reasons)
 		}
+	}
+}
+
+// TestV1InventoryDoublePublishing: a driver that publishes a node both
+// through its NodeResourceSlice and through v1 ResourceSlices of that node
+// (any pool name) has the v1 pool skipped, so no device counts twice; its
+// v1 pools of other nodes and other drivers' pools of the node stay.
+func TestV1InventoryDoublePublishing(t *testing.T) {
+	seed := []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1)}
+	inv := NewV1Inventory([]*resourcev1.ResourceSlice{
+		v1tSlice("twice", "gpu", "gpus-of-a", "node-a", v1tGPUs(1, "a100")...),
+		v1tSlice("elsewhere", "gpu", "gpus-of-b", "node-b", v1tGPUs(1, "a100")...),
+		v1tSlice("other", v1tGPU, "node-a", "node-a", v1tGPUs(1, "a100")...),
+	}, seed)
+	usable := map[string]bool{}
+	for _, p := range inv.Pools() {
+		usable[p.Driver+"/"+p.Name] = p.Usable()
+	}
+	want := map[string]bool{"gpu/gpus-of-a": false, "gpu/gpus-of-b": true, v1tGPU + "/node-a": true, "gpu/node-a": true}
+	if !maps.Equal(usable, want) {
+		t.Fatalf("usable pools %v, want %v", usable, want)
+	}
+	found := false
+	for _, pr := range inv.Problems() {
+		found = found || (pr.Pool == "gpus-of-a" && strings.Contains(pr.Reason, "through a NodeResourceSlice too"))
+	}
+	if !found {
+		t.Fatalf("problems %+v do not say why gpus-of-a is skipped", inv.Problems())
 	}
 }

@@ -100,8 +100,16 @@ func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.Nod
 		seedNames[p.Driver+"\x00"+p.Name] = true
 	}
 	for _, p := range v1pools {
-		if seedNames[p.Driver+"\x00"+p.Name] {
+		switch {
+		case seedNames[p.Driver+"\x00"+p.Name]:
 			p.Invalid = fmt.Sprintf("pool %s of driver %s is also the projection of the seed NodeResourceSlices of node %s", p.Name, p.Driver, p.Name)
+		case p.Node != "" && seedNames[p.Driver+"\x00"+p.Node]:
+			// The API refuses this at create, but not atomically: the
+			// seed slice wins, so no device is counted twice.
+			p.Invalid = fmt.Sprintf("driver %s publishes node %s through a NodeResourceSlice too; a driver publishes a node's devices "+
+				"through one API, and these ResourceSlices are skipped", p.Driver, p.Node)
+		}
+		if p.Invalid != "" {
 			inv.problems = append(inv.problems, InventoryProblem{Driver: p.Driver, Pool: p.Name, Reason: p.Invalid})
 		}
 		inv.pools = append(inv.pools, p)

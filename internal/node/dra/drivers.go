@@ -298,6 +298,7 @@ func (m *Manager) registerDriver(ctx context.Context, reg registration, endpoint
 		m.log.Info("DRA driver registered", "driver", reg.name, "endpoint", endpoint, "service", reg.service)
 	}
 	m.metrics.drivers.Set(float64(len(m.drivers.names())))
+	m.goRun(func() { m.switchPublishing(d) })
 	if d.isKubelet() {
 		m.goRun(func() { m.runHealth(d) })
 	} else {

@@ -274,14 +274,15 @@ func TestKubeletDriverV1beta1(t *testing.T) {
 }
 
 // nodeSlice creates a v1 ResourceSlice of this node for driver, owned by
-// the Node when owned, as the upstream library publishes them.
+// the Node when owned, as the upstream library publishes them. Its name
+// is NODE-name (slices are cluster-wide; sliceNames strips the prefix).
 func (e *env) nodeSlice(name, driver string, owned bool) {
 	e.t.Helper()
 	node, err := e.nc.Nodes().Get(callCtx(e.t), e.node)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
+	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: e.node + "-" + name},
 		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: &e.node,
 			Pool:    resourcev1.ResourcePool{Name: e.node + "-" + name, ResourceSliceCount: 1},
 			Devices: []resourcev1.Device{{Name: "dev-0"}}}}
@@ -302,7 +303,7 @@ func (e *env) sliceNames() []string {
 	}
 	var out []string
 	for _, s := range list.Items {
-		out = append(out, s.Name)
+		out = append(out, strings.TrimPrefix(s.Name, e.node+"-"))
 	}
 	slices.Sort(out)
 	return out
@@ -442,4 +443,43 @@ func TestKubeletDriverRestartFromCheckpoint(t *testing.T) {
 	if n := len(p.Prepared()); n != 2 {
 		t.Fatalf("%d prepare calls after the restart, want still 2", n)
 	}
+}
+
+// A driver that changes API: registered through the kubelet's API while
+// the node has its NodeResourceSlice, that slice is removed (its v1
+// slices would be refused beside it); registered through allot's API
+// again, its Node-owned v1 slices are removed, and a v1 slice the node
+// agent does not own is reported.
+func TestKubeletDriverSwitchesAPI(t *testing.T) {
+	e := newEnv(t)
+	m := e.start()
+	seedSlices := func() int {
+		l, err := e.admin.NodeResourceSlices().List(callCtx(t), metav1.ListOptions{FieldSelector: "spec.nodeName=" + e.node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	seed := e.plugin(m, upstreamDriver, func(o *dratest.Options) { o.Model = model("gpu-0") })
+	eventually(t, "the seed slice", func() (bool, string) { return seedSlices() == 1, "" })
+	seed.Stop()
+	p := e.kubeletPlugin(m)
+	eventually(t, "the seed slice removed", func() (bool, string) { return seedSlices() == 0, "" })
+	e.nodeSlice("published", upstreamDriver, true)
+	e.nodeSlice("by-hand", upstreamDriver, false)
+	p.Stop()
+	e.plugin(m, upstreamDriver, func(o *dratest.Options) { o.Model = model("gpu-0") })
+	eventually(t, "the Node-owned v1 slice removed", func() (bool, string) {
+		got := e.sliceNames()
+		return slices.Equal(got, []string{"by-hand"}), fmt.Sprintf("slices %q", got)
+	})
+	eventually(t, "the events", func() (bool, string) {
+		n := 0
+		for _, ev := range e.events.all() {
+			if strings.Contains(ev, ReasonSwitchedAPI) || (strings.Contains(ev, ReasonPublishedTwice) && strings.Contains(ev, "by-hand")) {
+				n++
+			}
+		}
+		return n == 3, fmt.Sprintf("events %q", e.events.all())
+	})
 }

@@ -8,6 +8,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 // Slices of kubelet drivers. Such a driver publishes resource.k8s.io/v1
@@ -103,5 +105,68 @@ func (m *Manager) wipeV1Slices(driver string) {
 	}
 	if n > 0 {
 		m.log.Info("DRA driver's ResourceSlices removed after its grace period", "driver", driver, "slices", n)
+	}
+}
+
+// Reasons of the Node events of a driver that changed API. A driver
+// publishes a node's devices through one API: a NodeResourceSlice (allot's
+// node API) or resource.k8s.io/v1 ResourceSlices (the kubelet's), since
+// the one device inventory would count them twice; the API server refuses
+// the second kind and the allocator skips v1 slices beside a seed slice.
+const (
+	// ReasonSwitchedAPI (Normal): the driver registered through the other
+	// API than its slices of this node; those the node agent owns
+	// (its NodeResourceSlice, or v1 slices owned by the Node) are
+	// removed.
+	ReasonSwitchedAPI = "DRADriverSwitchedAPI"
+	// ReasonPublishedTwice (Warning): v1 slices of the driver that the
+	// node agent does not own block its NodeResourceSlice.
+	ReasonPublishedTwice = "DRADriverPublishedTwice"
+)
+
+// switchPublishing removes d's slices of this node of the API it does not
+// speak, when the node agent owns them: a driver that changed API (the
+// example driver's --publish) leaves slices the new ones would be refused
+// beside.
+func (m *Manager) switchPublishing(d *driver) {
+	ctx := m.runContext()
+	actx, cancel := m.apiContext(ctx)
+	defer cancel()
+	if d.isKubelet() {
+		list, err := m.opts.Client.NodeResourceSlices().List(actx, metav1.ListOptions{
+			FieldSelector: "spec.nodeName=" + m.opts.NodeName + ",spec.driverName=" + d.name})
+		if err != nil || len(list.Items) == 0 {
+			return
+		}
+		m.slices.remove(d.name)
+		m.nodeEvent(corev1.EventTypeNormal, ReasonSwitchedAPI,
+			"DRA driver %s registered through the kubelet's DRA API (%s): its NodeResourceSlice %s of allot's node API is removed, "+
+				"so that the resource.k8s.io/v1 ResourceSlices it publishes are accepted", d.name, d.reg.service, list.Items[0].Name)
+		return
+	}
+	list, err := m.opts.Client.ResourceSlices().List(actx, metav1.ListOptions{
+		FieldSelector: "spec.nodeName=" + m.opts.NodeName + ",spec.driver=" + d.name})
+	if err != nil || len(list.Items) == 0 {
+		return
+	}
+	owned, other := 0, ""
+	for _, s := range list.Items {
+		if ownedByNode(&s, m.opts.NodeName) {
+			owned++
+		} else if other == "" {
+			other = s.Name
+		}
+	}
+	if owned > 0 {
+		m.wipeV1Slices(d.name)
+		m.nodeEvent(corev1.EventTypeNormal, ReasonSwitchedAPI,
+			"DRA driver %s registered through allot's node API: the %d resource.k8s.io/v1 ResourceSlices it published through the "+
+				"kubelet's DRA API are removed, so that its NodeResourceSlice is accepted", d.name, owned)
+	}
+	if other != "" {
+		m.nodeEvent(corev1.EventTypeWarning, ReasonPublishedTwice,
+			"DRA driver %s registered through allot's node API, but node %s has its resource.k8s.io/v1 ResourceSlice %s, "+
+				"not published by a kubelet plugin of this node: its NodeResourceSlice is refused until that slice is deleted",
+			d.name, m.opts.NodeName, other)
 	}
 }
