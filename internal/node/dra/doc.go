@@ -1,8 +1,9 @@
 // Package dra is the node side of dynamic resource allocation: it
 // registers the DRA drivers' kubelet plugins of this node, publishes their
 // resources as NodeResourceSlices, and prepares the ResourceClaims of the
-// node's pods before their containers start (allot's DRA node API,
-// api/dra/v1alpha1).
+// node's pods before their containers start. Drivers speak allot's DRA
+// node API (api/dra/v1alpha1) or the kubelet's (k8s.io/kubelet dra/v1 and
+// v1beta1, "kubelet drivers", below).
 //
 // The caller's duties, in order:
 //
@@ -64,7 +65,7 @@
 // Manager calls GetInfo, accepts Type "DRAPlugin" with a DNS-subdomain name,
 // "v1alpha1" among the supported versions and an absolute DRA socket path
 // as endpoint, and answers NotifyRegistrationStatus. A new registration of
-// a driver replaces the old one. A driver is unregistered when its
+// an allot driver replaces the old one. A driver is unregistered when its
 // registration socket disappears, or its resource stream breaks and cannot
 // be re-opened.
 //
@@ -76,6 +77,38 @@
 // of this node whose driver does not register within the grace period,
 // and duplicates, are deleted. An invalid model is logged, recorded as a
 // Warning event on the Node, and the previous slice is kept.
+//
+// Kubelet drivers (built for Kubernetes, on the upstream kubeletplugin
+// library) register offering v1.DRAPlugin or v1beta1.DRAPlugin and no
+// v1alpha1 (a plugin offering v1alpha1 is an allot driver whatever else it
+// offers; v1 is preferred to v1beta1 whatever the order), and optionally
+// v1.DRAResourceHealth or v1alpha1.DRAResourceHealth. They differ from
+// allot drivers in:
+//
+//   - instances: a name may have several (a rolling update registers the
+//     new one beside the old, through another socket); calls go to the
+//     newest whose connection is not broken, and the driver is gone when
+//     its last registration socket is (driverSet);
+//   - slices: they publish their own resource.k8s.io/v1 ResourceSlices,
+//     owned by the Node; the Manager deletes those of a driver with no
+//     instance for the grace period, and at start gives the drivers of
+//     the slices it finds that period to register (kubeletslices.go);
+//   - prepare: by reference ({namespace, uid, name}; v1-stored claims
+//     only: a v1alpha2 claim holds the pod), the answer being devices with
+//     request names, pool, device and CDI IDs, checkpointed in the claim's
+//     handle record (Kubelet, Devices); a whole-call failure of several
+//     claims is retried claim by claim, as the library fails a call for
+//     one unreadable claim (kubeletcalls.go);
+//   - containers get the CDI devices of the request they name (both kinds:
+//     an allot driver's devices serve every request);
+//   - health: one stream per instance that offers it, reports kept per
+//     (driver, pool, device) until their timeout (kubelethealth.go);
+//     AllocatedResourcesStatus names them DRIVER/POOL/DEVICE, PodFailure
+//     fails on Unhealthy.
+//
+// A driver publishes a node's devices through one API; when it registers
+// through the other API than its slices of the node, the slices the
+// Manager owns are removed (switchPublishing).
 //
 // Guarantees (seed 000): prepare and unprepare are idempotent on the
 // driver's side and batched per driver; every claim the Manager asked a
