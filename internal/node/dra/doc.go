@@ -63,7 +63,7 @@
 // Registration follows the kubelet's plugin watcher: a plugin creates a
 // socket in RegistryDir serving pluginregistration/v1 Registration; the
 // Manager calls GetInfo, accepts Type "DRAPlugin" with a DNS-subdomain name,
-// "v1alpha1" among the supported versions and an absolute DRA socket path
+// "v1alpha1" (or a kubelet DRA service) among the supported versions and an absolute DRA socket path
 // as endpoint, and answers NotifyRegistrationStatus. A new registration of
 // an allot driver replaces the old one. A driver is unregistered when its
 // registration socket disappears, or its resource stream breaks and cannot
