@@ -1,7 +1,10 @@
 package dashboard_test
 
 import (
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -96,6 +99,101 @@ func TestDashboardSummaryV1(t *testing.T) {
 		t.Error("the section of pools not local to one node is shown without such pools")
 	}
 	b.noConsoleErrors(t)
+}
+
+// The node agent writes the health of the devices of v1 pools into the
+// status of the pods holding them (allocatedResourcesStatus, resource
+// "DRIVER/POOL/DEVICE"): a held device a pod it is reserved for reports
+// Unhealthy is drawn held, unhealthy and counted held, as a held seed
+// instance its driver reports unhealthy is. Unknown and Healthy change
+// nothing, nor does a report by a pod the claim is not reserved for (an
+// earlier pod of the same name), nor one on a device nobody holds.
+func TestDashboardSummaryV1Health(t *testing.T) {
+	b := newBrowser(t)
+	b.do(t, "open the dashboard", chromedp.Navigate(up.URL+"/dashboard/"))
+	b.waitFor(t, "#login")
+
+	const v1Driver = "v1.example.com"
+	devices := []any{}
+	for _, n := range []string{"d0", "d1", "d2", "d3", "d4", "d5"} {
+		devices = append(devices, map[string]any{"name": n})
+	}
+	devices = append(devices, map[string]any{"name": "d6",
+		"taints": []any{map[string]any{"key": "broken", "effect": "NoExecute"}}})
+	claim := func(name, device, podUID string) map[string]any {
+		c := fxClaimV1(name, v1Driver, "n1-pool", device)
+		c["status"].(map[string]any)["reservedFor"] = []any{map[string]any{"resource": "pods", "name": "p-" + name, "uid": podUID}}
+		return c
+	}
+	id := func(device string) string { return v1Driver + "/n1-pool/" + device }
+	objects := map[string]any{
+		"nodes":    []any{fxNode("n1")},
+		"slicesV1": []any{fxSliceV1("n1-devices", v1Driver, "n1-pool", "n1", 1, map[string]any{"devices": devices})},
+		"claimsV1": []any{
+			claim("c0", "d0", "u0"), claim("c1", "d1", "u1"), claim("c2", "d2", "u2"),
+			claim("c3", "d3", "u3"), claim("c6", "d6", "u6"),
+		},
+		"pods": []any{
+			// d0: Unhealthy, in a request's entry beside a healthy device
+			// of another driver.
+			fxPodReporting("p-c0", "u0", "claim:gpu/r", map[string]string{"other.example.com/p/x": "Healthy", id("d0"): "Unhealthy"}),
+			fxPodReporting("p-c1", "u1", "claim:gpu", map[string]string{id("d1"): "Unknown"}),
+			fxPodReporting("p-c2", "u2", "claim:gpu", map[string]string{id("d2"): "Healthy"}),
+			// d3: an earlier pod of the holder's name reports it.
+			fxPodReporting("p-c3", "u3-before", "claim:gpu", map[string]string{id("d3"): "Unhealthy"}),
+			// d4: nobody holds it; d5: a device-plugin entry, not a claim's.
+			fxPodReporting("p-old", "u-old", "claim:gpu", map[string]string{id("d4"): "Unhealthy"}),
+			fxPodReporting("p-dp", "u-dp", "example.com/fpga", map[string]string{id("d5"): "Unhealthy"}),
+			// d6: tainted and reported.
+			fxPodReporting("p-c6", "u6", "claim:gpu", map[string]string{id("d6"): "Unhealthy"}),
+		},
+	}
+	got := renderSummary(t, b, objects)
+	want := map[string]string{"nodes": "1", "devices": "7", "free": "2", "held": "5", "partitioned": "0",
+		"unhealthy": "0", "partitions-held": "0", "pending": "0"}
+	if !reflect.DeepEqual(got.counts, want) {
+		t.Errorf("summary %v (%q), want %v", got.counts, got.text, want)
+	}
+	drawn := eval[map[string]any](t, b, `(() => {
+  const out = {};
+  for (const e of document.querySelectorAll('[data-pool="n1-pool"] [data-device]')) {
+    out[e.dataset.device] = [e.dataset.state, e.dataset.health, e.querySelector('.inst-state').textContent,
+      e.dataset.reportedUnhealthyBy || ''].join(' | ');
+  }
+  return out;
+})()`)
+	wantDrawn := map[string]any{
+		"d0": "held | unhealthy | held, unhealthy | ns/p-c0",
+		"d1": "held | healthy | held | ",
+		"d2": "held | healthy | held | ",
+		"d3": "held | healthy | held | ",
+		"d4": "free | healthy | free | ",
+		"d5": "free | healthy | free | ",
+		"d6": "held | unhealthy | held, tainted, unhealthy | ns/p-c6",
+	}
+	if !reflect.DeepEqual(drawn, wantDrawn) {
+		t.Errorf("drawn %v,\nwant %v", drawn, wantDrawn)
+	}
+	if s := eval[string](t, b, `document.querySelector('[data-pool-summary="n1-pool"]').textContent`); !strings.HasPrefix(s, "7 devices: 2 free · 5 held · 0 partitioned · 0 unhealthy") {
+		t.Errorf("pool line %q", s)
+	}
+	b.noConsoleErrors(t)
+}
+
+// fxPodReporting is a running pod whose one container's status reports
+// health (resource ID -> Healthy, Unhealthy or Unknown) under entry.
+func fxPodReporting(name, uid, entry string, health map[string]string) map[string]any {
+	var resources []any
+	for _, id := range slices.Sorted(maps.Keys(health)) {
+		resources = append(resources, map[string]any{"resourceID": id, "health": health[id]})
+	}
+	return map[string]any{
+		"metadata": map[string]any{"name": name, "namespace": "ns", "uid": uid},
+		"spec":     map[string]any{"nodeName": "n1", "containers": []any{map[string]any{"name": "c"}}},
+		"status": map[string]any{"phase": "Running", "containerStatuses": []any{map[string]any{
+			"name": "c", "allocatedResourcesStatus": []any{map[string]any{"name": entry, "resources": resources}},
+		}}},
+	}
 }
 
 func fxSliceV1(name, driver, pool, node string, count int, spec map[string]any) map[string]any {

@@ -110,6 +110,7 @@ export function render(model) {
   const v1Claims = model.items('claimsV1');
   const allocs = allocations(model.items('claims'), v1Claims, new Set(pools.keys()));
   const held = v1Held(v1Claims);
+  const reports = unhealthyReports(model.items('pods'));
   const counts = newCounts();
   const nodes = new Map(model.items('nodes').map((n) => [n.metadata.name, n]));
   const poolsByNode = new Map();
@@ -134,9 +135,9 @@ export function render(model) {
     podsByNode.get(p.spec.nodeName).push(p);
   }
   const cards = names.map((name) => nodeCard(name, nodes.get(name), slicesByNode.get(name) || [],
-    allocs, podsByNode.get(name) || [], counts, (poolsByNode.get(name) || []).map((p) => poolSection(p, held, counts))));
+    allocs, podsByNode.get(name) || [], counts, (poolsByNode.get(name) || []).map((p) => poolSection(p, held, reports, counts))));
   $('nodes').replaceChildren(...(cards.length ? cards : [el('p', { class: 'empty' }, 'No nodes.')]));
-  const sharedSections = shared.map((p) => poolSection(p, held, counts));
+  const sharedSections = shared.map((p) => poolSection(p, held, reports, counts));
   $('pools-section').hidden = sharedSections.length === 0;
   $('pools').replaceChildren(...sharedSections);
 
@@ -383,6 +384,49 @@ function v1Held(claims) {
   return out;
 }
 
+// unhealthyReports indexes what the node agent reports of the devices of
+// v1 pools that pods hold: the "DRIVER/POOL/DEVICE" resources of the
+// "claim:..." entries of the pods' container statuses'
+// allocatedResourcesStatus whose health is Unhealthy, each under
+// "uid:UID\nID" and "pod:NAMESPACE/NAME\nID" (Unknown and Healthy report
+// nothing).
+function unhealthyReports(pods) {
+  const out = new Set();
+  for (const p of pods) {
+    const st = p.status || {};
+    for (const cs of [...(st.initContainerStatuses || []), ...(st.containerStatuses || [])]) {
+      for (const rs of cs.allocatedResourcesStatus || []) {
+        if (!String(rs.name || '').startsWith('claim:')) continue;
+        for (const r of rs.resources || []) {
+          if (r.health !== 'Unhealthy' || !r.resourceID) continue;
+          if (p.metadata.uid) out.add('uid:' + p.metadata.uid + '\n' + r.resourceID);
+          out.add('pod:' + keyOf(p) + '\n' + r.resourceID);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// reportedUnhealthy lists the pods that claims (the holders of one
+// device) are reserved for and whose status reports the device
+// (resourceID "DRIVER/POOL/DEVICE") Unhealthy. A reservation with a UID
+// matches only that pod, so that a deleted and recreated pod of the same
+// name, or one that held the device before, does not speak for the
+// holder.
+function reportedUnhealthy(claims, resourceID, reports) {
+  const out = [];
+  for (const c of claims) {
+    for (const r of c.status?.reservedFor || []) {
+      if (r.resource && r.resource !== 'pods') continue;
+      const pod = c.metadata.namespace + '/' + r.name;
+      const k = r.uid ? 'uid:' + r.uid : 'pod:' + pod;
+      if (reports.has(k + '\n' + resourceID) && !out.includes(pod)) out.push(pod);
+    }
+  }
+  return out;
+}
+
 // blockingTaint is the first taint that keeps new claims off a device.
 const blockingTaint = (d) => (d.taints || []).find((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
 
@@ -395,8 +439,11 @@ const consumption = (d) => (d.consumesCounters || []).flatMap((cc) =>
 // Its devices count like seed devices: free, held, partitioned (devices
 // that share counters are partitions of one; a free device whose counters
 // the held ones have used up is partitioned) or unhealthy (a NoSchedule
-// or NoExecute taint).
-function poolSection(pool, held, counts) {
+// or NoExecute taint). A held device is held whatever its health, as a
+// seed instance is; its data-health is unhealthy when it is tainted or a
+// pod it is reserved for reports it Unhealthy (reports, from
+// unhealthyReports).
+function poolSection(pool, held, reports, counts) {
   const local = newCounts();
   const key = pool.driver + '\n' + pool.name + '\n';
   const used = new Map(); // "set\ncounter" -> amount allocated devices consume
@@ -408,12 +455,13 @@ function poolSection(pool, held, counts) {
   const items = pool.devices.map((d) => {
     const holders = held.get(key + d.name);
     const taint = blockingTaint(d);
+    const reporters = holders ? reportedUnhealthy(holders, pool.driver + '/' + pool.name + '/' + d.name, reports) : [];
     const short = consumption(d).filter(([set, n, q]) => q > left(set, n)).map(([set]) => set);
     let st;
     let label;
     if (holders) {
       st = 'held';
-      label = taint ? 'held, tainted' : 'held';
+      label = 'held' + (taint ? ', tainted' : '') + (reporters.length ? ', unhealthy' : '');
     } else if (taint) {
       st = 'unhealthy';
       label = 'tainted ' + taint.key + (taint.value ? '=' + taint.value : '') + ':' + taint.effect;
@@ -428,7 +476,9 @@ function poolSection(pool, held, counts) {
     local[st] += 1;
     const item = el('li', {
       class: 'inst', 'data-device': d.name, 'data-state': st,
-      'data-health': taint ? 'unhealthy' : 'healthy', 'aria-label': d.name + ': ' + label,
+      'data-health': taint || reporters.length ? 'unhealthy' : 'healthy', 'aria-label': d.name + ': ' + label,
+      'data-reported-unhealthy-by': reporters.length ? reporters.join(' ') : undefined,
+      title: reporters.length ? 'reported Unhealthy in the status of pod ' + reporters.join(', ') : undefined,
     }, el('span', { class: 'inst-name' }, d.name), el('span', { class: 'inst-state' }, label));
     for (const c of holders || []) item.append(...holderSpans(c));
     return item;
