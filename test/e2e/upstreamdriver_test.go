@@ -346,8 +346,9 @@ func podResourcesDRA(t *testing.T, socket, ns, pod, container string) string {
 // agent, each in the middle of a prepare, then a restart: the prepare is
 // retried to success, the container gets its device once, deleting the
 // pod unprepares after the last prepare, and nothing is left behind. A
-// driver gone for longer than the grace period loses its slices, which
-// come back with it.
+// rolling update (a second instance with the library's RollingUpdate
+// sockets, then kill -9 of the first) loses nothing. A driver gone for
+// longer than the grace period loses its slices, which come back with it.
 func TestUpstreamDriverKilled(t *testing.T) {
 	t.Parallel()
 	u := newUpstreamCluster(t, "upstream-kill")
@@ -393,6 +394,22 @@ func TestUpstreamDriverKilled(t *testing.T) {
 			waitFor(t, "no CDI spec left", func() bool { return len(u.cdiSpecs(t)) == 0 })
 		})
 	}
+
+	t.Run("rolling update", func(t *testing.T) {
+		old := u.driver
+		from := len(u.node.Stderr.String())
+		u.startDriver(t, "--rolling-update-uid", "0f9e5e2c-roll")
+		waitFor(t, "the new instance registered beside the old one", func() bool {
+			return strings.Contains(u.node.Stderr.String()[from:], "dra-0f9e5e2c-roll.sock")
+		})
+		old.Kill()
+		u.applyYAML(t, upstreamPod("up", "rolled", "  - {name: gpu, resourceClaimTemplateName: one-gpu}", [2]string{"main", ""}))
+		if seen := devicesSeen(u.logLine(t, "up", "rolled", "main")); len(seen) != 1 {
+			t.Fatalf("the container sees %q, want one GPU", seen)
+		}
+		u.kubectl(t, "delete", "pod", "rolled", "-n", "up", "--wait=true", "--timeout=60s")
+		waitFor(t, "no CDI spec left", func() bool { return len(u.cdiSpecs(t)) == 0 })
+	})
 
 	t.Run("slices go with the driver and come back", func(t *testing.T) {
 		slices := func() string {

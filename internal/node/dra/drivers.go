@@ -301,6 +301,7 @@ func (m *Manager) registerDriver(ctx context.Context, reg registration, endpoint
 	m.goRun(func() { m.switchPublishing(d) })
 	if d.isKubelet() {
 		m.goRun(func() { m.runHealth(d) })
+		m.goRun(func() { m.watchConnection(d) })
 	} else {
 		m.goRun(func() { m.runDriver(d) })
 	}

@@ -483,3 +483,19 @@ func TestKubeletDriverSwitchesAPI(t *testing.T) {
 		return n == 3, fmt.Sprintf("events %q", e.events.all())
 	})
 }
+
+// A kubelet driver killed with SIGKILL leaves its registration socket:
+// once its DRA socket has not answered for a few redial intervals it is
+// unregistered, and its slices go after the grace period.
+func TestKubeletDriverGoneWhenSocketDoesNotAnswer(t *testing.T) {
+	e := newEnv(t)
+	m := e.start()
+	p := e.kubeletPlugin(m)
+	e.nodeSlice("published", upstreamDriver, true)
+	p.StopDRA()
+	eventually(t, "driver unregistered", func() (bool, string) { return m.drivers.get(upstreamDriver) == nil, "" })
+	eventually(t, "its slice removed", func() (bool, string) {
+		got := e.sliceNames()
+		return len(got) == 0, fmt.Sprintf("slices %q", got)
+	})
+}

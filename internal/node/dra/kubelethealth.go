@@ -1,12 +1,15 @@
 package dra
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
@@ -174,6 +177,44 @@ func (m *Manager) watchHealth(d *driver, client drahealthv1.DRAResourceHealthCli
 		if !expires.IsZero() {
 			// The pods see Unknown once the reports expire unrenewed.
 			time.AfterFunc(expires.Sub(now)+time.Millisecond, func() { m.healthChanged(d.name) })
+		}
+	}
+}
+
+// watchConnection keeps a kubelet driver instance's connection open and
+// unregisters the instance when it stays broken for MaxRedials redial
+// intervals: a driver killed with SIGKILL leaves its registration socket
+// behind, and without this its slices would never be wiped, as the
+// kubelet wipes those of a driver with no connected instance. (allot
+// drivers are followed through their resource stream instead.) A driver
+// that comes back creates its sockets anew and registers again.
+func (m *Manager) watchConnection(d *driver) {
+	limit := time.Duration(MaxRedials) * m.opts.RedialInterval
+	var brokenSince time.Time
+	d.conn.Connect()
+	for {
+		st := d.conn.GetState()
+		switch {
+		case st == connectivity.Ready || st == connectivity.Idle || st == connectivity.Connecting && brokenSince.IsZero():
+			brokenSince = time.Time{}
+			if st == connectivity.Idle {
+				d.conn.Connect()
+			}
+		case st == connectivity.TransientFailure && brokenSince.IsZero():
+			brokenSince = time.Now()
+		}
+		wait := limit
+		if !brokenSince.IsZero() {
+			if wait = limit - time.Since(brokenSince); wait <= 0 {
+				m.unregisterDriver(d, fmt.Sprintf("its DRA socket %s has not answered for %s", d.endpoint, limit))
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, wait)
+		d.conn.WaitForStateChange(ctx, st)
+		cancel()
+		if d.ctx.Err() != nil {
+			return
 		}
 	}
 }

@@ -106,6 +106,10 @@ func (p *KubeletPlugin) Stop() {
 	p.draServer.Stop()
 }
 
+// StopDRA stops the DRA server and leaves the registration socket, as a
+// plugin killed with SIGKILL does.
+func (p *KubeletPlugin) StopDRA() { p.draServer.Stop() }
+
 // OnPrepare scripts the NodePrepareResources answers.
 func (p *KubeletPlugin) OnPrepare(f KubeletPrepareFunc) { p.mu.Lock(); p.prepare = f; p.mu.Unlock() }
 
