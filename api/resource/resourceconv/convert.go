@@ -12,6 +12,10 @@
 // it (reservedFor, and the allocated devices by the naming rule of
 // [SeedDeviceName]). Views are pure functions of the stored object; writes
 // through a view may change only metadata (see docs/decisions.md).
+//
+// DriverHandle is the other direction on a node: what a v1 claim's
+// allocation gives one driver, in the form drivers of allot's DRA node
+// API get (the node agent and the driver SDK's kubelet mode both build it).
 package resourceconv
 
 import (
