@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	"tags.cncf.io/container-device-interface/pkg/parser"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -60,74 +62,111 @@ func claimFromProto(pc *drapb.Claim) (Claim, error) {
 	return c, nil
 }
 
+// claimRef names one claim of a request, in either API. Allot's requests
+// carry the allocation too (proto).
+type claimRef struct {
+	Namespace, Name, UID string
+	proto                *drapb.Claim // APIAllot only
+}
+
+func refFromProto(pc *drapb.Claim) claimRef {
+	return claimRef{Namespace: pc.Namespace, Name: pc.Name, UID: pc.Uid, proto: pc}
+}
+
 // claimResult is the outcome of one claim.
 type claimResult struct {
-	devices []string
-	err     error
+	devices []string // CDI device names (APIAllot)
+	// kubeletDevices are the prepared devices (APIKubelet).
+	kubeletDevices []*drapbv1.Device
+	err            error
 }
 
 // forEachClaim runs fn for every distinct claim UID of a request, at most
 // Options.MaxConcurrentClaims at a time, each under its claim's lock, and
-// returns the results by UID. A claim that does not decode or whose fn panics gets an error.
-func (p *Plugin) forEachClaim(ctx context.Context, op string, claims []*drapb.Claim, fn func(context.Context, Claim) ([]string, error)) map[string]claimResult {
+// returns the results by UID. A claim without a UID, and one whose fn
+// panics, gets an error.
+func (p *Plugin) forEachClaim(ctx context.Context, op string, claims []claimRef, fn func(context.Context, claimRef) (claimResult, error)) map[string]claimResult {
 	results := make(map[string]claimResult, len(claims))
-	var unique []*drapb.Claim
-	for _, pc := range claims {
-		if _, dup := results[pc.Uid]; !dup {
-			results[pc.Uid] = claimResult{}
-			unique = append(unique, pc)
+	var unique []claimRef
+	for _, c := range claims {
+		if _, dup := results[c.UID]; !dup {
+			results[c.UID] = claimResult{}
+			unique = append(unique, c)
 		}
 	}
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
-		next = make(chan *drapb.Claim)
+		next = make(chan claimRef)
 	)
 	workers := min(p.opts.MaxConcurrentClaims, len(unique))
 	for range workers {
 		wg.Go(func() {
-			for pc := range next {
-				r := p.runClaim(ctx, op, pc, fn)
+			for c := range next {
+				r := p.runClaim(ctx, op, c, fn)
 				mu.Lock()
-				results[pc.Uid] = r
+				results[c.UID] = r
 				mu.Unlock()
 			}
 		})
 	}
-	for _, pc := range unique {
-		next <- pc
+	for _, c := range unique {
+		next <- c
 	}
 	close(next)
 	wg.Wait()
 	return results
 }
 
-// runClaim decodes one claim and runs fn on it under the claim's lock,
-// turning a panic into the claim's error.
-func (p *Plugin) runClaim(ctx context.Context, op string, pc *drapb.Claim, fn func(context.Context, Claim) ([]string, error)) (r claimResult) {
-	c, err := claimFromProto(pc)
-	if err != nil {
-		p.log.Warn(op+" claim rejected", "namespace", pc.Namespace, "name", pc.Name, "uid", pc.Uid, "err", err)
+// runClaim runs fn on one claim under the claim's lock, turning a panic
+// into the claim's error.
+func (p *Plugin) runClaim(ctx context.Context, op string, c claimRef, fn func(context.Context, claimRef) (claimResult, error)) (r claimResult) {
+	name := fmt.Sprintf("%s/%s (%s)", c.Namespace, c.Name, c.UID)
+	if c.UID == "" {
+		err := fmt.Errorf("%w: uid: required", errInvalidClaim)
+		p.log.Warn(op+" claim rejected", "namespace", c.Namespace, "name", c.Name, "err", err)
 		return claimResult{err: err}
 	}
-	unlock, err := p.locks.Lock(ctx, c.UID)
+	unlock, err := p.locks.Lock(ctx, types.UID(c.UID))
 	if err != nil {
 		return claimResult{err: fmt.Errorf("wait for another call on claim %s: %w", c.UID, err)}
 	}
 	defer unlock()
 	defer func() {
 		if v := recover(); v != nil {
-			p.log.Error(op+" panicked", "claim", c.String(), "panic", v, "stack", string(debug.Stack()))
+			p.log.Error(op+" panicked", "claim", name, "panic", v, "stack", string(debug.Stack()))
 			r = claimResult{err: fmt.Errorf("%s claim %s: driver panicked: %v", op, c.UID, v)}
 		}
 	}()
-	devices, err := fn(ctx, c)
+	r, err = fn(ctx, c)
 	if err != nil {
-		p.log.Warn(op+" failed", "claim", c.String(), "err", err)
+		p.log.Warn(op+" failed", "claim", name, "err", err)
 		return claimResult{err: err}
 	}
-	p.log.Debug(op+" done", "claim", c.String(), "cdiDevices", devices)
-	return claimResult{devices: devices}
+	p.log.Debug(op+" done", "claim", name, "cdiDevices", r.devices, "devices", len(r.kubeletDevices))
+	return r
+}
+
+// prepare calls the driver's Prepare and checks the CDI names it returns.
+func (p *Plugin) prepare(ctx context.Context, c Claim) ([]string, error) {
+	devices, err := p.driver.Prepare(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("prepare claim %s: %w", c.UID, err)
+	}
+	for _, d := range devices {
+		if _, _, _, err := parser.ParseQualifiedName(d); err != nil {
+			return nil, fmt.Errorf("prepare claim %s: driver returned an invalid CDI device name: %w", c.UID, err)
+		}
+	}
+	return devices, nil
+}
+
+// unprepare calls the driver's Unprepare.
+func (p *Plugin) unprepare(ctx context.Context, c Claim) error {
+	if err := p.driver.Unprepare(ctx, c); err != nil {
+		return fmt.Errorf("unprepare claim %s: %w", c.UID, err)
+	}
+	return nil
 }
 
 // errorCode is the gRPC code the node agent gets for a claim's error:

@@ -34,4 +34,27 @@
 // Driver methods are called concurrently for different claims, never
 // concurrently for the same claim UID; the context carries the node
 // agent's deadline.
+//
+// # Kubelet mode
+//
+// With Options.API = APIKubelet the plugin speaks the kubelet's DRA API
+// (k8s.io/kubelet/pkg/apis/dra v1 and v1beta1) instead, which allot's node
+// agent and Kubernetes' kubelet both call; the Driver does not change.
+// The SDK then needs Options.NodeName and Options.KubeClient (on allot, a
+// node-driver token DRIVER@NODE) and does what the node agent does for
+// allot's API:
+//
+//   - it publishes the model as resource.k8s.io/v1 ResourceSlices of the
+//     node, owned by the Node, projected as allot projects a
+//     NodeResourceSlice (device = instance name, attributes under the
+//     driver's domain, quantities as capacities, unhealthy instances left
+//     out), and keeps them so; a model with partition groups, which v1
+//     devices cannot express, is refused;
+//   - for each claim to prepare it reads the v1 ResourceClaim, checks its
+//     UID and allocation, and hands Prepare the Claim the node agent would
+//     send (resourceconv.DriverHandle: this node's instances, the opaque
+//     configuration for the driver as vendor parameters); it answers each
+//     allocated device of the driver with the CDI names Prepare returned.
+//     A claim that cannot be read fails on its own;
+//   - Unprepare gets the claim's namespace, name and UID only.
 package kubeletplugin

@@ -15,8 +15,10 @@ import (
 
 // PublishResources enumerates the driver's resources again and, when the
 // model differs from the last one, sends it on every open
-// NodeListAndWatchResources stream. On error (Enumerate failed or the
-// model is invalid) the streams keep the previous model.
+// NodeListAndWatchResources stream (APIAllot), or writes it as the node's
+// ResourceSlices (APIKubelet; in the background, see Options.API). On
+// error (Enumerate failed, the model is invalid, or with APIKubelet it
+// cannot be expressed as v1 devices) the previous model stays.
 func (p *Plugin) PublishResources(ctx context.Context) error {
 	p.publishMu.Lock()
 	defer p.publishMu.Unlock()
@@ -30,6 +32,16 @@ func (p *Plugin) PublishResources(ctx context.Context) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode resource model: %w", err)
+	}
+	if p.slices != nil {
+		devices, warnings, err := v1Devices(p.opts.DriverName, p.opts.NodeName, m)
+		if err != nil {
+			return fmt.Errorf("enumerate resources: %w", err)
+		}
+		for _, w := range warnings {
+			p.log.Warn("left out of the published devices", "problem", w)
+		}
+		p.slices.setDevices(devices)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

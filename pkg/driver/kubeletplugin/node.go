@@ -6,12 +6,11 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
-	"tags.cncf.io/container-device-interface/pkg/parser"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 )
 
-// nodeServer serves the DRA node API on the driver's behalf.
+// nodeServer serves allot's DRA node API (APIAllot) on the driver's behalf.
 type nodeServer struct {
 	drapb.UnimplementedNodeServer
 	p *Plugin
@@ -43,7 +42,14 @@ func (s *nodeServer) NodeListAndWatchResources(_ *drapb.NodeListAndWatchResource
 
 // NodePrepareResources prepares every claim of the request on its own.
 func (s *nodeServer) NodePrepareResources(ctx context.Context, req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
-	results := s.p.forEachClaim(ctx, "prepare", req.Claims, s.prepare)
+	results := s.p.forEachClaim(ctx, "prepare", protoRefs(req.Claims), func(ctx context.Context, ref claimRef) (claimResult, error) {
+		c, err := claimFromProto(ref.proto)
+		if err != nil {
+			return claimResult{}, err
+		}
+		devices, err := s.p.prepare(ctx, c)
+		return claimResult{devices: devices}, err
+	})
 	resp := &drapb.NodePrepareResourcesResponse{Claims: make(map[string]*drapb.NodePrepareResourceResponse, len(results))}
 	for uid, r := range results {
 		out := &drapb.NodePrepareResourceResponse{CdiDevices: r.devices}
@@ -55,27 +61,14 @@ func (s *nodeServer) NodePrepareResources(ctx context.Context, req *drapb.NodePr
 	return resp, nil
 }
 
-// prepare calls the driver and checks the CDI names it returns.
-func (s *nodeServer) prepare(ctx context.Context, c Claim) ([]string, error) {
-	devices, err := s.p.driver.Prepare(ctx, c)
-	if err != nil {
-		return nil, fmt.Errorf("prepare claim %s: %w", c.UID, err)
-	}
-	for _, d := range devices {
-		if _, _, _, err := parser.ParseQualifiedName(d); err != nil {
-			return nil, fmt.Errorf("prepare claim %s: driver returned an invalid CDI device name: %w", c.UID, err)
-		}
-	}
-	return devices, nil
-}
-
 // NodeUnprepareResources unprepares every claim of the request on its own.
 func (s *nodeServer) NodeUnprepareResources(ctx context.Context, req *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
-	results := s.p.forEachClaim(ctx, "unprepare", req.Claims, func(ctx context.Context, c Claim) ([]string, error) {
-		if err := s.p.driver.Unprepare(ctx, c); err != nil {
-			return nil, fmt.Errorf("unprepare claim %s: %w", c.UID, err)
+	results := s.p.forEachClaim(ctx, "unprepare", protoRefs(req.Claims), func(ctx context.Context, ref claimRef) (claimResult, error) {
+		c, err := claimFromProto(ref.proto)
+		if err != nil {
+			return claimResult{}, err
 		}
-		return nil, nil
+		return claimResult{}, s.p.unprepare(ctx, c)
 	})
 	resp := &drapb.NodeUnprepareResourcesResponse{Claims: make(map[string]*drapb.NodeUnprepareResourceResponse, len(results))}
 	for uid, r := range results {
@@ -86,4 +79,12 @@ func (s *nodeServer) NodeUnprepareResources(ctx context.Context, req *drapb.Node
 		resp.Claims[uid] = out
 	}
 	return resp, nil
+}
+
+func protoRefs(claims []*drapb.Claim) []claimRef {
+	refs := make([]claimRef, len(claims))
+	for i, pc := range claims {
+		refs[i] = refFromProto(pc)
+	}
+	return refs
 }

@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	drapbv1beta1 "k8s.io/kubelet/pkg/apis/dra/v1beta1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
@@ -28,6 +30,9 @@ const (
 	DefaultMaxConcurrentClaims = 8
 	// DefaultStopGracePeriod is how long Stop waits for calls in flight.
 	DefaultStopGracePeriod = 10 * time.Second
+	// DefaultResyncPeriod is how often, with APIKubelet, the published
+	// ResourceSlices are compared with the model and repaired.
+	DefaultResyncPeriod = time.Minute
 	// DRASocketName is the DRA socket's name in Options.PluginDir.
 	DRASocketName = "dra.sock"
 	// maxSocketPath is the longest unix socket path Linux accepts.
@@ -51,11 +56,50 @@ type Driver interface {
 	Unprepare(ctx context.Context, claim Claim) error
 }
 
+// API is the DRA node API a plugin serves to the node agent (or kubelet).
+type API string
+
+const (
+	// APIAllot is allot's DRA node API (api/dra/v1alpha1), the default: the
+	// SDK streams the model to allot's node agent, which publishes it as
+	// the node's NodeResourceSlice, and prepare calls carry the
+	// allocation, so the driver needs no API credentials. Any model the
+	// partitionable form can express is served.
+	APIAllot API = "allot"
+	// APIKubelet is the kubelet's DRA API (k8s.io/kubelet/pkg/apis/dra v1
+	// and v1beta1), which allot's node agent and Kubernetes' kubelet both
+	// speak: the SDK publishes the model as resource.k8s.io/v1
+	// ResourceSlices of Options.NodeName itself and, for each claim to
+	// prepare, reads the resource.k8s.io/v1 ResourceClaim, both through
+	// Options.KubeClient. Driver.Prepare gets the same Claim as with
+	// APIAllot. v1 devices cannot express partitions: a model with
+	// partition groups is refused.
+	APIKubelet API = "kubelet"
+)
+
 // Options configure Start.
 type Options struct {
 	// DriverName is the driver's name, a DNS subdomain such as
 	// gpu.example.com. Required.
 	DriverName string
+	// API is the DRA API the plugin serves: APIAllot (the default when
+	// empty) or APIKubelet.
+	API API
+	// NodeName is the node the plugin runs on. Required with APIKubelet:
+	// it is the pool name and spec.nodeName of the published
+	// ResourceSlices, whose owner is this Node, and it picks the
+	// node-local devices of a claim's allocation.
+	NodeName string
+	// KubeClient reads claims and the Node and writes ResourceSlices.
+	// Required with APIKubelet, unused with APIAllot. A client-go
+	// kubernetes.Interface satisfies it; NewKubeClient builds a smaller
+	// one from a rest.Config. On allot, give it a node-driver token
+	// (`allot token create --role node-driver --name DRIVER@NODE`).
+	KubeClient KubeClient
+	// ResyncPeriod is how often, with APIKubelet, the published
+	// ResourceSlices are read back and repaired when they differ from the
+	// model. Default DefaultResyncPeriod.
+	ResyncPeriod time.Duration
 	// PluginsRegistryDir is where the registration socket goes, the
 	// directory the node agent watches. Default
 	// v1alpha1.DefaultPluginsRegistryDir.
@@ -84,6 +128,10 @@ type Plugin struct {
 	reg     *grpc.Server
 	dra     *grpc.Server
 	locks   keylock.Locks
+	// slices publishes the model as v1 ResourceSlices (APIKubelet only).
+	slices *slicePublisher
+	// cancel ends background work (the slice publisher).
+	cancel context.CancelFunc
 
 	// publishMu serializes PublishResources, so models are stored in the
 	// order they were enumerated.
@@ -102,7 +150,9 @@ type Plugin struct {
 
 // Start enumerates the driver's resources, serves the DRA node API and the
 // registration service, and returns. Stale sockets at both paths are
-// removed first. The plugin stops when ctx is done or Stop is called.
+// removed first. With APIKubelet it also starts publishing the model as
+// ResourceSlices, in the background: failures are logged and retried. The
+// plugin stops when ctx is done or Stop is called.
 func Start(ctx context.Context, d Driver, opts Options) (*Plugin, error) {
 	if d == nil {
 		return nil, errors.New("start kubelet plugin: driver is nil")
@@ -121,11 +171,19 @@ func Start(ctx context.Context, d Driver, opts Options) (*Plugin, error) {
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	if opts.API == APIKubelet {
+		p.slices = newSlicePublisher(opts, p.log)
+	}
 	if err := p.PublishResources(ctx); err != nil {
 		return nil, fmt.Errorf("start kubelet plugin %s: %w", opts.DriverName, err)
 	}
 	if err := p.serve(); err != nil {
 		return nil, fmt.Errorf("start kubelet plugin %s: %w", opts.DriverName, err)
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancel = cancel
+	if p.slices != nil {
+		go p.slices.run(bg)
 	}
 	go func() {
 		select {
@@ -134,7 +192,7 @@ func Start(ctx context.Context, d Driver, opts Options) (*Plugin, error) {
 		case <-p.stopped:
 		}
 	}()
-	p.log.Info("kubelet plugin started", "draSocket", p.draSock, "registrationSocket", p.regSock)
+	p.log.Info("kubelet plugin started", "api", opts.API, "draSocket", p.draSock, "registrationSocket", p.regSock)
 	return p, nil
 }
 
@@ -162,6 +220,29 @@ func (o Options) complete() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	switch o.API {
+	case "":
+		o.API = APIAllot
+	case APIAllot:
+	case APIKubelet:
+		if o.NodeName == "" {
+			return o, errors.New("options.NodeName: required with APIKubelet")
+		}
+		if msgs := utilvalidation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
+			return o, fmt.Errorf("options.NodeName %q: must be a DNS subdomain: %s", o.NodeName, strings.Join(msgs, "; "))
+		}
+		if o.KubeClient == nil {
+			return o, errors.New("options.KubeClient: required with APIKubelet (the plugin reads claims and writes ResourceSlices)")
+		}
+	default:
+		return o, fmt.Errorf("options.API %q: must be %q or %q", o.API, APIAllot, APIKubelet)
+	}
+	switch {
+	case o.ResyncPeriod < 0:
+		return o, fmt.Errorf("options.ResyncPeriod %s: must not be negative", o.ResyncPeriod)
+	case o.ResyncPeriod == 0:
+		o.ResyncPeriod = DefaultResyncPeriod
 	}
 	switch {
 	case o.MaxConcurrentClaims < 0:
@@ -199,7 +280,14 @@ func (p *Plugin) serve() error {
 		return err
 	}
 	p.dra = grpc.NewServer()
-	drapb.RegisterNodeServer(p.dra, &nodeServer{p: p})
+	switch p.opts.API {
+	case APIKubelet:
+		srv := &kubeletServer{p: p}
+		drapbv1.RegisterDRAPluginServer(p.dra, srv)
+		drapbv1beta1.RegisterDRAPluginServer(p.dra, drapbv1beta1.V1ServerWrapper{DRAPluginServer: srv})
+	default:
+		drapb.RegisterNodeServer(p.dra, &nodeServer{p: p})
+	}
 	p.reg = grpc.NewServer()
 	registerapi.RegisterRegistrationServer(p.reg, &registrationServer{p: p})
 	go p.run(p.dra, draLis, "DRA")
@@ -246,10 +334,20 @@ func (p *Plugin) RegistrationStatus() (registered bool, err error) {
 
 // Stop removes the registration socket, ends the resource streams, lets
 // calls in flight finish for up to Options.StopGracePeriod and removes the
-// DRA socket. It is idempotent and returns when the plugin has stopped.
+// DRA socket. With APIKubelet it stops publishing but leaves the
+// ResourceSlices: the node agent (or kubelet) removes them when the driver
+// does not register again within its grace period, so a restart does not
+// empty the node's inventory. It is idempotent and returns when the
+// plugin has stopped.
 func (p *Plugin) Stop() {
 	p.stopOnce.Do(func() {
 		close(p.stopped)
+		if p.cancel != nil {
+			p.cancel()
+		}
+		if p.slices != nil {
+			p.slices.wait()
+		}
 		p.reg.Stop()
 		removeSocket(p.regSock, p.log)
 		graceful := make(chan struct{})
