@@ -19,10 +19,17 @@ partitionable model in --config, reloaded when the file changes) published to
 the node agent through the plugin registration directory, and claims
 prepared as CDI devices (gpu.example.com/gpu=CLAIM-UID) in --cdi-dir.
 
+With --publish=v1 it speaks the kubelet's DRA API instead: it publishes
+resource.k8s.io/v1 ResourceSlices of --node-name itself (two whole GPUs
+unless --config names a model without partitions) and reads the v1 claims
+it prepares, with the node-driver token in --kubeconfig (allot token create
+--role node-driver --name gpu.example.com@NODE --kubeconfig FILE).
+
 The same program builds on its own: go build ./examples/gpu-driver.`,
 		Example: `  allot example gpu-driver
   allot example gpu-driver --config my-gpus.yaml --cdi-dir /var/run/cdi \
-      --plugins-registry-dir /tmp/node/plugins_registry --plugin-dir /tmp/node/plugins/gpu.example.com`,
+      --plugins-registry-dir /tmp/node/plugins_registry --plugin-dir /tmp/node/plugins/gpu.example.com
+  allot example gpu-driver --publish=v1 --node-name node-1 --kubeconfig gpu-node-1.kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return gpudriver.Run(cmd.Context(), cfg)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
+	"allot.dev/allot/pkg/driver/kubeletplugin"
 )
 
 // Names of the driver.
@@ -24,6 +26,19 @@ const (
 const (
 	DefaultCDIDir             = "/etc/cdi"
 	DefaultInitCommandTimeout = 30 * time.Second
+)
+
+// The ways the driver publishes its devices (Config.Publish, --publish).
+const (
+	// PublishSeed serves allot's DRA node API: the node agent publishes
+	// the model as the node's NodeResourceSlice (resource.k8s.io/v1alpha2)
+	// and hands the driver each claim's allocation. No API credentials.
+	PublishSeed = "seed"
+	// PublishV1 serves the kubelet's DRA API: the driver publishes the
+	// model as resource.k8s.io/v1 ResourceSlices and reads the claims it
+	// prepares, with a node-driver token gpu.example.com@NODE. The model
+	// must have no partitions; the built-in one is default-model-v1.yaml.
+	PublishV1 = "v1"
 )
 
 // Config is the driver's configuration; AddFlags binds it to flags, so
@@ -44,6 +59,20 @@ type Config struct {
 	// InitCommandTimeout bounds the class parameters' initCommand.
 	// Default DefaultInitCommandTimeout.
 	InitCommandTimeout time.Duration
+
+	// Publish is PublishSeed (the default when empty) or PublishV1.
+	Publish string
+	// NodeName is the node the driver runs on (PublishV1 only). Default
+	// $NODE_NAME, else the host name in the form `allot node` names its
+	// node by default.
+	NodeName string
+	// Kubeconfig holds the driver's credentials (PublishV1 only): a
+	// node-driver token gpu.example.com@NODE. Default
+	// client.DefaultKubeconfigPath ($KUBECONFIG, else the last `allot up`).
+	Kubeconfig string
+	// KubeClient, when set, is used instead of Kubeconfig (PublishV1
+	// only; for Go callers and tests).
+	KubeClient kubeletplugin.KubeClient
 
 	// FailPrepares makes the first N prepare calls of each claim fail
 	// (a test knob).
@@ -69,6 +98,10 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.PluginsRegistryDir, "plugins-registry-dir", drapb.DefaultPluginsRegistryDir, "the node agent's plugin registration directory")
 	fs.StringVar(&c.PluginDir, "plugin-dir", drapb.DefaultPluginsDir+"/"+DriverName, "directory of the driver's DRA socket")
 	fs.DurationVar(&c.InitCommandTimeout, "init-timeout", DefaultInitCommandTimeout, "deadline of a class's initCommand")
+	fs.StringVar(&c.Publish, "publish", PublishSeed, "how devices are published: seed (allot's node API: the node agent writes the NodeResourceSlice, no credentials) "+
+		"or v1 (the kubelet's DRA API: the driver writes resource.k8s.io/v1 ResourceSlices and reads claims itself, with --kubeconfig; models without partitions only)")
+	fs.StringVar(&c.NodeName, "node-name", "", "with --publish=v1: the node's name (default $NODE_NAME, else the host name as `allot node` uses it)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "with --publish=v1: kubeconfig with a node-driver token gpu.example.com@NODE (default $KUBECONFIG, else the last `allot up`'s)")
 	fs.IntVar(&c.FailPrepares, "fail-prepares", 0, "test knob: the first N prepare calls of each claim fail")
 	fs.DurationVar(&c.PrepareDelay, "prepare-delay", 0, "test knob: sleep this long at the start of each prepare call")
 	fs.StringVar(&c.StateFile, "state-file", "", "test knob: append a line per claim prepared or unprepared (not per repeated call)")
@@ -93,6 +126,17 @@ func (c Config) complete() (Config, error) {
 	if c.PrepareDelay < 0 {
 		errs = append(errs, fmt.Errorf("--prepare-delay %s: must not be negative", c.PrepareDelay))
 	}
+	switch c.Publish {
+	case "":
+		c.Publish = PublishSeed
+	case PublishSeed:
+	case PublishV1:
+		if c.NodeName == "" {
+			c.NodeName = defaultNodeName(os.Getenv, os.Hostname)
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--publish %q: must be %q or %q", c.Publish, PublishSeed, PublishV1))
+	}
 	if c.Logger == nil {
 		level := slog.LevelInfo
 		if c.Verbose {
@@ -101,4 +145,27 @@ func (c Config) complete() (Config, error) {
 		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	}
 	return c, errors.Join(errs...)
+}
+
+// defaultNodeName is $NODE_NAME, else the host name lower-cased with the
+// characters a node name cannot hold dropped, as `allot node` names its
+// node by default.
+func defaultNodeName(getenv func(string) string, hostname func() (string, error)) string {
+	if n := getenv("NODE_NAME"); n != "" {
+		return n
+	}
+	h, err := hostname()
+	if err != nil {
+		return "node"
+	}
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	if s := strings.Trim(b.String(), "-."); s != "" {
+		return s
+	}
+	return "node"
 }

@@ -21,4 +21,11 @@
 // The model comes from --config (or the embedded default-model.yaml), is
 // validated as a NodeResourceSlice's partitionable model, and is reloaded
 // and republished when the file changes.
+//
+// --publish picks the API: seed (allot's node API; the node agent
+// publishes the NodeResourceSlice and sends each claim's allocation) or
+// v1 (the kubelet's DRA API through the SDK's kubelet mode: the driver
+// publishes resource.k8s.io/v1 ResourceSlices and reads each claim itself
+// with a node-driver token; models without partitions only, by default
+// the embedded default-model-v1.yaml). Prepare is the same either way.
 package gpudriver

@@ -17,10 +17,19 @@ import (
 //go:embed default-model.yaml
 var defaultModel []byte
 
-// loadModel reads and validates the model file, or the default model when
-// path is empty.
-func loadModel(path string) (*inventory, error) {
+// defaultModelV1 is the model served with --publish=v1 and without
+// --config: v1 devices cannot express the default model's partitions.
+//
+//go:embed default-model-v1.yaml
+var defaultModelV1 []byte
+
+// loadModel reads and validates the model file, or the default model of
+// the publishing mode when path is empty.
+func loadModel(path, publish string) (*inventory, error) {
 	data, source := defaultModel, "built-in model"
+	if publish == PublishV1 {
+		data, source = defaultModelV1, "built-in v1 model"
+	}
 	if path != "" {
 		var err error
 		if data, err = os.ReadFile(path); err != nil {

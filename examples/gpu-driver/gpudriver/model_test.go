@@ -37,7 +37,7 @@ func TestDefaultModelIsSeed002(t *testing.T) {
 	if slice == nil {
 		t.Fatal("no NodeResourceSlice in seed-002.yaml")
 	}
-	inv, err := loadModel("")
+	inv, err := loadModel("", PublishSeed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +99,13 @@ kind: NodeResourceSlice`, `unknown field "apiVersion"`},
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "model.yaml")
 			writeFile(t, path, tc.content)
-			_, err := loadModel(path)
+			_, err := loadModel(path, PublishSeed)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
 				t.Errorf("error %v, want it to name the file and contain %q", err, tc.want)
 			}
 		})
 	}
-	if _, err := loadModel("/does/not/exist.yaml"); err == nil || !strings.Contains(err.Error(), "read model") {
+	if _, err := loadModel("/does/not/exist.yaml", PublishSeed); err == nil || !strings.Contains(err.Error(), "read model") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -218,13 +218,18 @@ func TestAddFlags(t *testing.T) {
 		cfg.PluginDir != drapb.DefaultPluginsDir+"/"+DriverName || cfg.InitCommandTimeout != DefaultInitCommandTimeout {
 		t.Errorf("defaults: %+v", cfg)
 	}
+	if cfg.Publish != PublishSeed || cfg.NodeName != "" || cfg.Kubeconfig != "" {
+		t.Errorf("defaults: publish %q, node %q, kubeconfig %q; want seed and the rest resolved later", cfg.Publish, cfg.NodeName, cfg.Kubeconfig)
+	}
 	err := fs.Parse([]string{"--config=m.yaml", "--cdi-dir=/c", "--plugins-registry-dir=/r", "--plugin-dir=/p",
-		"--init-timeout=2s", "--fail-prepares=3", "--prepare-delay=1s", "--state-file=/s", "-v"})
+		"--init-timeout=2s", "--fail-prepares=3", "--prepare-delay=1s", "--state-file=/s", "-v",
+		"--publish=v1", "--node-name=n1", "--kubeconfig=/k"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{ModelFile: "m.yaml", CDIDir: "/c", PluginsRegistryDir: "/r", PluginDir: "/p",
-		InitCommandTimeout: 2e9, FailPrepares: 3, PrepareDelay: 1e9, StateFile: "/s", Verbose: true}
+		InitCommandTimeout: 2e9, FailPrepares: 3, PrepareDelay: 1e9, StateFile: "/s", Verbose: true,
+		Publish: PublishV1, NodeName: "n1", Kubeconfig: "/k"}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("parsed %+v\nwant   %+v", cfg, want)
 	}

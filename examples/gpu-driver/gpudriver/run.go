@@ -7,6 +7,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"allot.dev/allot/pkg/client"
 	"allot.dev/allot/pkg/driver/kubeletplugin"
 )
 
@@ -26,17 +27,26 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer watcher.Close()
 	}
-	inv, err := loadModel(cfg.ModelFile)
+	inv, err := loadModel(cfg.ModelFile, cfg.Publish)
 	if err != nil {
 		return err
 	}
-	d := newDriver(cfg, inv)
-	p, err := kubeletplugin.Start(ctx, d, kubeletplugin.Options{
+	opts := kubeletplugin.Options{
 		DriverName:         DriverName,
 		PluginsRegistryDir: cfg.PluginsRegistryDir,
 		PluginDir:          cfg.PluginDir,
 		Logger:             cfg.Logger,
-	})
+	}
+	if cfg.Publish == PublishV1 {
+		opts.API, opts.NodeName, opts.KubeClient = kubeletplugin.APIKubelet, cfg.NodeName, cfg.KubeClient
+		if opts.KubeClient == nil {
+			if opts.KubeClient, err = kubeClient(cfg.Kubeconfig); err != nil {
+				return fmt.Errorf("%s: --publish=v1: %w", DriverName, err)
+			}
+		}
+	}
+	d := newDriver(cfg, inv)
+	p, err := kubeletplugin.Start(ctx, d, opts)
 	if err != nil {
 		return err
 	}
@@ -47,6 +57,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d.reloadOnChange(ctx, p, watcher)
 	return nil
+}
+
+// kubeClient is the API access of --publish=v1, from a kubeconfig.
+func kubeClient(kubeconfig string) (kubeletplugin.KubeClient, error) {
+	rc, err := client.LoadRESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = DriverName + "-kubelet-plugin"
+	return kubeletplugin.NewKubeClient(rc)
 }
 
 // watchFile watches the directory of path: editors and config management
@@ -78,7 +98,7 @@ func (d *driver) reloadOnChange(ctx context.Context, p *kubeletplugin.Plugin, w 
 			if filepath.Clean(ev.Name) != name || !ev.Has(fsnotify.Write|fsnotify.Create) {
 				continue
 			}
-			inv, err := loadModel(d.cfg.ModelFile)
+			inv, err := loadModel(d.cfg.ModelFile, d.cfg.Publish)
 			if err != nil {
 				d.log.Error("model not reloaded; keeping the previous one", "err", err)
 				continue
