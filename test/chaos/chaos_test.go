@@ -3,7 +3,10 @@ package chaos
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ var (
 	flagKill     = flag.Duration("chaos.kill-interval", 3*time.Second, "mean time between kills")
 	flagSeed     = flag.Uint64("chaos.seed", 1, "seed of the run's random choices")
 	flagNodes    = flag.Int("chaos.nodes", 3, "DRA nodes (node agent and gpu.example.com driver, each a process)")
+	flagUpstream = flag.Int("chaos.upstream-nodes", 1, "DRA nodes whose driver is test/upstreamdriver (upstream.example.com, on the upstream kubeletplugin library)")
 	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
 	flagSettle   = flag.Duration("chaos.settle", 90*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go (longer than client-go's relist backoff, up to a minute with jitter after repeated failures)")
 	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
@@ -41,15 +45,30 @@ func TestChaos(t *testing.T) {
 	} else {
 		t.Cleanup(func() { os.RemoveAll(dir) })
 	}
-	bin, err := testproc.BuildAllot(dir)
+	// Both binaries at once: a cold build cache makes each take a while.
+	var bins Binaries
+	upstreamErr := make(chan error, 1)
+	go func() {
+		if *flagUpstream == 0 {
+			upstreamErr <- nil
+			return
+		}
+		var err error
+		bins.UpstreamDriver, err = buildUpstreamDriver(dir)
+		upstreamErr <- err
+	}()
+	bins.Allot, err = testproc.BuildAllot(dir)
+	if uerr := <-upstreamErr; uerr != nil {
+		t.Fatal(uerr)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Duration: *flagDuration, Rate: *flagRate, KillInterval: *flagKill, Seed: *flagSeed,
-		Nodes: *flagNodes, SimNodes: *flagSimNodes, Settle: *flagSettle, Log: logWriter{t}}
+		Nodes: *flagNodes, UpstreamNodes: *flagUpstream, SimNodes: *flagSimNodes, Settle: *flagSettle, Log: logWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*cfg.Settle+5*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, bin, dir, cfg)
+	rep, err := Run(ctx, bins, dir, cfg)
 	if err != nil {
 		t.Fatalf("chaos harness: %v (component logs in %s)", err, dir)
 	}
@@ -62,6 +81,24 @@ func TestChaos(t *testing.T) {
 	if len(rep.Violations) > 0 {
 		t.Errorf("%d invariant violations (rerun with -chaos.keep to keep the component logs)", len(rep.Violations))
 	}
+}
+
+// buildUpstreamDriver builds test/upstreamdriver, a DRA driver on the
+// upstream kubeletplugin library, into dir.
+func buildUpstreamDriver(dir string) (string, error) {
+	root, err := testproc.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "upstreamdriver")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./test/upstreamdriver")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build test/upstreamdriver: %w\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // logWriter sends progress lines to the test log.

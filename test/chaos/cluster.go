@@ -22,6 +22,7 @@ import (
 // restarted with the same flags and data.
 type component struct {
 	name string
+	bin  string // "" for the allot binary
 	args []string
 	log  string // its stderr, appended across restarts
 
@@ -38,10 +39,12 @@ func (c *component) proc() *testproc.Proc {
 
 // cluster is the API server with its embedded etcd, the scheduler, the
 // controller manager, node agents each with the example DRA driver
-// gpu.example.com, and simulated nodes: every one a process of its own
-// with its own token.
+// gpu.example.com, node agents each with test/upstreamdriver (a driver
+// built on the upstream kubeletplugin library, upstream.example.com), and
+// simulated nodes: every one a process of its own with its own token.
 type cluster struct {
 	bin, dir, home string
+	upstreamBin    string // test/upstreamdriver
 	listen         string // the API server's address, kept across restarts
 	admin          *client.Client
 	adminConfig    string
@@ -59,7 +62,19 @@ type node struct {
 	driver    *component
 	cdiDir    string
 	stateFile string
+	// upstream marks a node whose driver is test/upstreamdriver: its state
+	// file has a line per call ("prepare UID", "unprepare UID"), and its
+	// CDI specs are cdiGlob.
+	upstream bool
+	cdiGlob  string
 }
+
+// upstreamDriver is the driver name of test/upstreamdriver, and
+// upstreamGPUs how many devices (gpu-0 ...) it publishes on its node.
+const (
+	upstreamDriver = "upstream.example.com"
+	upstreamGPUs   = 3
+)
 
 // model is each node's gpu.example.com inventory: gpu-0 whole only (16Gi),
 // gpu-1 whole (16Gi) or as two 8Gi halves.
@@ -88,14 +103,22 @@ const devicesPerNode = 3
 
 // clusterConfig sizes the cluster.
 type clusterConfig struct {
-	Nodes, SimNodes int
+	Nodes, UpstreamNodes, SimNodes int
 }
 
-// startCluster builds nothing: bin is the allot binary. It starts every
-// component and waits until the nodes are Ready and have published their
-// slices.
-func startCluster(ctx context.Context, bin, dir string, cfg clusterConfig) (*cluster, error) {
-	c := &cluster{bin: bin, dir: dir, home: filepath.Join(dir, "home")}
+// Binaries are the programs a run starts, built beforehand: allot, and
+// test/upstreamdriver (needed only with upstream nodes).
+type Binaries struct {
+	Allot, UpstreamDriver string
+}
+
+// startCluster builds nothing. It starts every component and waits until
+// the nodes are Ready and have published their slices.
+func startCluster(ctx context.Context, bins Binaries, dir string, cfg clusterConfig) (*cluster, error) {
+	if cfg.UpstreamNodes > 0 && bins.UpstreamDriver == "" {
+		return nil, errors.New("upstream nodes need the test/upstreamdriver binary")
+	}
+	c := &cluster{bin: bins.Allot, upstreamBin: bins.UpstreamDriver, dir: dir, home: filepath.Join(dir, "home")}
 	if err := os.MkdirAll(c.home, 0o755); err != nil {
 		return nil, err
 	}
@@ -135,6 +158,13 @@ func startCluster(ctx context.Context, bin, dir string, cfg clusterConfig) (*clu
 		}
 		c.nodes = append(c.nodes, n)
 	}
+	for i := range cfg.UpstreamNodes {
+		n, err := c.addUpstreamNode(ctx, data, fmt.Sprintf("chaos-up-%d", i))
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+	}
 	if cfg.SimNodes > 0 {
 		tokens, err := c.simTokens(ctx, data, cfg.SimNodes)
 		if err != nil {
@@ -157,37 +187,91 @@ func (c *cluster) newComponent(name string, args ...string) *component {
 	return comp
 }
 
+// nodeDirs creates a node's root, plugins registry and CDI directories.
+func (c *cluster) nodeDirs(name string) (root, reg, cdi string, err error) {
+	root = filepath.Join(c.dir, name)
+	reg, cdi = filepath.Join(root, "plugins_registry"), filepath.Join(root, "cdi")
+	for _, d := range []string{reg, cdi} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", "", "", err
+		}
+	}
+	return root, reg, cdi, nil
+}
+
+// newAgent adds a node agent (fake runtime) with a node token.
+func (c *cluster) newAgent(ctx context.Context, data, name, root, reg, cdi string) (*component, error) {
+	kc, err := c.kubeconfig(ctx, data, "node", name)
+	if err != nil {
+		return nil, err
+	}
+	return c.newComponent(name, "node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
+		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
+		"--device-plugin-dir", filepath.Join(root, "device-plugins"), "--plugins-registry-dir", reg,
+		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"), "--cdi-spec-dir", cdi,
+		"--heartbeat-interval", "500ms", "--relist-interval", "200ms", "--resync-interval", "2s",
+		"--retry-interval", "200ms", "--api-timeout", "5s", "--admit-retry-interval", "200ms",
+		"--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
+		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s"), nil
+}
+
 // addNode prepares a node agent (fake runtime) and its gpu.example.com
 // driver, with a node token.
 func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) {
-	root := filepath.Join(c.dir, name)
-	n := node{name: name, cdiDir: filepath.Join(root, "cdi"), stateFile: filepath.Join(root, "driver-state")}
-	reg := filepath.Join(root, "plugins_registry")
-	for _, d := range []string{reg, n.cdiDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return n, err
-		}
+	root, reg, cdi, err := c.nodeDirs(name)
+	if err != nil {
+		return node{}, err
 	}
+	n := node{name: name, cdiDir: cdi, cdiGlob: "*", stateFile: filepath.Join(root, "driver-state")}
 	modelFile := filepath.Join(root, "model.yaml")
 	if err := os.WriteFile(modelFile, []byte(model), 0o644); err != nil {
 		return n, err
 	}
-	kc, err := c.kubeconfig(ctx, data, "node", name)
-	if err != nil {
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
 		return n, err
 	}
-	n.agent = c.newComponent(name, "node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
-		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
-		"--device-plugin-dir", filepath.Join(root, "device-plugins"), "--plugins-registry-dir", reg,
-		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"), "--cdi-spec-dir", n.cdiDir,
-		"--heartbeat-interval", "500ms", "--relist-interval", "200ms", "--resync-interval", "2s",
-		"--retry-interval", "200ms", "--api-timeout", "5s", "--admit-retry-interval", "200ms",
-		"--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
-		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s")
 	n.driver = c.newComponent(name+"-gpu-driver", "example", "gpu-driver", "--config", modelFile,
 		"--plugins-registry-dir", reg, "--plugin-dir", filepath.Join(root, "gpu"), "--cdi-dir", n.cdiDir,
 		"--state-file", n.stateFile)
 	return n, nil
+}
+
+// addUpstreamNode prepares a node agent (fake runtime) and its
+// upstream.example.com driver, test/upstreamdriver, started as the e2e
+// starts it: a node-driver token upstream.example.com@NODE, its registrar
+// directory the agent's plugins registry, its CDI root the agent's CDI
+// spec directory.
+func (c *cluster) addUpstreamNode(ctx context.Context, data, name string) (node, error) {
+	root, reg, cdi, err := c.nodeDirs(name)
+	if err != nil {
+		return node{}, err
+	}
+	n := node{name: name, cdiDir: cdi, cdiGlob: upstreamDriver + "-*.json", stateFile: filepath.Join(root, "driver-state"), upstream: true}
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
+		return n, err
+	}
+	kc, err := c.kubeconfig(ctx, data, "node-driver", upstreamDriver+"@"+name)
+	if err != nil {
+		return n, err
+	}
+	n.driver = c.newComponent(name+"-upstream-driver", "--node-name", name, "--kubeconfig", kc,
+		"--kubelet-registrar-directory-path", reg, "--kubelet-plugins-directory-path", filepath.Join(root, "plugins"),
+		"--cdi-root", cdi, "--state-file", n.stateFile, "--gpus", strconv.Itoa(upstreamGPUs))
+	n.driver.bin = c.upstreamBin
+	return n, nil
+}
+
+// devices is how many claims the DRA nodes hold at once.
+func (c *cluster) devices() int {
+	total := 0
+	for _, n := range c.nodes {
+		if n.upstream {
+			total += upstreamGPUs
+		} else {
+			total += devicesPerNode
+		}
+	}
+	return total
 }
 
 // startAPIServer starts the API server and waits until it listens.
@@ -205,7 +289,11 @@ func (c *cluster) startAPIServer(ctx context.Context) error {
 
 // start runs a component's process.
 func (c *cluster) start(comp *component) error {
-	p, err := testproc.StartLogged(comp.name, c.env, comp.log, c.bin, comp.args...)
+	bin := comp.bin
+	if bin == "" {
+		bin = c.bin
+	}
+	p, err := testproc.StartLogged(comp.name, c.env, comp.log, bin, comp.args...)
 	if err != nil {
 		return err
 	}
@@ -296,10 +384,11 @@ func (c *cluster) allotCmd(ctx context.Context, args ...string) (string, error) 
 	return string(out), nil
 }
 
-// waitReady waits until every node is Ready and every DRA node has
-// published its gpu.example.com slice.
+// waitReady waits until every node is Ready, every DRA node has published
+// its gpu.example.com slice, and every upstream node's driver its
+// resource.k8s.io/v1 slice.
 func (c *cluster) waitReady(ctx context.Context, cfg clusterConfig) error {
-	want := cfg.Nodes + cfg.SimNodes
+	want := cfg.Nodes + cfg.UpstreamNodes + cfg.SimNodes
 	return poll(ctx, 2*time.Minute, func() (bool, error) {
 		nodes, err := c.admin.Nodes().List(ctx, listAll())
 		if err != nil {
@@ -317,7 +406,17 @@ func (c *cluster) waitReady(ctx context.Context, cfg clusterConfig) error {
 		if err != nil {
 			return false, nil //nolint:nilerr
 		}
-		return ready >= want && len(slices.Items) >= cfg.Nodes, nil
+		v1, err := c.admin.ResourceSlices().List(ctx, listAll())
+		if err != nil {
+			return false, nil //nolint:nilerr
+		}
+		upstream := 0
+		for _, s := range v1.Items {
+			if s.Spec.Driver == upstreamDriver {
+				upstream++
+			}
+		}
+		return ready >= want && len(slices.Items) >= cfg.Nodes && upstream >= cfg.UpstreamNodes, nil
 	})
 }
 

@@ -34,7 +34,7 @@ const (
 	RuleStuckPending      = "pod stuck Pending or Running while nothing finishes"
 	RuleStuckTerminating  = "pod stuck Terminating"
 	RuleUnbalancedDriver  = "claim prepared and never unprepared"
-	RuleNeverPrepared     = "claims of a version never prepared by a driver"
+	RuleNeverPrepared     = "claims of a kind never prepared by a driver"
 	RuleCDISpecLeft       = "CDI spec left behind"
 )
 
@@ -58,6 +58,10 @@ const (
 	versionV1       = "v1 claim"
 )
 
+// kindUpstream is the kind of a v1 claim allocated a device of the upstream
+// driver (test/upstreamdriver); the other claims' kind is their version.
+const kindUpstream = "upstream v1 claim"
+
 // claim is one stored claim of either version, as the checks see it.
 type claim struct {
 	id        string // namespace/name
@@ -76,6 +80,15 @@ type claim struct {
 type heldDevice struct {
 	driver, pool, device string
 	claim                string // namespace/name, with the version's mark: one claim's devices do not exclude each other
+}
+
+// kind is the claim's version, or kindUpstream for a claim holding a
+// device of the upstream driver.
+func (c *claim) kind() string {
+	if slices.ContainsFunc(c.devices, func(d heldDevice) bool { return d.driver == upstreamDriver }) {
+		return kindUpstream
+	}
+	return c.version
 }
 
 func (c *claim) label() string {
@@ -162,7 +175,9 @@ func StoredClaims(v1alpha2 []resourcev1alpha2.ResourceClaim, v1 []resourcev1.Res
 // "gpu-1" and "gpu-1/halves/half-0" overlap (ancestor),
 // "gpu-1/halves/half-0" and "gpu-1/quarters/q-0" overlap (two groups of
 // gpu-1), "gpu-1/halves/half-0" and "gpu-1/halves/half-1" do not
-// (siblings in one group).
+// (siblings in one group). Devices of other drivers (upstream.example.com's
+// gpu-0, gpu-1, ... in the pool named after its node) have no "--": two
+// claims overlap on one only when they hold the same device.
 func CheckNoDoubleAllocation(claims Claims) []Violation {
 	byPool := map[string][]heldDevice{}
 	for _, c := range claims.stored() {
@@ -335,6 +350,40 @@ func CheckDriverState(driver, state string, versions map[types.UID]string) []Vio
 	return out
 }
 
+// CheckDriverStateLast is CheckDriverState for a driver that appends a
+// line per call, test/upstreamdriver ("prepare UID", "unprepare UID"): a
+// claim prepared again (the node agent retrying after a kill) has two
+// prepare lines, one unprepared twice two unprepare lines, so counts mean
+// nothing. A claim is left prepared when its last line is a prepare. A
+// kill between the driver's CDI spec and its state line can lose a
+// prepare line (the CDI check sees a spec left behind), and between the
+// spec's removal and the unprepare line an unprepare line (the agent
+// retries, and the driver writes the line again).
+func CheckDriverStateLast(driver, state string, versions map[types.UID]string) []Violation {
+	last, prepares := map[string]string{}, map[string]int{}
+	for _, l := range strings.Split(state, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] != "prepare" && f[0] != "unprepare" {
+			continue
+		}
+		last[f[1]] = f[0]
+		if f[0] == "prepare" {
+			prepares[f[1]]++
+		}
+	}
+	var out []Violation
+	for _, uid := range sortedKeys(last) {
+		if last[uid] == "prepare" {
+			noun := versions[types.UID(uid)]
+			if noun == "" {
+				noun = versionV1
+			}
+			out = append(out, Violation{RuleUnbalancedDriver, fmt.Sprintf("%s: %s %s not unprepared after its last prepare (%d prepare lines)", driver, noun, uid, prepares[uid])})
+		}
+	}
+	return out
+}
+
 // PreparedUIDs are the claim UIDs with a prepare line in a driver's
 // --state-file.
 func PreparedUIDs(state string) map[types.UID]bool {
@@ -347,9 +396,9 @@ func PreparedUIDs(state string) map[types.UID]bool {
 	return out
 }
 
-// CheckPreparedVersions reports a claim version whose claims running pods
-// held during the run (ran: claim UID to version) none of which any driver
-// prepared: the node agent prepares every claim of a pod before it runs,
+// CheckPreparedVersions reports a claim kind (version, or kindUpstream)
+// whose claims running pods held during the run (ran: claim UID to kind)
+// none of which any driver prepared: the node agent prepares every claim of a pod before it runs,
 // so the driver must have seen some. (Per claim this would be flaky: a
 // kill can lose a prepare line, see CheckDriverState.)
 func CheckPreparedVersions(ran map[types.UID]string, prepared map[types.UID]bool) []Violation {

@@ -300,3 +300,116 @@ func TestCheckDriverStateV1(t *testing.T) {
 		t.Fatalf("got %v, want the v1 claims never prepared", got)
 	}
 }
+
+// upstreamAllocated is a v1 claim allocated devices of the upstream
+// driver (test/upstreamdriver: gpu-0, gpu-1, ... in the pool named after
+// its node).
+func upstreamAllocated(name, node string, devices ...string) resourcev1.ResourceClaim {
+	c := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "chaos", Name: name, UID: types.UID("uid-" + name)}}
+	c.Status.Allocation = &resourcev1.AllocationResult{}
+	for _, d := range devices {
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
+			Request: "gpu", Driver: upstreamDriver, Pool: node, Device: d})
+	}
+	return c
+}
+
+func TestCheckNoDoubleAllocationUpstream(t *testing.T) {
+	type v1 = []resourcev1.ResourceClaim
+	for name, tc := range map[string]struct {
+		claims Claims
+		want   int
+	}{
+		"distinct devices":      {claims: Claims{V1: v1{upstreamAllocated("a", "up", "gpu-0"), upstreamAllocated("b", "up", "gpu-1")}}},
+		"same device":           {claims: Claims{V1: v1{upstreamAllocated("a", "up", "gpu-0"), upstreamAllocated("b", "up", "gpu-0")}}, want: 1},
+		"same device, two pool": {claims: Claims{V1: v1{upstreamAllocated("a", "up", "gpu-0"), upstreamAllocated("b", "up-2", "gpu-0")}}},
+		"one claim, two":        {claims: Claims{V1: v1{upstreamAllocated("a", "up", "gpu-0", "gpu-1")}}},
+		// gpu-1 is not an ancestor of gpu-10.
+		"prefix is no ancestor": {claims: Claims{V1: v1{upstreamAllocated("a", "up", "gpu-1"), upstreamAllocated("b", "up", "gpu-10")}}},
+		// The same names of another driver in a pool of the same name
+		// are other devices.
+		"other driver": {claims: Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{allocated("a", "up", "gpu-0")},
+			V1: v1{upstreamAllocated("b", "up", "gpu-0"), v1Allocated("c", "up", "gpu-1")}}},
+		"a view is the same claim": {claims: Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{view(allocated("a", "up", "gpu-0"))},
+			V1: v1{upstreamAllocated("a", "up", "gpu-0")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := CheckNoDoubleAllocation(tc.claims); len(got) != tc.want {
+				t.Fatalf("got %v, want %d violations", got, tc.want)
+			}
+		})
+	}
+	got := CheckNoDoubleAllocation(Claims{V1: []resourcev1.ResourceClaim{upstreamAllocated("a", "up", "gpu-2"), upstreamAllocated("b", "up", "gpu-2")}})
+	if len(got) != 1 || got[0].Detail != "node up driver upstream.example.com: chaos/a (v1) holds gpu-2, chaos/b (v1) holds gpu-2" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestCheckRunningPodsReservedUpstream(t *testing.T) {
+	pod := runningPod("p", "p1", "c1")
+	ok := v1Reserved(upstreamAllocated("c1", "up", "gpu-0"), "p1")
+	if got := CheckRunningPodsReserved([]corev1.Pod{pod}, Claims{V1: []resourcev1.ResourceClaim{ok}}); len(got) != 0 {
+		t.Fatalf("got %v, want none", got)
+	}
+	got := CheckRunningPodsReserved([]corev1.Pod{pod}, Claims{V1: []resourcev1.ResourceClaim{upstreamAllocated("c1", "up", "gpu-0")}})
+	if len(got) != 1 || !strings.Contains(got[0].Detail, "v1 claim c1 is not reserved") {
+		t.Fatalf("got %v, want c1 not reserved", got)
+	}
+}
+
+func TestClaimKind(t *testing.T) {
+	cs := Claims{V1alpha2: []resourcev1alpha2.ResourceClaim{allocated("a", "n1", "gpu-0")},
+		V1: []resourcev1.ResourceClaim{v1Allocated("b", "n1", "gpu-1"), upstreamAllocated("c", "up", "gpu-0"), {ObjectMeta: metav1.ObjectMeta{Name: "d"}}}}
+	var got []string
+	for _, c := range cs.stored() {
+		got = append(got, c.kind())
+	}
+	if want := []string{versionV1alpha2, versionV1, kindUpstream, versionV1}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("kinds %q, want %q", got, want)
+	}
+}
+
+func TestCheckDriverStateLast(t *testing.T) {
+	// The upstream driver writes a line per call: a claim prepared again
+	// after a kill (u2) or unprepared twice (u3) is balanced when its last
+	// line is an unprepare; an unprepare without a prepare (its prepare
+	// line lost to a kill) is no leak.
+	state := "prepare u1\nunprepare u1\n" +
+		"prepare u2\nprepare u2\nunprepare u2\n" +
+		"prepare u3\nunprepare u3\nunprepare u3\n" +
+		"unprepare u4\n" +
+		"prepare u5\n" +
+		"prepare u6\nunprepare u6\nprepare u6\n" +
+		"garbage\nprepare\n"
+	got := CheckDriverStateLast("up upstream.example.com", state, map[types.UID]string{"u5": versionV1})
+	if len(got) != 2 || got[0].Rule != RuleUnbalancedDriver ||
+		got[0].Detail != "up upstream.example.com: v1 claim u5 not unprepared after its last prepare (1 prepare lines)" ||
+		!strings.Contains(got[1].Detail, "u6 not unprepared after its last prepare (2 prepare lines)") {
+		t.Fatalf("got %v, want u5 and u6 left prepared", got)
+	}
+	if got := CheckDriverStateLast("up", "", nil); len(got) != 0 {
+		t.Fatalf("empty state: got %v", got)
+	}
+	// The example driver's count rule would flag u2 (two prepare lines,
+	// one unprepare): it is not for this driver.
+	if got := CheckDriverState("up", "prepare u2\nprepare u2\nunprepare u2\n", nil); len(got) != 1 {
+		t.Fatalf("count rule: got %v", got)
+	}
+	prepared := PreparedUIDs(state)
+	if len(prepared) != 5 || prepared["u4"] || !prepared["u6"] {
+		t.Fatalf("prepared %v, want u1 u2 u3 u5 u6", prepared)
+	}
+}
+
+func TestCheckPreparedKinds(t *testing.T) {
+	prepared := map[types.UID]bool{"a": true, "u1": true}
+	ran := map[types.UID]string{"a": versionV1alpha2, "u1": kindUpstream, "u2": kindUpstream}
+	if got := CheckPreparedVersions(ran, prepared); len(got) != 0 {
+		t.Fatalf("got %v, want none", got)
+	}
+	ran = map[types.UID]string{"a": versionV1alpha2, "u2": kindUpstream, "u3": kindUpstream}
+	got := CheckPreparedVersions(ran, prepared)
+	if len(got) != 1 || got[0].Rule != RuleNeverPrepared || !strings.Contains(got[0].Detail, "2 upstream v1 claims held by running pods") {
+		t.Fatalf("got %v, want the upstream claims never prepared", got)
+	}
+}

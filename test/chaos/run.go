@@ -36,9 +36,11 @@ type Config struct {
 	KillInterval time.Duration
 	// Seed makes the run's choices (pods, deletions, victims) repeatable.
 	Seed uint64
-	// Nodes are DRA nodes (node agent and driver); SimNodes simulated
-	// nodes without devices.
-	Nodes, SimNodes int
+	// Nodes are DRA nodes (node agent and the example driver
+	// gpu.example.com); UpstreamNodes DRA nodes whose driver is
+	// test/upstreamdriver (upstream.example.com, on the upstream
+	// kubeletplugin library); SimNodes simulated nodes without devices.
+	Nodes, UpstreamNodes, SimNodes int
 	// Settle is, after the churn, how long the cluster may go without a
 	// pod finishing, and how long deleted pods and their claims may take
 	// to go. It must exceed client-go's relist backoff: after repeated
@@ -54,28 +56,40 @@ type Config struct {
 type Report struct {
 	Config        Config
 	PodsCreated   int
-	PodsCreatedV1 int // of PodsCreated, with a resource.k8s.io/v1 claim
+	PodsCreatedV1 int // of PodsCreated, with a resource.k8s.io/v1 claim of gpu.example.com
 	CreatesFailed int
 	PodsDeleted   int // by the harness, at random while running or pending
 	PodsReaped    int // finished, deleted by the harness
 	Samples       int // consistent snapshots checked during the churn
-	// ClaimsRan counts, by version, the claims seen reserved for a running
-	// pod; ClaimsPrepared those of them in a driver's state file.
+
+	// PodsCreatedUpstream is, of PodsCreated, those with a claim of
+	// upstream.example.com (a v1 claim too, not in PodsCreatedV1).
+	PodsCreatedUpstream int
+	// ClaimsRan counts, by kind (v1alpha2, v1, upstream v1), the claims
+	// seen reserved for a running pod; ClaimsPrepared those of them in a
+	// driver's state file.
 	ClaimsRan, ClaimsPrepared map[string]int
 	Kills                     map[string]int
 	Violations                []Violation
 	Elapsed                   time.Duration
 	ComponentLogsDir          string
+
+	// UpstreamPrepared is how many claims (UIDs) the upstream drivers'
+	// state files show prepared, UpstreamPrepareCalls how many prepare
+	// lines they have (a claim prepared again after a kill has two).
+	UpstreamPrepared, UpstreamPrepareCalls int
 }
 
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d simulated nodes (%v in all)\n",
-		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim; %d creates failed), %d deleted at random, %d reaped after finishing\n",
-		r.PodsCreated, r.PodsCreatedV1, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
-	fmt.Fprintf(&b, "claims held by running pods: %d v1alpha2 (%d in a driver's state file), %d v1 (%d in a driver's state file)\n",
-		r.ClaimsRan[versionV1alpha2], r.ClaimsPrepared[versionV1alpha2], r.ClaimsRan[versionV1], r.ClaimsPrepared[versionV1])
+	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d upstream-driver nodes, %d simulated nodes (%v in all)\n",
+		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.UpstreamNodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim, %d with an upstream.example.com claim; %d creates failed), %d deleted at random, %d reaped after finishing\n",
+		r.PodsCreated, r.PodsCreatedV1, r.PodsCreatedUpstream, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
+	fmt.Fprintf(&b, "claims held by running pods: %d v1alpha2 (%d in a driver's state file), %d v1 (%d in a driver's state file), %d upstream v1 (%d in the upstream driver's state file)\n",
+		r.ClaimsRan[versionV1alpha2], r.ClaimsPrepared[versionV1alpha2], r.ClaimsRan[versionV1], r.ClaimsPrepared[versionV1],
+		r.ClaimsRan[kindUpstream], r.ClaimsPrepared[kindUpstream])
+	fmt.Fprintf(&b, "upstream driver: %d claims prepared (%d prepare calls)\n", r.UpstreamPrepared, r.UpstreamPrepareCalls)
 	names := make([]string, 0, len(r.Kills))
 	total := 0
 	for n, k := range r.Kills {
@@ -110,7 +124,8 @@ type run struct {
 	created map[types.UID]string // pods whose create succeeded, by UID
 	deleted map[types.UID]bool   // pods the harness deleted
 	// versions is the stored version of every claim seen in a snapshot,
-	// by UID; ran those seen reserved for a running pod.
+	// by UID; ran the kind (version, or kindUpstream) of those seen
+	// reserved for a running pod.
 	versions, ran map[types.UID]string
 }
 
@@ -119,15 +134,15 @@ type run struct {
 // informers relisting after a gap find names taken by new pods.
 const podNames = 40
 
-// Run starts a cluster from the allot binary in dir, runs the churn with
+// Run starts a cluster from the binaries in dir, runs the churn with
 // kills, settles, and checks every invariant. An error means the harness
 // itself failed; broken invariants are the report's violations.
-func Run(ctx context.Context, bin, dir string, cfg Config) (*Report, error) {
+func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, error) {
 	start := time.Now()
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	c, err := startCluster(ctx, bin, dir, clusterConfig{Nodes: cfg.Nodes, SimNodes: cfg.SimNodes})
+	c, err := startCluster(ctx, bins, dir, clusterConfig{Nodes: cfg.Nodes, UpstreamNodes: cfg.UpstreamNodes, SimNodes: cfg.SimNodes})
 	if c != nil {
 		defer c.stop()
 	}
@@ -164,7 +179,9 @@ func (r *run) logf(format string, args ...any) {
 // (any 8Gi instance: a half or a whole GPU; a whole 16Gi GPU) and a
 // template for each; and the same in resource.k8s.io/v1: a DeviceClass
 // selecting the driver's devices (its seed slices' instances, seen as v1
-// devices) and templates any-v1 and whole-v1.
+// devices) and templates any-v1 and whole-v1; and for the upstream
+// driver a v1 DeviceClass upstream.example.com and a template of one
+// device of it.
 func (r *run) setUp(ctx context.Context) error {
 	a := r.c.admin
 	if _, err := a.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -204,11 +221,25 @@ func (r *run) setUp(ctx context.Context) error {
 			return fmt.Errorf("create v1 template %s: %w", name, err)
 		}
 	}
+	if _, err := a.DeviceClasses().Create(ctx, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: upstreamDriver},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: fmt.Sprintf("device.driver == %q", upstreamDriver)}}}}}); err != nil {
+		return fmt.Errorf("create device class %s: %w", upstreamDriver, err)
+	}
+	t := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: upstreamTemplate, Namespace: namespace},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: upstreamDriver}}}}}}}
+	if _, err := a.ResourceClaimTemplatesV1(namespace).Create(ctx, t); err != nil {
+		return fmt.Errorf("create v1 template %s: %w", upstreamTemplate, err)
+	}
 	return nil
 }
 
 // v1Class is the resource.k8s.io/v1 DeviceClass of the driver's devices.
 const v1Class = "gpu-v1.example.com"
+
+// upstreamTemplate is the v1 template of one upstream.example.com device.
+const upstreamTemplate = "upstream"
 
 // churn creates pods at the configured rate, deletes some at random,
 // reaps finished ones, kills components, and checks consistent snapshots,
@@ -240,15 +271,17 @@ func (r *run) churn(ctx context.Context) {
 
 // createPod creates one pod: mostly with a claim from a template (one in
 // ten asks for a whole GPU, of which a node has one), one in ten without
-// claims (it may run on a simulated node); half of the claims are
-// resource.k8s.io/v1 claims from a v1 template, half v1alpha2 ones. It
-// runs 0.5-3s, then succeeds.
+// claims (it may run on a simulated node); with upstream nodes, one in six
+// of the claims is one upstream.example.com device (template upstream);
+// of the others, half are resource.k8s.io/v1 claims from a v1 template,
+// half v1alpha2 ones. It runs 0.5-3s, then succeeds.
 func (r *run) createPod(ctx context.Context) {
 	r.mu.Lock()
 	name := fmt.Sprintf("p-%03d", r.rng.IntN(podNames))
 	kind := r.rng.IntN(30)
 	runFor := time.Duration(500+r.rng.IntN(2500)) * time.Millisecond
 	v1 := r.rng.IntN(2) == 0
+	upstream := r.cfg.UpstreamNodes > 0 && r.rng.IntN(6) == 0
 	r.mu.Unlock()
 	grace := int64(1)
 	pod := &corev1.Pod{
@@ -261,7 +294,10 @@ func (r *run) createPod(ctx context.Context) {
 		if kind < 6 {
 			tmpl = "whole"
 		}
-		if v1 {
+		switch {
+		case upstream:
+			tmpl = upstreamTemplate
+		case v1:
 			tmpl += "-v1"
 		}
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
@@ -281,7 +317,11 @@ func (r *run) createPod(ctx context.Context) {
 		r.rep.CreatesFailed++
 	default:
 		r.rep.PodsCreated++
-		if v1 && len(pod.Spec.ResourceClaims) > 0 {
+		switch {
+		case len(pod.Spec.ResourceClaims) == 0:
+		case upstream:
+			r.rep.PodsCreatedUpstream++
+		case v1:
 			r.rep.PodsCreatedV1++
 		}
 		r.created[got.UID] = name
@@ -422,7 +462,7 @@ func (r *run) noteClaims(pods []corev1.Pod, claims Claims) {
 	for _, c := range claims.stored() {
 		r.versions[c.uid] = c.version
 		if slices.ContainsFunc(c.reserved, func(uid types.UID) bool { return running[uid] }) {
-			r.ran[c.uid] = c.version
+			r.ran[c.uid] = c.kind()
 		}
 	}
 }
@@ -535,7 +575,12 @@ func (r *run) settle(ctx context.Context) error {
 	vs = append(vs, CheckSettledClaims(pods, claims)...)
 	vs = append(vs, CheckNoDoubleAllocation(claims)...)
 	// 4. Every node's driver unprepared what it prepared, of claims of
-	// both versions; and prepared claims of each version running pods held.
+	// both versions; and prepared claims of each kind running pods held.
+	// The example driver writes a line per claim prepared or unprepared
+	// (not per repeated call): the counts must balance. The upstream
+	// driver writes one per call (a claim prepared again after a kill has
+	// two prepare lines, one unprepared twice two unprepare lines): each
+	// claim's last line must be an unprepare.
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	prepared := map[types.UID]bool{}
@@ -544,9 +589,16 @@ func (r *run) settle(ctx context.Context) error {
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		vs = append(vs, CheckDriverState(n.name, string(state), r.versions)...)
-		maps.Copy(prepared, PreparedUIDs(string(state)))
-		specs, _ := filepath.Glob(filepath.Join(n.cdiDir, "*"))
+		uids := PreparedUIDs(string(state))
+		if n.upstream {
+			vs = append(vs, CheckDriverStateLast(n.name+" "+upstreamDriver, string(state), r.versions)...)
+			r.rep.UpstreamPrepared += len(uids)
+			r.rep.UpstreamPrepareCalls += strings.Count("\n"+string(state), "\nprepare ")
+		} else {
+			vs = append(vs, CheckDriverState(n.name, string(state), r.versions)...)
+		}
+		maps.Copy(prepared, uids)
+		specs, _ := filepath.Glob(filepath.Join(n.cdiDir, n.cdiGlob))
 		for _, s := range specs {
 			vs = append(vs, Violation{RuleCDISpecLeft, s})
 		}
@@ -619,7 +671,7 @@ func (r *run) stuckPending(ctx context.Context, pods []corev1.Pod) []Violation {
 			continue
 		}
 		out = append(out, Violation{RuleStuckPending, fmt.Sprintf("pod %s is %s on node %q, and no pod finished in %v; %d of %d devices in use",
-			p.Name, p.Status.Phase, p.Spec.NodeName, r.cfg.Settle, held, len(r.c.nodes)*devicesPerNode)})
+			p.Name, p.Status.Phase, p.Spec.NodeName, r.cfg.Settle, held, r.c.devices())})
 	}
 	return out
 }
