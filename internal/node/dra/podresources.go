@@ -23,7 +23,7 @@ import (
 //     node's name (the seed pool) and device the instance's v1 device name
 //     (resourceconv.SeedDeviceName: "gpu-1/halves/half-0" →
 //     "gpu-1--halves--half-0"); then, for a resource.k8s.io/v1 claim, one
-//     per network-attached device of the handle's data (v1HandleData), with
+//     per network-attached device of the handle's data (resourceconv.V1HandleData), with
 //     its pool and device. Each gets the handle's CDI devices, since an
 //     allot driver answers them per claim, not per device. Like the
 //     container's CDI devices (ContainerOptions), they are not filtered by
@@ -116,7 +116,7 @@ func (m *Manager) claimResources(rec *claimRecord, requests []string) []*podreso
 			add(h.Driver, m.opts.NodeName, resourceconv.SeedDeviceName(id), nil, h.CDIDevices)
 		}
 		if rec.Version == versionV1 && h.Data != "" {
-			var data v1HandleData
+			var data resourceconv.V1HandleData
 			if err := json.Unmarshal([]byte(h.Data), &data); err == nil {
 				for _, d := range data.Devices {
 					add(h.Driver, d.Pool, d.Device, nil, h.CDIDevices)

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
+	"allot.dev/allot/api/resource/resourceconv"
 )
 
 // podRef names a pod that uses a prepared claim; its namespace is the
@@ -147,7 +147,7 @@ func servesRequest(requests []string, request string) bool {
 		return true
 	}
 	for _, r := range requests {
-		if main, _, _ := strings.Cut(r, "/"); main == request || r == request {
+		if resourceconv.MainRequest(r) == request || r == request {
 			return true
 		}
 	}

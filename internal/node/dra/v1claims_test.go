@@ -194,7 +194,7 @@ func TestV1Form(t *testing.T) {
 			t.Fatal(problem)
 		}
 		fabric := handleOf(t, form, fabricDriver)
-		var data v1HandleData
+		var data resourceconv.V1HandleData
 		if err := json.Unmarshal([]byte(fabric.Data), &data); err != nil || len(data.Devices) != 1 || !reflect.DeepEqual(data.Devices[0], nic) {
 			t.Fatalf("fabric data %q (%v), want its result", fabric.Data, err)
 		}
@@ -203,7 +203,7 @@ func TestV1Form(t *testing.T) {
 			t.Fatalf("fabric structured %+v: want no node, no instances, its own claim configuration", sd)
 		}
 		gpu := handleOf(t, form, gpuDriver)
-		data = v1HandleData{}
+		data = resourceconv.V1HandleData{}
 		if err := json.Unmarshal([]byte(gpu.Data), &data); err != nil || len(data.Devices) != 1 || !reflect.DeepEqual(data.Devices[0], remoteGPU) {
 			t.Fatalf("gpu data %q (%v), want the device of pool shared-gpus", gpu.Data, err)
 		}
@@ -575,7 +575,7 @@ func TestV1ClaimNetworkDevicesHandedToDriver(t *testing.T) {
 	if len(calls) != 1 || len(calls[0]) != 1 {
 		t.Fatalf("prepare calls %v", claimNames(calls))
 	}
-	var data v1HandleData
+	var data resourceconv.V1HandleData
 	if err := json.Unmarshal([]byte(calls[0][0].GetResourceHandle()), &data); err != nil || len(data.Devices) != 1 || !reflect.DeepEqual(data.Devices[0], nic) {
 		t.Fatalf("resource handle %q (%v), want the network device", calls[0][0].GetResourceHandle(), err)
 	}
