@@ -33,6 +33,18 @@ func claimName(pod *corev1.Pod, rc corev1.PodResourceClaim) (name string, known 
 	return "", false
 }
 
+// entryClaim returns the claim behind the pod's spec.resourceClaims entry
+// named entry (a container's resources.claims[].name): found is false when
+// the pod has no such entry; otherwise as claimName.
+func entryClaim(pod *corev1.Pod, entry string) (name string, known, found bool) {
+	i := slices.IndexFunc(pod.Spec.ResourceClaims, func(rc corev1.PodResourceClaim) bool { return rc.Name == entry })
+	if i < 0 {
+		return "", false, false
+	}
+	name, known = claimName(pod, pod.Spec.ResourceClaims[i])
+	return name, known, true
+}
+
 // handle is one driver's part of a claim's allocation.
 type handle struct {
 	driver     string

@@ -19,12 +19,10 @@ import (
 func (m *Manager) ContainerOptions(_ context.Context, pod *corev1.Pod, c *corev1.Container) (pods.ContainerOptions, error) {
 	var devices []string
 	for _, use := range c.Resources.Claims {
-		i := slices.IndexFunc(pod.Spec.ResourceClaims, func(rc corev1.PodResourceClaim) bool { return rc.Name == use.Name })
-		if i < 0 {
-			return pods.ContainerOptions{}, fmt.Errorf("container %s uses claim %q, which is not in the pod's spec.resourceClaims", c.Name, use.Name)
-		}
-		name, known := claimName(pod, pod.Spec.ResourceClaims[i])
+		name, known, found := entryClaim(pod, use.Name)
 		switch {
+		case !found:
+			return pods.ContainerOptions{}, fmt.Errorf("container %s uses claim %q, which is not in the pod's spec.resourceClaims", c.Name, use.Name)
 		case !known:
 			return pods.ContainerOptions{}, fmt.Errorf("container %s: the claim of entry %q is not created yet", c.Name, use.Name)
 		case name == "":

@@ -136,12 +136,8 @@ func (m *Manager) AllocatedResourcesStatus(pod *corev1.Pod, container string) []
 	}
 	var out []corev1.ResourceStatus
 	for _, use := range pod.Spec.Containers[i].Resources.Claims {
-		j := slices.IndexFunc(pod.Spec.ResourceClaims, func(rc corev1.PodResourceClaim) bool { return rc.Name == use.Name })
-		if j < 0 {
-			continue
-		}
-		name, known := claimName(pod, pod.Spec.ResourceClaims[j])
-		if !known || name == "" {
+		name, known, found := entryClaim(pod, use.Name)
+		if !found || !known || name == "" {
 			continue
 		}
 		rec, ok := m.store.find(pod.Namespace, name, pod.UID)

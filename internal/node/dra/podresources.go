@@ -50,12 +50,8 @@ func (m *Manager) ContainerDynamicResources(pod *corev1.Pod, container string) [
 	var names []string
 	requests := map[string][]string{}
 	for _, use := range pod.Spec.Containers[i].Resources.Claims {
-		j := slices.IndexFunc(pod.Spec.ResourceClaims, func(rc corev1.PodResourceClaim) bool { return rc.Name == use.Name })
-		if j < 0 {
-			continue
-		}
-		name, known := claimName(pod, pod.Spec.ResourceClaims[j])
-		if !known || name == "" {
+		name, known, found := entryClaim(pod, use.Name)
+		if !found || !known || name == "" {
 			continue
 		}
 		if _, seen := requests[name]; !seen {
