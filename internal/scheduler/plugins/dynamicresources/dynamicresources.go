@@ -208,10 +208,12 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	}
 	state.Write(stateKey, s)
 	overlay := p.overlay(objs, podKey(pod))
+	var inflight []*resourceapi.ResourceClaim // allocated in memory, not in objs yet
 	for k, c := range overlay {
 		if c, ok := objs.claims.Get(k); ok && c.Status.Allocation != nil {
 			continue // counted on its node already; the overlay adds reservations only
 		}
+		inflight = append(inflight, c)
 		for _, n := range allocator.AllocatedNodes(c) {
 			s.extra[n] = append(s.extra[n], c)
 		}
@@ -220,6 +222,20 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	claims, st := s.resolveClaims(pod, overlay, overlayV1)
 	if st != nil {
 		return st
+	}
+	// A seed device is one device for both APIs: the in-memory
+	// allocations of pods in flight count for this pod's claims of the
+	// other version too.
+	if len(claims) > 0 {
+		for _, c := range objs.inflightSeedAllocationsV1(overlayV1) {
+			for _, n := range allocator.AllocatedNodes(c) {
+				s.extra[n] = append(s.extra[n], c)
+			}
+		}
+	}
+	if s.v1 != nil && len(inflight) > 0 {
+		slices.SortFunc(inflight, func(a, b *resourceapi.ResourceClaim) int { return strings.Compare(claimKey(a), claimKey(b)) })
+		s.v1.seedExtra = inflight
 	}
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()

@@ -3,6 +3,7 @@ package dynamicresources
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -244,14 +245,17 @@ type memClaimV1 struct {
 
 // v1Part is the v1 side of one cycle's state.
 type v1Part struct {
-	claims  []allocator.V1Claim
-	req     *allocator.V1Request
-	extra   []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
-	results []*allocator.V1Result       // by snapshot position
-	mu      sync.Mutex
-	chosen  []*resourcev1.ResourceClaim
-	newly   []bool
-	node    string // Reserve's
+	claims []allocator.V1Claim
+	req    *allocator.V1Request
+	extra  []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
+	// seedExtra are the in-memory v1alpha2 allocations of pods in flight
+	// (their seed devices are v1 devices too).
+	seedExtra []*resourceapi.ResourceClaim
+	results   []*allocator.V1Result // by snapshot position
+	mu        sync.Mutex
+	chosen    []*resourcev1.ResourceClaim
+	newly     []bool
+	node      string // Reserve's
 }
 
 // v1Node is the node Reserve chose for the v1 claims ("" without).
@@ -260,6 +264,47 @@ func (s *stateData) v1Node() string {
 		return ""
 	}
 	return s.v1.node
+}
+
+// inflightSeedAllocationsV1 returns the seed allocations (v1alpha2 form,
+// allocator.V1Inventory.SeedAllocations) of the in-memory v1 claims of
+// pods in flight whose allocation the objects do not show yet, in key
+// order.
+func (o *Objects) inflightSeedAllocationsV1(overlayV1 map[string]*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+	if o.v1 == nil || len(overlayV1) == 0 {
+		return nil
+	}
+	var inflight []*resourcev1.ResourceClaim
+	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
+		if cur, ok := o.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
+			continue // counted on its node already
+		}
+		inflight = append(inflight, overlayV1[k])
+	}
+	return o.v1.inventory().SeedAllocations(inflight...)
+}
+
+// ownSeedAllocations are the pod's v1alpha2 claims as Reserve allocates
+// them on node i of the snapshot (nil when they were not checked there,
+// do not fit, or there are none).
+func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
+	if s.req == nil || len(s.req.Claims()) == 0 || i < 0 {
+		return nil
+	}
+	res := s.results.load(i)
+	if res == nil || !res.Fits {
+		return nil
+	}
+	allocs := res.For(s.req).Build()
+	var out []*resourceapi.ResourceClaim
+	for j, c := range s.req.Claims() {
+		if j < len(allocs) && allocs[j] != nil {
+			claim := c.Claim.DeepCopy()
+			claim.Status.Allocation = allocs[j]
+			out = append(out, claim)
+		}
+	}
+	return out
 }
 
 // overlayV1 returns the in-memory v1 claims of other pods in flight,
@@ -349,6 +394,15 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 	st := s.objects.v1.baseState()
 	if len(v.extra) > 0 {
 		st = st.WithAllocated(v.extra...)
+	}
+	seed := v.seedExtra
+	if own := s.ownSeedAllocations(i); len(own) > 0 {
+		// The pod's own v1alpha2 claims, as Reserve will allocate them
+		// on this node, hold their devices for its v1 claims.
+		seed = append(slices.Clone(seed), own...)
+	}
+	if len(seed) > 0 {
+		st = st.WithSeedAllocated(seed...)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
