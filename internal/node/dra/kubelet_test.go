@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
@@ -498,4 +500,26 @@ func TestKubeletDriverGoneWhenSocketDoesNotAnswer(t *testing.T) {
 		got := e.sliceNames()
 		return len(got) == 0, fmt.Sprintf("slices %q", got)
 	})
+}
+
+// A batch the driver does not answer (unavailable, deadline) is not
+// retried claim by claim: that would only wait as long again per claim.
+func TestKubeletDriverUnansweredBatchNotSplit(t *testing.T) {
+	e := newEnv(t)
+	m := e.start()
+	p := e.kubeletPlugin(m)
+	p.OnPrepare(func(*drapbv1.NodePrepareResourcesRequest) (*drapbv1.NodePrepareResourcesResponse, error) {
+		return nil, status.Error(codes.Unavailable, "driver restarting")
+	})
+	e.v1Claim("one", "gpu")
+	e.v1Claim("two", "gpu")
+	alloc := func(dev string) *resourcev1.AllocationResult {
+		return &resourcev1.AllocationResult{NodeSelector: onNode(e.node), Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{upstreamResult("gpu", e.node, dev)}}}
+	}
+	pod := e.bind(e.unboundPod("p", "one", "two"), []string{upstreamDriver}, allocV1(t, "one", alloc("dev-0")), allocV1(t, "two", alloc("dev-1")))
+	wantHold(t, admit(t, m, pod), ReasonPrepareFailed, "driver restarting")
+	if n := len(p.Prepared()); n != 1 {
+		t.Fatalf("%d prepare calls, want 1 (the batch only)", n)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
@@ -20,7 +22,8 @@ func (b batchItem) kubeletClaim() *drapbv1.Claim {
 // for fails the call, as in the kubelet. When the whole call fails and it
 // had several claims, each is tried again alone: the upstream library
 // fails a whole call when it cannot read one claim (deleted, replaced),
-// which must not hold the pods of the others.
+// which must not hold the pods of the others (unless the driver did not
+// answer at all).
 func (m *Manager) prepareKubelet(ctx context.Context, d *driver, items []batchItem) (failures []string) {
 	err := m.prepareKubeletBatch(ctx, d, items, &failures)
 	if err == nil {
@@ -28,6 +31,12 @@ func (m *Manager) prepareKubelet(ctx context.Context, d *driver, items []batchIt
 	}
 	if len(items) == 1 {
 		return append(failures, fmt.Sprintf("driver %s: claim %s/%s: %v", d.name, items[0].namespace, items[0].name, err))
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Unavailable, codes.Canceled:
+		// The driver did not answer: calling it once per claim would only
+		// wait as long again for each.
+		return append(failures, fmt.Sprintf("driver %s: %v", d.name, err))
 	}
 	m.log.Warn("DRA driver failed a batch of claims; preparing them one by one", "driver", d.name, "claims", len(items), "err", err)
 	failures = failures[:0]
