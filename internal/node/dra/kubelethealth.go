@@ -176,7 +176,11 @@ func (m *Manager) watchHealth(d *driver, client drahealthv1.DRAResourceHealthCli
 		}
 		if !expires.IsZero() {
 			// The pods see Unknown once the reports expire unrenewed.
-			time.AfterFunc(expires.Sub(now)+time.Millisecond, func() { m.healthChanged(d.name) })
+			time.AfterFunc(expires.Sub(now)+time.Millisecond, func() {
+				if d.ctx.Err() == nil {
+					m.healthChanged(d.name)
+				}
+			})
 		}
 	}
 }
