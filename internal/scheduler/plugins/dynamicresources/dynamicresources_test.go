@@ -610,8 +610,17 @@ func TestInFlightAcrossVersions(t *testing.T) {
 				}
 			}
 			pod := podUsing("last", tc.last...)
-			state, st := cycle(t, p, snap, pod)
-			if st.Code() != tc.want {
+			state := framework.NewCycleState()
+			if st := p.PreFilter(ctx, state, pod, snap); !st.IsSuccess() {
+				t.Fatalf("PreFilter = %v", st.Message())
+			}
+			// A clone of the cycle's state (preemption's what-ifs) judges
+			// as the state does.
+			ni, _ := snap.Get("n1")
+			if st := p.Filter(ctx, state.Clone(), pod, ni); st.Code() != tc.want {
+				t.Fatalf("last pod on a cloned state: %s %q, want %s", st.Code(), st.Message(), tc.want)
+			}
+			if st := p.Filter(ctx, state, pod, ni); st.Code() != tc.want {
 				t.Fatalf("last pod: %s %q, want %s", st.Code(), st.Message(), tc.want)
 			}
 			if tc.want != framework.Success {

@@ -511,7 +511,7 @@ func (v *v1Part) clone() *v1Part {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, results: slices.Clone(v.results),
+	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, seedExtra: v.seedExtra, results: slices.Clone(v.results),
 		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
 }
 
