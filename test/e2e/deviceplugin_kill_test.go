@@ -175,10 +175,8 @@ spec:
 	c.deleteAllPods(t)
 }
 
-// podResourcesDevices asks the node's PodResources API (List) for the
-// device IDs of a container of a pod in the default namespace, joined
-// with commas in the order given.
-func podResourcesDevices(t *testing.T, socket, pod, container, resource string) string {
+// listPodResources calls the node's PodResources API List.
+func listPodResources(t *testing.T, socket string) []*podresourcesapi.PodResources {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -191,8 +189,16 @@ func podResourcesDevices(t *testing.T, socket, pod, container, resource string) 
 	if err != nil {
 		t.Fatalf("PodResources List: %v", err)
 	}
+	return resp.GetPodResources()
+}
+
+// podResourcesDevices asks the node's PodResources API (List) for the
+// device IDs of a container of a pod in the default namespace, joined
+// with commas in the order given.
+func podResourcesDevices(t *testing.T, socket, pod, container, resource string) string {
+	t.Helper()
 	var ids []string
-	for _, p := range resp.GetPodResources() {
+	for _, p := range listPodResources(t, socket) {
 		if p.GetName() != pod || p.GetNamespace() != "default" {
 			continue
 		}

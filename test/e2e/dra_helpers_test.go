@@ -155,8 +155,15 @@ func (c *cluster) tokenKubeconfig(t *testing.T, role, name string) string {
 // stateLines counts the driver's state-file lines that start with verb
 // ("prepare" or "unprepare") for a claim UID.
 func (d *draCluster) stateLines(t *testing.T, verb, uid string) int {
+	return stateFileLines(t, d.stateFile, verb, uid)
+}
+
+// stateFileLines counts the lines "VERB UID ..." of a driver's state file
+// (the example gpu driver's and test/upstreamdriver's); a missing file
+// has none.
+func stateFileLines(t *testing.T, path, verb, uid string) int {
 	t.Helper()
-	data, err := os.ReadFile(d.stateFile)
+	data, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

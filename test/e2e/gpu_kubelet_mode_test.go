@@ -127,30 +127,15 @@ spec:
 	if _, err := os.Stat(spec); err != nil {
 		t.Errorf("the claim's CDI spec: %v", err)
 	}
-	if n := kubeletModeStateLines(t, stateFile, "prepare", uid); n != 1 {
+	if n := stateFileLines(t, stateFile, "prepare", uid); n != 1 {
 		t.Errorf("claim prepared %d times, want 1", n)
 	}
 
 	// Deleting the pod unprepares the claim.
 	c.kubectl(t, "delete", "pod", "user", "-n", ns, "--wait=true", "--timeout=60s")
-	waitFor(t, "the claim unprepared", func() bool { return kubeletModeStateLines(t, stateFile, "unprepare", uid) == 1 })
+	waitFor(t, "the claim unprepared", func() bool { return stateFileLines(t, stateFile, "unprepare", uid) == 1 })
 	if _, err := os.Stat(spec); !os.IsNotExist(err) {
 		t.Errorf("the claim's CDI spec after unprepare: %v", err)
 	}
 }
 
-// kubeletModeStateLines counts the gpu driver's state-file lines "VERB UID".
-func kubeletModeStateLines(t *testing.T, path, verb, uid string) int {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == verb && f[1] == uid {
-			n++
-		}
-	}
-	return n
-}

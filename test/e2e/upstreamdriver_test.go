@@ -10,10 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
 // upstreamDriverName is the driver test/upstreamdriver registers.
@@ -138,18 +134,7 @@ func (u *upstreamCluster) startDriver(t *testing.T, extra ...string) *proc {
 
 // stateLines counts the driver's state-file lines "VERB UID".
 func (u *upstreamCluster) stateLines(t *testing.T, verb, uid string) int {
-	t.Helper()
-	data, err := os.ReadFile(u.stateFile)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, l := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == verb && f[1] == uid {
-			n++
-		}
-	}
-	return n
+	return stateFileLines(t, u.stateFile, verb, uid)
 }
 
 // cdiSpecs lists the driver's CDI spec files.
@@ -308,19 +293,8 @@ spec:
 // device, joined with "; ".
 func podResourcesDRA(t *testing.T, socket, ns, pod, container string) string {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := podresourcesapi.NewPodResourcesListerClient(conn).List(ctx, &podresourcesapi.ListPodResourcesRequest{})
-	if err != nil {
-		t.Fatalf("PodResources List: %v", err)
-	}
 	var out []string
-	for _, p := range resp.GetPodResources() {
+	for _, p := range listPodResources(t, socket) {
 		if p.GetName() != pod || p.GetNamespace() != ns {
 			continue
 		}
