@@ -138,4 +138,3 @@ spec:
 		t.Errorf("the claim's CDI spec after unprepare: %v", err)
 	}
 }
-
