@@ -200,16 +200,7 @@ func defaultNodeName() string {
 	if err != nil {
 		return "node"
 	}
-	var b strings.Builder
-	for _, r := range strings.ToLower(h) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
-			b.WriteRune(r)
-		}
-	}
-	if s := strings.Trim(b.String(), "-."); s != "" {
-		return s
-	}
-	return "node"
+	return corev1.NodeNameFromHost(h)
 }
 
 // addDevicePluginFlags adds the device manager's flags, and the unhealthy

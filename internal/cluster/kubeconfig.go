@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -76,18 +75,4 @@ func RememberKubeconfig(path string) error {
 		return fmt.Errorf("create config dir: %w", err)
 	}
 	return os.WriteFile(f, []byte(abs+"\n"), 0o600)
-}
-
-func sanitizeNodeName(h string) string {
-	h = strings.ToLower(h)
-	var b strings.Builder
-	for _, r := range h {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
-			b.WriteRune(r)
-		}
-	}
-	if b.Len() == 0 {
-		return "node"
-	}
-	return strings.Trim(b.String(), "-.")
 }

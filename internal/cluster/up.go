@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
@@ -139,7 +140,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	}
 	if len(o.NodeNames) == 0 {
 		h, _ := os.Hostname()
-		o.NodeNames = []string{sanitizeNodeName(h)}
+		o.NodeNames = []string{corev1.NodeNameFromHost(h)}
 	}
 	tokens, err := auth.EnsureTokens(o.TokensFile, o.NodeNames, o.extraDrivers()...)
 	if err != nil {

@@ -1,6 +1,10 @@
 package v1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // +genclient
 // +genclient:nonNamespaced
@@ -113,4 +117,21 @@ type NodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Node `json:"items"`
+}
+
+// NodeNameFromHost is the node name a host takes by default (`allot
+// node`, `allot up`, drivers that default NODE_NAME): the host name lower
+// cased, without the characters a node name cannot hold and without
+// leading or trailing dots and dashes; "node" when nothing is left.
+func NodeNameFromHost(host string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(host) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
+			b.WriteRune(r)
+		}
+	}
+	if s := strings.Trim(b.String(), "-."); s != "" {
+		return s
+	}
+	return "node"
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 	"allot.dev/allot/pkg/driver/kubeletplugin"
 )
@@ -158,14 +158,5 @@ func defaultNodeName(getenv func(string) string, hostname func() (string, error)
 	if err != nil {
 		return "node"
 	}
-	var b strings.Builder
-	for _, r := range strings.ToLower(h) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' {
-			b.WriteRune(r)
-		}
-	}
-	if s := strings.Trim(b.String(), "-."); s != "" {
-		return s
-	}
-	return "node"
+	return corev1.NodeNameFromHost(h)
 }
