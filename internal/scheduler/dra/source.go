@@ -26,8 +26,8 @@ import (
 // complete up to it (a handler that lags the store only lowers the fence:
 // at worst a 409 and a retry). TestFenceIsReadBeforeTheStores pins it.
 //
-// Claim events, the common ones, are applied to the last Objects claim by
-// claim; any other event lists everything again. Both handlers of the
+// Claim events of both versions, the common ones, are applied to the last
+// Objects claim by claim; any other event lists everything again. Both handlers of the
 // claims informer record every claim they see, in event order, so every
 // claim event up to the fence has been recorded when the fence is read.
 type source struct {
@@ -43,6 +43,8 @@ type source struct {
 	mu      sync.Mutex
 	dirty   bool                // list everything again
 	changed map[string]struct{} // claims (namespace/name) with events since cur
+	// changedV1 are the resource.k8s.io/v1 claims with events since cur.
+	changedV1 map[string]struct{}
 	maxRev  uint64
 	cur     *dynamicresources.Objects
 	// written are the scheduler's own PodSchedulingContext writes, by
@@ -85,7 +87,7 @@ func newSource(f *client.Factory) (*source, error) {
 		Listers: Listers{Claims: claims.Lister(), Slices: slices.Lister(), Classes: classes.Lister(),
 			ClassParameters: classParams.Lister(), ClaimParameters: claimParams.Lister(), Contexts: contexts.Lister()},
 		dirty:   true,
-		changed: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
+		changed: map[string]struct{}{}, changedV1: map[string]struct{}{}, written: map[string]*resourcev1alpha2.PodSchedulingContext{},
 	}
 	v1claims := f.ResourceClaimsV1()
 	if err := v1claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeysV1}); err != nil {
@@ -139,17 +141,22 @@ func (d *source) touch(claim any) {
 	}
 }
 
-// touchV1 records a v1 claim's event: everything is listed again (v1
-// claim events do not take the incremental path yet), and the fence
-// covers its resourceVersion.
+// touchV1 records a v1 claim's event (its key and resourceVersion), as
+// touch does for v1alpha2 claims.
 func (d *source) touchV1(claim any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.dirty = true
-	if m, err := meta.Accessor(claim); err == nil {
-		if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
-			d.maxRev = rv
-		}
+	m, err := meta.Accessor(claim)
+	if claim == nil || err != nil {
+		d.dirty = true
+		return
+	}
+	if d.changedV1 == nil {
+		d.changedV1 = map[string]struct{}{}
+	}
+	d.changedV1[m.GetNamespace()+"/"+m.GetName()] = struct{}{}
+	if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
+		d.maxRev = rv
 	}
 }
 
@@ -182,12 +189,12 @@ func (d *source) objects() (*dynamicresources.Objects, error) {
 	d.building.Lock()
 	defer d.building.Unlock()
 	d.mu.Lock()
-	prev, full, changed := d.cur, d.dirty || d.cur == nil, d.changed
-	if !full && len(changed) == 0 {
+	prev, full, changed, changedV1 := d.cur, d.dirty || d.cur == nil, d.changed, d.changedV1
+	if !full && len(changed) == 0 && len(changedV1) == 0 {
 		d.mu.Unlock()
 		return prev, nil
 	}
-	d.dirty, d.changed = false, map[string]struct{}{}
+	d.dirty, d.changed, d.changedV1 = false, map[string]struct{}{}, map[string]struct{}{}
 	rev := strconv.FormatUint(d.maxRev, 10)
 	d.mu.Unlock()
 	var objs *dynamicresources.Objects
@@ -195,7 +202,7 @@ func (d *source) objects() (*dynamicresources.Objects, error) {
 	if full {
 		objs, err = d.list(prev, rev)
 	} else {
-		objs, err = d.update(prev, rev, changed)
+		objs, err = d.update(prev, rev, changed, changedV1)
 	}
 	if err != nil {
 		d.touch(nil)
@@ -207,23 +214,40 @@ func (d *source) objects() (*dynamicresources.Objects, error) {
 	return objs, nil
 }
 
-// update applies the changed claims, as the claims informer now holds
-// them, to prev.
-func (d *source) update(prev *dynamicresources.Objects, rev string, changed map[string]struct{}) (*dynamicresources.Objects, error) {
-	upd := make(map[string]*resourcev1alpha2.ResourceClaim, len(changed))
-	for k := range changed {
+// update applies the changed claims of both versions, as the claims
+// informers now hold them, to prev.
+func (d *source) update(prev *dynamicresources.Objects, rev string, changed, changedV1 map[string]struct{}) (*dynamicresources.Objects, error) {
+	upd, err := readChanged(changed, d.Claims.Get)
+	if err != nil {
+		return nil, err
+	}
+	if len(changedV1) == 0 || d.V1 == nil {
+		return prev.WithClaimUpdates(rev, upd), nil
+	}
+	updV1, err := readChanged(changedV1, d.V1.Claims.Get)
+	if err != nil {
+		return nil, err
+	}
+	return prev.WithClaimChanges(rev, upd, updV1), nil
+}
+
+// readChanged reads the claims with these keys (namespace/name) through
+// get: nil for one that is gone.
+func readChanged[T any](keys map[string]struct{}, get func(ns, name string) (*T, error)) (map[string]*T, error) {
+	out := make(map[string]*T, len(keys))
+	for k := range keys {
 		ns, name, _ := strings.Cut(k, "/")
-		c, err := d.Claims.Get(ns, name)
+		c, err := get(ns, name)
 		switch {
 		case apierrors.IsNotFound(err):
-			upd[k] = nil
+			out[k] = nil
 		case err != nil:
 			return nil, fmt.Errorf("read DRA claim %s: %w", k, err)
 		default:
-			upd[k] = c
+			out[k] = c
 		}
 	}
-	return prev.WithClaimUpdates(rev, upd), nil
+	return out, nil
 }
 
 // list lists every DRA object, carrying over from prev the models and

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/schedtest"
 )
@@ -231,4 +233,92 @@ func TestGeneratedClaimIndex(t *testing.T) {
 	want(o, "u1", "gpu", "a") // earlier versions are unchanged
 	want(o2, "u2", "gpu", "b")
 	want(o.WithClaims(gen("d", "u3", "x")), "u3", "x", "d")
+}
+
+// v1OnGPU is a v1 claim allocated the seed GPU gpu of node (seen as the
+// v1 device NODE/gpu), generated for the pod with uid's entry "gpu" when
+// uid is set.
+func v1OnGPU(name, node, gpu string, uid types.UID) *resourcev1.ResourceClaim {
+	c := v1Claim(name)
+	c.ResourceVersion = "9"
+	if uid != "" {
+		c.Annotations = map[string]string{resourceapi.PodClaimNameAnnotation: "gpu"}
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p-" + name, UID: uid, Controller: ptr(true)}}
+	}
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+		{Request: "gpu", Driver: driver, Pool: node, Device: gpu}}}}
+	return c
+}
+
+// TestWithClaimChanges: v1 claim events applied claim by claim give the
+// Objects that indexing the final lists gives: the same claims and seed
+// views of v1 claims (so the same free GPUs for v1alpha2 claims), the
+// same v1 claims and generated-claim index, the same v1 free devices;
+// and a name moving between versions, or a v1 event of a name that is a
+// v1alpha2 claim, keeps the v1alpha2 claim.
+func TestWithClaimChanges(t *testing.T) {
+	n1 := schedtest.MakeNode("n1").Obj()
+	a := onGPU(claim("a", "small"), "n1", "gpu-0")
+	x := claim("x", "small") // v1alpha2, becomes a v1 claim
+	l := mixedLists(t, []*resourceapi.ResourceClaim{a, x}, v1OnGPU("v", "n1", "gpu-1", "uid-v"))
+	cur := dynamicresources.NewObjects(l)
+	if got := cur.NodeState(n1).Capacity(); got != 0 {
+		t.Fatalf("n1 capacity %d, want 0 (a v1alpha2 and a v1 claim)", got)
+	}
+	steps := []struct {
+		upd   map[string]*resourceapi.ResourceClaim
+		updV1 map[string]*resourcev1.ResourceClaim
+		free  int
+	}{
+		// v is deleted: its GPU is free for both versions.
+		{nil, map[string]*resourcev1.ResourceClaim{"default/v": nil}, 1},
+		// x goes from v1alpha2 to v1, allocated gpu-1.
+		{map[string]*resourceapi.ResourceClaim{"default/x": nil}, map[string]*resourcev1.ResourceClaim{"default/x": v1OnGPU("x", "n1", "gpu-1", "uid-x")}, 0},
+		// A v1 "deleted" event of a's name leaves the v1alpha2 claim a.
+		{nil, map[string]*resourcev1.ResourceClaim{"default/a": nil}, 0},
+		// x is deallocated.
+		{nil, map[string]*resourcev1.ResourceClaim{"default/x": v1Claim("x")}, 1},
+	}
+	for i, st := range steps {
+		cur = cur.WithClaimChanges(fmt.Sprint(20+i), st.upd, st.updV1)
+		if got := cur.NodeState(n1).Capacity(); got != st.free {
+			t.Fatalf("step %d: n1 capacity %d, want %d", i, got, st.free)
+		}
+	}
+	if _, ok := cur.Claim("default", "a"); !ok {
+		t.Fatal("the v1alpha2 claim a is gone after a v1 event of its name")
+	}
+	if _, ok := cur.V1Claim("default", "v"); ok {
+		t.Fatal("deleted v1 claim v is still there")
+	}
+	if name, ok := cur.GeneratedClaimV1("uid-v", "gpu"); ok {
+		t.Fatalf("the generated index still names %s for the deleted claim's pod", name)
+	}
+
+	l.Claims = []*resourceapi.ResourceClaim{a}
+	l.V1Claims = []*resourcev1.ResourceClaim{v1Claim("x")}
+	fresh := dynamicresources.NewObjects(l)
+	if got, want := cur.NodeState(n1).Capacity(), fresh.NodeState(n1).Capacity(); got != want {
+		t.Fatalf("capacity %d after changes, %d indexed afresh", got, want)
+	}
+	keys := func(o *dynamicresources.Objects) []string {
+		var out []string
+		for _, c := range o.Claims() {
+			out = append(out, fmt.Sprintf("%s/%s view=%v allocated=%v", c.Namespace, c.Name, resourceapi.IsView(c), c.Status.Allocation != nil))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, want := keys(cur), keys(fresh); !slices.Equal(got, want) {
+		t.Fatalf("claims after changes %q, indexed afresh %q", got, want)
+	}
+	if _, ok := cur.V1Claim("default", "x"); !ok {
+		t.Fatal("v1 claim x missing")
+	}
+	// The v1 side sees the one free GPU too: x fits.
+	snap := framework.NewSnapshot([]*corev1.Node{n1}, nil).WithExtension(dynamicresources.Name, cur)
+	p := dynamicresources.New()
+	if _, st := cycle(t, p, snap, podUsing("v1-user", "x")); !st.IsSuccess() {
+		t.Fatalf("v1 claim x on the free GPU: %s", st.Message())
+	}
 }

@@ -214,6 +214,74 @@ func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.Resou
 	c.cur[claim] = view
 }
 
+// WithClaimChanges returns the Objects that follow o after claim events
+// of both versions: upd maps namespace/name to the claim as the v1alpha2
+// informer now holds it (nil: gone from it), updV1 likewise for the v1
+// informer. A key is stored in one version at a time; the claim set gets,
+// per key, the v1alpha2 claim, else the seed view of the v1 claim (its
+// devices on seed slices), else nothing, and an unchanged v1alpha2 claim
+// is never replaced by a v1 event of its name. The v1 claims and their
+// generated index are copied with the changes; the inventory and classes
+// are shared with o. Like WithClaimUpdates, a steady rate of v1 claim
+// events costs the events and one copy of the v1 claim maps, not a
+// listing of every DRA object.
+func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
+	if len(updV1) == 0 || o.v1 == nil {
+		return o.WithClaimUpdates(revision, upd)
+	}
+	v := *o.v1.v1Shared
+	v.claims = maps.Clone(o.v1.claims)
+	v.generated = maps.Clone(o.v1.generated)
+	for k, c := range updV1 {
+		if old := v.claims[k]; old != nil {
+			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
+				delete(v.generated, g)
+			}
+		}
+		if c == nil {
+			delete(v.claims, k)
+			continue
+		}
+		v.claims[k] = c
+		if g := generatedKeyV1(c); g != "" {
+			v.generated[g] = c.Name
+		}
+	}
+	set := make(map[string]*resourceapi.ResourceClaim, len(upd)+len(updV1))
+	for k, c := range upd {
+		set[k] = c
+	}
+	for k := range updV1 {
+		if c, changed := upd[k]; changed && c != nil {
+			continue // stored as v1alpha2 now
+		}
+		if _, changed := upd[k]; !changed {
+			ns, name, _ := strings.Cut(k, "/")
+			if cur, ok := o.claims.Claim(ns, name); ok && !resourceapi.IsView(cur) {
+				continue // an unchanged v1alpha2 claim of that name stays
+			}
+		}
+		set[k] = nil
+	}
+	for k, c := range set {
+		if c != nil {
+			continue
+		}
+		if c1 := v.claims[k]; c1 != nil {
+			// A fresh cache: the incremental path must not grow the
+			// listing's cache with every claim version.
+			if views := seedViews([]*resourcev1.ResourceClaim{c1}, o.slices, newViewCache(nil)); len(views) > 0 {
+				set[k] = views[0]
+			}
+		}
+	}
+	out := *o
+	out.revision = revision
+	out.claims = o.claims.Update(set)
+	out.v1 = (&v1Objects{v1Shared: &v}).withSeedClaims(out.claims.Claims)
+	return &out
+}
+
 // V1Claim returns the v1 claim namespace/name.
 func (o *Objects) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
 	if o.v1 == nil {
