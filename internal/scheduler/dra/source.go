@@ -45,8 +45,8 @@ type source struct {
 	changed map[string]struct{} // claims (namespace/name) with events since cur
 	// changedV1 are the resource.k8s.io/v1 claims with events since cur.
 	changedV1 map[string]struct{}
-	maxRev  uint64
-	cur     *dynamicresources.Objects
+	maxRev    uint64
+	cur       *dynamicresources.Objects
 	// written are the scheduler's own PodSchedulingContext writes, by
 	// namespace/name, until the informer shows them: the next cycle must
 	// not write the same decision again from a stale copy.
