@@ -221,7 +221,7 @@ func (d *source) update(prev *dynamicresources.Objects, rev string, changed, cha
 	if err != nil {
 		return nil, err
 	}
-	if len(changedV1) == 0 || d.V1 == nil {
+	if d.V1 == nil {
 		return prev.WithClaimUpdates(rev, upd), nil
 	}
 	updV1, err := readChanged(changedV1, d.V1.Claims.Get)

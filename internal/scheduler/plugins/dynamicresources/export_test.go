@@ -19,3 +19,9 @@ func Reuses(state *framework.CycleState) bool {
 	s, ok := readState(state)
 	return ok && s.reuse != nil
 }
+
+// V1InUse reports whether the v1 base state of o (derived or built)
+// counts the device allocated.
+func V1InUse(o *Objects, driver, pool, device string) bool {
+	return o.v1.baseState().InUse(driver, pool, device)
+}

@@ -136,7 +136,15 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 	out := *o
 	out.revision = revision
 	out.claims = o.claims.Update(upd)
-	out.v1 = o.v1.withSeedClaims(out.claims.Claims)
+	if o.v1 != nil {
+		var delta claimDelta
+		for k, c := range upd {
+			ns, name, _ := strings.Cut(k, "/")
+			old, _ := o.claims.Claim(ns, name)
+			delta.seed(old, c)
+		}
+		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims.Claims, delta)}
+	}
 	return &out
 }
 

@@ -250,6 +250,28 @@ func v1OnGPU(name, node, gpu string, uid types.UID) *resourcev1.ResourceClaim {
 	return c
 }
 
+// TestV1ViewWhenTheV1EventComesFirst: a claim recreated as v1 under the
+// name of a v1alpha2 claim, its v1 event seen before the v1alpha2
+// deletion: the v1alpha2 claim stays until its deletion is seen, then the
+// v1 claim's seed view takes its place.
+func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
+	n1 := schedtest.MakeNode("n1").Obj()
+	old := onGPU(claim("y", "small"), "n1", "gpu-0")
+	o := dynamicresources.NewObjects(mixedLists(t, []*resourceapi.ResourceClaim{old}))
+	o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/y": v1OnGPU("y", "n1", "gpu-1", "")})
+	if c, ok := o.Claim("default", "y"); !ok || resourceapi.IsView(c) {
+		t.Fatalf("before its deletion is seen, the v1alpha2 claim y should stay: %v %v", ok, c)
+	}
+	o = o.WithClaimChanges("31", map[string]*resourceapi.ResourceClaim{"default/y": nil}, nil)
+	c, ok := o.Claim("default", "y")
+	if !ok || !resourceapi.IsView(c) {
+		t.Fatalf("after the v1alpha2 deletion, y should be the v1 claim's seed view: %v %v", ok, c)
+	}
+	if got := o.NodeState(n1).Capacity(); got != 1 {
+		t.Fatalf("n1 capacity %d, want 1 (gpu-1 held by the v1 claim)", got)
+	}
+}
+
 // TestWithClaimChanges: v1 claim events applied claim by claim give the
 // Objects that indexing the final lists gives: the same claims and seed
 // views of v1 claims (so the same free GPUs for v1alpha2 claims), the
@@ -279,10 +301,23 @@ func TestWithClaimChanges(t *testing.T) {
 		// x is deallocated.
 		{nil, map[string]*resourcev1.ResourceClaim{"default/x": v1Claim("x")}, 1},
 	}
+	v1Free := func(o *dynamicresources.Objects) int {
+		n := 0
+		for _, g := range []string{"gpu-0", "gpu-1"} {
+			if !dynamicresources.V1InUse(o, driver, "n1", g) {
+				n++
+			}
+		}
+		return n
+	}
 	for i, st := range steps {
+		v1Free(cur) // built: the next state is derived from it
 		cur = cur.WithClaimChanges(fmt.Sprint(20+i), st.upd, st.updV1)
 		if got := cur.NodeState(n1).Capacity(); got != st.free {
 			t.Fatalf("step %d: n1 capacity %d, want %d", i, got, st.free)
+		}
+		if got := v1Free(cur); got != st.free {
+			t.Fatalf("step %d: %d GPUs free in the derived v1 state, want %d", i, got, st.free)
 		}
 	}
 	if _, ok := cur.Claim("default", "a"); !ok {
@@ -300,6 +335,9 @@ func TestWithClaimChanges(t *testing.T) {
 	fresh := dynamicresources.NewObjects(l)
 	if got, want := cur.NodeState(n1).Capacity(), fresh.NodeState(n1).Capacity(); got != want {
 		t.Fatalf("capacity %d after changes, %d indexed afresh", got, want)
+	}
+	if got, want := v1Free(cur), v1Free(fresh); got != want {
+		t.Fatalf("%d v1 GPUs free after changes, %d indexed afresh", got, want)
 	}
 	keys := func(o *dynamicresources.Objects) []string {
 		var out []string

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,8 +59,45 @@ type v1Inventory struct {
 
 type v1StateHolder struct {
 	once       sync.Once
-	state      *allocator.V1State
+	state      atomic.Pointer[allocator.V1State] // set once built
 	seedClaims func() []*resourceapi.ResourceClaim
+	// from, when set, is the built state of the Objects this one follows
+	// and delta the claims that changed since: the state is derived from
+	// it instead of counting every claim again.
+	from  *allocator.V1State
+	delta claimDelta
+}
+
+// claimDelta is what changed between two Objects' claims, for their v1
+// base states: the claims counted before (removed) and after (added).
+type claimDelta struct {
+	removeV1, addV1     []*resourcev1.ResourceClaim
+	removeSeed, addSeed []*resourceapi.ResourceClaim
+}
+
+// seed records that a key's seed claim (views are not seed claims) was old
+// and is now cur (either may be nil).
+func (d *claimDelta) seed(old, cur *resourceapi.ResourceClaim) {
+	if old != nil && !resourceapi.IsView(old) {
+		d.removeSeed = append(d.removeSeed, old)
+	}
+	if cur != nil && !resourceapi.IsView(cur) {
+		d.addSeed = append(d.addSeed, cur)
+	}
+}
+
+// built returns the state if it was built.
+func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
+
+// following returns the holder of the Objects that follow v after the
+// claim changes delta, with these seed claims: its state is derived from
+// v's when v's was built, and built afresh otherwise.
+func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, delta claimDelta) *v1StateHolder {
+	h := &v1StateHolder{seedClaims: seedClaims}
+	if from := v.st.built(); from != nil {
+		h.from, h.delta = from, delta
+	}
+	return h
 }
 
 func newV1Objects(l Lists) *v1Objects {
@@ -112,6 +150,12 @@ func (v *v1Shared) localPool(driver, pool string) bool {
 func (v *v1Objects) baseState() *allocator.V1State {
 	h := v.st
 	h.once.Do(func() {
+		if h.from != nil {
+			d := h.delta
+			h.state.Store(h.from.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed))
+			h.from, h.delta = nil, claimDelta{}
+			return
+		}
 		inv := v.inventory()
 		var seed []*resourceapi.ResourceClaim
 		if h.seedClaims != nil {
@@ -128,9 +172,9 @@ func (v *v1Objects) baseState() *allocator.V1State {
 		slices.SortFunc(all, func(a, b *resourcev1.ResourceClaim) int {
 			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
-		h.state = allocator.NewV1State(inv, all, seed)
+		h.state.Store(allocator.NewV1State(inv, all, seed))
 	})
-	return h.state
+	return h.state.Load()
 }
 
 // generatedKeyV1 is allocator.GeneratedKey for a v1 claim.
@@ -220,18 +264,22 @@ func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.Resou
 // informer. A key is stored in one version at a time; the claim set gets,
 // per key, the v1alpha2 claim, else the seed view of the v1 claim (its
 // devices on seed slices), else nothing, and an unchanged v1alpha2 claim
-// is never replaced by a v1 event of its name. The v1 claims and their
+// is never replaced by a v1 event of its name. (So a name that moves to
+// v1 gets its view when the v1alpha2 claim's deletion is seen, whichever
+// event comes first.) The v1 claims and their
 // generated index are copied with the changes; the inventory and classes
 // are shared with o. Like WithClaimUpdates, a steady rate of v1 claim
 // events costs the events and one copy of the v1 claim maps, not a
 // listing of every DRA object.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
-	if len(updV1) == 0 || o.v1 == nil {
+	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
 	}
 	v := *o.v1.v1Shared
-	v.claims = maps.Clone(o.v1.claims)
-	v.generated = maps.Clone(o.v1.generated)
+	if len(updV1) > 0 {
+		v.claims = maps.Clone(o.v1.claims)
+		v.generated = maps.Clone(o.v1.generated)
+	}
 	for k, c := range updV1 {
 		if old := v.claims[k]; old != nil {
 			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
@@ -275,10 +323,24 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 			}
 		}
 	}
+	var delta claimDelta
+	for k, c := range updV1 {
+		if old := o.v1.claims[k]; old != nil {
+			delta.removeV1 = append(delta.removeV1, old)
+		}
+		if c != nil {
+			delta.addV1 = append(delta.addV1, c)
+		}
+	}
+	for k, c := range set {
+		ns, name, _ := strings.Cut(k, "/")
+		old, _ := o.claims.Claim(ns, name)
+		delta.seed(old, c)
+	}
 	out := *o
 	out.revision = revision
 	out.claims = o.claims.Update(set)
-	out.v1 = (&v1Objects{v1Shared: &v}).withSeedClaims(out.claims.Claims)
+	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
 	return &out
 }
 
