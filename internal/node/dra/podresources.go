@@ -99,7 +99,7 @@ func (m *Manager) claimResources(rec *claimRecord, requests []string) []*podreso
 		out = append(out, r)
 	}
 	for _, h := range handles {
-		if h.Kubelet {
+		if h.Kubelet || len(h.Devices) > 0 { // a kubelet driver's answer
 			for _, d := range h.Devices {
 				if slices.ContainsFunc(requests, func(req string) bool { return servesRequest(d.Requests, req) }) {
 					add(h.Driver, d.Pool, d.Device, d.ShareID, d.CDIDevices)
