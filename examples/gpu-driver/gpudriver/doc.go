@@ -14,9 +14,11 @@
 //	write CDI_DIR/gpu.example.com-gpu_UID.json       -> gpu.example.com/gpu=UID
 //	append "prepare UID NS/NAME" to --state-file
 //
-// Unprepare removes the spec file (absent: success) and appends
-// "unprepare UID NS/NAME". Because "prepared" is "the spec file exists",
-// the state survives a driver restart.
+// Unprepare appends "unprepare UID NS/NAME" when the spec file exists,
+// then removes it (absent: success); in that order, so that a driver
+// killed in between never leaves a claim counted as prepared whose spec
+// is gone. Because "prepared" is "the spec file exists", the state
+// survives a driver restart.
 //
 // The model comes from --config (or the embedded default-model.yaml), is
 // validated as a NodeResourceSlice's partitionable model, and is reloaded

@@ -162,15 +162,25 @@ func (d *driver) checkInstances(c kubeletplugin.Claim) (ids []string, numbers []
 
 // Unprepare removes the claim's CDI spec; a claim without one is done.
 func (d *driver) Unprepare(_ context.Context, c kubeletplugin.Claim) error {
+	// The state line goes before the removal: a driver killed between the
+	// two is asked again, finds nothing to remove, and would otherwise
+	// leave the claim counted as prepared (the prepare line, by contrast,
+	// follows the spec it counts).
+	path, err := cdi.SpecPath(d.cfg.CDIDir, CDIKind, c.UID)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		if err := d.state.record("unprepare", c); err != nil {
+			d.log.Error("record unprepare", "claim", c.String(), "err", err)
+		}
+	}
 	removed, err := cdi.RemoveClaimSpec(d.cfg.CDIDir, CDIKind, c.UID)
 	if err != nil {
 		return err
 	}
 	if removed {
 		d.log.Info("unprepared claim", "claim", c.String())
-		if err := d.state.record("unprepare", c); err != nil {
-			d.log.Error("record unprepare", "claim", c.String(), "err", err)
-		}
 	}
 	return nil
 }
