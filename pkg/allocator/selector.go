@@ -104,7 +104,11 @@ func newSelectorEnv() (*cel.Env, error) {
 		macros = append(macros, cel.GlobalMacro(op, 2, swapStringLiteral(flipped[op])))
 	}
 	opts = append(opts, cel.Macros(macros...))
-	return cel.NewEnv(opts...)
+	env, err := cel.NewEnv(opts...)
+	if err == nil {
+		warmCELChecker(env)
+	}
+	return env, err
 }
 
 func swapStringLiteral(flippedOp string) cel.MacroFactory {

@@ -393,3 +393,23 @@ func BenchmarkMatchDeviceSelector(b *testing.B) {
 		})
 	}
 }
+
+// TestSelectorCompilationConcurrent: selectors compile in parallel (the
+// API server validates requests concurrently); an undeclared name and a
+// comprehension compiled at the same time must not race inside cel-go
+// (warmCELChecker). Run with -race.
+func TestSelectorCompilationConcurrent(t *testing.T) {
+	exprs := []string{`undeclared_name == 1`, `device.attributes["gpu.example.com"].exists(k, k == "model")`,
+		`[1, 2].all(x, x > 0)`, `other_undeclared`}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				_ = CompileDeviceSelector(exprs[(g+i)%len(exprs)])
+			}
+		}()
+	}
+	wg.Wait()
+}
