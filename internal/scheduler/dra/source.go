@@ -124,26 +124,14 @@ func newSource(f *client.Factory) (*source, error) {
 
 // touch records a claim's event (its key and resourceVersion), or, for
 // any other object (nil), marks everything stale.
-func (d *source) touch(claim any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	m, err := meta.Accessor(claim)
-	if claim == nil || err != nil {
-		d.dirty = true
-		return
-	}
-	if d.changed == nil {
-		d.changed = map[string]struct{}{}
-	}
-	d.changed[m.GetNamespace()+"/"+m.GetName()] = struct{}{}
-	if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
-		d.maxRev = rv
-	}
-}
+func (d *source) touch(claim any) { d.record(&d.changed, claim) }
 
-// touchV1 records a v1 claim's event (its key and resourceVersion), as
-// touch does for v1alpha2 claims.
-func (d *source) touchV1(claim any) {
+// touchV1 records a v1 claim's event, as touch does for v1alpha2 claims.
+func (d *source) touchV1(claim any) { d.record(&d.changedV1, claim) }
+
+// record adds a claim's key to *set and raises the fence to its
+// resourceVersion; an object without metadata marks everything stale.
+func (d *source) record(set *map[string]struct{}, claim any) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	m, err := meta.Accessor(claim)
@@ -151,10 +139,10 @@ func (d *source) touchV1(claim any) {
 		d.dirty = true
 		return
 	}
-	if d.changedV1 == nil {
-		d.changedV1 = map[string]struct{}{}
+	if *set == nil {
+		*set = map[string]struct{}{}
 	}
-	d.changedV1[m.GetNamespace()+"/"+m.GetName()] = struct{}{}
+	(*set)[m.GetNamespace()+"/"+m.GetName()] = struct{}{}
 	if rv, err := strconv.ParseUint(m.GetResourceVersion(), 10, 64); err == nil && rv > d.maxRev {
 		d.maxRev = rv
 	}
