@@ -147,14 +147,7 @@ func driverSchedulingContext(a Attributes, lk Lookup) Decision {
 // from an API group of the driver, judged on both the new and the stored
 // object, so a driver can neither create nor take over another's.
 func driverParameters(a Attributes) Decision {
-	var objs []runtime.Object
-	if a.Verb != "delete" {
-		objs = append(objs, a.Object)
-	}
-	if a.Verb != "create" {
-		objs = append(objs, a.OldObject)
-	}
-	for _, obj := range objs {
+	for _, obj := range a.judgedObjects() {
 		group, err := generatedFromGroup(a.groupResource(), obj)
 		if err != nil {
 			return deny("%s: read %s: %v", a.User, a.resourceString(), err)

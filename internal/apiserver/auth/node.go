@@ -71,10 +71,10 @@ func objectName(obj runtime.Object) (string, error) {
 	return m.GetName(), nil
 }
 
-// nodeOwnSlice allows writes of NodeResourceSlices whose spec.nodeName is the
-// node, both as stored and as written, so a node can neither touch another
-// node's slice nor move a slice between nodes.
-func nodeOwnSlice(a Attributes) Decision {
+// judgedObjects are the objects a write is judged on: the object as
+// written (not for delete) and as stored (not for create), so that a
+// writer can neither create nor take over what is not its own.
+func (a Attributes) judgedObjects() []runtime.Object {
 	var objs []runtime.Object
 	if a.Verb != "delete" {
 		objs = append(objs, a.Object)
@@ -82,7 +82,14 @@ func nodeOwnSlice(a Attributes) Decision {
 	if a.Verb != "create" {
 		objs = append(objs, a.OldObject)
 	}
-	for _, obj := range objs {
+	return objs
+}
+
+// nodeOwnSlice allows writes of NodeResourceSlices whose spec.nodeName is the
+// node, both as stored and as written, so a node can neither touch another
+// node's slice nor move a slice between nodes.
+func nodeOwnSlice(a Attributes) Decision {
+	for _, obj := range a.judgedObjects() {
 		s, err := as[resourcev1alpha2.NodeResourceSlice](obj)
 		if err != nil {
 			return deny("%s: read NodeResourceSlice: %v", a.User, err)
@@ -107,14 +114,7 @@ type sliceField struct {
 // node-driver can neither touch another's slice nor move a slice to
 // another.
 func ownResourceSlice(a Attributes, want ...sliceField) Decision {
-	var objs []runtime.Object
-	if a.Verb != "delete" {
-		objs = append(objs, a.Object)
-	}
-	if a.Verb != "create" {
-		objs = append(objs, a.OldObject)
-	}
-	for _, obj := range objs {
+	for _, obj := range a.judgedObjects() {
 		s, err := as[resourcev1.ResourceSlice](obj)
 		if err != nil {
 			return deny("%s: read ResourceSlice: %v", a.User, err)
