@@ -53,39 +53,23 @@ func (s *V1State) Inventory() *V1Inventory { return s.inv }
 
 // WithAllocated returns the state with the v1 claims' allocations added.
 func (s *V1State) WithAllocated(claims ...*resourcev1.ResourceClaim) *V1State {
-	out := s.clone()
-	for _, c := range claims {
-		out.applyV1(c, 1)
-	}
-	return out
+	return s.WithChanges(nil, claims, nil, nil)
 }
 
 // WithoutAllocated returns the state with the v1 claims' allocations
 // removed.
 func (s *V1State) WithoutAllocated(claims ...*resourcev1.ResourceClaim) *V1State {
-	out := s.clone()
-	for _, c := range claims {
-		out.applyV1(c, -1)
-	}
-	return out
+	return s.WithChanges(claims, nil, nil, nil)
 }
 
 // WithSeedAllocated and WithoutSeedAllocated do the same for v1alpha2
 // claims, whose seed leaves are devices of the projected pools.
 func (s *V1State) WithSeedAllocated(claims ...*resourceapi.ResourceClaim) *V1State {
-	out := s.clone()
-	for _, c := range claims {
-		out.applySeed(c, 1)
-	}
-	return out
+	return s.WithChanges(nil, nil, nil, claims)
 }
 
 func (s *V1State) WithoutSeedAllocated(claims ...*resourceapi.ResourceClaim) *V1State {
-	out := s.clone()
-	for _, c := range claims {
-		out.applySeed(c, -1)
-	}
-	return out
+	return s.WithChanges(nil, nil, claims, nil)
 }
 
 // WithChanges returns the state after claim changes, in one step: the
