@@ -522,17 +522,14 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 	}
 	v.mu.Unlock()
 	st := s.objects.v1.baseState()
-	if len(v.extra) > 0 {
-		st = st.WithAllocated(v.extra...)
-	}
 	seed := v.seedExtra
 	if own := s.ownSeedAllocations(i); len(own) > 0 {
 		// The pod's own v1alpha2 claims, as Reserve will allocate them
 		// on this node, hold their devices for its v1 claims.
 		seed = append(slices.Clone(seed), own...)
 	}
-	if len(seed) > 0 {
-		st = st.WithSeedAllocated(seed...)
+	if len(v.extra) > 0 || len(seed) > 0 {
+		st = st.WithChanges(nil, v.extra, nil, seed)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
