@@ -12,7 +12,9 @@ import (
 )
 
 // orderRecorder is an EventExtension that notes where the watched pod is
-// in the queue when it sees an event, before and after the queue did.
+// in the queue when it sees a claim event, before and after the queue
+// did. Other events (a late update of the pod's own status from its
+// failed attempt) are not counted.
 type orderRecorder struct {
 	framework.Plugin
 	s      *Scheduler
@@ -22,13 +24,19 @@ type orderRecorder struct {
 	after  []queue.Location
 }
 
-func (r *orderRecorder) BeforeEvent(framework.ClusterEvent, any) {
+func (r *orderRecorder) BeforeEvent(ev framework.ClusterEvent, _ any) {
+	if ev.Resource != framework.ResourceClaim {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.before = append(r.before, r.s.queue.Where(r.pod))
 }
 
-func (r *orderRecorder) AfterEvent(framework.ClusterEvent, any) {
+func (r *orderRecorder) AfterEvent(ev framework.ClusterEvent, _ any) {
+	if ev.Resource != framework.ResourceClaim {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.after = append(r.after, r.s.queue.Where(r.pod))
