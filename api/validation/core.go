@@ -92,6 +92,39 @@ func validateNodeStatus(st *corev1.NodeStatus, path *field.Path) field.ErrorList
 		errs = append(errs, required(p.Child("type"), string(a.Type), nil)...)
 		errs = append(errs, required(p.Child("address"), a.Address, nil)...)
 	}
+	return append(errs, validatePreparedClaims(st.PreparedResourceClaims, path.Child("preparedResourceClaims"))...)
+}
+
+// validatePreparedClaims checks a node's list of prepared claims: each
+// names a claim (namespace, name, uid) once, with at least one pod, each
+// pod once, within the limits.
+func validatePreparedClaims(claims []corev1.PreparedResourceClaim, path *field.Path) field.ErrorList {
+	errs := maxItems(path, len(claims), corev1.MaxPreparedResourceClaims)
+	if len(errs) > 0 {
+		return errs
+	}
+	var uids unique
+	for i, c := range claims {
+		p := path.Index(i)
+		errs = append(errs, required(p.Child("namespace"), c.Namespace, dnsLabel)...)
+		errs = append(errs, required(p.Child("name"), c.Name, dnsSubdomain)...)
+		errs = append(errs, required(p.Child("uid"), string(c.UID), nil)...)
+		if c.UID != "" {
+			errs = append(errs, uids.check(string(c.UID), p.Child("uid"))...)
+		}
+		pp := p.Child("pods")
+		if len(c.Pods) == 0 {
+			errs = append(errs, field.Required(pp, "a prepared claim lists the pods it is prepared for"))
+		}
+		errs = append(errs, maxItems(pp, len(c.Pods), corev1.MaxPreparedClaimPods)...)
+		var pods unique
+		for j, uid := range c.Pods {
+			errs = append(errs, required(pp.Index(j), string(uid), nil)...)
+			if uid != "" {
+				errs = append(errs, pods.check(string(uid), pp.Index(j))...)
+			}
+		}
+	}
 	return errs
 }
 

@@ -71,6 +71,7 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 	if k.prepareCreate != nil {
 		k.prepareCreate(obj)
 	}
+	s.keepPreparedClaims(ctx, obj, nil)
 	if errs := k.validate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), acc.GetName(), errs)
 	}
@@ -191,6 +192,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 	} else if k.prepareUpdate != nil {
 		k.prepareUpdate(obj, cur)
 	}
+	s.keepPreparedClaims(ctx, obj, cur)
 	acc, _ := meta.Accessor(obj)
 	old, _ := meta.Accessor(cur)
 	keepImmutableMeta(acc, old)

@@ -366,13 +366,15 @@ func (a *Agent) newDRAManager() error {
 		NodeName: a.cfg.NodeName, Client: a.cfg.Client, RegistryDir: a.cfg.PluginsRegistryDir, CheckpointDir: cpDir,
 		SliceGracePeriod: a.cfg.DRASliceGracePeriod, PrepareTimeout: a.cfg.DRAPrepareTimeout,
 		BackoffInitial: a.cfg.DRAPrepareBackoffInitial, BackoffMax: a.cfg.DRAPrepareBackoffMax,
-		APITimeout: a.cfg.APITimeout, Wake: a.wakePod, Events: agentEvents{a},
+		PublishInterval: a.cfg.DRAPublishInterval,
+		APITimeout:      a.cfg.APITimeout, Wake: a.wakePod, Events: agentEvents{a},
 		Logger: a.cfg.Logger.With("component", "dra-manager"),
 	})
 	if err != nil {
 		return fmt.Errorf("create DRA manager: %w", err)
 	}
 	a.dra = m
+	a.cfg.NodeDecorators = append(a.cfg.NodeDecorators, m)
 	h := &a.cfg.Hooks
 	h.Admitters = append(h.Admitters, m)
 	h.Configurers = append(h.Configurers, m)

@@ -1,9 +1,11 @@
 package v1
 
 import (
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // +genclient
@@ -108,6 +110,63 @@ type NodeStatus struct {
 	Addresses       []NodeAddress       `json:"addresses,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
 	DaemonEndpoints NodeDaemonEndpoints `json:"daemonEndpoints,omitempty"`
 	NodeInfo        NodeSystemInfo      `json:"nodeInfo,omitempty"`
+	// PreparedResourceClaims are the resource claims the node's agent
+	// may have prepared, each with the pods it is prepared for: written
+	// before the agent asks a driver to prepare a claim for a pod and
+	// removed only after the claim is unprepared (or the pod detached
+	// from it). Only the node itself writes it; the API server keeps it
+	// as stored in everyone else's writes. The claim controller drops a
+	// reservation of a pod that is gone only while no node lists the
+	// claim for that pod, unless the node is deleted or carries the
+	// node.kubernetes.io/out-of-service taint (allot's own field;
+	// Kubernetes has none, see docs/decisions.md).
+	PreparedResourceClaims []PreparedResourceClaim `json:"preparedResourceClaims,omitempty"`
+}
+
+// Limits of NodeStatus.PreparedResourceClaims.
+const (
+	// MaxPreparedResourceClaims bounds the claims one node lists.
+	MaxPreparedResourceClaims = 4096
+	// MaxPreparedClaimPods bounds the pods of one claim's entry, as
+	// Kubernetes bounds a claim's reservedFor.
+	MaxPreparedClaimPods = 256
+)
+
+// TaintNodeOutOfService is the taint an operator puts on a node to say it
+// is down for good (Kubernetes' non-graceful node shutdown): the claims
+// its agent listed as prepared are released without waiting for it.
+const TaintNodeOutOfService = "node.kubernetes.io/out-of-service"
+
+// PreparedResourceClaim is one claim a node's agent may have prepared.
+type PreparedResourceClaim struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	// Pods are the UIDs of the node's pods the claim is prepared for.
+	Pods []types.UID `json:"pods"`
+}
+
+// PreparedClaim returns the node's entry of the claim with uid, or nil.
+func (s *NodeStatus) PreparedClaim(uid types.UID) *PreparedResourceClaim {
+	for i := range s.PreparedResourceClaims {
+		if s.PreparedResourceClaims[i].UID == uid {
+			return &s.PreparedResourceClaims[i]
+		}
+	}
+	return nil
+}
+
+// PreparedFor reports whether the node lists the claim with claimUID as
+// prepared for the pod with podUID.
+func (s *NodeStatus) PreparedFor(claimUID, podUID types.UID) bool {
+	c := s.PreparedClaim(claimUID)
+	return c != nil && slices.Contains(c.Pods, podUID)
+}
+
+// OutOfService reports whether the node carries the out-of-service taint
+// (any effect).
+func (n *Node) OutOfService() bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t Taint) bool { return t.Key == TaintNodeOutOfService })
 }
 
 // +kubebuilder:object:root=true

@@ -33,7 +33,7 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 		// event syncs the claim again.
 		return nil
 	}
-	drop, err := c.obsoleteReservations(ctx, claim.Namespace, claim.Status.ReservedFor)
+	drop, err := c.obsoleteReservations(ctx, claim, claim.Status.ReservedFor)
 	if err != nil {
 		return err
 	}
@@ -92,10 +92,12 @@ func (c *Controller) class(name string) *resourcev1alpha2.ResourceClass {
 }
 
 // obsoleteReservations returns the UIDs of the pods whose reservations
-// (the reservedFor of a claim in namespace ns) may go. A pod missing from
-// the cache (or replaced under the same name) is confirmed gone with a
-// live read before its reservation is dropped.
-func (c *Controller) obsoleteReservations(ctx context.Context, ns string, reservedFor []resourcev1alpha2.ResourceClaimConsumerReference) (map[types.UID]bool, error) {
+// (the reservedFor of claim) may go. A pod missing from the cache (or
+// replaced under the same name) is confirmed gone with a live read, and
+// its reservation then goes only once no node still holds the claim
+// prepared for it (preparedOn; the release rule in release.go).
+func (c *Controller) obsoleteReservations(ctx context.Context, claim runtimeObject, reservedFor []resourcev1alpha2.ResourceClaimConsumerReference) (map[types.UID]bool, error) {
+	ns := claim.GetNamespace()
 	drop := map[types.UID]bool{}
 	for _, ref := range reservedFor {
 		pod, err := c.pods.Lister().Get(ns, ref.Name)
@@ -114,6 +116,19 @@ func (c *Controller) obsoleteReservations(ctx context.Context, ns string, reserv
 			}
 			if !ReservationObsolete(ref, pod) {
 				continue
+			}
+			if pod == nil || pod.UID != ref.UID {
+				node, err := c.preparedOn(ctx, claim.GetUID(), ref.UID)
+				if err != nil {
+					return nil, err
+				}
+				if node != "" {
+					c.noteWait(claim, ns+"/"+ref.Name, ref.UID, node)
+					continue
+				}
+				c.mu.Lock()
+				delete(c.waitNoted, string(claim.GetUID())+"/"+string(ref.UID))
+				c.mu.Unlock()
 			}
 		}
 		drop[ref.UID] = true

@@ -105,6 +105,7 @@ type Controller struct {
 	tmplsV1  client.Informer[*resourcev1.ResourceClaimTemplate]
 	classes  client.Informer[*resourcev1alpha2.ResourceClass]
 	contexts client.Informer[*resourcev1alpha2.PodSchedulingContext]
+	nodes    client.Informer[*corev1.Node]
 	queue    workqueue.TypedRateLimitingInterface[key]
 	events   *client.EventRecorder
 	opts     Options
@@ -120,6 +121,11 @@ type Controller struct {
 	// written is the resourceVersion of the controller's last write of a
 	// claim, by UID, until the cache shows that version.
 	written map[types.UID]uint64
+	// podNodes remembers the node of pods with claims (rememberNode),
+	// waitNoted the node a gone pod's reservation was last said to wait
+	// for, by "claim UID/pod UID" (noteWait).
+	podNodes  map[types.UID]string
+	waitNoted map[string]string
 }
 
 // New creates a controller over the factory's pod, claim and claim
@@ -129,7 +135,7 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 	opts.defaults()
 	ctrl := &Controller{
 		c: c, pods: f.Pods(), claims: f.ResourceClaims(), tmpls: f.ResourceClaimTemplates(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
-		claimsV1: f.ResourceClaimsV1(), tmplsV1: f.ResourceClaimTemplatesV1(),
+		claimsV1: f.ResourceClaimsV1(), tmplsV1: f.ResourceClaimTemplatesV1(), nodes: f.Nodes(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resource_claim", MetricsProvider: opts.QueueMetrics}),
@@ -141,19 +147,27 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 			Name: "resource_controller_create_failures_total", Help: "ResourceClaim creations from templates that failed.",
 		}),
 		expected: map[types.UID]map[string]string{}, written: map[types.UID]uint64{},
+		podNodes: map[types.UID]string{}, waitNoted: map[string]string{},
 	}
 	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
 		if err := opts.Registry.Register(m); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	if err := ctrl.claims.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}); err != nil {
+	claimIndexers := cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys, reservedPodUIDIndex: reservedPodUIDKeys}
+	if err := ctrl.claims.AddIndexers(claimIndexers); err != nil {
 		return nil, fmt.Errorf("index claims by pod: %w", err)
 	}
-	if err := ctrl.claimsV1.AddIndexers(cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}); err != nil {
+	if err := ctrl.claimsV1.AddIndexers(claimIndexers); err != nil {
 		return nil, fmt.Errorf("index %s claims by pod: %w", versionV1, err)
 	}
+	if err := ctrl.pods.AddIndexers(cache.Indexers{podUIDIndex: podUIDKeys}); err != nil {
+		return nil, fmt.Errorf("index pods by uid: %w", err)
+	}
 	if err := ctrl.addHandlers(); err != nil {
+		return nil, err
+	}
+	if err := ctrl.addNodeHandlers(); err != nil {
 		return nil, err
 	}
 	return ctrl, nil
@@ -230,6 +244,7 @@ func (c *Controller) onPod(obj any) {
 	if !ok {
 		return
 	}
+	c.rememberNode(pod)
 	if len(ClaimsToCreate(pod)) > 0 || c.needsContext(pod) {
 		c.queue.Add(key{kindPod, pod.Namespace, pod.Name})
 	}
@@ -242,6 +257,9 @@ func (c *Controller) onPodDelete(obj any) {
 	m, ok := controllerutil.ObjectMeta(obj)
 	if !ok {
 		return
+	}
+	if pod, ok := m.(*corev1.Pod); ok {
+		c.rememberNode(pod)
 	}
 	c.mu.Lock()
 	delete(c.expected, m.GetUID())
@@ -316,6 +334,7 @@ func (c *Controller) enqueueWaitingPods(ns string) {
 }
 
 func (c *Controller) resync() {
+	c.forgetNodes()
 	c.enqueueWaitingPods("")
 	claims, err := c.claims.Lister().List(labels.Everything())
 	if err != nil {
@@ -346,7 +365,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}()
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.tmpls.HasSynced, c.classes.HasSynced, c.contexts.HasSynced,
-		c.claimsV1.HasSynced, c.tmplsV1.HasSynced) {
+		c.claimsV1.HasSynced, c.tmplsV1.HasSynced, c.nodes.HasSynced) {
 		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
 	}
 	controllerutil.ShutDownOnDone(ctx, c.queue)

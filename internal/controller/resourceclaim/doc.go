@@ -16,9 +16,17 @@
 //     did not create are never adopted. A create refused by quota becomes a Warning event
 //     on the pod (FailedResourceClaimCreation) and a retry with backoff.
 //  2. Reservation clean-up. A status.reservedFor entry of a pod is removed
-//     once the pod is gone (its absence from the cache confirmed by a live
-//     read) or terminal with condition ResourceClaimsUnprepared=True; never
-//     while a node may still have the claim prepared.
+//     once the pod is terminal with condition ResourceClaimsUnprepared=True,
+//     or once it is gone (its absence from the cache confirmed by a live
+//     read) and no node lists the claim as prepared for it in
+//     status.preparedResourceClaims (the pod's node read from the API
+//     server, or every node when the controller never saw the pod), or
+//     that node is deleted or tainted node.kubernetes.io/out-of-service;
+//     never while a node may still have the claim prepared. A force
+//     deletion therefore waits for the node to stop the containers and
+//     unprepare; the claim gets a ReleaseWaitsForNode event saying so
+//     (release.go has the argument why no agent prepares after the
+//     controller looked).
 //  3. Deallocation. A structured claim (delete-protection finalizer, no
 //     control-plane controller) that nobody reserves is deallocated when its
 //     allocation mode is WaitForFirstConsumer or it is being deleted: the

@@ -20,6 +20,9 @@ import (
 // manager: the only controller is the one a test starts in-process.
 var cluster *clienttest.Cluster
 
+// allotBin is the binary the cluster runs (for `allot token create`).
+var allotBin string
+
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 func runTests(m *testing.M) int {
@@ -36,6 +39,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	allotBin = bin
 	cluster, err = clienttest.Start(ctx, bin, dir, "--disable", "scheduler,node,controller-manager")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -175,7 +175,7 @@ func (c *Controller) syncClaimV1(ctx context.Context, ns, name string) error {
 	if resourcev1alpha2.IsView(claim) || c.cacheBehind(claim) {
 		return nil
 	}
-	drop, err := c.obsoleteReservations(ctx, claim.Namespace, consumersV1(claim.Status.ReservedFor))
+	drop, err := c.obsoleteReservations(ctx, claim, consumersV1(claim.Status.ReservedFor))
 	if err != nil {
 		return err
 	}

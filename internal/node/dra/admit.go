@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"tags.cncf.io/container-device-interface/pkg/parser"
 
@@ -30,6 +31,9 @@ const (
 	// ReasonPrepareFailed: a driver failed to prepare a claim; the
 	// message has its error and the time of the next attempt.
 	ReasonPrepareFailed = "PrepareResourcesFailed"
+	// ReasonPodGone: the pod was deleted (or replaced) before its claims
+	// were prepared; they are not, and its release drops them.
+	ReasonPodGone = "PodGone"
 )
 
 // retryTimeFormat shows when the next attempt is, to the millisecond.
@@ -105,6 +109,19 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 		if err := m.saveStore(); err != nil {
 			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
 		}
+		// Published before any call, then the pod confirmed: the claim
+		// controller releases a gone pod's reservation only after it
+		// saw the pod gone and then found no node listing the claim
+		// for it, so it sees this list, or this read sees no pod.
+		if err := m.published.sync(ctx); err != nil {
+			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
+		}
+		if gone, err := m.podGone(ctx, pod); err != nil {
+			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
+		} else if gone {
+			m.published.later()
+			return pods.HoldPod(ReasonPodGone, "the pod is no longer in the API server: its claims are not prepared")
+		}
 	}
 	failures, notFound := m.callPrepares(ctx, pending)
 	if len(pending) > 0 {
@@ -120,6 +137,21 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 		m.log.Info("DRA claims prepared", "pod", pod.Namespace+"/"+pod.Name, "claims", len(ready))
 	}
 	return pods.Admitted()
+}
+
+// podGone reads the pod from the API server (not a cache): whether it
+// was deleted, or replaced by another pod of the same name.
+func (m *Manager) podGone(ctx context.Context, pod *corev1.Pod) (bool, error) {
+	actx, cancel := m.apiContext(ctx)
+	defer cancel()
+	cur, err := m.opts.Client.Pods(pod.Namespace).Get(actx, pod.Name)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read pod %s/%s before preparing its claims: %w", pod.Namespace, pod.Name, err)
+	}
+	return cur.UID != pod.UID, nil
 }
 
 // callPrepares calls each driver once with its pending claims (an allot

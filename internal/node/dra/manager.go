@@ -31,6 +31,7 @@ const (
 	DefaultRPCTimeout       = 10 * time.Second
 	DefaultRedialInterval   = time.Second
 	DefaultAPITimeout       = 30 * time.Second
+	DefaultPublishInterval  = 30 * time.Second
 	// MaxRedials is how many times a broken resource stream is re-opened
 	// (Options.RedialInterval apart) before its driver counts as gone.
 	MaxRedials = 3
@@ -75,6 +76,10 @@ type Options struct {
 	RedialInterval time.Duration
 	// APITimeout bounds each API call.
 	APITimeout time.Duration
+	// PublishInterval is how often the Node's
+	// status.preparedResourceClaims is compared with the checkpoint (it
+	// is written at every change as well).
+	PublishInterval time.Duration
 	// Wake asks for a sync of the pod with this UID; nil does nothing. It
 	// must not block.
 	Wake func(podUID types.UID)
@@ -111,6 +116,7 @@ func (o *Options) defaults() {
 	def(&o.RPCTimeout, DefaultRPCTimeout)
 	def(&o.RedialInterval, DefaultRedialInterval)
 	def(&o.APITimeout, DefaultAPITimeout)
+	def(&o.PublishInterval, DefaultPublishInterval)
 	if o.BackoffMax < o.BackoffInitial {
 		o.BackoffMax = o.BackoffInitial
 	}
@@ -131,6 +137,9 @@ type Manager struct {
 
 	drivers *driverSet
 	slices  *slicePublisher
+	// published keeps the Node's status.preparedResourceClaims in step
+	// with store.
+	published *claimPublisher
 	// store owns the prepared claims and writes the checkpoint; locks
 	// serialises prepare and unprepare per claim UID.
 	store *claimStore
@@ -179,6 +188,7 @@ func New(opts Options) (*Manager, error) {
 	m.devHealth = newDeviceHealthSet()
 	m.node = nodeCache{m: m}
 	m.slices = newSlicePublisher(m)
+	m.published = newClaimPublisher(m)
 	path := ""
 	if opts.CheckpointDir != "" {
 		path = filepath.Join(opts.CheckpointDir, CheckpointFile)
@@ -260,6 +270,7 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 		m.log.Warn("DRA manager: read this node (read again when needed)", "err", err)
 	}
 	m.goRun(func() { m.slices.run(ctx) })
+	m.goRun(func() { m.published.run(ctx, m.opts.PublishInterval) })
 	m.goRun(func() { m.runRegistry(ctx, w) })
 	m.goRun(func() { m.reconcile(ctx) })
 	m.goRun(func() { m.graceForV1Slices(ctx) })

@@ -135,6 +135,9 @@ func (m *Manager) releasePod(ctx context.Context, pod podKey) error {
 		}
 	}
 	done, failures, missing := m.callUnprepares(ctx, last)
+	if changed || len(done) > 0 {
+		defer m.published.later()
+	}
 	if len(done) > 0 {
 		m.store.remove(done)
 		if err := m.saveStore(); err != nil {
