@@ -64,7 +64,7 @@ removed or their node agent has stopped them. --force removes pods at once.`,
 	f.DurationVar(&o.timeout, "timeout", 60*time.Second, "how long to wait for the objects to go")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds a pod gets to stop (-1: the pod's own; 0: at once)")
 	f.BoolVar(&o.force, "force", false, "remove pods from the API at once, without waiting for their node agent to stop them and release their devices "+
-		"(it still does so when it can; a DRA claim stays prepared on the node until its driver returns); the same as --grace-period 0")
+		"(it still does so; their DRA claims are released only once the node has unprepared them, or the node is deleted or tainted node.kubernetes.io/out-of-service); the same as --grace-period 0")
 	f.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "treat objects that do not exist as deleted")
 	return cmd
 }

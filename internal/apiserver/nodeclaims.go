@@ -10,9 +10,9 @@ import (
 )
 
 // keepPreparedClaims holds a Node's status.preparedResourceClaims to its
-// node: in a write by anyone else (an admin, the node lifecycle
-// controller, a client that does not know the field and drops it) the
-// list stays as stored (none on create). The claim controller releases
+// node (and admins, whose credentials a node agent may run with): in a
+// write by anyone else (the node lifecycle controller, another node, a
+// driver) the list stays as stored (none on create). The claim controller releases
 // devices on what it says, so only the agent that prepares and
 // unprepares may change it; an operator who knows a node is gone deletes
 // the Node or taints it node.kubernetes.io/out-of-service instead. A
@@ -23,7 +23,7 @@ func (s *Server) keepPreparedClaims(ctx context.Context, obj, cur runtime.Object
 	if !ok || s.cfg.Authenticator == nil {
 		return
 	}
-	if u := userFrom(ctx); u.Role == auth.RoleNode && u.Name == n.Name {
+	if u := userFrom(ctx); u.Role == auth.RoleAdmin || u.Role == auth.RoleNode && u.Name == n.Name {
 		return
 	}
 	n.Status.PreparedResourceClaims = nil

@@ -36,6 +36,7 @@ const (
 	RuleUnbalancedDriver  = "claim prepared and never unprepared"
 	RuleNeverPrepared     = "claims of a kind never prepared by a driver"
 	RuleCDISpecLeft       = "CDI spec left behind"
+	RulePreparedTwice     = "device prepared for two claims at once"
 )
 
 // Claims are a namespace's claims as stored: the v1alpha2 claims and the
@@ -380,6 +381,53 @@ func CheckDriverStateLast(driver, state string, versions map[types.UID]string) [
 			}
 			out = append(out, Violation{RuleUnbalancedDriver, fmt.Sprintf("%s: %s %s not unprepared after its last prepare (%d prepare lines)", driver, noun, uid, prepares[uid])})
 		}
+	}
+	return out
+}
+
+// CheckNoDevicePreparedTwice replays a driver's --state-file in order and
+// reports a prepare of a device (or of one that overlaps it: a partition
+// and its GPU) that another claim still holds by the driver's own record.
+// A prepare line gives a claim its devices, "prepare UID NS/NAME ID,ID..."
+// for the example driver (named), "prepare UID DEV,DEV..." for
+// test/upstreamdriver; "unprepare UID ..." takes them back. A claim
+// prepared again keeps its devices; a line without devices gives none.
+// The example driver writes the unprepare line before it removes the
+// claim's CDI spec, so the record never shows a hold longer than the real
+// one.
+func CheckNoDevicePreparedTwice(driver, state string, named bool) []Violation {
+	devField := 2
+	if named {
+		devField = 3
+	}
+	held := map[string][]string{} // claim UID -> devices
+	var out []Violation
+	for i, l := range strings.Split(state, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		uid := f[1]
+		if f[0] == "unprepare" {
+			delete(held, uid)
+		}
+		if f[0] != "prepare" || len(f) <= devField {
+			continue
+		}
+		mine := strings.Split(f[devField], ",")
+		for _, other := range sortedKeys(held) {
+			if other == uid {
+				continue
+			}
+			for _, a := range mine {
+				for _, b := range held[other] {
+					if overlap(a, b) {
+						out = append(out, Violation{RulePreparedTwice, fmt.Sprintf("%s: line %d prepares %s for claim %s while claim %s holds %s", driver, i+1, a, uid, other, b)})
+					}
+				}
+			}
+		}
+		held[uid] = mine
 	}
 	return out
 }

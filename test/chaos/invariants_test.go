@@ -413,3 +413,37 @@ func TestCheckPreparedKinds(t *testing.T) {
 		t.Fatalf("got %v, want the upstream claims never prepared", got)
 	}
 }
+
+// TestCheckNoDevicePreparedTwice: a device (or an overlapping partition)
+// prepared for a second claim before the first claim's unprepare line is
+// a violation; after it, or for the same claim again, it is not.
+func TestCheckNoDevicePreparedTwice(t *testing.T) {
+	named := strings.Join([]string{
+		"prepare a ns/a gpu-0",
+		"prepare a ns/a gpu-0", // the same claim again
+		"prepare b ns/b gpu-1/halves/half-0",
+		"prepare c ns/c gpu-0", // a still holds gpu-0
+		"unprepare a ns/a",
+		"prepare d ns/d gpu-1", // b holds a half of gpu-1
+		"unprepare b ns/b",
+		"unprepare c ns/c",
+		"prepare e ns/e gpu-0,gpu-1/halves/half-1", // d holds gpu-1 whole
+		"prepare f ns/f",                           // no devices recorded
+	}, "\n")
+	vs := CheckNoDevicePreparedTwice("n1", named, true)
+	want := []string{"line 4 prepares gpu-0 for claim c while claim a holds gpu-0",
+		"line 6 prepares gpu-1 for claim d while claim b holds gpu-1/halves/half-0",
+		"line 9 prepares gpu-1/halves/half-1 for claim e while claim d holds gpu-1"}
+	if len(vs) != len(want) {
+		t.Fatalf("violations %v, want %d", vs, len(want))
+	}
+	for i, v := range vs {
+		if v.Rule != RulePreparedTwice || !strings.Contains(v.Detail, want[i]) {
+			t.Errorf("violation %d: %v, want %q", i, v, want[i])
+		}
+	}
+	upstream := "prepare u1 gpu-0,gpu-1\nprepare u1 gpu-0,gpu-1\nprepare u2 gpu-1\nunprepare u1\nprepare u3 gpu-0\n"
+	if vs := CheckNoDevicePreparedTwice("n2", upstream, false); len(vs) != 1 || !strings.Contains(vs[0].Detail, "line 3 prepares gpu-1 for claim u2 while claim u1 holds gpu-1") {
+		t.Fatalf("upstream violations %v", vs)
+	}
+}

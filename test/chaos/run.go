@@ -59,8 +59,11 @@ type Report struct {
 	PodsCreatedV1 int // of PodsCreated, with a resource.k8s.io/v1 claim of gpu.example.com
 	CreatesFailed int
 	PodsDeleted   int // by the harness, at random while running or pending
-	PodsReaped    int // finished, deleted by the harness
-	Samples       int // consistent snapshots checked during the churn
+	// PodsForceDeleted of those were force deleted (grace period 0: gone
+	// from the API at once, while their containers may still run).
+	PodsForceDeleted int
+	PodsReaped       int // finished, deleted by the harness
+	Samples          int // consistent snapshots checked during the churn
 
 	// PodsCreatedUpstream is, of PodsCreated, those with a claim of
 	// upstream.example.com (a v1 claim too, not in PodsCreatedV1).
@@ -84,8 +87,8 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d upstream-driver nodes, %d simulated nodes (%v in all)\n",
 		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.UpstreamNodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim, %d with an upstream.example.com claim; %d creates failed), %d deleted at random, %d reaped after finishing\n",
-		r.PodsCreated, r.PodsCreatedV1, r.PodsCreatedUpstream, r.CreatesFailed, r.PodsDeleted, r.PodsReaped)
+	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim, %d with an upstream.example.com claim; %d creates failed), %d deleted at random (%d of them forced), %d reaped after finishing\n",
+		r.PodsCreated, r.PodsCreatedV1, r.PodsCreatedUpstream, r.CreatesFailed, r.PodsDeleted, r.PodsForceDeleted, r.PodsReaped)
 	fmt.Fprintf(&b, "claims held by running pods: %d v1alpha2 (%d in a driver's state file), %d v1 (%d in a driver's state file), %d upstream v1 (%d in the upstream driver's state file)\n",
 		r.ClaimsRan[versionV1alpha2], r.ClaimsPrepared[versionV1alpha2], r.ClaimsRan[versionV1], r.ClaimsPrepared[versionV1],
 		r.ClaimsRan[kindUpstream], r.ClaimsPrepared[kindUpstream])
@@ -328,7 +331,10 @@ func (r *run) createPod(ctx context.Context) {
 	}
 }
 
-// deleteRandomPod deletes one of the harness's pods that is not finished.
+// deleteRandomPod deletes one of the harness's pods that is not finished;
+// half of them by force (grace period 0), as `kubectl delete --force`
+// does: the pod leaves the API at once while its node still stops its
+// containers and unprepares its claims.
 func (r *run) deleteRandomPod(ctx context.Context) {
 	pods, err := r.listPods(ctx)
 	if err != nil {
@@ -345,10 +351,14 @@ func (r *run) deleteRandomPod(ctx context.Context) {
 	}
 	r.mu.Lock()
 	victim := live[r.rng.IntN(len(live))]
+	force := r.rng.IntN(2) == 0
 	r.mu.Unlock()
-	if r.deletePod(ctx, &victim) {
+	if r.deletePodWith(ctx, &victim, force) {
 		r.mu.Lock()
 		r.rep.PodsDeleted++
+		if force {
+			r.rep.PodsForceDeleted++
+		}
 		r.mu.Unlock()
 	}
 }
@@ -357,13 +367,23 @@ func (r *run) deleteRandomPod(ctx context.Context) {
 // that the harness did first, so that a delete whose answer is lost still
 // counts.
 func (r *run) deletePod(ctx context.Context, p *corev1.Pod) bool {
+	return r.deletePodWith(ctx, p, false)
+}
+
+// deletePodWith deletes a pod, by force (grace period 0) when force is set.
+func (r *run) deletePodWith(ctx context.Context, p *corev1.Pod, force bool) bool {
 	r.mu.Lock()
 	r.deleted[p.UID] = true
 	r.mu.Unlock()
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	uid := p.UID
-	err := r.c.admin.Pods(namespace).Delete(dctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	if force {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	err := r.c.admin.Pods(namespace).Delete(dctx, p.Name, opts)
 	return err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err)
 }
 
@@ -590,6 +610,7 @@ func (r *run) settle(ctx context.Context) error {
 			return err
 		}
 		uids := PreparedUIDs(string(state))
+		vs = append(vs, CheckNoDevicePreparedTwice(n.name, string(state), !n.upstream)...)
 		if n.upstream {
 			vs = append(vs, CheckDriverStateLast(n.name+" "+upstreamDriver, string(state), r.versions)...)
 			r.rep.UpstreamPrepared += len(uids)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,7 +62,11 @@ func (d *driver) prepareClaim(claim *resourceapi.ResourceClaim) ([]kubeletplugin
 			return nil, fmt.Errorf("write CDI spec: %w", err)
 		}
 	}
-	if err := d.record("prepare", claim.UID); err != nil {
+	names := make([]string, 0, len(devs))
+	for _, dv := range devs {
+		names = append(names, dv.DeviceName)
+	}
+	if err := d.record("prepare", claim.UID, names...); err != nil {
 		return nil, err
 	}
 	return devs, nil
@@ -126,20 +131,24 @@ func (d *driver) holdPrepare(ctx context.Context) error {
 }
 
 // record appends "OP UID" to the --state-file and fsyncs it.
-func (d *driver) record(op string, uid types.UID) error {
+func (d *driver) record(op string, uid types.UID, devices ...string) error {
 	if d.cfg.stateFile == "" {
 		return nil
 	}
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
-	if err := appendLine(d.cfg.stateFile, stateLine(op, uid)); err != nil {
+	if err := appendLine(d.cfg.stateFile, stateLine(op, uid, devices...)); err != nil {
 		return fmt.Errorf("state file: %w", err)
 	}
 	return nil
 }
 
-// stateLine is one line of the state file.
-func stateLine(op string, uid types.UID) string {
+// stateLine is one line of the state file: "OP UID[ DEVICE,DEVICE...]"
+// (the devices a prepare gave the claim).
+func stateLine(op string, uid types.UID, devices ...string) string {
+	if len(devices) > 0 {
+		return op + " " + string(uid) + " " + strings.Join(devices, ",") + "\n"
+	}
 	return op + " " + string(uid) + "\n"
 }
 

@@ -114,7 +114,7 @@ func TestLibrary(t *testing.T) {
 	if err != nil || unprep.Claims[string(testUID)] == nil || unprep.Claims[string(testUID)].Error != "" {
 		t.Fatalf("unprepare: %v, %v", unprep, err)
 	}
-	if got := readLines(t, cfg.stateFile); !slices.Equal(got, []string{"prepare " + string(testUID), "unprepare " + string(testUID)}) {
+	if got := readLines(t, cfg.stateFile); !slices.Equal(got, []string{"prepare " + string(testUID) + " gpu-0,gpu-1", "unprepare " + string(testUID)}) {
 		t.Errorf("state file %q", got)
 	}
 

@@ -328,12 +328,15 @@ func TestPrepareUnprepare(t *testing.T) {
 		t.Errorf("spec file left: %v", err)
 	}
 	want := []string{
-		"prepare " + string(testUID),
+		"prepare " + string(testUID) + " gpu-0,gpu-1",
 		"unprepare " + string(testUID), "unprepare never-prepared",
 		"unprepare " + string(testUID), "unprepare never-prepared",
 	}
 	if got := readLines(t, d.cfg.stateFile); !slices.Equal(got, want) {
 		t.Errorf("state file:\n got %q\nwant %q", got, want)
+	}
+	if got := stateLine("prepare", "u1", "gpu-0", "gpu-1"); got != "prepare u1 gpu-0,gpu-1\n" {
+		t.Errorf("stateLine with devices = %q", got)
 	}
 	if got := stateLine("prepare", "u1"); got != "prepare u1\n" {
 		t.Errorf("stateLine %q", got)

@@ -114,8 +114,8 @@ type NodeStatus struct {
 	// may have prepared, each with the pods it is prepared for: written
 	// before the agent asks a driver to prepare a claim for a pod and
 	// removed only after the claim is unprepared (or the pod detached
-	// from it). Only the node itself writes it; the API server keeps it
-	// as stored in everyone else's writes. The claim controller drops a
+	// from it). Only the node itself (or an admin) writes it; the API
+	// server keeps it as stored in everyone else's writes. The claim controller drops a
 	// reservation of a pod that is gone only while no node lists the
 	// claim for that pod, unless the node is deleted or carries the
 	// node.kubernetes.io/out-of-service taint (allot's own field;

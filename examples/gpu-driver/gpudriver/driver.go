@@ -101,7 +101,7 @@ func (d *driver) Prepare(ctx context.Context, c kubeletplugin.Claim) ([]string, 
 		return nil, err
 	}
 	d.log.Info("prepared claim", "claim", c.String(), "instances", ids, "cdiDevice", dev)
-	if err := d.state.record("prepare", c); err != nil {
+	if err := d.state.record("prepare", c, ids...); err != nil {
 		d.log.Error("record prepare", "claim", c.String(), "err", err)
 	}
 	return []string{dev}, nil

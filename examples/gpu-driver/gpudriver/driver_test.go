@@ -60,7 +60,7 @@ func TestPrepareUnprepare(t *testing.T) {
 		t.Errorf("spec after unprepare: %v", err)
 	}
 	r.unprepareOne(t, claim)
-	wantState := []string{"prepare uid-two default/two", "unprepare uid-two default/two"}
+	wantState := []string{"prepare uid-two default/two gpu-0,partitionable-gpu-1/quarters/quarter-1", "unprepare uid-two default/two"}
 	if got := stateLines(t, cfg.StateFile); !slices.Equal(got, wantState) {
 		t.Errorf("state file %q, want %q", got, wantState)
 	}
@@ -192,7 +192,7 @@ func TestRestart(t *testing.T) {
 		t.Errorf("prepare after restart: %v", res)
 	}
 	second.unprepareOne(t, claim)
-	want := []string{"prepare uid-survivor default/survivor", "unprepare uid-survivor default/survivor"}
+	want := []string{"prepare uid-survivor default/survivor gpu-0", "unprepare uid-survivor default/survivor"}
 	if got := stateLines(t, cfg.StateFile); !slices.Equal(got, want) {
 		t.Errorf("state file %q, want %q", got, want)
 	}
@@ -213,7 +213,7 @@ func TestPrepareDelay(t *testing.T) {
 	if res := r.prepareOne(t, makeClaim("slow", "gpu-0").obj()); res.Error != "" {
 		t.Errorf("delayed prepare: %s", res.Error)
 	}
-	want := []string{"prepare uid-slow default/slow"}
+	want := []string{"prepare uid-slow default/slow gpu-0"}
 	if lines := stateLines(t, cfg.StateFile); !slices.Equal(lines, want) {
 		t.Errorf("state file %q, want %q", lines, want)
 	}

@@ -3,6 +3,7 @@ package gpudriver
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"allot.dev/allot/pkg/driver/kubeletplugin"
@@ -15,8 +16,9 @@ type stateFile struct {
 	path string
 }
 
-// record appends "OP UID NS/NAME"; a nil stateFile does nothing.
-func (s *stateFile) record(op string, c kubeletplugin.Claim) error {
+// record appends "OP UID NS/NAME[ ID,ID...]" (the instance IDs a
+// prepare gave the claim); a nil stateFile does nothing.
+func (s *stateFile) record(op string, c kubeletplugin.Claim, ids ...string) error {
 	if s == nil {
 		return nil
 	}
@@ -26,7 +28,11 @@ func (s *stateFile) record(op string, c kubeletplugin.Claim) error {
 	if err != nil {
 		return fmt.Errorf("open state file: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "%s %s %s/%s\n", op, c.UID, c.Namespace, c.Name)
+	line := fmt.Sprintf("%s %s %s/%s", op, c.UID, c.Namespace, c.Name)
+	if len(ids) > 0 {
+		line += " " + strings.Join(ids, ",")
+	}
+	_, err = fmt.Fprintln(f, line)
 	if err == nil {
 		err = f.Sync()
 	}

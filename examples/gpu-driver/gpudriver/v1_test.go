@@ -109,7 +109,7 @@ func TestPublishV1(t *testing.T) {
 	if err != nil || uresp.Claims["uid-v1"] == nil || uresp.Claims["uid-v1"].Error != "" {
 		t.Fatalf("unprepare: %v, %v", uresp, err)
 	}
-	wantState := []string{"prepare uid-v1 default/v1", "unprepare uid-v1 default/v1"}
+	wantState := []string{"prepare uid-v1 default/v1 gpu-1", "unprepare uid-v1 default/v1"}
 	if got := stateLines(t, cfg.StateFile); !slices.Equal(got, wantState) {
 		t.Errorf("state file %q, want %q", got, wantState)
 	}
