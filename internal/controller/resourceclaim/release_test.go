@@ -186,3 +186,34 @@ func TestV1ForceDeletedPodReleaseWaitsForNode(t *testing.T) {
 	e.listPrepared(nc, node)
 	e.eventually("the v1 claim is released", e.releasedV1("c1"))
 }
+
+// TestControlPlaneClaimReleaseWaitsForNode: a control-plane claim's
+// driver is asked to deallocate only once the node that lists it as
+// prepared for a force-deleted pod stops listing it.
+func TestControlPlaneClaimReleaseWaitsForNode(t *testing.T) {
+	e := newEnv(t)
+	class := e.cpClass()
+	node := e.createNode("user")
+	pod := e.createPod(makePod("user").claim("net", "c1").obj())
+	pod.Spec.NodeName = node
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: e.ns}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+	b.APIVersion, b.Kind = "v1", "Binding"
+	if _, err := e.c.Bind(e.ctx, e.ns, pod.Name, b); err != nil {
+		t.Fatalf("bind: %v", err)
+	}
+	e.driverAllocate(makeClaim("c1"), class, pod)
+	nc := e.asNode(node)
+	e.listPrepared(nc, node, corev1.PreparedResourceClaim{Namespace: e.ns, Name: "c1", UID: e.claim("c1").UID, Pods: []types.UID{pod.UID}})
+	e.startController()
+	zero := int64(0)
+	e.deletePod("user", &zero)
+	e.consistently("the control-plane claim stays reserved while its node holds it", time.Second, func() bool {
+		c := e.claim("c1")
+		return len(c.Status.ReservedFor) == 1 && !c.Status.DeallocationRequested
+	})
+	e.listPrepared(nc, node)
+	e.eventually("reservation dropped and deallocation requested", func() bool {
+		c := e.claim("c1")
+		return len(c.Status.ReservedFor) == 0 && c.Status.DeallocationRequested
+	})
+}
