@@ -109,10 +109,13 @@ func (m *Manager) prepare(ctx context.Context, pod *corev1.Pod, ready []readyCla
 		if err := m.saveStore(); err != nil {
 			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
 		}
-		// Published before any call, then the pod confirmed: the claim
-		// controller releases a gone pod's reservation only after it
-		// saw the pod gone and then found no node listing the claim
-		// for it, so it sees this list, or this read sees no pod.
+	}
+	if changed || len(pending) > 0 {
+		// Published before any call (also when an earlier attempt's
+		// write failed), then the pod confirmed: the claim controller
+		// releases a gone pod's reservation only after it saw the pod
+		// gone and then found no node listing the claim for it, so it
+		// sees this list, or this read sees no pod.
 		if err := m.published.sync(ctx); err != nil {
 			return m.prepareFailed(pod, time.Now(), []string{err.Error()}, nil)
 		}
