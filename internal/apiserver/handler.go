@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -115,6 +116,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		s.servePatch(w, r, k, ri)
 	case ri.verb == "delete":
 		s.serveDelete(w, r, k, ri)
+	case ri.verb == "deletecollection" && k.namespaced && ri.namespace == "":
+		// As Kubernetes: a namespaced resource's cluster-wide path
+		// serves list and watch only; a collection is deleted one
+		// namespace at a time.
+		writeError(w, crossNamespaceDelete(k))
 	case ri.verb == "deletecollection":
 		s.serveDeleteCollection(w, r, k, ri)
 	default:
@@ -162,4 +168,13 @@ func (s *Server) authorizeAttrs(ctx context.Context, k *kind, ri *requestInfo, a
 		reason = "not allowed"
 	}
 	return apierrors.NewForbidden(k.groupResource(), ri.name, errors.New(strings.TrimSpace(reason)))
+}
+
+// crossNamespaceDelete is the 405 answer to DELETE on the cluster-wide
+// collection path of a namespaced resource.
+func crossNamespaceDelete(k *kind) error {
+	err := apierrors.NewMethodNotSupported(k.groupResource(), "deletecollection")
+	err.ErrStatus.Message = fmt.Sprintf("the server does not allow this method on the requested resource: %s are deleted as a collection one namespace at a time (DELETE .../namespaces/NAMESPACE/%s), not across namespaces",
+		k.groupResource(), k.resource)
+	return err
 }
