@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/apiserver/auth"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // markWrites are the write paths a mark is checked on, as (method,
@@ -173,4 +175,45 @@ func TestNodeTaintsAreAdmins(t *testing.T) {
 		t.Fatalf("refused writes changed the Node:\nbefore %s\nafter  %s", before, after)
 	}
 	expect(t, admin(t, "PATCH", path, `{"spec":{"taints":null}}`, "Content-Type", mergePatchType), 200)
+}
+
+// TestNamespaceFinalizersKeptOnUpdate: as in Kubernetes, a PUT or patch of
+// a namespace keeps its spec.finalizers (only namespaces/NAME/finalize
+// changes them), so a user cannot make a DELETE remove the namespace at
+// once and leave its pods behind.
+func TestNamespaceFinalizersKeptOnUpdate(t *testing.T) {
+	name := newNamespace(t)
+	path := "/api/v1/namespaces/" + name
+	var ns corev1.Namespace
+	admin(t, "GET", path, nil).into(t, &ns)
+	ns.Spec.Finalizers = nil
+	ns.Labels = map[string]string{"team": "a"}
+	expect(t, call(t, "user", "PUT", path, mustJSON(t, &ns)), 200, `"team":"a"`, `"finalizers":["kubernetes"]`)
+	expect(t, call(t, "user", "PATCH", path, `{"spec":{"finalizers":null}}`, "Content-Type", mergePatchType), 200, `"finalizers":["kubernetes"]`)
+	expect(t, call(t, "user", "PATCH", path, `[{"op":"remove","path":"/spec/finalizers"}]`, "Content-Type", jsonPatchType), 200, `"finalizers":["kubernetes"]`)
+
+	pods := path + "/pods"
+	expect(t, call(t, "user", "POST", pods, mustJSON(t, makePod("stays").obj())), 201)
+	expect(t, call(t, "user", "DELETE", path, nil), 202, "Terminating")
+	expect(t, admin(t, "GET", path, nil), 200, "Terminating")
+	expect(t, admin(t, "GET", pods+"/stays", nil), 200)
+}
+
+// TestStoredVersionAnnotationIsNeverStored: the view mark is the API
+// server's alone; a user's create or patch carrying it stores the claim
+// without it, so no stored claim passes for a view (which components
+// skip).
+func TestStoredVersionAnnotationIsNeverStored(t *testing.T) {
+	ns := newNamespace(t)
+	mark := resourcev1alpha2.StoredVersionAnnotation
+	claim := v1Claim("marked")
+	claim.Annotations = map[string]string{mark: "resource.k8s.io/v1alpha2"}
+	expect(t, call(t, "user", "POST", path1(ns, "resourceclaims"), claim), 201)
+	expect(t, call(t, "user", "PATCH", path1(ns, "resourceclaims")+"/marked", fmt.Sprintf(`{"metadata":{"annotations":{%q:"resource.k8s.io/v1alpha2"}}}`, mark),
+		"Content-Type", mergePatchType), 200)
+	var stored resourcev1.ResourceClaim
+	admin(t, "GET", path1(ns, "resourceclaims")+"/marked", nil).into(t, &stored)
+	if _, ok := stored.Annotations[mark]; ok {
+		t.Fatalf("stored claim carries %s: %v", mark, stored.Annotations)
+	}
 }
