@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,6 +93,7 @@ func finishBuiltin(k *kind) {
 		if hasStatus {
 			keepStatus(obj, old)
 		}
+		keepNamespaceFinalizers(obj, old)
 		stampTaints(obj)
 		validation.Default(obj)
 	}
@@ -127,6 +129,20 @@ func seedNameCollisions(obj runtime.Object) field.ErrorList {
 // preparePod starts a new pod Pending (the client's status was dropped).
 func preparePod(obj runtime.Object) {
 	obj.(*corev1.Pod).Status.Phase = corev1.PodPending
+}
+
+// keepNamespaceFinalizers keeps a namespace's spec.finalizers in an
+// update of its main resource, as Kubernetes does: only
+// namespaces/NAME/finalize (the namespace controller's, and admins')
+// changes them. Dropping them by PUT or patch would make a DELETE remove
+// the namespace at once, leaving its pods and claims (and the devices
+// they hold) behind for a namespace of the same name to inherit.
+func keepNamespaceFinalizers(obj, old runtime.Object) {
+	ns, ok := obj.(*corev1.Namespace)
+	stored, ok2 := old.(*corev1.Namespace)
+	if ok && ok2 {
+		ns.Spec.Finalizers = slices.Clone(stored.Spec.Finalizers)
+	}
 }
 
 func prepareNamespace(obj runtime.Object) {

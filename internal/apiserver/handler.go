@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -115,6 +116,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		s.servePatch(w, r, k, ri)
 	case ri.verb == "delete":
 		s.serveDelete(w, r, k, ri)
+	case ri.verb == "deletecollection" && k.namespaced && ri.namespace == "":
+		// As Kubernetes: a namespaced resource's cluster-wide path
+		// serves list and watch only; a collection is deleted one
+		// namespace at a time.
+		writeError(w, crossNamespaceDelete(k))
 	case ri.verb == "deletecollection":
 		s.serveDeleteCollection(w, r, k, ri)
 	default:
@@ -122,18 +128,43 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 	}
 }
 
-// readBody reads a request body within the size limit.
+// maxDrainBytes bounds how much of a body over the limit the server reads
+// and discards so that the client, which may be sending it whole, gets
+// the 413 and can reuse the connection. A larger body gets its 413 with
+// "Connection: close" instead.
+const maxDrainBytes = 32 << 20
+
+// readBody reads a request body within the size limit. A body over it
+// gets 413 and is drained (up to maxDrainBytes more), not cut off:
+// closing the connection while an HTTP/1.1 client still writes the body
+// makes it see a broken connection (over TLS an EOF) instead of the
+// answer.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
-	data, err := io.ReadAll(body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, apierrors.NewRequestEntityTooLargeError("request body exceeds the limit")
+	limit := s.cfg.MaxRequestBytes
+	tooLarge := func() error {
+		msg := fmt.Sprintf("the request body exceeds the limit of %d bytes", limit)
+		if r.ContentLength > 0 {
+			msg = fmt.Sprintf("the request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
 		}
+		return apierrors.NewRequestEntityTooLargeError(msg)
+	}
+	if r.ContentLength > limit+maxDrainBytes {
+		w.Header().Set("Connection", "close")
+		return nil, tooLarge()
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
 		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
 	}
-	return data, nil
+	if int64(len(data)) <= limit {
+		return data, nil
+	}
+	if _, err := io.CopyN(io.Discard, r.Body, maxDrainBytes); err != io.EOF {
+		// More than the drain bound, or a broken body: not worth
+		// keeping the connection for.
+		w.Header().Set("Connection", "close")
+	}
+	return nil, tooLarge()
 }
 
 // authorize checks the request with the object(s) it touches.
@@ -162,4 +193,13 @@ func (s *Server) authorizeAttrs(ctx context.Context, k *kind, ri *requestInfo, a
 		reason = "not allowed"
 	}
 	return apierrors.NewForbidden(k.groupResource(), ri.name, errors.New(strings.TrimSpace(reason)))
+}
+
+// crossNamespaceDelete is the 405 answer to DELETE on the cluster-wide
+// collection path of a namespaced resource.
+func crossNamespaceDelete(k *kind) error {
+	err := apierrors.NewMethodNotSupported(k.groupResource(), "deletecollection")
+	err.ErrStatus.Message = fmt.Sprintf("the server does not allow this method on the requested resource: %s are deleted as a collection one namespace at a time (DELETE .../namespaces/NAMESPACE/%s), not across namespaces",
+		k.groupResource(), k.resource)
+	return err
 }

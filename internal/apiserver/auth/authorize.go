@@ -73,9 +73,23 @@ func Authorize(ctx context.Context, a Attributes, lk Lookup) Decision {
 	if a.User.Name == "" {
 		return deny("anonymous requests may only reach public paths")
 	}
-	switch a.User.Role {
-	case RoleAdmin:
+	if a.User.Role == RoleAdmin {
 		return allow("admin %q may do everything", a.User.Name)
+	}
+	d := authorizeRole(a, lk)
+	if d.Allowed {
+		// A write the role may do still may not touch a privileged
+		// mark (marks.go): those are admins'.
+		if m := heldMarks(a); !m.Allowed {
+			return m
+		}
+	}
+	return d
+}
+
+// authorizeRole decides by the rules of a role other than admin.
+func authorizeRole(a Attributes, lk Lookup) Decision {
+	switch a.User.Role {
 	case RoleUser:
 		return authorizeUser(a)
 	case RoleScheduler:

@@ -98,6 +98,16 @@
 // (which writes them like any namespaced object): event recorders patch a
 // repeated event to bump its count.
 //
+// # Privileged marks
+//
+// A write a role's rules allow is still denied, for every role but admin,
+// when it adds, changes or removes a privileged mark (marks.go), judged
+// on Object against OldObject (an empty object for create): the label
+// [AdminAccessLabel] of namespaces; annotations starting with
+// [CDIAnnotationPrefix] of pods; the taints and spec.unschedulable of a
+// Node after its creation, and [OutOfServiceTaint] on its creation. The
+// denial names the mark.
+//
 // Known broadenings, accepted for simplicity: a node may list and watch
 // pods, claims and slices of the whole cluster (field selectors narrow what
 // it asks for, not what it may ask for; for a node-driver the server

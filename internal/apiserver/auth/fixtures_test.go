@@ -247,6 +247,25 @@ func makeNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
+// withTaint returns a copy of n with the taint added.
+func withTaint(n *corev1.Node, key string, effect corev1.TaintEffect) *corev1.Node {
+	n = n.DeepCopy()
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Effect: effect})
+	return n
+}
+
+// makeNamespace returns a namespace with the labels.
+func makeNamespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// podWithAnnotations returns pod p in testNS with the annotations.
+func podWithAnnotations(ann map[string]string) *corev1.Pod {
+	p := makePod("p").obj()
+	p.Annotations = ann
+	return p
+}
+
 // claimParams returns ResourceClaimParameters generated from group ("" for
 // none).
 func claimParams(group string) *resourcev1alpha2.ResourceClaimParameters {

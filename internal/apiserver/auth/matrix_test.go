@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,13 +25,14 @@ import (
 // separated by ";". For a conditional clause the test checks both an
 // object that meets the condition (allowed) and one that does not (denied).
 var roleMatrix = map[string]map[Role]string{
-	"namespaces":          {RoleUser: allWrites, RoleControllerManager: "update patch delete deletecollection"},
+	"namespaces": {RoleUser: "delete deletecollection; create update patch if namespace-marks",
+		RoleControllerManager: "delete deletecollection; update patch if namespace-marks"},
 	"namespaces/status":   {RoleControllerManager: "update patch"},
 	"namespaces/finalize": {RoleControllerManager: "update patch"},
-	"nodes": {RoleNode: "create update patch if own-node", RoleControllerManager: "delete deletecollection; update patch if metadata-only",
+	"nodes": {RoleNode: "create update patch if own-node-marks", RoleControllerManager: "delete deletecollection; update patch if metadata-only",
 		RoleNodeDriver: "get if own-node"},
 	"nodes/status": {RoleNode: "update patch if own-node", RoleControllerManager: "update patch"},
-	"pods":         {RoleUser: allWrites, RoleNode: "delete if bound-pod", RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"pods":         {RoleUser: "delete deletecollection; create update patch if pod-marks", RoleNode: "delete if bound-pod", RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"pods/status":  {RoleScheduler: "update patch", RoleControllerManager: "update patch", RoleNode: "update patch if bound-pod"},
 	"pods/binding": {RoleScheduler: "create"},
 	"pods/log":     {},
@@ -122,9 +124,11 @@ func TestRoleMatrix(t *testing.T) {
 					want := u.Role != RoleNode || nodeMayRead(res)
 					checkDecision(t, name, a, lk, want)
 				case conditional:
-					good, bad := conditionFixtures(t, cond, a)
+					good, bads := conditionCases(t, cond, a)
 					checkDecision(t, name+" ("+cond+" met)", good, lk, true)
-					checkDecision(t, name+" ("+cond+" not met)", bad, lk, false)
+					for i, bad := range bads {
+						checkDecision(t, fmt.Sprintf("%s (%s not met, case %d)", name, cond, i), bad, lk, false)
+					}
 				default:
 					a = a.object(genericObject(res)).oldObject(genericObject(res))
 					checkDecision(t, name, a, lk, slices.Contains(allowed, verb))
@@ -182,6 +186,56 @@ func genericObject(res string) runtime.Object {
 		return makeClaim("x", "gpu").obj()
 	}
 	return u
+}
+
+// conditionCases returns a request that meets cond and the requests that
+// do not, for the verb and resource of a: the mark conditions (a write
+// that keeps every privileged mark, marks.go) have a case per way to
+// break them; the others are conditionFixtures.
+func conditionCases(t *testing.T, cond string, a attrs) (good attrs, bads []attrs) {
+	t.Helper()
+	// change returns a with obj written over old (no old for a create).
+	change := func(a attrs, obj, old runtime.Object) attrs {
+		a = a.object(obj)
+		if a.Verb != "create" {
+			a = a.oldObject(old)
+		}
+		return a
+	}
+	create := a.Verb == "create"
+	switch cond {
+	case "namespace-marks":
+		plain := makeNamespace("x", map[string]string{"team": "b"})
+		labelled := makeNamespace("x", map[string]string{"team": "b", AdminAccessLabel: "true"})
+		relabelled := makeNamespace("x", map[string]string{"team": "c", AdminAccessLabel: "true"})
+		off := makeNamespace("x", map[string]string{"team": "b", AdminAccessLabel: "false"})
+		if create {
+			return change(a, plain, nil), []attrs{change(a, labelled, nil), change(a, off, nil)}
+		}
+		return change(a, relabelled, labelled), []attrs{change(a, labelled, plain), change(a, off, labelled), change(a, plain, labelled)}
+	case "pod-marks":
+		plain := podWithAnnotations(map[string]string{"note": "x"})
+		gpu0 := podWithAnnotations(map[string]string{"note": "x", "cdi.k8s.io/gpu": "example.com/gpu=gpu0"})
+		gpu1 := podWithAnnotations(map[string]string{"note": "x", "cdi.k8s.io/gpu": "example.com/gpu=gpu1"})
+		noted := podWithAnnotations(map[string]string{"note": "y", "cdi.k8s.io/gpu": "example.com/gpu=gpu0"})
+		if create {
+			return change(a, plain, nil), []attrs{change(a, gpu0, nil)}
+		}
+		return change(a, noted, gpu0), []attrs{change(a, gpu0, plain), change(a, gpu1, gpu0), change(a, plain, gpu0)}
+	case "own-node-marks":
+		good, other := conditionFixtures(t, "own-node", a)
+		n1 := makeNode("n1")
+		oos := withTaint(n1, OutOfServiceTaint, corev1.TaintEffectNoExecute)
+		cordoned := n1.DeepCopy()
+		cordoned.Spec.Unschedulable = true
+		own := a.named("n1")
+		if create {
+			return good, []attrs{other, change(own, oos, nil)}
+		}
+		return good, []attrs{other, change(own, oos, n1), change(own, n1, oos), change(own, n1, cordoned)}
+	}
+	good, bad := conditionFixtures(t, cond, a)
+	return good, []attrs{bad}
 }
 
 // conditionFixtures returns a request that meets cond and one that does
