@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -241,4 +242,34 @@ func (r *Runtime) Release(ctx context.Context, id string) error {
 		return fmt.Errorf("release container %s: %w", id, err)
 	}
 	return nil
+}
+
+// PurgeRuncState deletes every container runc keeps under this runtime's
+// runc root (`runc delete --force`: a container still running is killed
+// first) and returns how many it deleted. Bundles, exit records and logs
+// stay. Only for when no agent uses the root: allot down, holding the data
+// dir's lock, after it stopped and released the containers. Containers of
+// other runc roots (other data dirs, other runtimes) are never touched.
+func (r *Runtime) PurgeRuncState(ctx context.Context) (int, error) {
+	states, err := r.runc.list(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list runc containers: %w", err)
+	}
+	ids := make([]string, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		if _, err := r.runc.run(ctx, "delete", "--force", id); err != nil {
+			if !errors.Is(err, errNoContainer) {
+				errs = append(errs, fmt.Errorf("delete runc container %s: %w", id, err))
+			}
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
