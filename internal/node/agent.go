@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,9 +37,13 @@ type Agent struct {
 	node     nodeState
 	disp     *dispatcher
 	listener net.Listener
-	events   *client.EventRecorder
-	devices  *devicemanager.Manager // nil without DevicePluginDir
-	dra      *dra.Manager           // nil without PluginsRegistryDir
+	// serving is the log server's certificate; servingIPs the addresses
+	// it must hold (the InternalIP).
+	serving    *servingCert
+	servingIPs []net.IP
+	events     *client.EventRecorder
+	devices    *devicemanager.Manager // nil without DevicePluginDir
+	dra        *dra.Manager           // nil without PluginsRegistryDir
 }
 
 // New validates cfg and creates an agent.
@@ -243,11 +248,29 @@ func (a *Agent) listen() error {
 	if a.cfg.LogListen == "" {
 		return nil
 	}
+	sc, err := newServingCert(a.cfg.RootDir, a.cfg.NodeName, a.cfg.Client.RESTConfig())
+	if err != nil {
+		return err
+	}
+	a.servingIPs = nil
+	if p := net.ParseIP(ip); p != nil {
+		a.servingIPs = []net.IP{p}
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), a.cfg.APITimeout)
+	err = sc.ensure(cctx, a.servingIPs)
+	cancel()
+	switch {
+	case err != nil && sc.cur.Load() == nil:
+		return fmt.Errorf("log server: %w", err)
+	case err != nil:
+		a.cfg.Logger.Warn("log server: keeping the current serving certificate", "err", err)
+	}
+	a.serving = sc
 	ln, err := net.Listen("tcp", a.cfg.LogListen)
 	if err != nil {
 		return fmt.Errorf("listen for logs on %s: %w", a.cfg.LogListen, err)
 	}
-	a.listener = ln
+	a.listener = tls.NewListener(ln, sc.tlsConfig())
 	a.node.port = int32(ln.Addr().(*net.TCPAddr).Port)
 	return nil
 }
@@ -311,7 +334,31 @@ func (a *Agent) serveLogs(ctx context.Context) {
 			srv.Close()
 		}
 	}()
-	a.cfg.Logger.Info("serving container logs", "addr", a.listener.Addr().String())
+	go a.renewServingCert(ctx)
+	a.cfg.Logger.Info("serving container logs over TLS", "addr", a.listener.Addr().String())
+}
+
+// servingCertCheck is how often a running agent checks whether its
+// serving certificate is due for renewal.
+const servingCertCheck = time.Hour
+
+// renewServingCert renews the log server's certificate before it ends,
+// until ctx ends.
+func (a *Agent) renewServingCert(ctx context.Context) {
+	t := time.NewTicker(servingCertCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
+		if err := a.serving.ensure(cctx, a.servingIPs); err != nil {
+			a.cfg.Logger.Warn("renew the log server's certificate", "err", err)
+		}
+		cancel()
+	}
 }
 
 // withDefaultHooks adds the hooks every agent has: CDI devices requested by
