@@ -235,13 +235,46 @@ func (r *Runtime) Release(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("release container %s: %w", id, err)
 	}
-	if st.State == rt.StateRunning || b.shimAlive() {
+	if st.State == rt.StateRunning {
 		return fmt.Errorf("release container %s: still running", id)
+	}
+	if b.shimAlive() {
+		// A shim that recorded the exit ends right after it: Stop returns
+		// on the record, so allot down gets here in that instant.
+		if _, exited := b.exited(); !exited || !r.waitShimGone(ctx, b, killTimeout) {
+			return fmt.Errorf("release container %s: still running", id)
+		}
 	}
 	if err := unmountRootfs(b); err != nil {
 		return fmt.Errorf("release container %s: %w", id, err)
 	}
 	return nil
+}
+
+// shimWaitHook, if set (tests), is called when waitShimGone starts
+// waiting.
+var shimWaitHook func()
+
+// waitShimGone polls until the bundle's shim has ended, for at most d or
+// until ctx ends.
+func (r *Runtime) waitShimGone(ctx context.Context, b bundle, d time.Duration) bool {
+	if shimWaitHook != nil {
+		shimWaitHook()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for b.shimAlive() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // PurgeRuncState deletes every container runc keeps under this runtime's
