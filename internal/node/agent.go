@@ -186,7 +186,7 @@ func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*cor
 // containers for adoption and creates the dispatcher. Pod events may be
 // delivered once it returns.
 func (a *Agent) prepare(ctx context.Context) error {
-	if err := a.listen(); err != nil {
+	if err := a.listen(ctx); err != nil {
 		return err
 	}
 	if err := a.registerUntilDone(ctx); err != nil {
@@ -218,8 +218,9 @@ func (a *Agent) shutdown() {
 	}
 }
 
-// listen binds the log server and fills in the node's addresses and port.
-func (a *Agent) listen() error {
+// listen gets the log server its serving certificate, binds it over TLS
+// and fills in the node's addresses and port.
+func (a *Agent) listen(ctx context.Context) error {
 	ip := a.cfg.NodeIP
 	if ip == "" {
 		detected, err := DetectNodeIP(a.cfg.Client.RESTConfig().Host)
@@ -256,14 +257,26 @@ func (a *Agent) listen() error {
 	if p := net.ParseIP(ip); p != nil {
 		a.servingIPs = []net.IP{p}
 	}
-	cctx, cancel := context.WithTimeout(context.Background(), a.cfg.APITimeout)
-	err = sc.ensure(cctx, a.servingIPs)
-	cancel()
-	switch {
-	case err != nil && sc.cur.Load() == nil:
-		return fmt.Errorf("log server: %w", err)
-	case err != nil:
-		a.cfg.Logger.Warn("log server: keeping the current serving certificate", "err", err)
+	// Like registration, retried until it succeeds or ctx ends (the API
+	// server may start after the agent), unless a usable certificate is
+	// kept.
+	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
+		err = sc.ensure(cctx, a.servingIPs)
+		cancel()
+		if err == nil {
+			break
+		}
+		if sc.cur.Load() != nil {
+			a.cfg.Logger.Warn("log server: keeping the current serving certificate", "err", err)
+			break
+		}
+		a.cfg.Logger.Warn("log server: get a serving certificate", "err", err, "retry", delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("log server: %w", err)
+		case <-time.After(delay):
+		}
 	}
 	a.serving = sc
 	ln, err := net.Listen("tcp", a.cfg.LogListen)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +15,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"allot.dev/allot/internal/node/runtime/fake"
 	"allot.dev/allot/internal/pki"
+	"allot.dev/allot/pkg/client"
 )
 
 // fakeIssuer stands in for the API server's certificate endpoint (the far
@@ -29,12 +32,18 @@ type fakeIssuer struct {
 	age       time.Duration
 	requests  int
 	issueNode string // the name issued for; "" is the requested node
+	refuse    int    // answer this many requests 503 first
 }
 
 func (f *fakeIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests++
+	if f.refuse > 0 {
+		f.refuse--
+		http.Error(w, "not yet", http.StatusServiceUnavailable)
+		return
+	}
 	node := f.issueNode
 	if node == "" {
 		node = r.PathValue("node")
@@ -149,5 +158,53 @@ func TestServingCertKeptAndRenewed(t *testing.T) {
 	start(moved)
 	if n := requests(); n != 6 {
 		t.Fatalf("after a certificate for another node: %d requests, want 6", n)
+	}
+}
+
+// TestListenRetriesCertificate: an agent whose API server cannot issue its
+// certificate yet (down, starting) retries, as registration does, and then
+// serves TLS with the certificate.
+func TestListenRetriesCertificate(t *testing.T) {
+	ca, err := pki.EnsureCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeIssuer{ca: ca, ips: []net.IP{net.ParseIP("127.0.0.1")}, refuse: 1}
+	mux := http.NewServeMux()
+	mux.Handle("POST "+pki.NodeCertificatePath("{node}"), f)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca.CertPEM()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, _ := fake.New(fake.Options{})
+	a, err := New(Config{NodeName: "n1", Client: c, Runtime: rt, RootDir: t.TempDir(), NodeIP: "127.0.0.1", LogListen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.listen(ctx); err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	defer a.closeListener()
+	if n := f.set(func(*fakeIssuer) {}); n != 2 {
+		t.Fatalf("%d certificate requests, want 2 (one refused, one retried)", n)
+	}
+	go func() {
+		conn, err := a.listener.Accept()
+		if err == nil {
+			_ = conn.(*tls.Conn).Handshake()
+			conn.Close()
+		}
+	}()
+	conn, err := tls.Dial("tcp", a.listener.Addr().String(), &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"})
+	if err != nil {
+		t.Fatalf("TLS to the log server: %v", err)
+	}
+	defer conn.Close()
+	if cn := conn.ConnectionState().PeerCertificates[0].Subject.CommonName; cn != pki.NodeServingName("n1") {
+		t.Fatalf("log server certificate for %q", cn)
 	}
 }
