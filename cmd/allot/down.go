@@ -19,10 +19,12 @@ func newDownCommand() *cobra.Command {
 exit by itself (kill -9, a crash, a power cut): stop the local node's
 containers (SIGTERM, then SIGKILL after --grace-period; their shims exit
 with them), unmount their root filesystems and any other mount under the
-data dir and node root dir, and remove the unix sockets nothing listens on.
+data dir and node root dir, remove the unix sockets nothing listens on,
+and delete the node's containers from runc's state (runc delete --force on
+the node root's own runc --root; containers of other roots stay).
 
 The cluster's state stays: etcd's data, tokens, certificates, container
-records and prepared claims. The next allot up on the data dir starts the
+records (exit codes, logs) and prepared claims. The next allot up on the data dir starts the
 pods again per their restart policy. Ctrl-C on allot up does all of this
 by itself; down refuses to touch a data dir that a running process holds.`,
 		Example: `  allot down                          # the default data dir

@@ -1,12 +1,11 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -14,9 +13,10 @@ import (
 )
 
 // serveLog proxies pods/log to the node agent of the pod's node, at
-// http://NODE-ADDRESS:PORT/containerLogs/NAMESPACE/POD/CONTAINER with the
+// https://NODE-ADDRESS:PORT/containerLogs/NAMESPACE/POD/CONTAINER with the
 // query (follow, tailLines, previous, timestamps, limitBytes, sinceSeconds)
-// passed through.
+// passed through. NODE-ADDRESS is one of the node's serving certificate
+// (nodeEndpoint), never one only written into its status.
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
 	ctx := r.Context()
 	if ri.verb != "get" {
@@ -45,7 +45,7 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("pod %s is not scheduled to a node yet", pod.Name)))
 		return
 	}
-	target, err := s.nodeLogURL(r, pod, container)
+	target, tlsCfg, err := s.nodeLogURL(r, pod, container)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -55,13 +55,8 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		writeError(w, apierrors.NewInternalError(err))
 		return
 	}
-	if s.cfg.NodeAuthToken != "" {
-		req.Header.Set("Authorization", "Bearer "+s.cfg.NodeAuthToken)
-	}
-	tr := s.cfg.NodeTransport
-	if tr == nil {
-		tr = http.DefaultTransport
-	}
+	tr := nodeTransport(tlsCfg)
+	defer tr.CloseIdleConnections()
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		writeError(w, apierrors.NewServiceUnavailable(fmt.Sprintf("reach node %s for logs: %v", pod.Spec.NodeName, err)))
@@ -78,26 +73,19 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 	copyFlushing(w, resp.Body)
 }
 
-func (s *Server) nodeLogURL(r *http.Request, pod *corev1.Pod, container string) (string, error) {
+func (s *Server) nodeLogURL(r *http.Request, pod *corev1.Pod, container string) (string, *tls.Config, error) {
 	nodeObj, err := s.getObj(r.Context(), s.reg.get(gvrOf(corev1.SchemeGroupVersion, "nodes")), "", pod.Spec.NodeName)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	node := nodeObj.(*corev1.Node)
-	port := node.Status.DaemonEndpoints.KubeletEndpoint.Port
-	host := ""
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP || (host == "" && a.Type == corev1.NodeHostName) {
-			host = a.Address
-		}
+	hostPort, tlsCfg, err := s.nodeEndpoint(nodeObj.(*corev1.Node))
+	if err != nil {
+		return "", nil, err
 	}
-	if port == 0 || host == "" {
-		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %s does not publish a log endpoint (status.addresses and status.daemonEndpoints)", node.Name))
-	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(int(port))),
+	u := url.URL{Scheme: "https", Host: hostPort,
 		Path:     "/containerLogs/" + pod.Namespace + "/" + pod.Name + "/" + container,
 		RawQuery: r.URL.RawQuery}
-	return u.String(), nil
+	return u.String(), tlsCfg, nil
 }
 
 func containerNames(pod *corev1.Pod) []string {

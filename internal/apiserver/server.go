@@ -14,6 +14,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/apiserver/auth"
+	"allot.dev/allot/internal/pki"
 	"allot.dev/allot/internal/storage"
 	"allot.dev/allot/internal/version"
 	"allot.dev/allot/pkg/allocator"
@@ -38,11 +39,9 @@ type Config struct {
 	// MinWatchTimeout is the base of the randomized watch timeout given to
 	// watches that set no timeoutSeconds.
 	MinWatchTimeout time.Duration
-	// NodeTransport reaches node agents for pods/log; nil uses
-	// http.DefaultTransport.
-	NodeTransport http.RoundTripper
-	// NodeAuthToken is sent to node agents as a bearer token.
-	NodeAuthToken string
+	// NodeTLS issues node agents' serving certificates and reaches the
+	// agents over TLS (pods/log); nil reaches no node agent.
+	NodeTLS *NodeTLS
 	// Metrics are more registries served on /metrics beside the API
 	// server's own: those of the components `allot up` runs in the same
 	// process. Their metric names must not collide.
@@ -160,6 +159,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api/", s.serveAPI)
 	mux.HandleFunc("/apis", s.serveAPI)
 	mux.HandleFunc("/apis/", s.serveAPI)
+	mux.HandleFunc("POST "+pki.NodeCertificatePath("{node}"), s.serveNodeCertificate)
 	return s.withAuth(s.metrics.instrument(mux))
 }
 

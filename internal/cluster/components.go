@@ -40,7 +40,7 @@ func (c *components) run(ctx context.Context, o Options, name string, f func(con
 
 // startComponents writes a kubeconfig per component under
 // DATA-DIR/components and starts the enabled ones.
-func startComponents(ctx context.Context, o Options, url string, tokens map[string]string, caPEM []byte, logToken string) (*components, error) {
+func startComponents(ctx context.Context, o Options, url string, tokens map[string]string, caPEM []byte) (*components, error) {
 	c := &components{}
 	if o.enabled("controller-manager") {
 		rc, err := componentConfig(o.DataDir, url, auth.ControllerManagerName, tokens, caPEM)
@@ -72,7 +72,7 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 		c.run(ctx, o, "scheduler", s.Run)
 	}
 	if o.enabled("node") {
-		if err := startLocalNode(ctx, c, o, url, tokens, caPEM, logToken); err != nil {
+		if err := startLocalNode(ctx, c, o, url, tokens, caPEM); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +92,7 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 
 // startLocalNode runs the node agent of this machine, named after the first
 // --node-name, with its node token.
-func startLocalNode(ctx context.Context, c *components, o Options, url string, tokens map[string]string, caPEM []byte, logToken string) error {
+func startLocalNode(ctx context.Context, c *components, o Options, url string, tokens map[string]string, caPEM []byte) error {
 	cfg := o.Node
 	cfg.NodeName = o.NodeNames[0]
 	rc, err := componentConfig(o.DataDir, url, cfg.NodeName, tokens, caPEM)
@@ -116,8 +116,9 @@ func startLocalNode(ctx context.Context, c *components, o Options, url string, t
 	if cfg.LogListen == "" {
 		cfg.LogListen = "127.0.0.1:0"
 	}
-	// The API server's token for logs, and the admin's for /metrics.
-	cfg.LogTokens = append(cfg.LogTokens, logToken, tokens[auth.AdminName])
+	// The admin's token for /metrics and logs read from the agent directly;
+	// the API server authenticates with its client certificate.
+	cfg.LogTokens = append(cfg.LogTokens, tokens[auth.AdminName])
 	c.run(ctx, o, "node", func(ctx context.Context) error { return node.Run(ctx, cfg) })
 	return nil
 }

@@ -38,20 +38,21 @@ type DownOptions struct {
 
 // DownReport is what Down did.
 type DownReport struct {
-	Stopped  int // running containers stopped (and their shims ended)
-	Removed  int // containers that never started, removed
-	Released int // containers whose rootfs was unmounted
-	Unmounts int // other mounts under the directories, detached
-	Sockets  int // unix sockets nothing listens on, removed
+	Stopped   int // running containers stopped (and their shims ended)
+	Removed   int // containers that never started, removed
+	Released  int // containers whose rootfs was unmounted
+	Forgotten int // containers deleted from runc's state (runc delete)
+	Unmounts  int // other mounts under the directories, detached
+	Sockets   int // unix sockets nothing listens on, removed
 }
 
 func (r DownReport) String() string {
 	if r == (DownReport{}) {
 		return "nothing to clean up"
 	}
-	return fmt.Sprintf("stopped %s, removed %s, unmounted %s and %s, removed %s",
+	return fmt.Sprintf("stopped %s, removed %s, unmounted %s and %s, removed %s, deleted %s from runc",
 		count(r.Stopped, "container"), count(r.Removed, "unstarted container"), count(r.Released, "container filesystem"),
-		count(r.Unmounts, "other mount"), count(r.Sockets, "stale socket"))
+		count(r.Unmounts, "other mount"), count(r.Sockets, "stale socket"), count(r.Forgotten, "container record"))
 }
 
 // count is "1 thing" or "N things".
@@ -67,7 +68,11 @@ func count(n int, thing string) string {
 // (their shims exit with them), unmounts their root filesystems and any
 // other mount under the data and node root dirs, and removes the unix
 // sockets nothing listens on (device plugins', DRA drivers', the
-// PodResources API's). Container records, claims and etcd data stay: the
+// PodResources API's). It deletes every container from the runc state of
+// the node root dir (NODE-ROOT/runc, the runc --root only this data dir's
+// node uses), so `runc list` shows none of them; containers of other runc
+// roots are never touched. The bundles (exit records, logs), claims and
+// etcd data stay: the
 // next allot up starts the pods again per their restart policy. It fails,
 // touching nothing, while a process holds the data dir.
 func Down(ctx context.Context, o DownOptions) (DownReport, error) {
@@ -142,6 +147,11 @@ func stopNodeContainers(ctx context.Context, o DownOptions, rep *DownReport) err
 			rep.Released++
 		}
 	}
+	// Last, once every container was stopped gracefully; one a failed stop
+	// left running is killed here.
+	n, err := rt.PurgeRuncState(ctx)
+	rep.Forgotten += n
+	errs = append(errs, err)
 	return errors.Join(errs...)
 }
 

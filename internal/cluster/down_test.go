@@ -10,7 +10,7 @@ func TestDownReportString(t *testing.T) {
 		t.Errorf("empty report = %q", got)
 	}
 	got := DownReport{Stopped: 1, Released: 2, Sockets: 3}.String()
-	want := "stopped 1 container, removed 0 unstarted containers, unmounted 2 container filesystems and 0 other mounts, removed 3 stale sockets"
+	want := "stopped 1 container, removed 0 unstarted containers, unmounted 2 container filesystems and 0 other mounts, removed 3 stale sockets, deleted 0 container records from runc"
 	if got != want {
 		t.Errorf("report = %q\nwant     %q", got, want)
 	}

@@ -157,12 +157,12 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		return fmt.Errorf("load tokens: %w", err)
 	}
 	go authn.Run(ctx)
-	logToken, err := ensureSecret(filepath.Join(o.DataDir, "node-log-token"))
+	nodeTLS, err := newNodeTLS(o.DataDir)
 	if err != nil {
 		return err
 	}
 	o, gatherers := o.withMetrics()
-	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeAuthToken: logToken, Metrics: gatherers})
+	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeTLS: nodeTLS, Metrics: gatherers})
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("start API server: %w", err)
 	}
@@ -205,7 +205,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		o.Logger.Warn("remember kubeconfig", "err", err)
 	}
 	fmt.Fprintf(out, "allot API server listening on %s\nkubeconfig: %s\ndashboard: %s\n", url, kc, dashboard.LoginURL(url, tokens["admin"]))
-	comps, err := startComponents(ctx, o, url, tokens, caPEM, logToken)
+	comps, err := startComponents(ctx, o, url, tokens, caPEM)
 	if err != nil {
 		return err
 	}
@@ -269,6 +269,28 @@ func serverTLS(dataDir string, addr *net.TCPAddr) (*tls.Config, []byte, error) {
 		return nil, nil, fmt.Errorf("load serving certificate: %w", err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}, ca.CertPEM(), nil
+}
+
+// newNodeTLS sets up how the API server reaches node agents: the cluster
+// CA issues their serving certificates (kept in DATA-DIR/pki/nodes) and
+// the API server's client certificate towards them.
+func newNodeTLS(dataDir string) (*apiserver.NodeTLS, error) {
+	dir := filepath.Join(dataDir, "pki")
+	ca, err := pki.EnsureCA(dir)
+	if err != nil {
+		return nil, fmt.Errorf("set up CA: %w", err)
+	}
+	client, err := ca.EnsureNodeClientCert(dir)
+	if err != nil {
+		return nil, fmt.Errorf("set up the API server's client certificate for node agents: %w", err)
+	}
+	var ips []net.IP
+	for _, s := range localIPs() {
+		if ip := net.ParseIP(s); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	return &apiserver.NodeTLS{CA: ca, CertDir: filepath.Join(dir, "nodes"), ClientCert: client, HostIPs: ips}, nil
 }
 
 func localIPs() []string {

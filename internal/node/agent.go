@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,9 +37,13 @@ type Agent struct {
 	node     nodeState
 	disp     *dispatcher
 	listener net.Listener
-	events   *client.EventRecorder
-	devices  *devicemanager.Manager // nil without DevicePluginDir
-	dra      *dra.Manager           // nil without PluginsRegistryDir
+	// serving is the log server's certificate; servingIPs the addresses
+	// it must hold (the InternalIP).
+	serving    *servingCert
+	servingIPs []net.IP
+	events     *client.EventRecorder
+	devices    *devicemanager.Manager // nil without DevicePluginDir
+	dra        *dra.Manager           // nil without PluginsRegistryDir
 }
 
 // New validates cfg and creates an agent.
@@ -181,7 +186,7 @@ func (a *Agent) servePodResources(ctx context.Context, lister client.Lister[*cor
 // containers for adoption and creates the dispatcher. Pod events may be
 // delivered once it returns.
 func (a *Agent) prepare(ctx context.Context) error {
-	if err := a.listen(); err != nil {
+	if err := a.listen(ctx); err != nil {
 		return err
 	}
 	if err := a.registerUntilDone(ctx); err != nil {
@@ -213,8 +218,9 @@ func (a *Agent) shutdown() {
 	}
 }
 
-// listen binds the log server and fills in the node's addresses and port.
-func (a *Agent) listen() error {
+// listen gets the log server its serving certificate, binds it over TLS
+// and fills in the node's addresses and port.
+func (a *Agent) listen(ctx context.Context) error {
 	ip := a.cfg.NodeIP
 	if ip == "" {
 		detected, err := DetectNodeIP(a.cfg.Client.RESTConfig().Host)
@@ -243,11 +249,41 @@ func (a *Agent) listen() error {
 	if a.cfg.LogListen == "" {
 		return nil
 	}
+	sc, err := newServingCert(a.cfg.RootDir, a.cfg.NodeName, a.cfg.Client.RESTConfig())
+	if err != nil {
+		return err
+	}
+	a.servingIPs = nil
+	if p := net.ParseIP(ip); p != nil {
+		a.servingIPs = []net.IP{p}
+	}
+	// Like registration, retried until it succeeds or ctx ends (the API
+	// server may start after the agent), unless a usable certificate is
+	// kept.
+	for delay := 500 * time.Millisecond; ; delay = min(2*delay, 30*time.Second) {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
+		err = sc.ensure(cctx, a.servingIPs)
+		cancel()
+		if err == nil {
+			break
+		}
+		if sc.cur.Load() != nil {
+			a.cfg.Logger.Warn("log server: keeping the current serving certificate", "err", err)
+			break
+		}
+		a.cfg.Logger.Warn("log server: get a serving certificate", "err", err, "retry", delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("log server: %w", err)
+		case <-time.After(delay):
+		}
+	}
+	a.serving = sc
 	ln, err := net.Listen("tcp", a.cfg.LogListen)
 	if err != nil {
 		return fmt.Errorf("listen for logs on %s: %w", a.cfg.LogListen, err)
 	}
-	a.listener = ln
+	a.listener = tls.NewListener(ln, sc.tlsConfig())
 	a.node.port = int32(ln.Addr().(*net.TCPAddr).Port)
 	return nil
 }
@@ -311,7 +347,31 @@ func (a *Agent) serveLogs(ctx context.Context) {
 			srv.Close()
 		}
 	}()
-	a.cfg.Logger.Info("serving container logs", "addr", a.listener.Addr().String())
+	go a.renewServingCert(ctx)
+	a.cfg.Logger.Info("serving container logs over TLS", "addr", a.listener.Addr().String())
+}
+
+// servingCertCheck is how often a running agent checks whether its
+// serving certificate is due for renewal.
+const servingCertCheck = time.Hour
+
+// renewServingCert renews the log server's certificate before it ends,
+// until ctx ends.
+func (a *Agent) renewServingCert(ctx context.Context) {
+	t := time.NewTicker(servingCertCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
+		if err := a.serving.ensure(cctx, a.servingIPs); err != nil {
+			a.cfg.Logger.Warn("renew the log server's certificate", "err", err)
+		}
+		cancel()
+	}
 }
 
 // withDefaultHooks adds the hooks every agent has: CDI devices requested by

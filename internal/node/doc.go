@@ -4,7 +4,9 @@
 //
 // The contract, in the order Run performs it:
 //
-//  1. Bind the log server (Config.LogListen) and register the Node: labels
+//  1. Get or renew the log server's serving certificate (the cluster CA's,
+//     through the API server; kept in ROOT/pki), bind the log server
+//     over TLS (Config.LogListen) and register the Node: labels
 //     (Config.Labels, kubernetes.io/hostname, os, arch, allot.dev/cdi),
 //     capacity and allocatable (cpu, memory, pods, Config.Capacity),
 //     addresses (InternalIP, Hostname), daemonEndpoints.kubeletEndpoint.Port

@@ -5,6 +5,10 @@
 //	ca.key          CA private key, PEM (PKCS #8), mode 0600
 //	apiserver.crt   serving certificate signed by the CA, PEM, mode 0644
 //	apiserver.key   serving private key, PEM (PKCS #8), mode 0600
+//	apiserver-node-client.{crt,key}  the API server's client certificate
+//	                towards node agents (NodeClientName)
+//	nodes/NAME.crt  the serving certificate last issued to node NAME (kept
+//	                by the API server: the addresses it may dial)
 //
 // [EnsureCA] creates an ECDSA P-256 CA valid for ten years when ca.crt is
 // missing and loads it otherwise. It never replaces an existing CA
@@ -20,6 +24,10 @@
 // longer verifies against the CA, or when the files are missing, unreadable
 // as PEM or do not match each other. Renewal happens only when it is called,
 // so a server calls it at every start.
+//
+// [CA.IssueNodeServingCert] signs a node agent's serving certificate from
+// its certificate request for exactly the addresses the API server says
+// the node proved (node.go; docs/decisions.md, "Node endpoints over TLS").
 //
 // Every file is written atomically (temporary file, fsync, rename, directory
 // fsync), so a crash leaves the old file or the new one. Nothing here locks

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -151,21 +154,32 @@ func scrapeAPI(t *testing.T, c *cluster) map[string]*dto.MetricFamily {
 	return parseMetrics(t, "API server", c.kubectl(t, "get", "--raw", "/metrics"))
 }
 
-// scrapeNode reads the local node agent's /metrics, at the address and
-// port its Node publishes, with the admin token.
+// scrapeNode reads the local node agent's /metrics over TLS (its serving
+// certificate is the cluster CA's), at the address and port its Node
+// publishes, with the admin token.
 func scrapeNode(t *testing.T, c *cluster) map[string]*dto.MetricFamily {
 	t.Helper()
 	addr := c.kubectl(t, "get", "nodes", "-o",
 		`jsonpath={.items[0].status.addresses[?(@.type=="InternalIP")].address}:{.items[0].status.daemonEndpoints.kubeletEndpoint.Port}`)
 	token := c.kubectl(t, "config", "view", "--raw", "--minify", "-o", "jsonpath={.users[0].user.token}")
+	caB64 := c.kubectl(t, "config", "view", "--raw", "--minify", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	caPEM, err := base64.StdEncoding.DecodeString(strings.TrimSpace(caB64))
+	if err != nil {
+		t.Fatalf("kubeconfig CA: %v", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("kubeconfig CA: no certificate")
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+strings.TrimSpace(addr)+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, "GET", "https://"+strings.TrimSpace(addr)+"/metrics", nil)
 	if err != nil {
 		t.Fatalf("node metrics request: %v", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
-	res, err := http.DefaultClient.Do(req)
+	res, err := hc.Do(req)
 	if err != nil {
 		t.Fatalf("GET node /metrics: %v", err)
 	}

@@ -161,7 +161,6 @@ func (c *cluster) startNode(t *testing.T, name, runtime, root string, extra ...s
 		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1", "--device-plugin-dir", filepath.Join(root, "device-plugins"),
 		"--plugins-registry-dir", filepath.Join(root, "plugins_registry"),
 		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"),
-		"--log-token-file", filepath.Join(c.dataDir, "node-log-token"),
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms"}, extra...)
 	p, err := startProc("allot node "+name, childEnv(c.home), allotBin, args...)
 	if err != nil {

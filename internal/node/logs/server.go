@@ -11,8 +11,13 @@
 // client goes. timestamps and sinceSeconds are accepted and ignored: the
 // runtimes write raw output without per-line times.
 //
-// Every request but /healthz must carry "Authorization: Bearer TOKEN" with
-// one of the configured tokens, unless anonymous access is allowed.
+// Every request but /healthz must come from the API server, identified by
+// its client certificate (pki.NodeClientName, verified against the
+// cluster CA by the TLS server the agent runs), or carry "Authorization:
+// Bearer TOKEN" with one of the configured tokens (operators reading the
+// agent directly), unless anonymous access is allowed. The API server's
+// certificate is accepted for these GET endpoints only: its logs of the
+// pods this agent runs and its metrics.
 package logs
 
 import (
@@ -31,6 +36,7 @@ import (
 
 	"allot.dev/allot/internal/node/podfiles"
 	"allot.dev/allot/internal/node/pods"
+	"allot.dev/allot/internal/pki"
 )
 
 // Lookup finds the pod NAMESPACE/NAME on the node.
@@ -84,12 +90,18 @@ func NewHandler(o Options) http.Handler {
 
 func (h *handler) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.o.AllowAnonymous && !h.validToken(r) {
+		if !h.o.AllowAnonymous && !h.validToken(r) && !fromAPIServer(r) {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// fromAPIServer reports whether the request came over TLS with the API
+// server's client certificate, verified against the cluster CA.
+func fromAPIServer(r *http.Request) bool {
+	return r.TLS != nil && pki.IsNodeClient(r.TLS.VerifiedChains)
 }
 
 func (h *handler) validToken(r *http.Request) bool {

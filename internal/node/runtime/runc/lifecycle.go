@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -234,11 +235,74 @@ func (r *Runtime) Release(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("release container %s: %w", id, err)
 	}
-	if st.State == rt.StateRunning || b.shimAlive() {
+	if st.State == rt.StateRunning {
 		return fmt.Errorf("release container %s: still running", id)
+	}
+	if b.shimAlive() {
+		// A shim that recorded the exit ends right after it: Stop returns
+		// on the record, so allot down gets here in that instant.
+		if _, exited := b.exited(); !exited || !r.waitShimGone(ctx, b, killTimeout) {
+			return fmt.Errorf("release container %s: still running", id)
+		}
 	}
 	if err := unmountRootfs(b); err != nil {
 		return fmt.Errorf("release container %s: %w", id, err)
 	}
 	return nil
+}
+
+// shimWaitHook, if set (tests), is called when waitShimGone starts
+// waiting.
+var shimWaitHook func()
+
+// waitShimGone polls until the bundle's shim has ended, for at most d or
+// until ctx ends.
+func (r *Runtime) waitShimGone(ctx context.Context, b bundle, d time.Duration) bool {
+	if shimWaitHook != nil {
+		shimWaitHook()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for b.shimAlive() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// PurgeRuncState deletes every container runc keeps under this runtime's
+// runc root (`runc delete --force`: a container still running is killed
+// first) and returns how many it deleted. Bundles, exit records and logs
+// stay. Only for when no agent uses the root: allot down, holding the data
+// dir's lock, after it stopped and released the containers. Containers of
+// other runc roots (other data dirs, other runtimes) are never touched.
+func (r *Runtime) PurgeRuncState(ctx context.Context) (int, error) {
+	states, err := r.runc.list(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list runc containers: %w", err)
+	}
+	ids := make([]string, 0, len(states))
+	for id := range states {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	n := 0
+	var errs []error
+	for _, id := range ids {
+		if _, err := r.runc.run(ctx, "delete", "--force", id); err != nil {
+			if !errors.Is(err, errNoContainer) {
+				errs = append(errs, fmt.Errorf("delete runc container %s: %w", id, err))
+			}
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	rt "allot.dev/allot/internal/node/runtime"
 	"allot.dev/allot/internal/node/runtime/images"
 )
@@ -345,5 +347,49 @@ func TestShimProbe(t *testing.T) {
 	t.Setenv(shimEnv, "1")
 	if _, err := New(Options{RootDir: t.TempDir()}); err == nil {
 		t.Fatal("New inside a shim succeeded")
+	}
+}
+
+// TestReleaseWaitsForExitingShim: right after Stop returns (the exit is
+// recorded) the shim may still hold its lock for an instant; Release waits
+// for it to end instead of failing with "still running", which made allot
+// down fail now and then. The test holds the shim lock itself, after the
+// real shim ended, and lets go once Release waits.
+func TestReleaseWaitsForExitingShim(t *testing.T) {
+	r := newTestRuntime(t, "")
+	id := run(t, r, spec(t, "exiting", "true"))
+	waitExited(t, r, id)
+	b, err := r.bundle(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(b.path(shimLock), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := ctxT(t)
+	for { // the real shim may still end; then the lock is ours
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the shim never ended")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	waited := false
+	shimWaitHook = func() { waited = true; _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+	t.Cleanup(func() { shimWaitHook = nil })
+	if err := r.Release(ctx, id); err != nil {
+		t.Fatalf("Release while the exited container's shim ends: %v", err)
+	}
+	if !waited {
+		t.Fatal("Release did not wait for the shim")
 	}
 }

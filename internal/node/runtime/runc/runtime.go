@@ -23,7 +23,8 @@
 //   - Status and List combine the bundle's records with `runc state`.
 //   - Stop sends SIGTERM, then SIGKILL after the grace period; Remove
 //     force-deletes the runc container, unmounts and removes the bundle
-//     (never the log file).
+//     (never the log file). PurgeRuncState (allot down, no agent running)
+//     deletes every container of the runc root from runc's state.
 //
 // Containers share the host's network namespace (no pod networking) and
 // get their own pid, mount, ipc and uts namespaces; the host name is the
