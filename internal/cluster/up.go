@@ -240,7 +240,10 @@ func openStore(ctx context.Context, o Options) (*storage.Store, func(), error) {
 	// no loopback round trip. Other tools still reach the member on the
 	// endpoint recorded in DATA-DIR/etcd.
 	c := e.InProcessClient()
-	return storage.New(c), func() { c.Close(); e.Close() }, nil
+	// Writes stop while the data disk is below the reserve: etcd would end
+	// the whole process (and leave the pods' containers unsupervised) if
+	// its own write failed with ENOSPC.
+	return storage.New(c, storage.WithWriteGuard(e.CheckSpace)), func() { c.Close(); e.Close() }, nil
 }
 
 // serverTLS creates a CA and a serving certificate for the listening
