@@ -24,6 +24,7 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			client.LogWriteOutages(rc, cfg.Logger) // nil: slog's default, the manager's
 			cfg.REST = rc
 			cfg.Registry = prometheus.NewRegistry()
 			if metricsAddr != "" {

@@ -124,7 +124,12 @@ func (o *nodeOptions) complete(cfg *node.Config, cmd *cobra.Command) error {
 		level = slog.LevelDebug
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	c, err := client.NewForKubeconfig(o.kubeconfig)
+	rc, err := client.LoadRESTConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client.LogWriteOutages(rc, cfg.Logger)
+	c, err := client.NewForConfig(rc)
 	if err != nil {
 		return err
 	}

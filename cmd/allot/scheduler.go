@@ -36,12 +36,17 @@ changes in a way that may let them fit. ` + "`allot explain pod NAME`" + ` shows
 per-node reasons.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client.NewForKubeconfig(kubeconfig)
+			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			rc, err := client.LoadRESTConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			client.LogWriteOutages(rc, cfg.Logger)
+			c, err := client.NewForConfig(rc)
 			if err != nil {
 				return err
 			}
 			cfg.Client = c
-			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 			cfg.Metrics = scheduler.NewMetrics()
 			s, err := scheduler.New(cfg)
 			if err != nil {

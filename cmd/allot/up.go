@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"allot.dev/allot/internal/cluster"
 	"allot.dev/allot/internal/scheduler"
@@ -57,6 +60,7 @@ adopt. After a kill -9, "allot down --data-dir DIR" cleans up.`,
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "API server address (host:port; port 0 picks a free one)")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	addEtcdSpaceFlags(f, &o)
 	f.StringSliceVar(&o.NodeNames, "node-name", nil, "names of the nodes to create tokens for (default: the host name)")
 	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager, scheduler, node")
 	f.StringVar(&o.NodeRuntime, "runtime", "runc", "container runtime of the local node: runc or fake")
@@ -91,6 +95,39 @@ func newAPIServerCommand() *cobra.Command {
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "address to listen on (host:port)")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd endpoints; without them an embedded etcd runs in --data-dir")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	addEtcdSpaceFlags(f, &o)
 	f.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens file (default DATA-DIR/tokens.csv)")
 	return cmd
 }
+
+// addEtcdSpaceFlags adds the embedded etcd's disk reserve and quota
+// (docs/operator-guide.md, "A full disk").
+func addEtcdSpaceFlags(f *pflag.FlagSet, o *cluster.Options) {
+	f.Var(byteSize{&o.EtcdDiskReserve}, "etcd-disk-reserve", "free space the embedded etcd keeps on its disk; below it writes are answered 507 Insufficient Storage and reads still served (a quantity like 128Mi; default 128Mi)")
+	f.Var(byteSize{&o.EtcdQuotaBytes}, "etcd-quota-bytes", "the embedded etcd's database quota; beyond it etcd raises its NOSPACE alarm and writes are answered 507 (a quantity like 8Gi; default 2Gi)")
+}
+
+// byteSize is a flag taking a quantity (128Mi, 2G, 1048576).
+type byteSize struct{ p *int64 }
+
+func (b byteSize) String() string {
+	if b.p == nil || *b.p == 0 {
+		return ""
+	}
+	return resource.NewQuantity(*b.p, resource.BinarySI).String()
+}
+
+func (b byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("want a quantity such as 128Mi: %w", err)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v <= 0 {
+		return fmt.Errorf("%q: want a positive number of bytes", s)
+	}
+	*b.p = v
+	return nil
+}
+
+func (byteSize) Type() string { return "quantity" }

@@ -38,6 +38,8 @@ func apiError(k *kind, name string, err error) error {
 		return apierrors.NewServiceUnavailable("the watch cache is not ready: " + err.Error())
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired("resourceVersion too old: " + err.Error())
+	case errors.Is(err, storage.ErrNoSpace):
+		return noSpaceError(err)
 	}
 	var se apierrors.APIStatus
 	if errors.As(err, &se) {

@@ -199,6 +199,11 @@ func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) EnsureNamespaces(ctx context.Context, names ...string) error {
 	k := s.reg.get(gvrOf(corev1.SchemeGroupVersion, "namespaces"))
 	for _, n := range names {
+		// An existing one is not written again: `allot up` restarts on a
+		// full disk (writes answered 507) and serves what it has.
+		if _, err := s.getObj(ctx, k, "", n); err == nil {
+			continue
+		}
 		ns := &corev1.Namespace{}
 		ns.Name = n
 		ri := &requestInfo{verb: "create", resource: "namespaces"}

@@ -43,25 +43,25 @@ func (c *components) run(ctx context.Context, o Options, name string, f func(con
 func startComponents(ctx context.Context, o Options, url string, tokens map[string]string, caPEM []byte) (*components, error) {
 	c := &components{}
 	if o.enabled("controller-manager") {
-		rc, err := componentConfig(o.DataDir, url, auth.ControllerManagerName, tokens, caPEM)
+		cfg := o.Controllers
+		cfg.Logger = o.Logger.With("component", "controller-manager")
+		rc, err := componentConfig(o.DataDir, url, auth.ControllerManagerName, tokens, caPEM, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
-		cfg := o.Controllers
 		cfg.REST = rc
-		cfg.Logger = o.Logger.With("component", "controller-manager")
 		c.run(ctx, o, "controller-manager", func(ctx context.Context) error { return manager.Run(ctx, cfg) })
 	}
 	if o.enabled("scheduler") {
-		rc, err := componentConfig(o.DataDir, url, auth.SchedulerName, tokens, caPEM)
+		cfg := o.Scheduler
+		cfg.Logger = o.Logger.With("component", "scheduler")
+		rc, err := componentConfig(o.DataDir, url, auth.SchedulerName, tokens, caPEM, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
-		cfg := o.Scheduler
 		if cfg.Client, err = client.NewForConfig(rc); err != nil {
 			return nil, fmt.Errorf("create scheduler client: %w", err)
 		}
-		cfg.Logger = o.Logger.With("component", "scheduler")
 		s, err := scheduler.New(cfg)
 		if err != nil {
 			return nil, err
@@ -81,7 +81,7 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 		if e.Driver != "" {
 			identity = e.Driver
 		}
-		rc, err := componentConfig(o.DataDir, url, identity, tokens, caPEM)
+		rc, err := componentConfig(o.DataDir, url, identity, tokens, caPEM, o.Logger.With("component", e.Name))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", e.Name, err)
 		}
@@ -95,7 +95,8 @@ func startComponents(ctx context.Context, o Options, url string, tokens map[stri
 func startLocalNode(ctx context.Context, c *components, o Options, url string, tokens map[string]string, caPEM []byte) error {
 	cfg := o.Node
 	cfg.NodeName = o.NodeNames[0]
-	rc, err := componentConfig(o.DataDir, url, cfg.NodeName, tokens, caPEM)
+	cfg.Logger = o.Logger.With("component", "node", "node", cfg.NodeName)
+	rc, err := componentConfig(o.DataDir, url, cfg.NodeName, tokens, caPEM, cfg.Logger)
 	if err != nil {
 		return err
 	}
@@ -106,7 +107,6 @@ func startLocalNode(ctx context.Context, c *components, o Options, url string, t
 	if cfg.RootDir == "" {
 		cfg.RootDir = filepath.Join(o.DataDir, "node")
 	}
-	cfg.Logger = o.Logger.With("component", "node", "node", cfg.NodeName)
 	if cfg.Runtime, err = newRuntime(o.NodeRuntime, cfg.RootDir, o.CDISpecDirs, cfg.Logger); err != nil {
 		return err
 	}
@@ -139,8 +139,9 @@ func newRuntime(name, rootDir string, cdiDirs []string, log *slog.Logger) (runti
 }
 
 // componentConfig writes DATA-DIR/components/NAME.kubeconfig with NAME's
-// token and returns its REST config.
-func componentConfig(dataDir, url, name string, tokens map[string]string, caPEM []byte) (*rest.Config, error) {
+// token and returns its REST config, whose clients log to logger, once
+// per change, when the API server refuses writes for want of storage.
+func componentConfig(dataDir, url, name string, tokens map[string]string, caPEM []byte, logger *slog.Logger) (*rest.Config, error) {
 	tok, ok := tokens[name]
 	if !ok {
 		return nil, fmt.Errorf("no token for %s in the tokens file", name)
@@ -153,5 +154,6 @@ func componentConfig(dataDir, url, name string, tokens map[string]string, caPEM 
 	if err != nil {
 		return nil, fmt.Errorf("load %s kubeconfig: %w", name, err)
 	}
+	client.LogWriteOutages(rc, logger)
 	return rc, nil
 }

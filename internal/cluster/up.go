@@ -34,8 +34,13 @@ type Options struct {
 	Listen             string
 	EtcdServers        []string
 	CompactionInterval time.Duration
-	NodeNames          []string
-	TokensFile         string
+	// EtcdDiskReserve is the free space the embedded etcd keeps on its
+	// disk: below it writes are answered 507 (0 = the default, 128 MiB).
+	EtcdDiskReserve int64
+	// EtcdQuotaBytes is the embedded etcd's backend quota (0 = 2 GiB).
+	EtcdQuotaBytes int64
+	NodeNames      []string
+	TokensFile     string
 	// APIServerOnly runs only the API server (allot apiserver).
 	APIServerOnly bool
 	// Disable names components not to run in-process
@@ -232,7 +237,8 @@ func openStore(ctx context.Context, o Options) (*storage.Store, func(), error) {
 		}
 		return storage.New(c), func() { c.Close() }, nil
 	}
-	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, "etcd"), Logger: o.Logger})
+	e, err := storage.StartEmbedded(ctx, storage.EmbeddedConfig{DataDir: filepath.Join(o.DataDir, "etcd"), Logger: o.Logger,
+		DiskReserveBytes: o.EtcdDiskReserve, QuotaBackendBytes: o.EtcdQuotaBytes})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start embedded etcd: %w", err)
 	}
@@ -240,7 +246,10 @@ func openStore(ctx context.Context, o Options) (*storage.Store, func(), error) {
 	// no loopback round trip. Other tools still reach the member on the
 	// endpoint recorded in DATA-DIR/etcd.
 	c := e.InProcessClient()
-	return storage.New(c), func() { c.Close(); e.Close() }, nil
+	// Writes stop while the data disk is below the reserve: etcd would end
+	// the whole process (and leave the pods' containers unsupervised) if
+	// its own write failed with ENOSPC.
+	return storage.New(c, storage.WithWriteGuard(e.CheckSpace)), func() { c.Close(); e.Close() }, nil
 }
 
 // serverTLS creates a CA and a serving certificate for the listening

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	goruntime "runtime"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/client"
 )
 
 // Node labels the agent sets.
@@ -197,7 +199,14 @@ func (a *Agent) heartbeatLoop(ctx context.Context, first time.Duration) {
 		}
 		if err := a.heartbeat(ctx); err != nil {
 			a.cfg.Metrics.Heartbeats.WithLabelValues("error").Inc()
-			a.cfg.Logger.Warn("heartbeat", "err", err)
+			level := slog.LevelWarn
+			if client.IsInsufficientStorage(err) {
+				// The API server's storage is full: the client logged that
+				// once (client.LogWriteOutages); a line every interval
+				// would say nothing new.
+				level = slog.LevelDebug
+			}
+			a.cfg.Logger.Log(ctx, level, "heartbeat", "err", err)
 		} else {
 			a.cfg.Metrics.Heartbeats.WithLabelValues("ok").Inc()
 		}

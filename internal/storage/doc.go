@@ -24,6 +24,11 @@
 //     version").
 //   - ErrInvalidContinue: a continue token is malformed or does not belong
 //     to the listed prefix (400).
+//   - ErrNoSpace: etcd cannot write for want of space (507); a
+//     *NoSpaceError names the condition: etcd's NOSPACE alarm ("database
+//     space exceeded", its backend quota reached) or, with a write guard
+//     (WithWriteGuard, Embedded.CheckSpace), the embedded member's disk
+//     below the reserve. Reads and deletes still work.
 //
 // Transactions (Store.Txn) apply many Ops atomically; a failed compare is
 // reported as a *TxnError naming the failing Op, which unwraps to
@@ -44,6 +49,14 @@
 // Every etcd call gets a deadline (WithRequestTimeout, default 30s) when
 // the caller's context has none; watches are bounded only by the caller's
 // context.
+//
+// An embedded member keeps DiskReserveBytes free on its disk: etcd ends
+// the process when a write of its log or database fails with ENOSPC, so
+// the Store of `allot up` refuses writes (ErrNoSpace) below the reserve
+// instead, and takes them again once the disk has room. The member also
+// recovers from its own NOSPACE alarm: once the disk has room it compacts,
+// defragments and, with the database below 90% of its quota, disarms the
+// alarm (see docs/operator-guide.md, "A full disk").
 //
 // StartEmbedded runs a single-member etcd in-process; NewClient connects to
 // it or to an external cluster. Package storagetest has helpers for tests.

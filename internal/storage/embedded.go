@@ -47,6 +47,15 @@ type EmbeddedConfig struct {
 	// UnsafeNoFsync disables fsync; for tests only, data may be lost on
 	// power failure.
 	UnsafeNoFsync bool
+	// DiskReserveBytes is the free space kept on the data directory's
+	// disk: below it CheckSpace reports ErrNoSpace, so a Store built
+	// WithWriteGuard(e.CheckSpace) refuses writes before etcd runs out
+	// (which would end the process). 0 = DefaultDiskReserveBytes; < 0
+	// turns the guard off.
+	DiskReserveBytes int64
+	// SpaceCheckInterval is how often the member looks for its NOSPACE
+	// alarm to recover from it (0 = DefaultSpaceCheckInterval).
+	SpaceCheckInterval time.Duration
 }
 
 // Embedded is a running single-member etcd inside this process.
@@ -56,6 +65,9 @@ type Embedded struct {
 	dataDir   string
 	endpoints []string
 	closeOnce sync.Once
+	guard     *DiskGuard    // nil when DiskReserveBytes < 0
+	stopSpace chan struct{} // ends superviseSpace
+	spaceDone chan struct{} // closed when it ended; nil before it started
 }
 
 const (
@@ -124,6 +136,9 @@ func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing
 		return nil, fmt.Errorf("wait for embedded etcd: %w", err)
 	}
 	em := &Embedded{etcd: e, closing: closing, dataDir: cfg.DataDir}
+	if cfg.DiskReserveBytes >= 0 {
+		em.guard = NewDiskGuard(cfg.DataDir, cfg.DiskReserveBytes)
+	}
 	for _, u := range e.Config().AdvertiseClientUrls {
 		em.endpoints = append(em.endpoints, u.String())
 	}
@@ -135,7 +150,30 @@ func finishStart(ctx context.Context, cfg EmbeddedConfig, e *embed.Etcd, closing
 		em.Close()
 		return nil, err
 	}
+	interval := cfg.SpaceCheckInterval
+	if interval <= 0 {
+		interval = DefaultSpaceCheckInterval
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	em.stopSpace, em.spaceDone = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(em.spaceDone)
+		em.superviseSpace(em.stopSpace, interval, logger.With("component", "etcd"))
+	}()
 	return em, nil
+}
+
+// CheckSpace reports a *NoSpaceError while the data directory's disk is
+// below the reserve (EmbeddedConfig.DiskReserveBytes), nil otherwise.
+// Pass it to WithWriteGuard.
+func (e *Embedded) CheckSpace() error {
+	if e.guard == nil {
+		return nil
+	}
+	return e.guard.Check()
 }
 
 // updatePeerURLs records the current peer URL in the cluster membership
@@ -236,6 +274,10 @@ func (e *Embedded) DataDir() string { return e.dataDir }
 // Close stops etcd and waits for it to release the data directory.
 func (e *Embedded) Close() error {
 	e.closeOnce.Do(func() {
+		if e.spaceDone != nil { // stop the NOSPACE supervisor before etcd
+			close(e.stopSpace)
+			<-e.spaceDone
+		}
 		e.closing.Store(true)
 		e.etcd.Close()
 		<-e.etcd.Server.StopNotify()

@@ -42,6 +42,7 @@ type Store struct {
 	client         *clientv3.Client
 	maxValueBytes  int
 	requestTimeout time.Duration
+	writeGuard     func() error
 }
 
 // Option configures a Store.
@@ -65,6 +66,14 @@ func WithRequestTimeout(d time.Duration) Option {
 			s.requestTimeout = d
 		}
 	}
+}
+
+// WithWriteGuard makes every write that stores a value (a Txn with a
+// Create, Update or Put) first call guard and fail with its error when it
+// returns one; deletes and checks pass, as under etcd's NOSPACE alarm.
+// StartEmbedded's member offers Embedded.CheckSpace for it.
+func WithWriteGuard(guard func() error) Option {
+	return func(s *Store) { s.writeGuard = guard }
 }
 
 // New returns a Store using c. The caller keeps ownership of c.
@@ -109,6 +118,9 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", ErrFutureRevision, err)
 	case errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return fmt.Errorf("%w: %w", ErrTooLarge, err)
+	}
+	if ns := noSpaceErr(err); ns != nil {
+		return ns
 	}
 	return err
 }

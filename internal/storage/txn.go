@@ -120,9 +120,16 @@ func (s *Store) Txn(ctx context.Context, ops []Op) (int64, error) {
 	var thens []clientv3.Op
 	var elses []clientv3.Op
 	seen := make(map[string]bool, len(ops))
+	guarded := false
 	for i, op := range ops {
 		if err := s.validateOp(op); err != nil {
 			return 0, fmt.Errorf("validate txn op %d: %w", i, err)
+		}
+		if !guarded && s.writeGuard != nil && (op.Kind == OpCreate || op.Kind == OpUpdate || op.Kind == OpPut) {
+			guarded = true
+			if err := s.writeGuard(); err != nil {
+				return 0, fmt.Errorf("run txn: %w", err)
+			}
 		}
 		if c, ok := opCompare(op); ok {
 			cmps = append(cmps, c)

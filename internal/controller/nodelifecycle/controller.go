@@ -2,7 +2,9 @@
 // a node's Ready condition has not been renewed (lastHeartbeatTime) for the
 // grace period, its Ready condition becomes Unknown with reason
 // NodeStatusUnknown, so the scheduler stops placing pods there. The node
-// agent's next heartbeat sets it back to True.
+// agent's next heartbeat sets it back to True. While the API server refuses
+// writes for want of storage (507) no heartbeat can be written, so the
+// grace period then counts from the last refused write.
 //
 // The controller reads nodes from an informer and writes only through the
 // nodes/status subresource, retrying on conflicts at the next check.
@@ -44,6 +46,12 @@ type Controller struct {
 	c     *client.Client
 	nodes client.Informer[*corev1.Node]
 	opts  Options
+	// refusedAt is when the API server last refused a write for want of
+	// storage (507). No node could post its status then either, so no
+	// node is stale until a grace period after it: once writes resume the
+	// agents renew their heartbeats before this controller would mark
+	// them. Used by the Run goroutine only.
+	refusedAt time.Time
 }
 
 // New creates a controller reading nodes from the factory's informer.
@@ -86,9 +94,18 @@ func (c *Controller) checkAll(ctx context.Context) {
 		c.opts.Logger.Error("list nodes", "err", err)
 		return
 	}
+	c.checkNodes(ctx, nodes)
+}
+
+func (c *Controller) checkNodes(ctx context.Context, nodes []*corev1.Node) {
 	for _, n := range nodes {
 		if err := c.check(ctx, n); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
-			c.opts.Logger.Error("mark node", "node", n.Name, "err", err)
+			level := slog.LevelError
+			if client.IsInsufficientStorage(err) {
+				c.refusedAt = c.opts.Now()
+				level = slog.LevelDebug // the client logged the full storage once
+			}
+			c.opts.Logger.Log(ctx, level, "mark node", "node", n.Name, "err", err)
 		}
 	}
 }
@@ -114,6 +131,9 @@ func (c *Controller) check(ctx context.Context, n *corev1.Node) error {
 	stale, i := Stale(n, c.opts.GracePeriod, now)
 	if !stale || (i >= 0 && n.Status.Conditions[i].Status == corev1.ConditionUnknown) {
 		return nil
+	}
+	if !c.refusedAt.IsZero() && now.Sub(c.refusedAt) <= c.opts.GracePeriod {
+		return nil // heartbeats could not be written: not the node's fault
 	}
 	n = n.DeepCopy()
 	cond := corev1.NodeCondition{

@@ -1,11 +1,20 @@
 package nodelifecycle
 
 import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/client"
 )
 
 func TestStale(t *testing.T) {
@@ -31,5 +40,50 @@ func TestStale(t *testing.T) {
 				t.Fatalf("Stale = %v, want %v", got, tc.stale)
 			}
 		})
+	}
+}
+
+// TestFullStorageIsNotTheNodesFault: while the API server answers writes
+// 507 (its etcd is full), the agents' heartbeats are refused too; when
+// writes resume the controller must not mark a node NotReady for the
+// heartbeats it missed meanwhile, only once a grace period has passed
+// after the last refused write without a heartbeat. The API server is
+// faked: the far side of a process boundary, only its answers matter.
+func TestFullStorageIsNotTheNodesFault(t *testing.T) {
+	var full atomic.Bool
+	var marked atomic.Int32
+	full.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if full.Load() {
+			w.WriteHeader(http.StatusInsufficientStorage)
+			w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcd cannot write","reason":"InsufficientStorage","code":507}`))
+			return
+		}
+		marked.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		w.Write(body)
+	}))
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	ctl := &Controller{c: c, opts: Options{GracePeriod: 40 * time.Second, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(now.Add(-41 * time.Second))}}
+
+	ctl.checkNodes(context.Background(), []*corev1.Node{n}) // refused: 507
+	full.Store(false)
+	now = now.Add(30 * time.Second) // writes are back; the node's heartbeat is 71 s old
+	ctl.checkNodes(context.Background(), []*corev1.Node{n})
+	if marked.Load() != 0 {
+		t.Fatal("node marked NotReady right after the storage outage")
+	}
+	now = now.Add(11 * time.Second) // a grace period after the last refusal
+	ctl.checkNodes(context.Background(), []*corev1.Node{n})
+	if marked.Load() != 1 {
+		t.Fatalf("node marked %d times a grace period after the outage without a heartbeat, want once", marked.Load())
 	}
 }

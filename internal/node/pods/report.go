@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/runtime"
+	"allot.dev/allot/pkg/client"
 )
 
 // maxStatusAttempts bounds the conflict retries of one status write.
@@ -133,6 +134,11 @@ func (w *Worker) report(ctx context.Context, now time.Time) (retry bool) {
 			w.cfg.Metrics.StatusUpdates.WithLabelValues("error").Inc()
 			w.log.Error("pod status rejected", "err", err)
 			return false
+		case client.IsInsufficientStorage(err):
+			// The API server's storage is full; the client logged it once.
+			w.cfg.Metrics.StatusUpdates.WithLabelValues("error").Inc()
+			w.log.Debug("update pod status", "err", err)
+			return true
 		case !apierrors.IsConflict(err):
 			w.cfg.Metrics.StatusUpdates.WithLabelValues("error").Inc()
 			w.log.Warn("update pod status", "err", err)
