@@ -30,15 +30,16 @@ import (
 // starts it again on the same port and data dir, and polls until the ten
 // claims are gone. It reports the time from the API server's return
 // (first /readyz answer) to the last claim's deletion: min, median, p90
-// and max over ALLOT_BENCH_ROUNDS (15) rounds, and logs every round.
+// and max over ALLOT_BENCH_ROUNDS rounds (default 1, a smoke run; the
+// numbers in bench/README.md are from 15 and 25), and logs every round.
 //
 // The controller manager keeps running across rounds, as it does when an
 // operator restarts only the API server; rounds follow each other within
 // the reflector's two-minute back-off reset, as repeated restarts do.
 //
-//	go test ./bench/ -run '^$' -bench APIServerRestart -benchtime 1x -timeout 30m
+//	ALLOT_BENCH_ROUNDS=15 go test ./bench/ -run '^$' -bench APIServerRestart -benchtime 1x -timeout 40m -v
 func BenchmarkAPIServerRestart(b *testing.B) {
-	rounds := envInt("ALLOT_BENCH_ROUNDS", 15)
+	rounds := envInt("ALLOT_BENCH_ROUNDS", 1) // one for the smoke run of hack/test.sh
 	down := 10 * time.Second
 	if s := os.Getenv("ALLOT_BENCH_DOWN"); s != "" {
 		d, err := time.ParseDuration(s)
