@@ -37,7 +37,9 @@ type ListWatch struct {
 }
 
 // ListWatch returns a lister-watcher over r for informers and reflectors;
-// tweaks adjust every list and watch request.
+// tweaks adjust every list and watch request. A list or watch that cannot
+// reach the API server is retried at most a second apart
+// (RetryWhileUnreachable), so that the reflector does not back off.
 func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 	apply := func(o *metav1.ListOptions) {
 		for _, t := range tweaks {
@@ -64,7 +66,7 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 	return &ListWatch{ListWatch: cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			apply(&o)
-			list, err := r.List(ctx, o)
+			list, err := RetryWhileUnreachable(ctx, func() (L, error) { return r.List(ctx, o) }, nil)
 			if err != nil || !skip {
 				return list, err
 			}
@@ -72,7 +74,7 @@ func (r *Resource[T, L]) ListWatch(tweaks ...TweakListOptions) *ListWatch {
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			apply(&o)
-			w, err := r.Watch(ctx, o)
+			w, err := RetryWhileUnreachable(ctx, func() (watch.Interface, error) { return r.Watch(ctx, o) }, nil)
 			if err != nil || !skip {
 				return w, err
 			}

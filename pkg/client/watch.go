@@ -56,8 +56,11 @@ func (d *watchDecoder[T]) objectFor(typ watch.EventType) (runtime.Object, error)
 // it is kept as raw JSON until the type is known.
 func (d *watchDecoder[T]) Decode() (watch.EventType, runtime.Object, error) {
 	tok, err := d.dec.ReadToken()
+	if err == io.EOF {
+		return "", nil, err // between events: the stream ended
+	}
 	if err != nil {
-		return "", nil, err // io.EOF between events: the stream ended
+		return "", nil, unexpected(err)
 	}
 	if tok.Kind() != '{' {
 		return "", nil, fmt.Errorf("watch event is not a JSON object but %v", tok.Kind())
@@ -90,7 +93,10 @@ func (d *watchDecoder[T]) Decode() (watch.EventType, runtime.Object, error) {
 				return "", nil, err
 			}
 			if err := jsonv2.UnmarshalDecode(d.dec, obj); err != nil {
-				return "", nil, fmt.Errorf("decode %s watch event: %w", typ, unexpected(err))
+				if err := unexpected(err); err == io.ErrUnexpectedEOF {
+					return "", nil, err
+				}
+				return "", nil, fmt.Errorf("decode %s watch event: %w", typ, err)
 			}
 		default:
 			if err := d.dec.SkipValue(); err != nil {
@@ -116,10 +122,15 @@ func (d *watchDecoder[T]) Decode() (watch.EventType, runtime.Object, error) {
 	return typ, obj, nil
 }
 
-// unexpected turns io.EOF inside an event into io.ErrUnexpectedEOF: only
-// the end of the stream between events is io.EOF.
+// unexpected turns a stream that ended or broke inside an event, or
+// whose connection was lost (the API server stopped), into exactly
+// io.ErrUnexpectedEOF: only the end of the stream between events is
+// io.EOF. client-go's StreamWatcher compares with these two values: it
+// ends the watch quietly on them, and on any other error sends an ERROR
+// event first, which makes the reflector give up the watch and back off
+// before it lists again, instead of re-opening the watch where it was.
 func unexpected(err error) error {
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || Unreachable(err) {
 		return io.ErrUnexpectedEOF
 	}
 	return err

@@ -62,7 +62,22 @@ func TestWatchDecoder(t *testing.T) {
 		t.Fatalf("no object: %v", err)
 	}
 	d = newWatchDecoder(io.NopCloser(strings.NewReader(`{"type":"ADDED","object":{"metadata":`)), func() *corev1.Pod { return &corev1.Pod{} })
-	if _, _, err := d.Decode(); err == nil || err == io.EOF {
-		t.Fatalf("cut stream: %v, want an error other than io.EOF", err)
+	if _, _, err := d.Decode(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("cut stream: %v, want io.ErrUnexpectedEOF", err)
+	}
+	// A connection lost between events or inside one (the API server
+	// stopped): exactly io.ErrUnexpectedEOF, which client-go's
+	// StreamWatcher takes for the quiet end of the watch; any other error
+	// becomes an ERROR event that sends the reflector into its back-off.
+	for _, body := range []string{"", `{"type":"ADDED","object":{"metadata":`, `{"type":"ADDED",`} {
+		r := io.MultiReader(strings.NewReader(body), errReader{io.ErrUnexpectedEOF})
+		d = newWatchDecoder(io.NopCloser(r), func() *corev1.Pod { return &corev1.Pod{} })
+		if _, _, err := d.Decode(); err != io.ErrUnexpectedEOF {
+			t.Errorf("connection lost after %q: %v, want io.ErrUnexpectedEOF", body, err)
+		}
 	}
 }
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

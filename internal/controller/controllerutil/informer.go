@@ -11,18 +11,22 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+
+	"allot.dev/allot/pkg/client"
 )
 
 // MetadataListWatch lists and watches the PartialObjectMetadata of one
-// resource in namespace ns ("" for all).
+// resource in namespace ns ("" for all). Like DynamicListWatch it retries
+// requests that cannot reach the API server at most a second apart
+// (client.RetryWhileUnreachable), so that the reflector does not back off.
 func MetadataListWatch(c metadata.Interface, gvr schema.GroupVersionResource, ns string) cache.ListerWatcher {
 	r := c.Resource(gvr).Namespace(ns)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return r.List(ctx, o)
+			return client.RetryWhileUnreachable(ctx, func() (runtime.Object, error) { return r.List(ctx, o) }, nil)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return r.Watch(ctx, o)
+			return client.RetryWhileUnreachable(ctx, func() (watch.Interface, error) { return r.Watch(ctx, o) }, nil)
 		},
 	}
 }
@@ -33,10 +37,10 @@ func DynamicListWatch(c dynamic.Interface, gvr schema.GroupVersionResource, ns s
 	r := c.Resource(gvr).Namespace(ns)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return r.List(ctx, o)
+			return client.RetryWhileUnreachable(ctx, func() (runtime.Object, error) { return r.List(ctx, o) }, nil)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return r.Watch(ctx, o)
+			return client.RetryWhileUnreachable(ctx, func() (watch.Interface, error) { return r.Watch(ctx, o) }, nil)
 		},
 	}
 }

@@ -6,7 +6,14 @@ import (
 	"log/slog"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"allot.dev/allot/pkg/client"
 )
+
+// UnreachableRetry is how soon a key whose sync failed because the API
+// server could not be reached (client.Unreachable) is synced again. Such
+// failures do not count toward the key's exponential back-off.
+const UnreachableRetry = client.UnreachableRetryMax
 
 // ErrWait marks an expected wait (content still terminating, say): the key
 // is re-queued with rate limiting like after any error, but the wait is
@@ -14,7 +21,8 @@ import (
 var ErrWait = errors.New("waiting")
 
 // SyncFunc syncs the object behind one queue key. An error re-queues the
-// key with rate limiting; nil forgets its failures.
+// key with rate limiting (an unreachable API server: after
+// UnreachableRetry); nil forgets its failures.
 type SyncFunc[T comparable] func(ctx context.Context, key T) error
 
 // RunWorker pops keys from q and syncs them until q shuts down. Callers
@@ -33,6 +41,15 @@ func ProcessNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitin
 	defer q.Done(key)
 	if err := sync(ctx, key); err != nil {
 		if ctx.Err() != nil {
+			return true
+		}
+		if client.Unreachable(err) {
+			// The API server is down or restarting: retry within a
+			// second, without growing the key's back-off (which reaches
+			// a minute and more), so that the work resumes as soon as the
+			// server is back.
+			log.Debug("API server unreachable, will retry", "key", key, "err", err)
+			q.AddAfter(key, UnreachableRetry)
 			return true
 		}
 		if errors.Is(err, ErrWait) {

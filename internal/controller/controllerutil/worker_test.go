@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
+	"syscall"
 	"testing"
 
 	"k8s.io/client-go/util/workqueue"
@@ -43,5 +46,37 @@ func TestProcessNext(t *testing.T) {
 	q.ShutDown()
 	if ProcessNext(context.Background(), q, func(context.Context, string) error { return nil }, log) {
 		t.Errorf("ProcessNext returned true on a shut-down queue")
+	}
+}
+
+// TestProcessNextUnreachable: a key whose sync failed because the API
+// server could not be reached comes back (after UnreachableRetry) without
+// a step of its exponential back-off, however often it fails: a server
+// that is down for a while must not leave keys waiting a minute and more
+// after its return.
+func TestProcessNextUnreachable(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	q.Add("k")
+	down := &url.Error{Op: "Delete", URL: "https://127.0.0.1:1/api/v1/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	tries := 0
+	sync := func(context.Context, string) error {
+		tries++
+		if tries < 3 {
+			return down
+		}
+		return nil
+	}
+	for range 3 {
+		if !ProcessNext(context.Background(), q, sync, log) {
+			t.Fatalf("ProcessNext returned false on a live queue")
+		}
+		if got := q.NumRequeues("k"); got != 0 {
+			t.Fatalf("after try %d: NumRequeues = %d, want 0 (an unreachable server is no failure of the key)", tries, got)
+		}
+	}
+	if tries != 3 {
+		t.Errorf("synced %d times, want 3", tries)
 	}
 }
