@@ -17,6 +17,14 @@ import (
 // (*unstructured.Unstructured) gets only its apiVersion, kind and metadata
 // checked: its schema lives in its CRD, see ValidateCustomResource.
 func Validate(obj runtime.Object) field.ErrorList {
+	errs := validateKind(obj)
+	if !isNil(obj) {
+		errs = append(errs, ValidateQuantities(obj)...)
+	}
+	return errs
+}
+
+func validateKind(obj runtime.Object) field.ErrorList {
 	if isNil(obj) {
 		return unknownKind(obj)
 	}
@@ -68,6 +76,14 @@ func Validate(obj runtime.Object) field.ErrorList {
 // ValidateUpdate checks a write of newObj over oldObj, which must be of the
 // same type.
 func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	errs := validateKindUpdate(newObj, oldObj)
+	if !isNil(newObj) {
+		errs = append(errs, ValidateQuantities(newObj)...)
+	}
+	return errs
+}
+
+func validateKindUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	if errs := sameType(newObj, oldObj); len(errs) > 0 {
 		return errs
 	}
@@ -119,6 +135,14 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 // ValidateStatusUpdate checks a write to the status of a kind that has
 // one. For other kinds it reports that they have no status.
 func ValidateStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	errs := validateKindStatusUpdate(newObj, oldObj)
+	if !isNil(newObj) {
+		errs = append(errs, ValidateQuantities(newObj)...)
+	}
+	return errs
+}
+
+func validateKindStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	if errs := sameType(newObj, oldObj); len(errs) > 0 {
 		return errs
 	}
