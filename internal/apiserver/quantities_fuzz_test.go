@@ -122,6 +122,9 @@ func FuzzQuantityStoredAsWritten(f *testing.F) {
 	if len(templates) < 4 {
 		f.Fatalf("only %d kinds take quantities: the reflection missed some", len(templates))
 	}
+	for _, tpl := range templates {
+		f.Logf("%s %s: %s", tpl.k.gvk.GroupVersion(), tpl.k.gvk.Kind, strings.Join(tpl.paths, ", "))
+	}
 	f.Fuzz(func(t *testing.T, text string) {
 		written, ok := validation.ExactQuantity(text)
 		if !ok {
