@@ -17,11 +17,14 @@ import (
 // (*unstructured.Unstructured) gets only its apiVersion, kind and metadata
 // checked: its schema lives in its CRD, see ValidateCustomResource.
 func Validate(obj runtime.Object) field.ErrorList {
-	errs := validateKind(obj)
 	if !isNil(obj) {
-		errs = append(errs, ValidateQuantities(obj)...)
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(obj); len(errs) > 0 {
+			return errs
+		}
 	}
-	return errs
+	return validateKind(obj)
 }
 
 func validateKind(obj runtime.Object) field.ErrorList {
@@ -76,11 +79,14 @@ func validateKind(obj runtime.Object) field.ErrorList {
 // ValidateUpdate checks a write of newObj over oldObj, which must be of the
 // same type.
 func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
-	errs := validateKindUpdate(newObj, oldObj)
 	if !isNil(newObj) {
-		errs = append(errs, ValidateQuantities(newObj)...)
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(newObj); len(errs) > 0 {
+			return errs
+		}
 	}
-	return errs
+	return validateKindUpdate(newObj, oldObj)
 }
 
 func validateKindUpdate(newObj, oldObj runtime.Object) field.ErrorList {
@@ -135,11 +141,14 @@ func validateKindUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 // ValidateStatusUpdate checks a write to the status of a kind that has
 // one. For other kinds it reports that they have no status.
 func ValidateStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
-	errs := validateKindStatusUpdate(newObj, oldObj)
 	if !isNil(newObj) {
-		errs = append(errs, ValidateQuantities(newObj)...)
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(newObj); len(errs) > 0 {
+			return errs
+		}
 	}
-	return errs
+	return validateKindStatusUpdate(newObj, oldObj)
 }
 
 func validateKindStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {

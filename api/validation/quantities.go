@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +69,29 @@ func QuantityFields(obj any, fn func(p *field.Path, q *resource.Quantity)) {
 	walkQuantities(reflect.ValueOf(obj), nil, true, fn)
 }
 
+// MaxQuantityExponent bounds the decimal exponent of a quantity's amount
+// (1e1000 and 1e-1000 pass, 1e1001 does not): apimachinery compares
+// amounts by computing the power of ten, which takes half a second for
+// 1e4444440 and longer beyond, so a larger exponent would let one write
+// stall every reader. No amount anyone counts comes near.
+const MaxQuantityExponent = 1000
+
+// exponentProblem says why q's exponent is out of bounds, or "". It does
+// not compare amounts (that is what is slow).
+func exponentProblem(q *resource.Quantity) string {
+	c := q.DeepCopy()
+	d := c.AsDec()
+	if d.Scale() > MaxQuantityExponent || -int64(d.Scale()) > MaxQuantityExponent {
+		return fmt.Sprintf("its decimal exponent must be between -%d and %d: larger ones cannot be compared in bounded time", MaxQuantityExponent, MaxQuantityExponent)
+	}
+	return ""
+}
+
 // quantityProblem says why q would not be stored as written, or "".
 func quantityProblem(q resource.Quantity) string {
+	if msg := exponentProblem(&q); msg != "" {
+		return msg
+	}
 	if q.Format == resource.BinarySI {
 		abs := q.DeepCopy()
 		if abs.Sign() < 0 {
@@ -236,6 +258,10 @@ func ValidateQuantitiesAsWritten(obj any, data []byte) field.ErrorList {
 	}
 	var errs field.ErrorList
 	walkWritten(reflect.ValueOf(obj), raw, nil, func(p *field.Path, q *resource.Quantity, text string) {
+		if msg := exponentProblem(q); msg != "" {
+			errs = append(errs, field.Invalid(p, text, msg))
+			return
+		}
 		written, ok := ExactQuantity(text)
 		if !ok {
 			return
@@ -393,4 +419,98 @@ func absInt64(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// longExponent finds text that may hold a quantity with a long decimal
+// exponent: the cheap test that spares most bodies the walk below.
+var longExponent = regexp.MustCompile(`[0-9.][eE][+-]?[0-9]{4,}`)
+
+// ValidateQuantityTexts checks, before a body is decoded into obj's type,
+// the exponent of every text in a field that takes a quantity: parsing
+// 1e-99999999 alone takes apimachinery over a minute (it rounds by
+// computing the power of ten), so such a body is refused before it is
+// decoded, naming the field. data is the body's JSON; text elsewhere
+// (annotations, strings) is not looked at.
+func ValidateQuantityTexts(obj any, data []byte) field.ErrorList {
+	if _, ok := obj.(*unstructured.Unstructured); ok || obj == nil || !typeHoldsQuantity(reflect.TypeOf(obj)) || !longExponent.Match(data) {
+		return nil
+	}
+	var raw any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil // the decoder will say what is wrong
+	}
+	var errs field.ErrorList
+	walkTypeRaw(reflect.TypeOf(obj), raw, nil, func(p *field.Path, text string) {
+		m := quantityText.FindStringSubmatch(strings.TrimSpace(text))
+		if m == nil || (m[3] == "" || (m[3][0] != 'e' && m[3][0] != 'E')) {
+			return
+		}
+		if e, err := strconv.ParseInt(m[3][1:], 10, 64); err != nil || e > MaxQuantityExponent || e < -MaxQuantityExponent {
+			errs = append(errs, field.Invalid(p, text, fmt.Sprintf("its decimal exponent must be between -%d and %d: larger ones cannot be parsed or compared in bounded time", MaxQuantityExponent, MaxQuantityExponent)))
+		}
+	})
+	return errs
+}
+
+// walkTypeRaw walks generic JSON guided by the Go type it is for, and
+// calls fn with the text at every quantity.
+func walkTypeRaw(t reflect.Type, raw any, p *field.Path, fn func(*field.Path, string)) {
+	if raw == nil || !typeHoldsQuantity(t) {
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		walkTypeRaw(t.Elem(), raw, p, fn)
+	case reflect.Struct:
+		if t == quantityType {
+			switch r := raw.(type) {
+			case string:
+				fn(p, r)
+			case json.Number:
+				fn(p, r.String())
+			}
+			return
+		}
+		m, ok := raw.(map[string]any)
+		if !ok {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, inline := jsonName(f)
+			switch {
+			case name == "-":
+			case inline:
+				walkTypeRaw(f.Type, raw, p, fn)
+			default:
+				walkTypeRaw(f.Type, m[name], childPath(p, name), fn)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		l, ok := raw.([]any)
+		if !ok {
+			return
+		}
+		for i, v := range l {
+			walkTypeRaw(t.Elem(), v, indexPath(p, i), fn)
+		}
+	case reflect.Map:
+		m, ok := raw.(map[string]any)
+		if !ok {
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			walkTypeRaw(t.Elem(), m[k], keyPathOf(p, k), fn)
+		}
+	}
 }

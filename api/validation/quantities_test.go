@@ -65,3 +65,45 @@ func TestValidateQuantities(t *testing.T) {
 		t.Fatalf("as written: %s", got)
 	}
 }
+
+// An exponent beyond ±1000 is refused before anything compares the amount
+// (apimachinery computes the power of ten to compare).
+func TestQuantityExponentBounded(t *testing.T) {
+	// Negative exponents are rounded up to 1n by the parser: the
+	// as-written check refuses them (rounded), Validate sees 1n.
+	for text, bad := range map[string]bool{"1e1000": false, "1e1001": true, "0E4444440": true, "1e400": false} {
+		q := &corev1.ResourceQuota{ObjectMeta: objMeta("q", "default"), Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse(text)}}}
+		errs := Validate(q)
+		refused := len(errs) == 1 && errs[0].Field == "spec.hard[pods]" && strings.Contains(errs[0].Detail, "exponent")
+		if refused != bad {
+			t.Errorf("%s: %v", text, errs)
+		}
+		written := ValidateQuantitiesAsWritten(q, []byte(`{"spec":{"hard":{"pods":"`+text+`"}}}`))
+		if (len(written) > 0) != bad {
+			t.Errorf("%s as written: %v", text, written)
+		}
+	}
+}
+
+func TestTinyExponentsRefusedAsRounded(t *testing.T) {
+	for _, text := range []string{"1e-10", "1e-1000", "1e-1001"} {
+		q := &corev1.ResourceQuota{Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse(text)}}}
+		if errs := ValidateQuantitiesAsWritten(q, []byte(`{"spec":{"hard":{"pods":"`+text+`"}}}`)); len(errs) != 1 || errs[0].Field != "spec.hard[pods]" {
+			t.Errorf("%s: %v", text, errs)
+		}
+	}
+}
+
+// A body whose quantity has a long exponent is refused before it is
+// decoded (apimachinery's parser takes over a minute on 1e-99999999);
+// the same text elsewhere is left alone.
+func TestQuantityTextsBeforeDecoding(t *testing.T) {
+	data := []byte(`{"metadata":{"annotations":{"a":"1e-99999999"}},"spec":{"hard":{"pods":"1e-99999999","cpu":"1e5","memory":"1e1001","x":"2e-1000"}}}`)
+	var fields []string
+	for _, e := range ValidateQuantityTexts(&corev1.ResourceQuota{}, data) {
+		fields = append(fields, e.Field)
+	}
+	if got := strings.Join(fields, " "); got != "spec.hard[memory] spec.hard[pods]" {
+		t.Fatalf("refused %q", got)
+	}
+}

@@ -42,6 +42,11 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, k *kind, dat
 		target = &u.Object
 	}
 	mode := r.URL.Query().Get("fieldValidation")
+	// Before decoding: apimachinery takes minutes to parse a quantity
+	// with an exponent like e-99999999.
+	if errs := validation.ValidateQuantityTexts(obj, data); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), "", errs)
+	}
 	err := scheme.DecodeStrictInto(data, target)
 	var se *scheme.StrictError
 	switch {

@@ -115,6 +115,7 @@ func FuzzQuantityStoredAsWritten(f *testing.F) {
 		"100000000000000000000000000", "99999999999999999999999Ti", "-99999999999999999999999Ti", "1e400", "1e26",
 		"7Ei", "8Ei", "0.0000000001", "1.5n", "1n", "1.5", "9223372036854775807", "9223372036854775808", "80Gi", "0",
 		"123456789012345678901234567890", "1e-400", "12345678901234567890123m", ".5", "+1k",
+		"1e1000", "1e1001", "0E4444440", "1e-99999999", "1e-1000",
 	} {
 		f.Add(s)
 	}
@@ -135,6 +136,14 @@ func FuzzQuantityStoredAsWritten(f *testing.F) {
 			k := tpl.k
 			data := bytes.ReplaceAll(tpl.json, []byte(`"`+quantityMarker+`"`), quoted)
 			obj := k.newObj()
+			if errs := validation.ValidateQuantityTexts(obj, data); len(errs) > 0 {
+				for _, p := range tpl.paths {
+					if !namesField(errs, p) {
+						t.Fatalf("%s: %q refused before decoding without naming %s: %v", k.gvk.Kind, text, p, errs)
+					}
+				}
+				continue
+			}
 			if err := scheme.DecodeStrictInto(data, obj); err != nil {
 				continue // not a quantity apimachinery reads: refused as a bad request
 			}

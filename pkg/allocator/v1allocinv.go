@@ -233,10 +233,22 @@ func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
 const v1Never = int64(1) << 52
 
 // v1CounterScale is the finest scale of 10^3 steps, from milli up, at
-// which every value is at most 2^50 units (see v1ctr).
+// which every value is at most 2^50 units (see v1ctr). The search starts
+// from a lower bound read off the value's digits, so that a value like
+// 1e1000 takes a few comparisons, not hundreds.
 func v1CounterScale(vals []resource.Quantity) resource.Scale {
 	scale := resource.Milli
 	for _, q := range vals {
+		if q.Sign() <= 0 {
+			continue
+		}
+		c := q.DeepCopy()
+		d := c.AsDec()
+		// q < 10^digits, and q <= 2^50 * 10^s needs s >= digits-16.
+		digits := int64(len(d.UnscaledBig().String())) - int64(d.Scale())
+		if low := digits - 17; low > int64(scale) {
+			scale = resource.Scale(low - (low-int64(resource.Milli))%3)
+		}
 		for q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0 {
 			scale += 3
 		}
