@@ -422,11 +422,18 @@ func absInt64(v int64) int64 {
 }
 
 // longExponent finds text that may hold a quantity with a long decimal
-// exponent: the cheap test that spares most bodies the walk below.
-var longExponent = regexp.MustCompile(`[0-9.][eE][+-]?[0-9]{4,}`)
+// exponent or a long run of digits: the cheap test that spares most
+// bodies the walk below.
+var longExponent = regexp.MustCompile(`[0-9.][eE][+-]?[0-9]{4,}|[0-9]{1000}`)
+
+// MaxQuantityText bounds the length of a quantity's text: the parser
+// takes 2.6 s on a million digits (and grows faster than linearly). 1e1000
+// written in full is 1001 characters.
+const MaxQuantityText = 1024
 
 // ValidateQuantityTexts checks, before a body is decoded into obj's type,
-// the exponent of every text in a field that takes a quantity: parsing
+// the length (MaxQuantityText) and the exponent of every text in a field
+// that takes a quantity: parsing
 // 1e-99999999 alone takes apimachinery over a minute (it rounds by
 // computing the power of ten), so such a body is refused before it is
 // decoded, naming the field. data is the body's JSON; text elsewhere
@@ -443,6 +450,10 @@ func ValidateQuantityTexts(obj any, data []byte) field.ErrorList {
 	}
 	var errs field.ErrorList
 	walkTypeRaw(reflect.TypeOf(obj), raw, nil, func(p *field.Path, text string) {
+		if len(text) > MaxQuantityText {
+			errs = append(errs, field.TooLong(p, "", MaxQuantityText))
+			return
+		}
 		m := quantityText.FindStringSubmatch(strings.TrimSpace(text))
 		if m == nil || (m[3] == "" || (m[3][0] != 'e' && m[3][0] != 'E')) {
 			return

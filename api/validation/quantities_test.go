@@ -106,4 +106,11 @@ func TestQuantityTextsBeforeDecoding(t *testing.T) {
 	if got := strings.Join(fields, " "); got != "spec.hard[memory] spec.hard[pods]" {
 		t.Fatalf("refused %q", got)
 	}
+	// A million digits take the parser seconds: the text is too long.
+	long := strings.Repeat("9", 2000)
+	data = []byte(`{"metadata":{"annotations":{"a":"` + long + `"}},"spec":{"hard":{"pods":"` + long + `","cpu":"` + strings.Repeat("9", 1000) + `"}}}`)
+	errs := ValidateQuantityTexts(&corev1.ResourceQuota{}, data)
+	if len(errs) != 1 || errs[0].Field != "spec.hard[pods]" || !strings.Contains(errs[0].Error(), "1024") {
+		t.Fatalf("long text: %v", errs)
+	}
 }

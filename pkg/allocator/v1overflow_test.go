@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,6 +69,14 @@ func FuzzCounterArithmetic(f *testing.F) {
 	f.Add("80Gi", "40Gi", "40Gi", "1Ki")
 	f.Add("1e1000", "1e999", "1e-1000", "1")
 	f.Fuzz(func(t *testing.T, total, a, b, c string) {
+		// The API server refuses a long exponent before parsing it
+		// (api/validation.ValidateQuantityTexts): apimachinery's parser
+		// takes minutes on 1e-1111110000.
+		for _, s := range []string{total, a, b, c} {
+			if longExponentText.MatchString(s) {
+				return
+			}
+		}
 		qt, err := resource.ParseQuantity(total)
 		if err != nil || qt.Sign() < 0 || !exponentAdmitted(qt) {
 			return
@@ -138,6 +147,8 @@ func FuzzCounterArithmetic(f *testing.F) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+var longExponentText = regexp.MustCompile(`[eE][+-]?0*[0-9]{5,}`)
 
 // exponentAdmitted: validation refuses amounts with a decimal exponent
 // beyond ±1000 (api/validation.MaxQuantityExponent): apimachinery's
