@@ -17,6 +17,17 @@ import (
 // (*unstructured.Unstructured) gets only its apiVersion, kind and metadata
 // checked: its schema lives in its CRD, see ValidateCustomResource.
 func Validate(obj runtime.Object) field.ErrorList {
+	if !isNil(obj) {
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(obj); len(errs) > 0 {
+			return errs
+		}
+	}
+	return validateKind(obj)
+}
+
+func validateKind(obj runtime.Object) field.ErrorList {
 	if isNil(obj) {
 		return unknownKind(obj)
 	}
@@ -68,6 +79,17 @@ func Validate(obj runtime.Object) field.ErrorList {
 // ValidateUpdate checks a write of newObj over oldObj, which must be of the
 // same type.
 func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	if !isNil(newObj) {
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(newObj); len(errs) > 0 {
+			return errs
+		}
+	}
+	return validateKindUpdate(newObj, oldObj)
+}
+
+func validateKindUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	if errs := sameType(newObj, oldObj); len(errs) > 0 {
 		return errs
 	}
@@ -119,6 +141,17 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 // ValidateStatusUpdate checks a write to the status of a kind that has
 // one. For other kinds it reports that they have no status.
 func ValidateStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	if !isNil(newObj) {
+		// Quantities first: one the kind's checks could not compare in
+		// bounded time (see MaxQuantityExponent) stops them.
+		if errs := ValidateQuantities(newObj); len(errs) > 0 {
+			return errs
+		}
+	}
+	return validateKindStatusUpdate(newObj, oldObj)
+}
+
+func validateKindStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	if errs := sameType(newObj, oldObj); len(errs) > 0 {
 		return errs
 	}

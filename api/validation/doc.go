@@ -42,4 +42,10 @@
 //  6. Install the CEL compiler for structured-parameter selectors with
 //     SetSelectorCompiler (the allocator provides it); until then
 //     selectors are only checked to be non-empty.
+//  7. Compare decoded quantities with the text they came from
+//     (ValidateQuantitiesAsWritten): the parser rounds and caps some
+//     before Validate sees them. Validate, ValidateUpdate and
+//     ValidateStatusUpdate check the rest of "stored as written"
+//     (ValidateQuantities: the canonical text reads back as the amount),
+//     on every field of a built-in kind that takes a quantity.
 package validation

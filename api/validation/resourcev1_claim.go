@@ -2,6 +2,7 @@ package validation
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -225,7 +226,12 @@ func validateRequestCommonV1(sels []resourcev1.DeviceSelector, mode resourcev1.D
 }
 
 // validateAllocationModeV1: "Count is used only when the count mode is
-// "ExactCount". Must be greater than zero." With mode All, count stays
+// "ExactCount". Must be greater than zero." And at most
+// AllocationResultsMaxSize (32): Kubernetes' validation stops at zero, but
+// its allocator refuses any claim asking for more devices than an
+// allocation holds, so a larger count could never be allocated; allot
+// refuses it when written, so that quota (which counts count devices per
+// class) never adds numbers near int64's end. With mode All, count stays
 // unset. The mode's values: generated validation. Default sets an empty
 // mode to ExactCount and a zero count of ExactCount to one, and claims are
 // judged defaulted.
@@ -239,6 +245,9 @@ func validateAllocationModeV1(mode resourcev1.DeviceAllocationMode, count int64,
 	case resourcev1.DeviceAllocationModeExactCount:
 		if count <= 0 {
 			return field.ErrorList{field.Invalid(cp, count, "must be greater than zero")}
+		}
+		if count > resourcev1.AllocationResultsMaxSize {
+			return field.ErrorList{field.Invalid(cp, count, fmt.Sprintf("must be at most %d: no allocation holds more devices (AllocationResultsMaxSize)", resourcev1.AllocationResultsMaxSize))}
 		}
 	}
 	return nil

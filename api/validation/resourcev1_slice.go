@@ -3,7 +3,7 @@ package validation
 import (
 	"context"
 	"fmt"
-	"math"
+	"math/big"
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -521,15 +521,13 @@ func validateRequestPolicyRange(capacity, def resource.Quantity, r *resourcev1.C
 }
 
 // isStepFrom reports whether v - min is a whole multiple of step (> 0),
-// computed in thousandths. Amounts too large for that in an int64 pass:
-// the other checks bound them by the capacity already.
+// exactly (math/big), whatever the amounts' size or precision: before
+// issue 25 it was computed in thousandths of an int64, and amounts too
+// large for that passed unchecked.
 func isStepFrom(v, min, step resource.Quantity) bool {
-	limit := resource.NewQuantity(math.MaxInt64/1000, resource.DecimalSI)
-	for _, q := range []resource.Quantity{v, min, step} {
-		if q.Cmp(*limit) > 0 || q.Sign() < 0 {
-			return true
-		}
+	if step.Sign() <= 0 {
+		return true // positiveQuantity reports it
 	}
-	s := step.MilliValue()
-	return s <= 0 || (v.MilliValue()-min.MilliValue())%s == 0
+	d := new(big.Rat).Sub(ratOfQuantity(&v), ratOfQuantity(&min))
+	return d.Quo(d, ratOfQuantity(&step)).IsInt()
 }

@@ -508,6 +508,10 @@ func TestV1OffGateFieldRules(t *testing.T) {
 					"unsorted":  {Value: q("10"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("3")), ValidValues: []resource.Quantity{q("2"), q("1"), q("20")}}},
 					"offStep":   {Value: q("10"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("2")), ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: ptr(q("1")), Step: ptr(q("2"))}}},
 					"noMin":     {Value: q("10"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("2")), ValidRange: &resourcev1.CapacityRequestPolicyRange{}}},
+					// Beyond int64 thousandths the step is checked exactly too.
+					"hugeOffStep": {Value: q("1e30"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("1e20")), ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: ptr(q("1")), Step: ptr(q("2e20"))}}},
+					"hugeOnStep":  {Value: q("1e30"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("1e25")), ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: ptr(q("0")), Step: ptr(q("1e20"))}}},
+					"fineOffStep": {Value: q("10"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("1500u")), ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: ptr(q("1m")), Step: ptr(q("1m"))}}},
 				}
 			})),
 			want: []string{
@@ -518,6 +522,8 @@ func TestV1OffGateFieldRules(t *testing.T) {
 				d0 + ".capacity[unsorted].requestPolicy.default: Invalid value: \"3\": must be one of `validValues`",
 				d0 + ".capacity[offStep].requestPolicy.default: Invalid value: \"2\": must be `validRange.min` plus a multiple",
 				d0 + ".capacity[noMin].requestPolicy.validRange.min: Required value",
+				d0 + ".capacity[hugeOffStep].requestPolicy.default: Invalid value",
+				d0 + ".capacity[fineOffStep].requestPolicy.default: Invalid value",
 			}},
 	} {
 		t.Run(name, func(t *testing.T) {

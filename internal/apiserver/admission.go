@@ -201,7 +201,8 @@ func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool)
 		out := map[corev1.ResourceName]int64{quotaClaimsTotal: 1}
 		for _, r := range c.Spec.Devices.Requests {
 			if r.Exactly != nil {
-				out[deviceClassQuotaName(r.Exactly.DeviceClassName)] += devicesRequested(r.Exactly.AllocationMode, r.Exactly.Count)
+				n := deviceClassQuotaName(r.Exactly.DeviceClassName)
+				out[n] = corev1.AddAmounts(out[n], devicesRequested(r.Exactly.AllocationMode, r.Exactly.Count))
 				continue
 			}
 			most := map[string]int64{}
@@ -209,7 +210,7 @@ func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool)
 				most[sub.DeviceClassName] = max(most[sub.DeviceClassName], devicesRequested(sub.AllocationMode, sub.Count))
 			}
 			for class, n := range most {
-				out[deviceClassQuotaName(class)] += n
+				out[deviceClassQuotaName(class)] = corev1.AddAmounts(out[deviceClassQuotaName(class)], n)
 			}
 		}
 		return out, true
@@ -217,6 +218,9 @@ func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool)
 	return nil, false
 }
 
+// devicesRequested is how many devices a request counts in quota. Count
+// is at most AllocationResultsMaxSize (validation); a larger one, stored
+// before that bound, counts as what it asks for, never less.
 func devicesRequested(mode resourcev1.DeviceAllocationMode, count int64) int64 {
 	if mode == resourcev1.DeviceAllocationModeAll {
 		return resourcev1.AllocationResultsMaxSize

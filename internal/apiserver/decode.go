@@ -8,10 +8,12 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/api/validation"
 )
 
 // decodeBody decodes a request body into a new object of the kind.
@@ -40,6 +42,11 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, k *kind, dat
 		target = &u.Object
 	}
 	mode := r.URL.Query().Get("fieldValidation")
+	// Before decoding: apimachinery takes minutes to parse a quantity
+	// with an exponent like e-99999999.
+	if errs := validation.ValidateQuantityTexts(obj, data); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), "", errs)
+	}
 	err := scheme.DecodeStrictInto(data, target)
 	var se *scheme.StrictError
 	switch {
@@ -65,6 +72,15 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, k *kind, dat
 			gvk.GroupVersion(), gvk.Kind, k.gvk.GroupVersion(), k.gvk.Kind))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
+	// A quantity the parser changed (rounded below 1n, capped at 2^63-1)
+	// is refused here, where the text written is still at hand.
+	if errs := validation.ValidateQuantitiesAsWritten(obj, data); len(errs) > 0 {
+		name := ""
+		if acc, err := meta.Accessor(obj); err == nil {
+			name = acc.GetName()
+		}
+		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), name, errs)
+	}
 	return obj, nil
 }
 

@@ -93,14 +93,11 @@ func (s *Server) claimQuotaOps(ctx context.Context, obj runtime.Object, sign int
 			}
 			used := q.Status.Used[name]
 			delta := sign * amounts[name]
-			next := used.Value() + delta
-			if next < 0 {
-				next = 0
-			}
-			if delta > 0 && next > hard.Value() {
+			next, ok := chargeAmount(corev1.Amount(name, used), corev1.Amount(name, hard), delta)
+			if !ok {
 				return nil, apierrors.NewForbidden(resourcev1alpha2.Resource("resourceclaims"), c.GetName(),
-					fmt.Errorf("exceeded quota: %s, requested: %s=%d, used: %s=%d, limited: %s=%s",
-						q.Name, name, delta, name, used.Value(), name, hard.String()))
+					fmt.Errorf("exceeded quota: %s, requested: %s=%d, used: %s=%s, limited: %s=%s",
+						q.Name, name, delta, name, used.String(), name, hard.String()))
 			}
 			if q.Status.Used == nil {
 				q.Status.Used = corev1.ResourceList{}
@@ -119,6 +116,22 @@ func (s *Server) claimQuotaOps(ctx context.Context, obj runtime.Object, sign int
 		ops = append(ops, storage.Update(qk.storageKey(q.Namespace, q.Name), data, rev))
 	}
 	return ops, nil
+}
+
+// chargeAmount is the usage after adding delta (negative: a release) to
+// used, and whether a charge stays within hard. Amounts are never
+// negative (corev1.Amount reads them so); the sum saturates at 2^63-1
+// instead of wrapping, and a release never goes below zero. So no claim,
+// however large its count, can make the usage small again.
+func chargeAmount(used, hard, delta int64) (next int64, ok bool) {
+	if delta >= 0 {
+		// used+delta <= hard, without computing a sum that may not fit.
+		return corev1.AddAmounts(used, delta), delta == 0 || used <= hard-delta
+	}
+	if used < -delta { // delta is ±an amount >= 0, so -delta does not overflow
+		return 0, true
+	}
+	return used + delta, true
 }
 
 // computeQuotaUsage recounts the claims a quota limits, and guards the
@@ -142,7 +155,7 @@ func (s *Server) computeQuotaUsage(ctx context.Context, q *corev1.ResourceQuota)
 		}
 		amounts, _ := claimQuotaAmounts(obj)
 		for n, v := range amounts {
-			counts[n] += v
+			counts[n] = corev1.AddAmounts(counts[n], v)
 		}
 	}
 	q.Status.Hard = corev1.ResourceList{}

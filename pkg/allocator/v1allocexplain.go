@@ -239,8 +239,12 @@ func (p *v1prob) counterClause(l int32) string {
 		if p.left0[u.ctr] < u.amount {
 			c := &p.inv.ctrs[p.lctr[u.ctr]]
 			pool := &p.inv.pools[c.pool]
+			consumes := v1Amount(u.amount, c)
+			if u.amount == v1Never {
+				consumes = "more than the counter's total of " + c.exact.String()
+			}
 			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.set, c.name,
-				v1Amount(p.left0[u.ctr], c), p.inv.devs[p.devs[l]].d.Name, v1Amount(u.amount, c))
+				v1Amount(p.left0[u.ctr], c), p.inv.devs[p.devs[l]].d.Name, consumes)
 		}
 	}
 	return ""

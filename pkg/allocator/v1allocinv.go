@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -66,17 +67,22 @@ type v1use struct {
 }
 
 // v1ctr is one counter of a pool's counter set. Values are int64 in units
-// of 10^scale: the finest scale of 10^3 steps, from milli up, at which
-// every value of the counter in its pool stays below 2^50, so that sums
-// cannot overflow. Where a value is not a whole number of units, the
-// total is rounded down and consumption up: conservative, never
-// overcommitting.
+// of 10^scale: the finest scale of 10^3 steps, from milli up (without an
+// upper end: 1e400 has a scale too), at which the total and every
+// consumption of the counter in its pool that is not above the total stay
+// below 2^50. A consumption above the total can never fit: it counts as
+// v1Never, more than any total. So every amount is below 2^53, a search's
+// sums and differences stay far from int64's ends, and the state's sums
+// of allocated amounts saturate (v1AddSat). Where a value is not a whole
+// number of units, the total is rounded down and consumption up:
+// conservative, never overcommitting.
 type v1ctr struct {
 	pool      int32
 	set, name string
 	total     int64
 	scale     resource.Scale
-	format    resource.Format // of the total, for messages
+	format    resource.Format    // of the total, for messages
+	exact     *resource.Quantity // the total as published
 }
 
 // v1Key is the state key of a device: driver, pool and device name.
@@ -150,7 +156,7 @@ func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.Nod
 				for _, n := range sortedKeys(cc.Counters) {
 					if c, ok := ctrIndex[cc.CounterSet+"\x00"+n]; ok {
 						q := cc.Counters[n].Value
-						dev.uses = append(dev.uses, v1use{ctr: c, amount: v1Ceil(&q, inv.ctrs[c].scale)})
+						dev.uses = append(dev.uses, v1use{ctr: c, amount: v1UseAmount(&q, &inv.ctrs[c])})
 					}
 				}
 			}
@@ -207,25 +213,61 @@ func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
 			vals := []resource.Quantity{total}
 			for i := range p.Devices {
 				for _, cc := range p.Devices[i].ConsumesCounters {
-					if c, ok := cc.Counters[name]; ok && cc.CounterSet == set {
+					if c, ok := cc.Counters[name]; ok && cc.CounterSet == set && c.Value.Cmp(total) <= 0 {
 						vals = append(vals, c.Value)
 					}
 				}
 			}
-			scale := resource.Milli
-			for scale < 60 && slices.ContainsFunc(vals, func(q resource.Quantity) bool {
-				return q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0
-			}) {
-				scale += 3
-			}
+			scale := v1CounterScale(vals)
 			out[set+"\x00"+name] = int32(len(inv.ctrs))
-			inv.ctrs = append(inv.ctrs, v1ctr{pool: pi, set: set, name: name, total: v1Floor(&total, scale), scale: scale, format: total.Format})
+			exact := total.DeepCopy()
+			inv.ctrs = append(inv.ctrs, v1ctr{pool: pi, set: set, name: name, total: v1Floor(&total, scale), scale: scale, format: total.Format, exact: &exact})
 		}
 	}
 	return out
 }
 
+// v1Never is the amount of a consumption above its counter's total: more
+// than any total (those stay below 2^50), so it never fits, and small
+// enough that sums of a few thousand of them cannot overflow.
+const v1Never = int64(1) << 52
+
+// v1CounterScale is the finest scale of 10^3 steps, from milli up, at
+// which every value is at most 2^50 units (see v1ctr). The search starts
+// from a lower bound read off the value's digits, so that a value like
+// 1e1000 takes a few comparisons, not hundreds.
+func v1CounterScale(vals []resource.Quantity) resource.Scale {
+	scale := resource.Milli
+	for _, q := range vals {
+		if q.Sign() <= 0 {
+			continue
+		}
+		c := q.DeepCopy()
+		d := c.AsDec()
+		// q < 10^digits, and q <= 2^50 * 10^s needs s >= digits-16.
+		digits := int64(len(d.UnscaledBig().String())) - int64(d.Scale())
+		if low := digits - 17; low > int64(scale) {
+			scale = resource.Scale(low - (low-int64(resource.Milli))%3)
+		}
+		for q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0 {
+			scale += 3
+		}
+	}
+	return scale
+}
+
+// v1UseAmount is how much of counter c a consumption q takes, in the
+// counter's units: v1Never above the total.
+func v1UseAmount(q *resource.Quantity, c *v1ctr) int64 {
+	if c.exact != nil && q.Cmp(*c.exact) > 0 {
+		return v1Never
+	}
+	return v1Ceil(q, c.scale)
+}
+
 // v1Ceil and v1Floor express q in units of 10^scale, rounded up and down.
+// Callers keep q at most 2^50 units (v1CounterScale), so ScaledValue
+// cannot wrap.
 func v1Ceil(q *resource.Quantity, scale resource.Scale) int64 {
 	if q.Sign() <= 0 {
 		return 0
@@ -242,6 +284,19 @@ func v1Floor(q *resource.Quantity, scale resource.Scale) int64 {
 		v--
 	}
 	return v
+}
+
+// v1AddSat adds two amounts, stopping at int64's ends instead of
+// wrapping.
+func v1AddSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
+	}
+	return s
 }
 
 func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {

@@ -159,7 +159,7 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 		dev := &s.inv.devs[x]
 		for _, u := range dev.uses {
 			v, _ := s.consumed.get(u.ctr)
-			v += int64(sign) * u.amount
+			v = v1AddSat(v, int64(sign)*u.amount) // see v1ctr
 			if v == 0 {
 				s.consumed.del(u.ctr)
 			} else {
