@@ -126,6 +126,9 @@ func (s *Server) admitNamespace(ctx context.Context, k *kind, obj runtime.Object
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns.Name))
 	}
 	if paths := adminAccessRequests(obj); len(paths) > 0 && ns.Labels[resourcev1.DRAAdminNamespaceLabelKey] != "true" {
+		if !fresh { // the cache may not have the label yet: refuse on etcd's copy only
+			return s.admitNamespace(ctx, k, obj, true)
+		}
 		var errs field.ErrorList
 		for _, p := range paths {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf("admin access to devices requires the label %s: \"true\" on namespace %s",
