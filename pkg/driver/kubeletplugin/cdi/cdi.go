@@ -119,11 +119,18 @@ func ReadClaimSpec(dir, kind string, claimUID types.UID) (*specs.Spec, error) {
 }
 
 // RemoveClaimSpec removes a claim's spec and reports whether there was
-// one; a missing file is a success.
+// one; a missing file is a success. Temporary files of the spec that a
+// driver killed mid-write left behind go too.
 func RemoveClaimSpec(dir, kind string, claimUID types.UID) (removed bool, err error) {
 	path, err := SpecPath(dir, kind, claimUID)
 	if err != nil {
 		return false, err
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "."+filepath.Base(path)+".tmp-*"))
+	for _, l := range leftovers {
+		if err := os.Remove(l); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, fmt.Errorf("remove temporary CDI spec of claim %s: %w", claimUID, err)
+		}
 	}
 	switch err := os.Remove(path); {
 	case errors.Is(err, os.ErrNotExist):

@@ -132,3 +132,34 @@ func TestInvalidInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveClaimSpecRemovesLeftovers: a temporary file of the claim's
+// spec left by a driver killed between creating and renaming it goes with
+// the claim's removal; another claim's does not.
+func TestRemoveClaimSpecRemovesLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	path, err := SpecPath(dir, "example.com/gpu", "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := SpecPath(dir, "example.com/gpu", "uid-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(dir, "."+filepath.Base(path)+".tmp-123")
+	theirs := filepath.Join(dir, "."+filepath.Base(other)+".tmp-456")
+	for _, f := range []string{mine, theirs} {
+		if err := os.WriteFile(f, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if removed, err := RemoveClaimSpec(dir, "example.com/gpu", "uid-1"); err != nil || removed {
+		t.Fatalf("RemoveClaimSpec = %v, %v; want false (no spec), nil", removed, err)
+	}
+	if _, err := os.Stat(mine); !os.IsNotExist(err) {
+		t.Errorf("the claim's leftover temporary file is still there: %v", err)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("another claim's temporary file was removed: %v", err)
+	}
+}
