@@ -230,8 +230,6 @@ func addDRAFlags(f *pflag.FlagSet, cfg *node.Config) {
 		"where DRA drivers' kubelet plugins create their registration sockets; empty disables the DRA manager")
 	f.DurationVar(&cfg.DRASliceGracePeriod, "dra-slice-grace-period", dra.DefaultSliceGracePeriod,
 		"how long the NodeResourceSlice of a DRA driver that went away is kept for its return")
-	f.DurationVar(&cfg.DRAPublishInterval, "dra-publish-interval", dra.DefaultPublishInterval,
-		"how often the Node's list of prepared resource claims is compared with the node's checkpoint (it is written at every change too)")
 	f.DurationVar(&cfg.DRAPrepareTimeout, "dra-prepare-timeout", dra.DefaultPrepareTimeout,
 		"deadline of each call that prepares or unprepares resource claims")
 	f.DurationVar(&cfg.DRAPrepareBackoffInitial, "dra-prepare-backoff-initial", dra.DefaultBackoffInitial,

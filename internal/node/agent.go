@@ -426,8 +426,7 @@ func (a *Agent) newDRAManager() error {
 		NodeName: a.cfg.NodeName, Client: a.cfg.Client, RegistryDir: a.cfg.PluginsRegistryDir, CheckpointDir: cpDir,
 		SliceGracePeriod: a.cfg.DRASliceGracePeriod, PrepareTimeout: a.cfg.DRAPrepareTimeout,
 		BackoffInitial: a.cfg.DRAPrepareBackoffInitial, BackoffMax: a.cfg.DRAPrepareBackoffMax,
-		PublishInterval: a.cfg.DRAPublishInterval,
-		APITimeout:      a.cfg.APITimeout, Wake: a.wakePod, Events: agentEvents{a},
+		APITimeout: a.cfg.APITimeout, Wake: a.wakePod, Events: agentEvents{a},
 		Logger: a.cfg.Logger.With("component", "dra-manager"),
 	})
 	if err != nil {

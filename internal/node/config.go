@@ -49,15 +49,12 @@ type Config struct {
 	// went away is kept (default 30s); DRAPrepareTimeout bounds each
 	// prepare and unprepare call (default 30s); DRAPrepareBackoffInitial
 	// and DRAPrepareBackoffMax bound the back-off between failed attempts
-	// (defaults 1s and 2m). DRAPublishInterval is how often the Node's
-	// status.preparedResourceClaims is compared with the checkpoint
-	// (default 30s; it is written at every change too).
+	// (defaults 1s and 2m).
 	PluginsRegistryDir       string
 	DRASliceGracePeriod      time.Duration
 	DRAPrepareTimeout        time.Duration
 	DRAPrepareBackoffInitial time.Duration
 	DRAPrepareBackoffMax     time.Duration
-	DRAPublishInterval       time.Duration
 
 	// UnhealthyDevicePolicy is what happens to a pod when a device it
 	// holds is reported unhealthy, by a device plugin or as a DRA

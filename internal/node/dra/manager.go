@@ -31,7 +31,6 @@ const (
 	DefaultRPCTimeout       = 10 * time.Second
 	DefaultRedialInterval   = time.Second
 	DefaultAPITimeout       = 30 * time.Second
-	DefaultPublishInterval  = 30 * time.Second
 	// MaxRedials is how many times a broken resource stream is re-opened
 	// (Options.RedialInterval apart) before its driver counts as gone.
 	MaxRedials = 3
@@ -76,10 +75,6 @@ type Options struct {
 	RedialInterval time.Duration
 	// APITimeout bounds each API call.
 	APITimeout time.Duration
-	// PublishInterval is how often the Node's
-	// status.preparedResourceClaims is compared with the checkpoint (it
-	// is written at every change as well).
-	PublishInterval time.Duration
 	// Wake asks for a sync of the pod with this UID; nil does nothing. It
 	// must not block.
 	Wake func(podUID types.UID)
@@ -116,7 +111,6 @@ func (o *Options) defaults() {
 	def(&o.RPCTimeout, DefaultRPCTimeout)
 	def(&o.RedialInterval, DefaultRedialInterval)
 	def(&o.APITimeout, DefaultAPITimeout)
-	def(&o.PublishInterval, DefaultPublishInterval)
 	if o.BackoffMax < o.BackoffInitial {
 		o.BackoffMax = o.BackoffInitial
 	}
@@ -270,7 +264,7 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 		m.log.Warn("DRA manager: read this node (read again when needed)", "err", err)
 	}
 	m.goRun(func() { m.slices.run(ctx) })
-	m.goRun(func() { m.published.run(ctx, m.opts.PublishInterval) })
+	m.goRun(func() { m.published.run(ctx) })
 	m.goRun(func() { m.runRegistry(ctx, w) })
 	m.goRun(func() { m.reconcile(ctx) })
 	m.goRun(func() { m.graceForV1Slices(ctx) })

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -103,12 +102,10 @@ func (p *claimPublisher) later() {
 	}
 }
 
-// run syncs when kicked, retrying failures with back-off, and every
-// interval compares with the Node as stored (it may have been re-created,
-// or written by an agent that crashed before recording the write).
-func (p *claimPublisher) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+// run syncs when kicked, retrying failures with back-off. The agent's
+// heartbeats write the list too (DecorateNode), so a re-created Node, or
+// one another writer changed, gets it back at the next heartbeat.
+func (p *claimPublisher) run(ctx context.Context) {
 	failures := 0
 	for {
 		err := p.sync(ctx)
@@ -128,29 +125,13 @@ func (p *claimPublisher) run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-p.kick:
-		case <-t.C:
-			p.reread(ctx)
 		}
 	}
 }
 
-// reread takes the Node's list as stored as the last write.
-func (p *claimPublisher) reread(ctx context.Context) {
-	actx, cancel := p.m.apiContext(ctx)
-	defer cancel()
-	n, err := p.m.opts.Client.Nodes().Get(actx, p.m.opts.NodeName)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if err != nil {
-		p.known = false
-		return
-	}
-	p.last, p.known = n.Status.PreparedResourceClaims, true
-}
-
 // DecorateNode lists the prepared claims in the Node the agent registers
 // or heartbeats (node.NodeDecorator), so a re-created Node has them from
-// its first write.
+// its first write and a changed list is put right at the next heartbeat.
 func (m *Manager) DecorateNode(n *corev1.Node) {
 	n.Status.PreparedResourceClaims = m.store.preparedClaims()
 }
