@@ -124,7 +124,7 @@ type Controller struct {
 	// podNodes remembers the node of pods with claims (rememberNode),
 	// waitNoted the node a gone pod's reservation was last said to wait
 	// for, by "claim UID/pod UID" (noteWait).
-	podNodes  map[types.UID]string
+	podNodes  map[types.UID]podPlace
 	waitNoted map[string]string
 }
 
@@ -147,22 +147,19 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 			Name: "resource_controller_create_failures_total", Help: "ResourceClaim creations from templates that failed.",
 		}),
 		expected: map[types.UID]map[string]string{}, written: map[types.UID]uint64{},
-		podNodes: map[types.UID]string{}, waitNoted: map[string]string{},
+		podNodes: map[types.UID]podPlace{}, waitNoted: map[string]string{},
 	}
 	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
 		if err := opts.Registry.Register(m); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	claimIndexers := cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys, reservedPodUIDIndex: reservedPodUIDKeys}
+	claimIndexers := cache.Indexers{reservedPodIndex: reservedPodKeys, ownerPodIndex: ownerPodKeys}
 	if err := ctrl.claims.AddIndexers(claimIndexers); err != nil {
 		return nil, fmt.Errorf("index claims by pod: %w", err)
 	}
 	if err := ctrl.claimsV1.AddIndexers(claimIndexers); err != nil {
 		return nil, fmt.Errorf("index %s claims by pod: %w", versionV1, err)
-	}
-	if err := ctrl.pods.AddIndexers(cache.Indexers{podUIDIndex: podUIDKeys}); err != nil {
-		return nil, fmt.Errorf("index pods by uid: %w", err)
 	}
 	if err := ctrl.addHandlers(); err != nil {
 		return nil, err

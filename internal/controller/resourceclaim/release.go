@@ -3,8 +3,8 @@ package resourceclaim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +102,10 @@ func (c *Controller) enqueueClaimNamed(ns, name string) {
 	}
 }
 
+// podPlace is where a pod with claims was last seen: its namespace, name
+// and node.
+type podPlace struct{ namespace, name, node string }
+
 // rememberNode records the node of a pod with claims: once the pod is
 // gone, its node is the one to ask whether the claims are still prepared.
 func (c *Controller) rememberNode(pod *corev1.Pod) {
@@ -111,64 +115,32 @@ func (c *Controller) rememberNode(pod *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.podNodes[pod.UID]; !ok {
-		c.podNodes[pod.UID] = pod.Spec.NodeName
+		c.podNodes[pod.UID] = podPlace{pod.Namespace, pod.Name, pod.Spec.NodeName}
 	}
 }
 
-// forgetNodes drops the remembered nodes of pods no claim reserves any
-// more (at resync).
+// forgetNodes drops the remembered nodes of pods that are neither in the
+// cache nor reserved by a claim of either version any more (at resync).
 func (c *Controller) forgetNodes() {
 	c.mu.Lock()
-	uids := make([]types.UID, 0, len(c.podNodes))
-	for uid := range c.podNodes {
-		uids = append(uids, uid)
-	}
+	places := maps.Clone(c.podNodes)
 	c.mu.Unlock()
-	for _, uid := range uids {
-		if c.reservedAnywhere(uid) {
+	for uid, p := range places {
+		if pod, err := c.pods.Lister().Get(p.namespace, p.name); err == nil && pod.UID == uid {
 			continue
 		}
-		if pods, err := c.pods.GetIndexer().ByIndex(podUIDIndex, string(uid)); err == nil && len(pods) > 0 {
+		key := p.namespace + "/" + string(uid)
+		reserved, err := c.claims.GetIndexer().IndexKeys(reservedPodIndex, key)
+		if err != nil || len(reserved) > 0 {
+			continue
+		}
+		if reserved, err = c.claimsV1.GetIndexer().IndexKeys(reservedPodIndex, key); err != nil || len(reserved) > 0 {
 			continue
 		}
 		c.mu.Lock()
 		delete(c.podNodes, uid)
 		c.mu.Unlock()
 	}
-}
-
-// reservedAnywhere reports whether a claim of either version in the
-// cache reserves the pod with uid.
-func (c *Controller) reservedAnywhere(uid types.UID) bool {
-	for _, idx := range []cache.Indexer{c.claims.GetIndexer(), c.claimsV1.GetIndexer()} {
-		keys, err := idx.IndexKeys(reservedPodUIDIndex, string(uid))
-		if err != nil || len(keys) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// podUIDIndex indexes pods by UID; reservedPodUIDIndex indexes claims by
-// the UIDs of the pods they reserve.
-const (
-	podUIDIndex         = "resourceclaim-controller-pod-uid"
-	reservedPodUIDIndex = "resourceclaim-controller-reserved-pod-uid"
-)
-
-func podUIDKeys(obj any) ([]string, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		return []string{string(m.GetUID())}, nil
-	}
-	return nil, nil
-}
-
-func reservedPodUIDKeys(obj any) ([]string, error) {
-	keys, err := reservedPodKeys(obj)
-	for i, k := range keys {
-		keys[i] = k[strings.IndexByte(k, '/')+1:]
-	}
-	return keys, err
 }
 
 // preparedOn returns the node that still holds the claim with claimUID
@@ -188,7 +160,8 @@ func (c *Controller) preparedOn(ctx context.Context, claimUID, podUID types.UID)
 		}
 	}
 	c.mu.Lock()
-	nodeName, known := c.podNodes[podUID]
+	place, known := c.podNodes[podUID]
+	nodeName := place.node
 	c.mu.Unlock()
 	gctx, cancel := c.apiContext(ctx)
 	defer cancel()
