@@ -108,8 +108,8 @@ func TestWatchTooOldVersionIsGone(t *testing.T) {
 	// A list at a compacted version through etcd answers 410 Gone.
 	expect(t, admin(t, "GET", base+"?limit=1&resourceVersion="+p.ResourceVersion, nil), 410, "Expired")
 	// The watch cache still holds these events and serves them from memory;
-	// a version older than its window is Gone. A server with a tiny window
-	// shows it.
+	// a version older than its window is read from etcd's history, which
+	// is compacted here: Gone. A server with a tiny window shows it.
 	small := New(Config{Store: testStore, Authenticator: testUsers, Logger: testAPI.log, WatchCacheEvents: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -135,6 +135,39 @@ func TestCacherMatchesEtcd(t *testing.T) {
 	if got := collect(t, replay, n); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("replayed events differ from etcd:\n got %v\nwant %v", got, want)
 	}
+	// A cacher started now (an API server that restarted) has none of it
+	// in its ring; it reads the same history from etcd, with the same
+	// predicate transitions, and goes on with live events after it.
+	c2 := startCacher(t, s, p, storage.CacherOptions{})
+	fromEtcd, err := c2.Watch(ctx, "", rev0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := collect(t, fromEtcd, n); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events read from etcd's history differ from etcd's watch:\n got %v\nwant %v", got, want)
+	}
+	app1 := func(d storage.Decoded) bool { return d.Labels["app"] == "1" }
+	for _, sub := range []string{"", "ns1/"} {
+		ringW, err := c.Watch(ctx, sub, rev0, app1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		histW, err := c2.Watch(ctx, sub, rev0, app1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := must[int64](t)(s.Create(ctx, p+"ns1/zz-after-"+sub, encodeObj(map[string]string{"app": "1"}, "")))
+		var a, b []evKey
+		for len(a) == 0 || a[len(a)-1].rev < last {
+			a = append(a, collect(t, ringW, 1)...)
+		}
+		for len(b) == 0 || b[len(b)-1].rev < last {
+			b = append(b, collect(t, histW, 1)...)
+		}
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("watch %q with a predicate: history from etcd differs from the ring's:\n etcd %v\n ring %v", sub, b, a)
+		}
+	}
 
 	cur := must[int64](t)(s.CurrentRevision(ctx))
 	for _, sub := range []string{"", "ns1/", p + "ns2/"} {
@@ -279,12 +312,13 @@ func TestCacherSlowWatcherTerminated(t *testing.T) {
 	}
 }
 
+// TestCacherWatchTooOldRevision: a watch from before the ring's start is
+// served from etcd's history unless that holds more than EventBuffer
+// events or is compacted; then the error wraps ErrCompacted (410).
 func TestCacherWatchTooOldRevision(t *testing.T) {
 	ctx, s, p := testCtx(t), newStore(), storagetest.Prefix(t)
 	c := startCacher(t, s, p, storage.CacherOptions{EventBuffer: 5})
 	start := c.Revision()
-	_, err := c.Watch(ctx, "", start-1, nil)
-	mustErrIs(t, err, storage.ErrCompacted) // older than the cache's start
 	var revs []int64
 	for i := range 20 {
 		revs = append(revs, must[int64](t)(s.Create(ctx, fmt.Sprintf("%so%02d", p, i), encodeObj(nil, ""))))
@@ -295,18 +329,26 @@ func TestCacherWatchTooOldRevision(t *testing.T) {
 		}
 		return nil
 	})
-	_, err = c.Watch(ctx, "", revs[0], nil)
+	// The ring holds revs[15:]; 20 events from etcd are too many.
+	_, err := c.Watch(ctx, "", start, nil)
 	mustErrIs(t, err, storage.ErrCompacted)
-	ch, err := c.Watch(ctx, "", revs[15], nil)
+	// Two from etcd's history, then five from the ring.
+	ch, err := c.Watch(ctx, "", revs[12], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := collect(t, ch, 4)
+	got := collect(t, ch, 7)
 	for i, ev := range got {
-		if ev.rev != revs[16+i] {
-			t.Fatalf("replayed %v, want revisions %v", got, revs[16:])
+		if ev.rev != revs[13+i] || ev.typ != storage.Added {
+			t.Fatalf("replayed %v, want ADDED at revisions %v", got, revs[13:])
 		}
 	}
+	// Compacted history is gone: 410, as before.
+	if err := s.Compact(ctx, revs[14]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Watch(ctx, "", revs[12], nil)
+	mustErrIs(t, err, storage.ErrCompacted)
 }
 
 func TestCacherListWaitsForRevision(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/metadata"
 )
 
 // List returns the cached objects under subPrefix that match pred, sorted
@@ -109,12 +111,16 @@ func (w *cacheWatcher) terminate() { w.stopOnce.Do(func() { close(w.stop) }) }
 
 // Watch streams changes under subPrefix (see List) matching pred with a
 // revision greater than fromRev; fromRev 0 means from the current cache
-// revision. Buffered events newer than fromRev are replayed first. If
-// fromRev is older than the buffered history the error wraps ErrCompacted
-// (the caller answers 410 Gone "too old resource version"). The channel is
-// closed when ctx ends, when the watcher falls WatcherBuffer events behind,
-// when the cache re-lists, or when the cacher stops; the client then
-// re-watches from the last revision it saw.
+// revision. Buffered events newer than fromRev are replayed first. When
+// fromRev is older than the buffered history (always so for a client that
+// watched an API server before it restarted: a new cache starts with an
+// empty ring), the changes between fromRev and the ring's start are read
+// from etcd's history first (see history); only when etcd has compacted
+// them, or there are more than EventBuffer of them, does the error wrap
+// ErrCompacted (the caller answers 410 Gone "too old resource version").
+// The channel is closed when ctx ends, when the watcher falls
+// WatcherBuffer events behind, when the cache re-lists, or when the cacher
+// stops; the client then re-watches from the last revision it saw.
 func (c *Cacher) Watch(ctx context.Context, subPrefix string, fromRev int64, pred Predicate) (<-chan CacheEvent, error) {
 	if err := c.waitReadyBounded(ctx); err != nil {
 		return nil, err
@@ -134,22 +140,147 @@ func (c *Cacher) Watch(ctx context.Context, subPrefix string, fromRev int64, pre
 	if fromRev == 0 {
 		fromRev = c.rev
 	}
-	if fromRev < c.ring.base {
-		base := c.ring.base
-		c.mu.Unlock()
-		return nil, fmt.Errorf("watch %q from revision %d (oldest available %d): %w", w.keyPrefix, fromRev, base, ErrCompacted)
-	}
-	w.fromRev = fromRev
-	c.ring.since(fromRev, func(ev *cacheEvent) {
+	// From the ring's start on, the ring and then the live dispatch serve
+	// w; what lies before it comes from etcd, read below while live events
+	// queue in w.in.
+	histFrom, histTo := fromRev, c.ring.base
+	w.fromRev = max(fromRev, histTo)
+	c.ring.since(w.fromRev, func(ev *cacheEvent) {
 		if typ, ok := w.accept(ev); ok {
 			w.replay = append(w.replay, queued{ev: ev, typ: typ})
 		}
 	})
 	c.watchers[w] = struct{}{}
-	lastRev := max(c.rev, fromRev)
+	lastRev := max(c.rev, w.fromRev)
 	c.mu.Unlock()
+	if histFrom < histTo {
+		hist, err := c.history(ctx, w, histFrom, histTo)
+		if err != nil {
+			c.mu.Lock()
+			delete(c.watchers, w)
+			c.mu.Unlock()
+			w.terminate()
+			return nil, err
+		}
+		w.replay = append(hist, w.replay...)
+	}
 	go c.serveWatcher(ctx, w, lastRev)
 	return w.out, nil
+}
+
+// history reads from etcd the changes under w's prefix with revisions in
+// (from, to] that w's predicate accepts, oldest first. It is how a watch
+// resumes across an API server restart without a relist: the client's
+// revision is older than anything the new cache has seen, but etcd keeps
+// every revision since its last compaction. The etcd watch is ended once
+// it has passed to: at an event newer than to, or at a progress
+// notification (asked for until it comes, which etcd sends once the
+// history watches, on a gRPC stream of their own, have caught up) at or
+// past to. Undecodable values are invisible, as in
+// the cache. The error wraps ErrCompacted when etcd has compacted from,
+// when more than EventBuffer events would be replayed, or when the history
+// is not read within WaitTimeout: the client then re-lists, as it did
+// before history was read.
+func (c *Cacher) history(ctx context.Context, w *cacheWatcher, from, to int64) ([]queued, error) {
+	hctx, cancel := context.WithTimeout(ctx, c.opts.WaitTimeout)
+	defer cancel()
+	// A gRPC stream of its own: etcd answers a progress request only when
+	// every watch on the stream has caught up and none starts in the
+	// future, as the caches' own watches do until the next write.
+	hctx = metadata.AppendToOutgoingContext(hctx, "allot-watch-stream", "history")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wg.Go(func() {
+		t := time.NewTicker(historyProgressInterval)
+		defer t.Stop()
+		for {
+			if err := c.store.RequestProgress(hctx); err != nil && hctx.Err() == nil {
+				c.log.Warn("request watch progress for history failed", "err", err)
+			}
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	var out []queued
+	var failed error
+	done := false
+	c.store.watchBatches(hctx, w.keyPrefix, from, true, func(b watchBatch) bool {
+		if b.err != nil {
+			failed = b.err
+			return false
+		}
+		for _, e := range b.events {
+			if e.Revision > to {
+				done = true
+				return false
+			}
+			ev := c.historyEvent(e)
+			if ev == nil {
+				continue
+			}
+			if typ, ok := transition(ev, w.pred); ok {
+				if len(out) == c.opts.EventBuffer {
+					failed = fmt.Errorf("more than %d changes since revision %d: %w", c.opts.EventBuffer, from, ErrCompacted)
+					return false
+				}
+				out = append(out, queued{ev: ev, typ: typ})
+			}
+		}
+		if b.progress >= to {
+			done = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case done:
+		return out, nil
+	case failed != nil:
+		return nil, fmt.Errorf("watch %q from revision %d (cache history starts at %d): %w", w.keyPrefix, from, to, failed)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("watch %q from revision %d: %w", w.keyPrefix, from, ctx.Err())
+	default:
+		return nil, fmt.Errorf("watch %q from revision %d: etcd's history up to %d not read within %s: %w", w.keyPrefix, from, to, c.opts.WaitTimeout, ErrCompacted)
+	}
+}
+
+// historyProgressInterval is how often history asks etcd for a progress
+// notification while it waits for its watch to catch up.
+const historyProgressInterval = 50 * time.Millisecond
+
+// historyEvent turns an etcd change into the event the cache would have
+// recorded for it, or nil when neither state is decodable.
+func (c *Cacher) historyEvent(e Event) *cacheEvent {
+	decode := func(kv KV) *CachedObject {
+		d, err := c.decode(kv.Key, kv.Value)
+		if err != nil {
+			return nil
+		}
+		return &CachedObject{KV: kv, Decoded: d}
+	}
+	var prev *CachedObject
+	if e.PrevKV != nil {
+		prev = decode(*e.PrevKV)
+	}
+	var cur *CachedObject
+	if e.Type != Deleted {
+		cur = decode(e.KV)
+	}
+	switch {
+	case cur != nil && prev != nil:
+		return &cacheEvent{typ: Modified, obj: *cur, prev: prev, rev: e.Revision}
+	case cur != nil:
+		return &cacheEvent{typ: Added, obj: *cur, rev: e.Revision}
+	case prev != nil:
+		obj := *prev
+		obj.ModRevision = e.Revision
+		return &cacheEvent{typ: Deleted, obj: obj, prev: prev, rev: e.Revision}
+	}
+	return nil
 }
 
 // accept decides whether w sees ev and as what type, applying predicate
@@ -159,8 +290,14 @@ func (w *cacheWatcher) accept(ev *cacheEvent) (EventType, bool) {
 	if ev.rev <= w.fromRev || !strings.HasPrefix(ev.obj.Key, w.keyPrefix) {
 		return "", false
 	}
-	cur := ev.typ != Deleted && (w.pred == nil || w.pred(ev.obj.Decoded))
-	old := ev.prev != nil && (w.pred == nil || w.pred(ev.prev.Decoded))
+	return transition(ev, w.pred)
+}
+
+// transition is the type of ev for a watcher with predicate pred, if it
+// sees ev at all.
+func transition(ev *cacheEvent, pred Predicate) (EventType, bool) {
+	cur := ev.typ != Deleted && (pred == nil || pred(ev.obj.Decoded))
+	old := ev.prev != nil && (pred == nil || pred(ev.prev.Decoded))
 	switch {
 	case cur && old:
 		return Modified, true

@@ -42,7 +42,8 @@
 // A Cacher keeps one etcd watch per resource prefix and serves List and
 // Watch from memory, so N API watchers cost etcd a single watch. Its
 // watchers see predicate transitions as Added/Deleted, are replayed from a
-// ring buffer (ErrCompacted when too old), and are closed rather than
+// ring buffer, and from etcd's history before it (ErrCompacted when etcd
+// has compacted it or it is too long), and are closed rather than
 // allowed to block the cache when they fall behind; after a re-list
 // (compaction) all watchers are closed and clients re-watch.
 //

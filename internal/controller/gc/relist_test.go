@@ -5,15 +5,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"allot.dev/allot/internal/storage"
 	"allot.dev/allot/pkg/client/clienttest"
 )
 
@@ -63,10 +67,12 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The API server restarts while a pod is deleted and a new pod of the same
-// name is created. The collector's watch cannot resume (the new server's
-// watch cache starts after its revision: 410 Gone), so its informer
-// relists and finds the name taken by the new pod: one update from the
-// old pod to the new, no delete. The collector must still forget the old
+// name is created, and etcd is compacted past both before the collector
+// reconnects. Its watch cannot resume (the revision it asks for is gone
+// from etcd's history: 410 Gone), so its informer relists and finds the
+// name taken by the new pod: one update from the old pod to the new, no
+// delete. (Without the compaction the new server reads the missed changes
+// from etcd's history and the watch resumes.) The collector must still forget the old
 // pod and collect its claim. Before informer handlers split such updates
 // (client.SplitReplacements), the old pod stayed in the owner graph and
 // the claim was never collected, until the controller manager restarted.
@@ -127,11 +133,36 @@ func TestRelistAfterRestartCollectsDependentsOfReplacedOwner(t *testing.T) {
 	cl = start()
 	e.delete(podGVR, "p", "") // not bound to a node: gone at once
 	replacement := e.create(pod("p"))
+	compactEtcd(t, filepath.Join(cl.DataDir, "etcd", storage.EndpointFile))
 	gate.release()
 
 	e.eventuallyGone(claimGVR, "c")
 	e.eventually("the collector forgets the old pod", func() bool { return !c.graph.present(old.GetUID()) })
 	if !c.graph.present(replacement.GetUID()) {
 		e.eventually("the collector sees the new pod", func() bool { return c.graph.present(replacement.GetUID()) })
+	}
+}
+
+// compactEtcd compacts the etcd whose client endpoint is in endpointFile
+// to its current revision.
+func compactEtcd(t *testing.T, endpointFile string) {
+	t.Helper()
+	b, err := os.ReadFile(endpointFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(strings.TrimSpace(string(b)), ","), DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := ec.Get(ctx, "compact-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ec.Compact(ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
 	}
 }
