@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -68,6 +70,8 @@ func validateKind(obj runtime.Object) field.ErrorList {
 		return ValidateResourceClaimV1(o)
 	case *resourcev1.ResourceClaimTemplate:
 		return ValidateResourceClaimTemplateV1(o)
+	case *coordinationv1.Lease:
+		return ValidateLease(o)
 	case *apiextv1.CustomResourceDefinition:
 		return ValidateCustomResourceDefinition(o)
 	case *unstructured.Unstructured:
@@ -130,6 +134,8 @@ func validateKindUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		return ValidateResourceClaimV1Update(o, oldObj.(*resourcev1.ResourceClaim))
 	case *resourcev1.ResourceClaimTemplate:
 		return ValidateResourceClaimTemplateV1Update(o, oldObj.(*resourcev1.ResourceClaimTemplate))
+	case *coordinationv1.Lease:
+		return ValidateLeaseUpdate(o, oldObj.(*coordinationv1.Lease))
 	case *apiextv1.CustomResourceDefinition:
 		return ValidateCustomResourceDefinitionUpdate(o, oldObj.(*apiextv1.CustomResourceDefinition))
 	case *unstructured.Unstructured:

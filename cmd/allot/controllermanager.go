@@ -1,25 +1,32 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
 	"allot.dev/allot/internal/controller/resourceclaim"
+	"allot.dev/allot/internal/leaderelect"
 	"allot.dev/allot/pkg/client"
 )
 
 func newControllerManagerCommand() *cobra.Command {
 	var cfg manager.Config
 	var kubeconfig, metricsAddr string
+	var election leaderelect.Config
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, resource claims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := election.Validate(); err != nil {
+				return err
+			}
 			rc, err := client.LoadRESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -34,12 +41,15 @@ func newControllerManagerCommand() *cobra.Command {
 				}
 				defer stop()
 			}
-			return manager.Run(cmd.Context(), cfg)
+			return leaderelect.Run(cmd.Context(), rc, election, cfg.Logger, cfg.Registry, func(ctx context.Context) error {
+				return manager.Run(ctx, cfg)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig with a controller-manager token (default $KUBECONFIG, then the last allot up's)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-listen", "", "serve Prometheus metrics on this address (host:port) at /metrics; empty disables")
 	addControllerFlags(cmd.Flags(), &cfg)
+	leaderelect.AddFlags(cmd.Flags(), &election, auth.ControllerManagerLeaseName)
 	return cmd
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"allot.dev/allot/internal/apiserver/auth"
+	"allot.dev/allot/internal/leaderelect"
 	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/pkg/client"
 )
@@ -23,6 +25,7 @@ func newSchedulerCommand() *cobra.Command {
 		kubeconfig  string
 		metricsAddr string
 		cfg         scheduler.Config
+		election    leaderelect.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -37,6 +40,9 @@ per-node reasons.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			if err := election.Validate(); err != nil {
+				return err
+			}
 			rc, err := client.LoadRESTConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -62,12 +68,13 @@ per-node reasons.`,
 				}
 				defer stop()
 			}
-			return s.Run(cmd.Context())
+			return leaderelect.Run(cmd.Context(), rc, election, cfg.Logger, cfg.Metrics.Registry, s.Run)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", client.DefaultKubeconfigPath(), "kubeconfig file ($KUBECONFIG, else the one the last 'allot up' wrote)")
 	cmd.Flags().StringVar(&metricsAddr, "metrics-listen", "", "serve Prometheus metrics on this address (host:port) at /metrics; empty disables")
 	addSchedulerFlags(cmd, &cfg)
+	leaderelect.AddFlags(cmd.Flags(), &election, auth.SchedulerLeaseName)
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -66,6 +67,8 @@ func builtinKinds() []*kind {
 			newObj: func() runtime.Object { return &resourcev1.ResourceClaimTemplate{} }, columns: ageColumns, row: ageRow},
 		{gvk: v1.WithKind("DeviceTaintRule"), resource: "devicetaintrules", hasStatus: true, onCreate: dropStatusOnCreate, prepareCreate: stampTaints,
 			newObj: func() runtime.Object { return &resourcev1.DeviceTaintRule{} }, columns: ageColumns, row: ageRow},
+		{gvk: coordinationv1.SchemeGroupVersion.WithKind("Lease"), resource: "leases", namespaced: true,
+			newObj: func() runtime.Object { return &coordinationv1.Lease{} }, columns: leaseColumns, row: leaseRow},
 		{gvk: ext.WithKind("CustomResourceDefinition"), resource: "customresourcedefinitions", shortNames: []string{"crd", "crds"}, hasStatus: true, onCreate: dropStatusOnCreate,
 			newObj: func() runtime.Object { return &apiextv1.CustomResourceDefinition{} }, prepareCreate: prepareCRD,
 			columns: crdColumns, row: crdRow},

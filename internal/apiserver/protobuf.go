@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,12 +18,12 @@ import (
 // kubectl sends it for some commands (create namespace, for example).
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protoScheme knows Kubernetes' own core/v1 and resource.k8s.io/v1
-// types, which carry the protobuf encoding; allot's own types are JSON
+// protoScheme knows Kubernetes' own core/v1, resource.k8s.io/v1 and
+// coordination.k8s.io/v1 types, which carry the protobuf encoding; allot's own types are JSON
 // only.
 var protoScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kcorev1.AddToScheme, resourcev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{kcorev1.AddToScheme, resourcev1.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("register Kubernetes types for protobuf: %v", err))
 		}

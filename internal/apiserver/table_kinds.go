@@ -5,8 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
@@ -237,4 +239,11 @@ var crdColumns = []column{nameCol, {name: "Created At", typ: "date"}}
 func crdRow(obj runtime.Object) []any {
 	c := obj.(*apiextv1.CustomResourceDefinition)
 	return []any{c.Name, c.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z")}
+}
+
+var leaseColumns = []column{nameCol, {name: "Holder", typ: "string"}, ageCol}
+
+func leaseRow(obj runtime.Object) []any {
+	l := obj.(*coordinationv1.Lease)
+	return []any{l.Name, ptr.Deref(l.Spec.HolderIdentity, ""), age(l)}
 }

@@ -199,7 +199,7 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 
-	if err := srv.EnsureNamespaces(ctx, "default", "kube-system"); err != nil {
+	if err := srv.EnsureNamespaces(ctx, "default", "kube-system", "kube-node-lease"); err != nil {
 		return fmt.Errorf("create default namespaces: %w", err)
 	}
 	kc := filepath.Join(o.DataDir, "kubeconfig")

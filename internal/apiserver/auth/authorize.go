@@ -214,10 +214,12 @@ func authorizeUser(a Attributes) Decision {
 		return deny("%s may only write namespaced custom resources, not cluster-scoped %s", a.User, a.resourceString())
 	case a.is(grClaims, "") && (a.Verb == "create" || slices.Contains(updateVerbs, a.Verb)):
 		return userClaimMarks(a)
+	case a.is(grLeases, ""):
+		return userLease(a)
 	case a.is(grNamespaces, ""), a.Subresource == "" && slices.Contains(userWritable, a.groupResource()):
 		return allow("%s may write namespaces and namespaced objects", a.User)
 	}
-	return deny("%s may not %s %s: users write only namespaces, pods, events, resourceclaims, resourceclaimtemplates, resourceclaimparameters and namespaced custom resources, without subresources",
+	return deny("%s may not %s %s: users write only namespaces, pods, events, resourceclaims, resourceclaimtemplates, resourceclaimparameters, leases (outside kube-system and kube-node-lease) and namespaced custom resources, without subresources",
 		a.User, a.Verb, a.resourceString())
 }
 
@@ -266,8 +268,11 @@ func authorizeScheduler(a Attributes, lk Lookup) Decision {
 		}
 		return allow("%s may change finalizers of resourceclaims", a.User)
 	}
+	if isLeaseWrite(a) {
+		return ownLease(a, SystemNamespace, SchedulerLeaseName)
+	}
 	return authorizeGrants(a, schedulerGrants,
-		"pods/binding, pods/status, events, podschedulingcontexts, resourceclaims/status and finalizers of resourceclaims")
+		"pods/binding, pods/status, events, podschedulingcontexts, resourceclaims/status, finalizers of resourceclaims and its lease")
 }
 
 var controllerManagerGrants = []grant{
@@ -291,6 +296,9 @@ func authorizeControllerManager(a Attributes) Decision {
 	if a.Subresource == "" && (a.Verb == "update" || a.Verb == "patch") && metadataOnlyChange(a.Object, a.OldObject) {
 		return allow("%s may change owner references and finalizers of any object (garbage collection)", a.User)
 	}
+	if isLeaseWrite(a) {
+		return ownLease(a, SystemNamespace, ControllerManagerLeaseName)
+	}
 	return authorizeGrants(a, controllerManagerGrants,
-		"resourceclaims, resourceclaims/status, pods/status, podschedulingcontexts, events, nodes/status, namespaces, resourcequotas/status, devicetaintrules/status, and deletes")
+		"resourceclaims, resourceclaims/status, pods/status, podschedulingcontexts, events, nodes/status, namespaces, resourcequotas/status, devicetaintrules/status, its lease, and deletes")
 }

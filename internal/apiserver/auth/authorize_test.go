@@ -112,7 +112,7 @@ var userCases = map[string]authCase{
 	"create namespaced custom resource":  {attrs: req(alice, "create", "cards.dra.example.com"), allowed: true},
 	"update custom resource status":      {attrs: req(alice, "update", "cards.dra.example.com/status").named("c"), allowed: true},
 	"create cluster custom resource":     {attrs: req(alice, "create", "cards.dra.example.com").cluster(), reason: "only write namespaced custom resources"},
-	"k8s.io group is not custom":         {attrs: req(alice, "create", "leases.coordination.k8s.io"), reason: "may not create"},
+	"k8s.io group is not custom":         {attrs: req(alice, "create", "networkpolicies.networking.k8s.io"), reason: "may not create"},
 	"write class params denied":          {attrs: req(alice, "create", "resourceclassparameters.resource.k8s.io"), reason: `user "alice" may not create resourceclassparameters.resource.k8s.io`},
 	"update class params denied":         {attrs: req(alice, "update", "resourceclassparameters.resource.k8s.io").named("params")},
 	"write claim status denied":          {attrs: req(alice, "update", "resourceclaims.resource.k8s.io/status").named("gpu-claim"), reason: "without subresources"},

@@ -42,7 +42,9 @@
 //   - user: reads everything; writes the main resource of namespaced objects
 //     (pods, events, resourceclaims, resourceclaimtemplates,
 //     resourceclaimparameters, namespaced custom resources with any
-//     subresource) and namespaces. Never status or binding subresources of
+//     subresource), namespaces, and leases outside kube-system and
+//     kube-node-lease (where the control plane's leases live). Never
+//     status or binding subresources of
 //     built-in kinds, nodes, resourceclasses, resourceclassparameters,
 //     noderesourceslices, podschedulingcontexts, resourcequotas or
 //     customresourcedefinitions. A user's claim may not gain, lose or
@@ -51,15 +53,18 @@
 //   - scheduler: reads everything; writes pods/binding, pods/status, events,
 //     podschedulingcontexts, resourceclaims/status, and finalizer-only
 //     updates of resourceclaims (the structured-allocation delete
-//     protection).
+//     protection); creates, updates, patches and deletes its leader
+//     election Lease kube-system/allot-scheduler.
 //   - controller-manager: reads everything; writes resourceclaims and their
 //     status, pods/status, podschedulingcontexts, events, nodes/status,
 //     namespaces (with status and finalize), resourcequotas/status,
-//     devicetaintrules/status, and may delete objects of any kind (garbage
-//     collection).
+//     devicetaintrules/status, its leader election Lease
+//     kube-system/allot-controller-manager, and may delete objects of any
+//     kind (garbage collection).
 //   - node NAME: reads nodes, pods, resourceclaims, resourceclasses,
 //     noderesourceslices, resourceclaimtemplates, namespaces, deviceclasses
-//     and resourceslices; writes its own Node and nodes/status,
+//     resourceslices and leases; writes its own Node and nodes/status, its
+//     heartbeat Lease kube-node-lease/NAME,
 //     NodeResourceSlices and resource.k8s.io/v1 ResourceSlices whose
 //     spec.nodeName is NAME before and after the write, events, and
 //     pods/status and deletion of pods whose stored spec.nodeName is NAME.

@@ -9,6 +9,8 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -64,6 +66,12 @@ var roleMatrix = map[string]map[Role]string{
 	"devicetaintrules.resource.k8s.io/status":               {RoleControllerManager: "update patch"},
 	"customresourcedefinitions.apiextensions.k8s.io":        {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"customresourcedefinitions.apiextensions.k8s.io/status": {},
+	// Leases: each component writes its own; users theirs, outside the
+	// system namespaces; the controller manager also deletes (garbage
+	// collection).
+	"leases.coordination.k8s.io": {RoleUser: "create update patch delete deletecollection if user-lease",
+		RoleScheduler: "create update patch delete if scheduler-lease", RoleControllerManager: "delete deletecollection; create update patch if cm-lease",
+		RoleNode: "create update patch delete if own-lease"},
 	// Custom resources: namespaced ones are the users', with any
 	// subresource; cluster-scoped ones are admins'.
 	"cards.dra.example.com":         {RoleUser: allWrites, RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
@@ -77,7 +85,7 @@ const allWrites = "create update patch delete deletecollection"
 // nodeReads are what a node reads, main resource and status.
 var nodeReads = []string{"nodes", "pods", "resourceclaims.resource.k8s.io", "resourceclasses.resource.k8s.io",
 	"noderesourceslices.resource.k8s.io", "resourceclaimtemplates.resource.k8s.io", "namespaces",
-	"deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io"}
+	"deviceclasses.resource.k8s.io", "resourceslices.resource.k8s.io", "leases.coordination.k8s.io"}
 
 var matrixRoles = []User{alice, sched, cm, node1, gpuDrv, gpuN1}
 
@@ -297,6 +305,21 @@ func conditionFixtures(t *testing.T, cond string, a attrs) (good, bad attrs) {
 	case "driver-params":
 		own, other := paramsFrom(a.Resource, "gpu.example.com"), paramsFrom(a.Resource, "other.example.com")
 		return withObjects(a, own, own), withObjects(a, other, other)
+	case "user-lease":
+		return a.inNS(testNS), a.inNS(NodeLeaseNamespace)
+	case "scheduler-lease", "cm-lease", "own-lease":
+		ns, name := SystemNamespace, SchedulerLeaseName
+		switch cond {
+		case "cm-lease":
+			name = ControllerManagerLeaseName
+		case "own-lease":
+			ns, name = NodeLeaseNamespace, "n1"
+		}
+		// The other lease's holder changes: not a metadata-only write,
+		// which the controller manager may make to any object.
+		own, other := makeLease(ns, name, "a"), makeLease(ns, "n2", "a")
+		return withObjects(a.inNS(ns).named(name), makeLease(ns, name, "b"), own),
+			withObjects(a.inNS(ns).named("n2"), makeLease(ns, "n2", "b"), other)
 	case "claim-marks":
 		return withObjects(a, gpuClaim.obj(), gpuClaim.obj()), withObjects(a, gpuClaimFinalized.obj(), gpuClaim.obj())
 	}
@@ -309,4 +332,8 @@ func paramsFrom(resource, group string) runtime.Object {
 		return &resourcev1alpha2.ResourceClaimParameters{GeneratedFrom: &resourcev1alpha2.ResourceClaimParametersReference{APIGroup: group}}
 	}
 	return &resourcev1alpha2.ResourceClassParameters{GeneratedFrom: &resourcev1alpha2.ResourceClassParametersReference{APIGroup: group}}
+}
+
+func makeLease(ns, name, holder string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // nodeReadable are the resources a node agent reads: what its pods need.
-var nodeReadable = []groupResource{grNodes, grPods, grClaims, grClasses, grSlices, grClaimTemplates, grNamespaces,
+var nodeReadable = []groupResource{grNodes, grPods, grClaims, grClasses, grSlices, grClaimTemplates, grNamespaces, grLeases,
 	grDeviceClasses, grResourceSlices}
 
 func authorizeNode(a Attributes, lk Lookup) Decision {
@@ -21,7 +21,7 @@ func authorizeNode(a Attributes, lk Lookup) Decision {
 		if slices.Contains(nodeReadable, a.groupResource()) && (a.Subresource == "" || a.Subresource == "status") {
 			return allow("%s may read %s", a.User, a.resourceString())
 		}
-		return deny("%s may only read nodes, pods, resourceclaims, resourceclasses, noderesourceslices, resourceclaimtemplates, namespaces, deviceclasses and resourceslices, not %s",
+		return deny("%s may only read nodes, pods, resourceclaims, resourceclasses, noderesourceslices, resourceclaimtemplates, namespaces, deviceclasses, resourceslices and leases, not %s",
 			a.User, a.resourceString())
 	}
 	switch {
@@ -34,11 +34,13 @@ func authorizeNode(a Attributes, lk Lookup) Decision {
 		return ownResourceSlice(a, sliceField{"spec.nodeName", a.User.Name, func(s *resourcev1.ResourceSlice) string { return ptrString(s.Spec.NodeName) }})
 	case a.is(grEvents, "") && slices.Contains(eventVerbs, a.Verb):
 		return allow("%s may write events", a.User)
+	case isLeaseWrite(a):
+		return ownLease(a, NodeLeaseNamespace, a.User.Name)
 	case a.is(grPods, "status") && slices.Contains(updateVerbs, a.Verb),
 		a.is(grPods, "") && a.Verb == "delete":
 		return nodeBoundPod(a, lk)
 	}
-	return deny("%s may not %s %s: nodes write only their own Node, their NodeResourceSlices and ResourceSlices, events, and status and deletion of their pods",
+	return deny("%s may not %s %s: nodes write only their own Node and heartbeat Lease, their NodeResourceSlices and ResourceSlices, events, and status and deletion of their pods",
 		a.User, a.Verb, a.resourceString())
 }
 

@@ -29,4 +29,5 @@ var Resources = []Resource{
 	{grResourceSlices.group, "resourceslices", false, nil},
 	{grDeviceTaintRules.group, "devicetaintrules", false, []string{"status"}},
 	{"apiextensions.k8s.io", "customresourcedefinitions", false, []string{"status"}},
+	{grLeases.group, "leases", true, nil},
 }
