@@ -8,6 +8,8 @@
 #  - gitCommit, gitTreeState (clean/dirty): from git, in a git checkout.
 #  - buildDate: now, in UTC (RFC 3339).
 # Outside a git checkout (a tarball) only buildDate is set.
+# /version and nodes' kubeletVersion carry the version as build metadata
+# of the Kubernetes API level: v1.37.0+allot.VERSION (internal/version).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 0
 pkg=allot.dev/allot/internal/version

@@ -1,7 +1,12 @@
 package validation
 
 import (
+	"reflect"
+	"strings"
+
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -74,24 +79,57 @@ func defaultClaimSpec(spec *resourcev1alpha2.ResourceClaimSpec) {
 	}
 }
 
-// ValidateResourceClaimTemplate checks a template: the labels and
-// annotations it gives claims, and the claim spec.
+// ValidateResourceClaimTemplate checks a template: its spec.metadata holds
+// only the labels and annotations it gives claims (seed 000, as in v1),
+// and the claim spec.
 func ValidateResourceClaimTemplate(t *resourcev1alpha2.ResourceClaimTemplate) field.ErrorList {
 	errs := validateObjectMeta(&t.ObjectMeta, nameIsDNSSubdomain, metaPath)
-	return append(errs, validateTemplateSpec(&t.Spec)...)
-}
-
-func validateTemplateSpec(spec *resourcev1alpha2.ResourceClaimTemplateSpec) field.ErrorList {
 	p := field.NewPath("spec")
-	errs := validateLabelsAndAnnotations(&spec.ObjectMeta, p.Child("metadata"))
-	return append(errs, validateClaimSpec(&spec.Spec, p.Child("spec"))...)
+	errs = append(errs, validateTemplateObjectMeta(&t.Spec.ObjectMeta, nil, p.Child("metadata"))...)
+	return append(errs, validateClaimSpec(&t.Spec.Spec, p.Child("spec"))...)
 }
 
 // ValidateResourceClaimTemplateUpdate checks a write to a template: its
-// spec is immutable.
+// spec is immutable. A template stored before spec.metadata was limited to
+// labels and annotations stays writable: the other fields it holds may be
+// kept as they are or dropped, never changed or added.
 func ValidateResourceClaimTemplateUpdate(newT, oldT *resourcev1alpha2.ResourceClaimTemplate) field.ErrorList {
 	errs := validateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, nameIsDNSSubdomain, metaPath)
-	return append(errs, immutable(newT.Spec, oldT.Spec, field.NewPath("spec"))...)
+	p := field.NewPath("spec")
+	errs = append(errs, validateTemplateObjectMeta(&newT.Spec.ObjectMeta, &oldT.Spec.ObjectMeta, p.Child("metadata"))...)
+	// The rest of spec.metadata was judged just above.
+	newSpec, oldSpec := newT.Spec, oldT.Spec
+	newSpec.ObjectMeta = metav1.ObjectMeta{Labels: newSpec.Labels, Annotations: newSpec.Annotations}
+	oldSpec.ObjectMeta = metav1.ObjectMeta{Labels: oldSpec.Labels, Annotations: oldSpec.Annotations}
+	return append(errs, immutable(newSpec, oldSpec, p)...)
+}
+
+// validateTemplateObjectMeta checks a claim template's spec.metadata, in
+// either resource.k8s.io version: "ObjectMeta may contain labels and
+// annotations that will be copied into the ResourceClaim when creating it.
+// No other fields are allowed and will be rejected during validation."
+// On an update, stored is the stored template's: a field it holds with the
+// same value is left alone (stored before the rule).
+func validateTemplateObjectMeta(m, stored *metav1.ObjectMeta, path *field.Path) field.ErrorList {
+	errs := validateLabelsAndAnnotations(m, path)
+	v := reflect.ValueOf(*m)
+	var sv reflect.Value
+	if stored != nil {
+		sv = reflect.ValueOf(*stored)
+	}
+	for i := 0; i < v.NumField(); i++ {
+		f, fv := v.Type().Field(i), v.Field(i)
+		unset := fv.IsZero() || ((fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.Len() == 0)
+		if f.Name == "Labels" || f.Name == "Annotations" || unset {
+			continue
+		}
+		if stored != nil && apiequality.Semantic.DeepEqual(fv.Interface(), sv.Field(i).Interface()) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		errs = append(errs, field.Forbidden(path.Child(name), "only `labels` and `annotations` may be set in a claim template's metadata"))
+	}
+	return errs
 }
 
 // DefaultResourceClaimTemplate defaults the claim spec of the template.

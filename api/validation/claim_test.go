@@ -214,6 +214,19 @@ func TestValidateResourceClaimTemplate(t *testing.T) {
 		"bad mode":        {errs: ValidateResourceClaimTemplate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Spec.AllocationMode = "x" })), want: []string{"spec.spec.allocationMode"}},
 		"bad claim label": {errs: ValidateResourceClaimTemplate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Labels = map[string]string{"a": "b c"} })), want: []string{"spec.metadata.labels"}},
 		"spec immutable":  {errs: ValidateResourceClaimTemplateUpdate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Spec.ResourceClassName = "other" }), tmpl(none)), want: []string{"spec: field is immutable"}},
+		"claim labels immutable": {errs: ValidateResourceClaimTemplateUpdate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Labels = map[string]string{"a": "b"} }), tmpl(none)),
+			want: []string{"spec: field is immutable"}},
+		// Seed 000: spec.metadata carries labels and annotations only.
+		"claim labels and annotations": {errs: ValidateResourceClaimTemplate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) {
+			t.Spec.Labels, t.Spec.Annotations = map[string]string{"a": "b"}, map[string]string{"c": "d"}
+		}))},
+		"claim name": {errs: ValidateResourceClaimTemplate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name = "claim" })),
+			want: []string{"spec.metadata.name: Forbidden: only `labels` and `annotations` may be set in a claim template's metadata"}},
+		"claim metadata, several": {errs: ValidateResourceClaimTemplate(tmpl(func(t *resourcev1alpha2.ResourceClaimTemplate) {
+			t.Spec.GenerateName, t.Spec.Namespace, t.Spec.Finalizers = "c-", "other", []string{"example.com/keep"}
+			t.Spec.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"}}
+		})), want: []string{"spec.metadata.generateName: Forbidden", "spec.metadata.namespace: Forbidden",
+			"spec.metadata.finalizers: Forbidden", "spec.metadata.ownerReferences: Forbidden"}},
 	} {
 		t.Run(name, func(t *testing.T) { expectErrs(t, tc.errs, tc.want...) })
 	}
@@ -221,6 +234,45 @@ func TestValidateResourceClaimTemplate(t *testing.T) {
 	DefaultResourceClaimTemplate(d)
 	if d.Spec.Spec.AllocationMode != resourcev1alpha2.AllocationModeWaitForFirstConsumer {
 		t.Errorf("template default allocationMode = %q", d.Spec.Spec.AllocationMode)
+	}
+}
+
+// TestResourceClaimTemplateStoredBeforeMetadataRule: a template whose
+// spec.metadata holds more than labels and annotations, stored before the
+// rule, stays writable: its top-level metadata may change with the extra
+// fields kept, and the extra fields may be dropped; none may be added or
+// changed, and the rest of the spec stays immutable.
+func TestResourceClaimTemplateStoredBeforeMetadataRule(t *testing.T) {
+	stored := &resourcev1alpha2.ResourceClaimTemplate{
+		ObjectMeta: objMeta("legacy", "default"),
+		Spec: resourcev1alpha2.ResourceClaimTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Name: "claim", Finalizers: []string{"example.com/keep"}, Labels: map[string]string{"a": "b"}},
+			Spec:       resourcev1alpha2.ResourceClaimSpec{ResourceClassName: "gpu", AllocationMode: resourcev1alpha2.AllocationModeWaitForFirstConsumer},
+		},
+	}
+	expectErrs(t, ValidateResourceClaimTemplate(stored), "spec.metadata.name: Forbidden", "spec.metadata.finalizers: Forbidden")
+	edit := func(f func(*resourcev1alpha2.ResourceClaimTemplate)) *resourcev1alpha2.ResourceClaimTemplate {
+		t := stored.DeepCopy()
+		f(t)
+		return t
+	}
+	for name, tc := range map[string]struct {
+		update *resourcev1alpha2.ResourceClaimTemplate
+		want   []string
+	}{
+		"relabeled, extra fields kept": {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Labels = map[string]string{"team": "x"} })},
+		"fixed":                        {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name, t.Spec.Finalizers = "", nil })},
+		"one dropped":                  {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name = "" })},
+		"one changed": {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name = "other" }),
+			want: []string{"spec.metadata.name: Forbidden"}},
+		"one added": {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name, t.Spec.GenerateName = "", "c-" }),
+			want: []string{"spec.metadata.generateName: Forbidden"}},
+		"claim labels changed": {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Name, t.Spec.Labels = "", nil }),
+			want: []string{"spec: field is immutable"}},
+		"claim spec changed": {update: edit(func(t *resourcev1alpha2.ResourceClaimTemplate) { t.Spec.Spec.ResourceClassName = "other" }),
+			want: []string{"spec: field is immutable"}},
+	} {
+		t.Run(name, func(t *testing.T) { expectErrs(t, ValidateResourceClaimTemplateUpdate(tc.update, stored), tc.want...) })
 	}
 }
 

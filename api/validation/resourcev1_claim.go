@@ -3,11 +3,9 @@ package validation
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -38,7 +36,7 @@ func ValidateResourceClaimTemplateV1(t *resourcev1.ResourceClaimTemplate) field.
 	t = defaultedTemplateV1(t)
 	errs := validateObjectMeta(&t.ObjectMeta, nameIsDNSSubdomain, metaPath)
 	p := field.NewPath("spec")
-	errs = append(errs, validateTemplateObjectMetaV1(&t.Spec.ObjectMeta, p.Child("metadata"))...)
+	errs = append(errs, validateTemplateObjectMeta(&t.Spec.ObjectMeta, nil, p.Child("metadata"))...)
 	errs = append(errs, resourcev1.Validate_ResourceClaimTemplateSpec(context.Background(), v1Op(false), p, &t.Spec, nil)...)
 	return append(errs, validateDeviceClaimV1(&t.Spec.Spec.Devices, p.Child("spec", "devices"), claimSpecFeatures(&t.Spec.Spec, p.Child("spec")))...)
 }
@@ -49,25 +47,6 @@ func ValidateResourceClaimTemplateV1Update(newT, oldT *resourcev1.ResourceClaimT
 	newT, oldT = defaultedTemplateV1(newT), defaultedTemplateV1(oldT)
 	errs := validateObjectMetaUpdate(&newT.ObjectMeta, &oldT.ObjectMeta, nameIsDNSSubdomain, metaPath)
 	return append(errs, immutable(newT.Spec, oldT.Spec, field.NewPath("spec"))...)
-}
-
-// validateTemplateObjectMetaV1: "ObjectMeta may contain labels and
-// annotations that will be copied into the ResourceClaim when creating it.
-// No other fields are allowed and will be rejected during validation."
-func validateTemplateObjectMetaV1(m *metav1.ObjectMeta, path *field.Path) field.ErrorList {
-	errs := validateLabelsAndAnnotations(m, path)
-	v := reflect.ValueOf(*m)
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		fv := v.Field(i)
-		unset := fv.IsZero() || ((fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.Len() == 0)
-		if f.Name == "Labels" || f.Name == "Annotations" || unset {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		errs = append(errs, field.Forbidden(path.Child(name), "only `labels` and `annotations` may be set in a claim template's metadata"))
-	}
-	return errs
 }
 
 func validateClaimSpecV1(spec *resourcev1.ResourceClaimSpec, path *field.Path) field.ErrorList {

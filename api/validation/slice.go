@@ -32,24 +32,29 @@ var (
 )
 
 // ValidateNodeResourceSlice checks a slice: node and driver, exactly one
-// model, and in the partitionable model valid, unique names, references to
-// existing attribute groups, one value per attribute and a bounded tree.
+// model, and in the partitionable model valid, unique names (attribute
+// names outside the domain Kubernetes reserves), references to existing
+// attribute groups, one value per attribute and a bounded tree.
 func ValidateNodeResourceSlice(s *resourcev1alpha2.NodeResourceSlice) field.ErrorList {
 	errs := validateObjectMeta(&s.ObjectMeta, nameIsDNSSubdomain, metaPath)
-	return append(errs, validateSliceSpec(&s.Spec, field.NewPath("spec"))...)
+	return append(errs, validateSliceSpec(&s.Spec, field.NewPath("spec"), nil)...)
 }
 
 // ValidateNodeResourceSliceUpdate checks a write to a slice; its node and
-// driver may not change.
+// driver may not change. A reserved attribute name the stored slice
+// already publishes (stored before the rule) is tolerated, so that the
+// slice stays writable; a new one is refused.
 func ValidateNodeResourceSliceUpdate(newS, oldS *resourcev1alpha2.NodeResourceSlice) field.ErrorList {
 	p := field.NewPath("spec")
 	errs := validateObjectMetaUpdate(&newS.ObjectMeta, &oldS.ObjectMeta, nameIsDNSSubdomain, metaPath)
-	errs = append(errs, validateSliceSpec(&newS.Spec, p)...)
+	errs = append(errs, validateSliceSpec(&newS.Spec, p, reservedAttributeNames(&oldS.Spec))...)
 	errs = append(errs, immutable(newS.Spec.NodeName, oldS.Spec.NodeName, p.Child("nodeName"))...)
 	return append(errs, immutable(newS.Spec.DriverName, oldS.Spec.DriverName, p.Child("driverName"))...)
 }
 
-func validateSliceSpec(spec *resourcev1alpha2.NodeResourceSliceSpec, path *field.Path) field.ErrorList {
+// validateSliceSpec checks a slice's spec; tolerate holds the reserved
+// attribute names not to refuse.
+func validateSliceSpec(spec *resourcev1alpha2.NodeResourceSliceSpec, path *field.Path, tolerate map[string]bool) field.ErrorList {
 	errs := required(path.Child("nodeName"), spec.NodeName, dnsSubdomain)
 	errs = append(errs, required(path.Child("driverName"), spec.DriverName, dnsSubdomain)...)
 	var set []string
@@ -58,7 +63,7 @@ func validateSliceSpec(spec *resourcev1alpha2.NodeResourceSliceSpec, path *field
 	}
 	errs = append(errs, oneOf(path, sliceModels, set)...)
 	if spec.Partitionable != nil {
-		errs = append(errs, validatePartitionable(spec.Partitionable, path.Child("partitionable"))...)
+		errs = append(errs, validatePartitionable(spec.Partitionable, path.Child("partitionable"), tolerate)...)
 	}
 	return errs
 }
@@ -66,14 +71,15 @@ func validateSliceSpec(spec *resourcev1alpha2.NodeResourceSliceSpec, path *field
 // sliceWalker walks the instance tree once, collecting errors.
 type sliceWalker struct {
 	groups    map[string]bool
+	tolerate  map[string]bool // reserved attribute names not refused
 	groupPath string
 	count     int
 	errs      field.ErrorList
 }
 
-func validatePartitionable(p *resourcev1alpha2.PartitionableResources, path *field.Path) field.ErrorList {
+func validatePartitionable(p *resourcev1alpha2.PartitionableResources, path *field.Path, tolerate map[string]bool) field.ErrorList {
 	gp := path.Child("commonAttributes")
-	w := &sliceWalker{groups: map[string]bool{}, groupPath: gp.String()}
+	w := &sliceWalker{groups: map[string]bool{}, groupPath: gp.String(), tolerate: tolerate}
 	if errs := maxItems(gp, len(p.CommonAttributes), resourcev1alpha2.CommonAttributesMaxSize); len(errs) > 0 {
 		return errs
 	}
@@ -85,7 +91,7 @@ func validatePartitionable(p *resourcev1alpha2.PartitionableResources, path *fie
 			w.errs = append(w.errs, names.check(g.Name, ip.Child("name"))...)
 			w.groups[g.Name] = true
 		}
-		w.errs = append(w.errs, validateAttributes(g.Attributes, ip.Child("attributes"))...)
+		w.errs = append(w.errs, validateAttributes(g.Attributes, ip.Child("attributes"), w.tolerate)...)
 	}
 	w.instances(p.ResourceInstances, path.Child("resourceInstances"), 1)
 	return w.errs
@@ -107,7 +113,7 @@ func (w *sliceWalker) instances(list []resourcev1alpha2.ResourceInstance, path *
 			w.errs = append(w.errs, names.check(inst.Name, p.Child("name"))...)
 		}
 		w.refs(inst.CommonAttributesRefs, p.Child("commonAttributesRefs"))
-		w.errs = append(w.errs, validateAttributes(inst.Attributes, p.Child("attributes"))...)
+		w.errs = append(w.errs, validateAttributes(inst.Attributes, p.Child("attributes"), w.tolerate)...)
 		w.errs = append(w.errs, supported(p.Child("health"), inst.Health, instanceHealths...)...)
 		if !w.partitions(inst.Partitions, p.Child("partitions"), depth) {
 			return false
@@ -157,9 +163,10 @@ func (w *sliceWalker) refs(refs []string, path *field.Path) {
 
 var attributeValueFields = []string{"quantity", "bool", "int", "intSlice", "string", "stringSlice", "version"}
 
-// validateAttributes checks a list of attributes: unique valid names and
-// exactly one value each.
-func validateAttributes(attrs []resourcev1alpha2.Attribute, path *field.Path) field.ErrorList {
+// validateAttributes checks a list of attributes: unique valid names
+// outside the reserved domain (except those in tolerate) and exactly one
+// value each.
+func validateAttributes(attrs []resourcev1alpha2.Attribute, path *field.Path, tolerate map[string]bool) field.ErrorList {
 	if errs := maxItems(path, len(attrs), resourcev1alpha2.AttributesMaxSize); len(errs) > 0 {
 		return errs
 	}
@@ -168,12 +175,69 @@ func validateAttributes(attrs []resourcev1alpha2.Attribute, path *field.Path) fi
 	for i := range attrs {
 		a, p := &attrs[i], path.Index(i)
 		errs = append(errs, validateAttributeName(a.Name, p.Child("name"))...)
+		if isReservedAttributeName(a.Name) && !tolerate[a.Name] {
+			errs = append(errs, field.Invalid(p.Child("name"), a.Name, reservedAttributeReason))
+		}
 		if a.Name != "" {
 			errs = append(errs, names.check(a.Name, p.Child("name"))...)
 		}
 		errs = append(errs, validateAttributeValue(&a.AttributeValue, p)...)
 	}
 	return errs
+}
+
+// reservedAttributeDomain is the domain whose attribute names seed 002
+// reserves: "Resource names with ".k8s.io" as a suffix are reserved for
+// future use and standardization by Kubernetes." allot refuses them in a
+// NodeResourceSlice, and the domain itself as well. allot defines no
+// standard attributes of its own.
+const reservedAttributeDomain = "k8s.io"
+
+const reservedAttributeReason = "attribute names ending in ." + reservedAttributeDomain +
+	" are reserved for standardization by Kubernetes; name the attribute in your driver's own domain (such as `topology.example.com`) or as a C identifier"
+
+// isReservedAttributeName reports whether a NodeResourceSlice attribute
+// name is in the domain Kubernetes reserves: "k8s.io" or a subdomain of
+// it ("topology.k8s.io"), not a name that merely ends in the same letters
+// ("myk8s.io").
+func isReservedAttributeName(name string) bool {
+	return name == reservedAttributeDomain || strings.HasSuffix(name, "."+reservedAttributeDomain)
+}
+
+// reservedAttributeNames returns the reserved attribute names a slice
+// publishes anywhere (attribute groups and the instance tree), nil when
+// none.
+func reservedAttributeNames(spec *resourcev1alpha2.NodeResourceSliceSpec) map[string]bool {
+	p := spec.Partitionable
+	if p == nil {
+		return nil
+	}
+	var names map[string]bool
+	add := func(attrs []resourcev1alpha2.Attribute) {
+		for _, a := range attrs {
+			if isReservedAttributeName(a.Name) {
+				if names == nil {
+					names = map[string]bool{}
+				}
+				names[a.Name] = true
+			}
+		}
+	}
+	for _, g := range p.CommonAttributes {
+		add(g.Attributes)
+	}
+	stack := [][]resourcev1alpha2.ResourceInstance{p.ResourceInstances}
+	for len(stack) > 0 {
+		list := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for i := range list {
+			add(list[i].Attributes)
+			for _, g := range list[i].Partitions {
+				stack = append(stack, g.ResourceInstances)
+			}
+		}
+	}
+	return names
 }
 
 // validateAttributeName accepts a C identifier (UUID, driverVersion) or a

@@ -46,7 +46,19 @@ func TestValidateNodeResourceSlice(t *testing.T) {
 		"attr two values":  {slice: makeSlice("s").with(addAttr(twoValues())).obj(), want: []string{inst0 + ".attributes[0]: found: `quantity`, `string`"}},
 		"version tolerant": {slice: makeSlice("s").with(addAttr(versionAttr("a", " v1.2 "), versionAttr("b", "01.02.03"), versionAttr("c", "11.1.42"))).obj()},
 		"version bad":      {slice: makeSlice("s").with(addAttr(versionAttr("a", "one.two"))).obj(), want: []string{inst0 + ".attributes[0].version: must be a semantic version"}},
-		"partitions":       {slice: makeSlice("s").with(tree(group("halves", instance("h0"), instance("h1")), group("whole", instance("w")))).obj()},
+		// Seed 002: ".k8s.io" names are Kubernetes'; "myk8s.io" is not one.
+		"attr reserved": {slice: makeSlice("s").with(addAttr(strAttr("memory", "x"), strAttr("topology.k8s.io", "y"))).obj(),
+			want: []string{inst0 + `.attributes[1].name: Invalid value: "topology.k8s.io": attribute names ending in .k8s.io are reserved for standardization by Kubernetes`}},
+		"attr reserved domain": {slice: makeSlice("s").with(addAttr(strAttr("k8s.io", "y"))).obj(), want: []string{inst0 + ".attributes[0].name: reserved"}},
+		"attr k8s.io-like":     {slice: makeSlice("s").with(addAttr(strAttr("myk8s.io", "x"), strAttr("k8s.io.example.com", "y"), strAttr("k8s_io", "z"))).obj()},
+		"group attr reserved": {slice: makeSlice("s").with(func(p *parts) {
+			p.CommonAttributes[0].Attributes = append(p.CommonAttributes[0].Attributes, strAttr("gpu.k8s.io", "x"))
+		}).obj(), want: []string{"spec.partitionable.commonAttributes[0].attributes[1].name: reserved"}},
+		"nested attr reserved": {
+			slice: makeSlice("s").with(tree(group("a", resourcev1alpha2.ResourceInstance{Name: "x", Attributes: []resourcev1alpha2.Attribute{strAttr("numa.k8s.io", "0")}}))).obj(),
+			want:  []string{inst0 + ".partitions[0].resourceInstances[0].attributes[0].name: reserved"},
+		},
+		"partitions": {slice: makeSlice("s").with(tree(group("halves", instance("h0"), instance("h1")), group("whole", instance("w")))).obj()},
 		"same names in different groups": {
 			slice: makeSlice("s").with(tree(group("a", instance("x")), group("b", instance("x")))).obj(),
 		},
@@ -117,4 +129,33 @@ func TestValidateNodeResourceSliceUpdate(t *testing.T) {
 		s.NodeName, s.DriverName = "worker-2", "other.example.com"
 	}).obj()
 	expectErrs(t, ValidateNodeResourceSliceUpdate(moved, old), "spec.nodeName: field is immutable", "spec.driverName: field is immutable")
+}
+
+// TestNodeResourceSliceUpdateReservedAttributes: a slice stored before
+// seed 002's reservation was enforced stays writable with the reserved
+// names it already publishes, wherever in the slice they move; a reserved
+// name it did not publish is refused.
+func TestNodeResourceSliceUpdateReservedAttributes(t *testing.T) {
+	stored := makeSlice("s").with(func(p *parts) {
+		p.ResourceInstances[0].Attributes = []resourcev1alpha2.Attribute{strAttr("topology.k8s.io", "a")}
+		p.ResourceInstances[0].Partitions = []resourcev1alpha2.ResourceInstanceGroup{group("g", resourcev1alpha2.ResourceInstance{
+			Name: "x", Attributes: []resourcev1alpha2.Attribute{strAttr("numa.k8s.io", "0")}})}
+	}).obj()
+	expectErrs(t, ValidateNodeResourceSlice(stored), "spec.partitionable.resourceInstances[0].attributes[0].name: reserved",
+		"spec.partitionable.resourceInstances[0].partitions[0].resourceInstances[0].attributes[0].name: reserved")
+
+	relabeled := stored.DeepCopy()
+	relabeled.Labels = map[string]string{"a": "b"}
+	expectErrs(t, ValidateNodeResourceSliceUpdate(relabeled, stored))
+	moved := makeSlice("s").with(func(p *parts) {
+		p.CommonAttributes[0].Attributes = append(p.CommonAttributes[0].Attributes, strAttr("numa.k8s.io", "1"), strAttr("topology.k8s.io", "b"))
+	}).obj()
+	expectErrs(t, ValidateNodeResourceSliceUpdate(moved, stored))
+	expectErrs(t, ValidateNodeResourceSliceUpdate(makeSlice("s").obj(), stored))
+	added := makeSlice("s").with(func(p *parts) {
+		p.ResourceInstances[0].Attributes = []resourcev1alpha2.Attribute{strAttr("topology.k8s.io", "a"), strAttr("pcie.k8s.io", "c")}
+	}).obj()
+	expectErrs(t, ValidateNodeResourceSliceUpdate(added, stored), "spec.partitionable.resourceInstances[0].attributes[1].name: reserved")
+	expectErrs(t, ValidateNodeResourceSliceUpdate(added, makeSlice("s").obj()),
+		"spec.partitionable.resourceInstances[0].attributes[0].name: reserved", "spec.partitionable.resourceInstances[0].attributes[1].name: reserved")
 }

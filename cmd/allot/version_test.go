@@ -167,8 +167,8 @@ func TestVersionFromLinkerFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := out.ClientVersion
-	if c == nil || c.GitVersion != "v1.32.0-allot-"+ver || c.GitCommit != "feedface" || c.BuildDate != "2026-07-21T00:00:00Z" {
-		t.Errorf("clientVersion %+v, want gitVersion v1.32.0-allot-%s, commit feedface, build date 2026-07-21T00:00:00Z", c, ver)
+	if c == nil || c.GitVersion != "v1.37.0+allot."+ver || c.GitCommit != "feedface" || c.BuildDate != "2026-07-21T00:00:00Z" {
+		t.Errorf("clientVersion %+v, want gitVersion v1.37.0+allot.%s, commit feedface, build date 2026-07-21T00:00:00Z", c, ver)
 	}
 
 	lines := versionLines(t, runTool(t, bin, "", "version").stdout)

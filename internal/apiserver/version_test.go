@@ -1,11 +1,15 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
@@ -48,4 +52,39 @@ func TestVersionEndpoint(t *testing.T) {
 
 	r := call(t, "", http.MethodGet, "/version", nil)
 	expect(t, r, http.StatusOK, `"gitVersion":"`+version.GitVersion()+`"`, `"major":"`+version.KubernetesMajor+`"`)
+}
+
+// TestKubectlVersion: real kubectl reads the server at the API level allot
+// serves and succeeds whatever its own version; one more than a minor away
+// from that level only warns, as against a Kubernetes API server.
+func TestKubectlVersion(t *testing.T) {
+	kubectlBin(t)
+	ns := newNamespace(t)
+	out, code := kubectl(t, ns, "", "version", "-o", "json")
+	if code != 0 {
+		t.Fatalf("kubectl version -o json: exit %d\n%s", code, out)
+	}
+	// A skew warning goes to stderr, which kubectl() merges in.
+	var kv struct{ ClientVersion, ServerVersion *apiversion.Info }
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):strings.LastIndex(out, "}")+1]), &kv); err != nil || kv.ClientVersion == nil || kv.ServerVersion == nil {
+		t.Fatalf("kubectl version -o json: %v\n%s", err, out)
+	}
+	if got, want := *kv.ServerVersion, version.Get(); got.GitVersion != want.GitVersion || got.Major != "1" || got.Minor != "37" {
+		t.Errorf("kubectl reads server version %+v, want gitVersion %s at 1.37", got, want.GitVersion)
+	}
+	client, err := utilversion.ParseSemantic(kv.ClientVersion.GitVersion)
+	if err != nil {
+		t.Fatalf("kubectl's own gitVersion %q: %v", kv.ClientVersion.GitVersion, err)
+	}
+
+	out, code = kubectl(t, ns, "", "version")
+	if code != 0 || !strings.Contains(out, "Server Version: "+version.GitVersion()+"\n") {
+		t.Fatalf("kubectl version: exit %d, want 0 and Server Version %s\n%s", code, version.GitVersion(), out)
+	}
+	skew := client.Major() != 1 || client.Minor()+1 < 37 || client.Minor() > 37+1
+	warning := fmt.Sprintf("WARNING: version difference between client (%d.%d) and server (1.37)", client.Major(), client.Minor())
+	if got := strings.Contains(out, "WARNING: version difference"); got != skew || (skew && !strings.Contains(out, warning)) {
+		t.Errorf("kubectl %s against the 1.37 API: skew warning %v, want %v (%q)\n%s", kv.ClientVersion.GitVersion, got, skew, warning, out)
+	}
+	t.Logf("kubectl %s: %s", kv.ClientVersion.GitVersion, strings.TrimSpace(out))
 }

@@ -33,7 +33,7 @@ var host = sync.OnceValue(readHostFacts)
 
 func readHostFacts() hostFacts {
 	// kubeletVersion has the form of the API server's gitVersion,
-	// "v1.32.0-allot-v0.2.0" (version.GitVersion): Kubernetes shows kubelet
+	// "v1.37.0+allot.v0.2.0" (version.GitVersion): Kubernetes shows kubelet
 	// and API server versions alike (the VERSION column of `kubectl get
 	// nodes`, `kubectl version`'s Server Version), so a node's allot
 	// version reads beside the server's, and tools that parse

@@ -36,16 +36,24 @@ import (
 // version: raise them together when allot serves a newer API.
 const (
 	KubernetesMajor = "1"
-	KubernetesMinor = "32"
+	KubernetesMinor = "37"
 )
 
 // Base is the version of a build that neither -X nor the module system
 // named: the last release this tree is at or after.
 const Base = "v0.1.0"
 
-// gitVersionPrefix starts every GitVersion: the API level as a semver, then
-// a pre-release part that carries allot's version.
-const gitVersionPrefix = "v" + KubernetesMajor + "." + KubernetesMinor + ".0-allot-"
+// gitVersionPrefix starts every GitVersion: the API level as a release
+// semver, then build metadata that carries allot's version, as Kubernetes
+// distributions mark theirs ("v1.30.2+k3s1"). Build metadata, unlike a
+// pre-release part, leaves the version a release: semver constraints such
+// as a Helm chart's `kubeVersion: ">= 1.33.0"` compare the API level alone.
+const gitVersionPrefix = "v" + KubernetesMajor + "." + KubernetesMinor + ".0+allot."
+
+// buildMark stands in a GitVersion for the "+" of allot's own build
+// metadata, which semver allows only once: "v0.1.0+0123456789ab.dirty"
+// is carried as "v0.1.0.build.0123456789ab.dirty".
+const buildMark = ".build."
 
 // Set with -ldflags -X by release builds; see the package comment.
 var (
@@ -67,16 +75,28 @@ func Version() string { return resolved().allot }
 
 // GitVersion is what allot reports where Kubernetes reports its own
 // version: /version's gitVersion and a node's kubeletVersion. It is the API
-// level followed by allot's version, "v1.32.0-allot-v0.2.0": a valid
-// semver whose major.minor kubectl's skew check accepts, and from which
+// level with allot's version as build metadata, "v1.37.0+allot.v0.2.0"
+// ("v1.37.0+allot.v0.1.0.build.0123456789ab.dirty" for a development
+// build): a valid release semver whose major.minor kubectl's skew check
+// and Helm's kubeVersion check read as the API level, and from which
 // FromGitVersion reads allot's version back.
-func GitVersion() string { return gitVersionPrefix + Version() }
+func GitVersion() string { return gitVersionOf(Version()) }
+
+func gitVersionOf(allot string) string {
+	return gitVersionPrefix + strings.Replace(allot, "+", buildMark, 1)
+}
 
 // FromGitVersion returns the allot version inside a GitVersion, and false
-// for a gitVersion that is not allot's (a Kubernetes API server's).
+// for a gitVersion that is not allot's (a Kubernetes API server's). The
+// first buildMark is read as allot's "+": an allot version whose
+// pre-release part has an identifier "build" after a dot reads back
+// differently (allot's tags have none).
 func FromGitVersion(gitVersion string) (string, bool) {
 	v, ok := strings.CutPrefix(gitVersion, gitVersionPrefix)
-	return v, ok && v != ""
+	if !ok || v == "" {
+		return "", false
+	}
+	return strings.Replace(v, buildMark, "+", 1), true
 }
 
 // Get returns the version in the shape of Kubernetes' /version.
@@ -84,7 +104,7 @@ func Get() apiversion.Info {
 	r := resolved()
 	return apiversion.Info{
 		Major: KubernetesMajor, Minor: KubernetesMinor,
-		GitVersion: gitVersionPrefix + r.allot, GitCommit: r.commit, GitTreeState: r.treeState,
+		GitVersion: gitVersionOf(r.allot), GitCommit: r.commit, GitTreeState: r.treeState,
 		BuildDate: r.buildDate, GoVersion: runtime.Version(), Compiler: runtime.Compiler,
 		Platform: runtime.GOOS + "/" + runtime.GOARCH,
 	}

@@ -207,7 +207,9 @@ type ResourceClaimTemplate struct {
 	Spec              ResourceClaimTemplateSpec `json:"spec"`
 }
 
-// ResourceClaimTemplateSpec is the metadata and spec copied into each claim.
+// ResourceClaimTemplateSpec is the metadata and spec copied into each
+// claim. Its metadata may carry only labels and annotations (seed 000);
+// any other field is refused at validation.
 type ResourceClaimTemplateSpec struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              ResourceClaimSpec `json:"spec"`
