@@ -12,13 +12,13 @@ import (
 	"allot.dev/allot/internal/controller/manager"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/leaderelect"
-	"allot.dev/allot/pkg/client"
 )
 
 func newControllerManagerCommand() *cobra.Command {
 	var cfg manager.Config
 	var kubeconfig, metricsAddr string
 	var election leaderelect.Config
+	var apiServers []string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, resource claims",
@@ -27,11 +27,10 @@ func newControllerManagerCommand() *cobra.Command {
 			if err := election.Validate(); err != nil {
 				return err
 			}
-			rc, err := client.LoadRESTConfig(kubeconfig)
+			rc, err := componentREST(kubeconfig, apiServers, cfg.Logger) // nil logger: slog's default, the manager's
 			if err != nil {
 				return err
 			}
-			client.LogWriteOutages(rc, cfg.Logger) // nil: slog's default, the manager's
 			cfg.REST = rc
 			cfg.Registry = prometheus.NewRegistry()
 			if metricsAddr != "" {
@@ -50,6 +49,7 @@ func newControllerManagerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&metricsAddr, "metrics-listen", "", "serve Prometheus metrics on this address (host:port) at /metrics; empty disables")
 	addControllerFlags(cmd.Flags(), &cfg)
 	leaderelect.AddFlags(cmd.Flags(), &election, auth.ControllerManagerLeaseName)
+	addAPIServersFlag(cmd.Flags(), &apiServers)
 	return cmd
 }
 

@@ -30,6 +30,7 @@ const defaultLogPort = "10250"
 
 // nodeOptions are the flags of `allot node` that are not Config fields.
 type nodeOptions struct {
+	apiServers   []string
 	kubeconfig   string
 	runtime      string
 	labels       map[string]string
@@ -72,6 +73,7 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.NodeName, "name", defaultNodeName(), "the Node's name")
 	f.StringVar(&o.kubeconfig, "kubeconfig", client.DefaultKubeconfigPath(), "kubeconfig file ($KUBECONFIG, else the one of the last allot up)")
+	addAPIServersFlag(f, &o.apiServers)
 	f.StringVar(&cfg.RootDir, "root-dir", defaultImageRootDir, "directory for container logs, pod checkpoints, images and runtime state")
 	f.StringVar(&o.runtime, "runtime", "runc", "container runtime: runc or fake (simulated containers)")
 	f.StringVar(&o.runcPath, "runc", "runc", "the runc binary (runc runtime)")
@@ -124,11 +126,10 @@ func (o *nodeOptions) complete(cfg *node.Config, cmd *cobra.Command) error {
 		level = slog.LevelDebug
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-	rc, err := client.LoadRESTConfig(o.kubeconfig)
+	rc, err := componentREST(o.kubeconfig, o.apiServers, cfg.Logger)
 	if err != nil {
 		return err
 	}
-	client.LogWriteOutages(rc, cfg.Logger)
 	c, err := client.NewForConfig(rc)
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ func newSchedulerCommand() *cobra.Command {
 		metricsAddr string
 		cfg         scheduler.Config
 		election    leaderelect.Config
+		apiServers  []string
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler",
@@ -43,11 +44,10 @@ per-node reasons.`,
 			if err := election.Validate(); err != nil {
 				return err
 			}
-			rc, err := client.LoadRESTConfig(kubeconfig)
+			rc, err := componentREST(kubeconfig, apiServers, cfg.Logger)
 			if err != nil {
 				return err
 			}
-			client.LogWriteOutages(rc, cfg.Logger)
 			c, err := client.NewForConfig(rc)
 			if err != nil {
 				return err
@@ -75,6 +75,7 @@ per-node reasons.`,
 	cmd.Flags().StringVar(&metricsAddr, "metrics-listen", "", "serve Prometheus metrics on this address (host:port) at /metrics; empty disables")
 	addSchedulerFlags(cmd, &cfg)
 	leaderelect.AddFlags(cmd.Flags(), &election, auth.SchedulerLeaseName)
+	addAPIServersFlag(cmd.Flags(), &apiServers)
 	return cmd
 }
 
