@@ -1,0 +1,286 @@
+package allocator_test
+
+// The scenario harness: testdata/scenarios/*.txt are datadriven files
+// (github.com/cockroachdb/datadriven) of commands with arguments, an
+// input block, "----" and the expected output. testdata/scenarios/README.md
+// lists the commands. The harness is an external test package on purpose:
+// it reaches the allocator only through its exported API, as the scheduler
+// and the simulation do, so the scenarios outlive rewrites of the
+// internals.
+
+import (
+	"flag"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+	k8scorev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+)
+
+var update = flag.Bool("update", false, "rewrite the expected output of testdata/scenarios/*.txt")
+
+// TestScenarios runs every scenario file; -update rewrites their expected
+// outputs (datadriven's -rewrite does the same).
+func TestScenarios(t *testing.T) {
+	if *update {
+		if err := flag.Set("rewrite", "true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files (%v)", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			t.Parallel()
+			w := &world{}
+			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
+				return w.run(t, d)
+			})
+		})
+	}
+}
+
+// scenarioCommands maps a command to its handler; each returns the output.
+var scenarioCommands map[string]func(w *world, t *testing.T, d *datadriven.TestData) string
+
+func init() {
+	scenarioCommands = map[string]func(w *world, t *testing.T, d *datadriven.TestData) string{
+		"base":    (*world).cmdBase,
+		"reset":   (*world).cmdReset,
+		"objects": (*world).cmdObjects,
+		"reserve": (*world).cmdReserve,
+
+		"allocate": (*world).cmdAllocate,
+		"in-use":   (*world).cmdInUse,
+		"pools":    (*world).cmdPools,
+		"reach":    (*world).cmdReach,
+
+		"device":       (*world).cmdDevice,
+		"match":        (*world).cmdMatch,
+		"compile":      (*world).cmdCompile,
+		"compile-seed": (*world).cmdCompileSeed,
+
+		"allocate-seed":       (*world).cmdAllocateSeed,
+		"model":               (*world).cmdModel,
+		"validate-seed-names": (*world).cmdValidateSeedNames,
+		"seed-conflict":       (*world).cmdSeedConflict,
+	}
+}
+
+// world is what a scenario file has said so far: the objects of a
+// cluster, in the order given, and the device of the match command.
+type world struct {
+	base, objs []object
+	device     deviceInput
+	test       string // the subtest the objects belong to
+}
+
+// object is one decoded input object with its identity.
+type object struct {
+	key string // kind/namespace/name
+	obj any
+}
+
+func (w *world) run(t *testing.T, d *datadriven.TestData) string {
+	if t.Name() != w.test {
+		// Every subtest starts from the base objects.
+		w.test = t.Name()
+		w.objs = slices.Clone(w.base)
+	}
+	cmd, ok := scenarioCommands[d.Cmd]
+	if !ok {
+		d.Fatalf(t, "unknown command %q", d.Cmd)
+	}
+	return cmd(w, t, d)
+}
+
+// cmdBase sets the objects every reset returns to, and resets.
+func (w *world) cmdBase(t *testing.T, d *datadriven.TestData) string {
+	w.base = nil
+	for _, o := range decodeObjects(t, d) {
+		w.base = putObject(w.base, o)
+	}
+	w.objs = slices.Clone(w.base)
+	return ""
+}
+
+func (w *world) cmdReset(t *testing.T, d *datadriven.TestData) string {
+	w.objs = slices.Clone(w.base)
+	return ""
+}
+
+// cmdObjects adds objects, replacing those of the same kind, namespace
+// and name.
+func (w *world) cmdObjects(t *testing.T, d *datadriven.TestData) string {
+	for _, o := range decodeObjects(t, d) {
+		w.objs = putObject(w.objs, o)
+	}
+	return ""
+}
+
+// cmdReserve adds consumers=N pods to a v1 claim's reservedFor, for
+// counts no one would write out.
+func (w *world) cmdReserve(t *testing.T, d *datadriven.TestData) string {
+	var name string
+	var n int
+	d.ScanArgs(t, "claim", &name)
+	d.ScanArgs(t, "consumers", &n)
+	c := w.v1Claim(t, d, name).DeepCopy()
+	for i := range n {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{
+			Resource: "pods", Name: fmt.Sprintf("other-%d", i), UID: types.UID(fmt.Sprintf("other-%d", i))})
+	}
+	w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1", c.Namespace, c.Name), obj: c})
+	return ""
+}
+
+func putObject(list []object, o object) []object {
+	if i := slices.IndexFunc(list, func(x object) bool { return x.key == o.key }); i >= 0 {
+		list = slices.Clone(list)
+		list[i] = o
+		return list
+	}
+	return append(list, o)
+}
+
+func objectKey(kind, ns, name string) string { return kind + "/" + ns + "/" + name }
+
+// decodeObjects reads the input as YAML documents. Each names its
+// apiVersion and kind; unknown fields are errors, so a typo cannot
+// silently drop a field. Namespaced objects default to "default".
+func decodeObjects(t *testing.T, d *datadriven.TestData) []object {
+	var out []object
+	for i, doc := range strings.Split(d.Input, "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			d.Fatalf(t, "document %d: %v", i, err)
+		}
+		obj, kind, namespaced := newObject(tm)
+		if obj == nil {
+			d.Fatalf(t, "document %d: unknown apiVersion %q kind %q", i, tm.APIVersion, tm.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			d.Fatalf(t, "document %d (%s): %v", i, tm.Kind, err)
+		}
+		meta := obj.(metav1.Object)
+		if namespaced && meta.GetNamespace() == "" {
+			meta.SetNamespace("default")
+		}
+		if meta.GetName() == "" {
+			d.Fatalf(t, "document %d (%s): metadata.name is empty", i, tm.Kind)
+		}
+		out = append(out, object{key: objectKey(kind, meta.GetNamespace(), meta.GetName()), obj: obj})
+	}
+	return out
+}
+
+// newObject is an empty object of the type, its kind key, and whether it
+// is namespaced.
+func newObject(tm metav1.TypeMeta) (obj any, kind string, namespaced bool) {
+	switch tm.APIVersion + " " + tm.Kind {
+	case "resource.k8s.io/v1 ResourceSlice":
+		return &resourcev1.ResourceSlice{}, "ResourceSlice", false
+	case "resource.k8s.io/v1 DeviceClass":
+		return &resourcev1.DeviceClass{}, "DeviceClass", false
+	case "resource.k8s.io/v1 ResourceClaim":
+		return &resourcev1.ResourceClaim{}, "ResourceClaim.v1", true
+	case "resource.k8s.io/v1alpha2 NodeResourceSlice":
+		return &resourceapi.NodeResourceSlice{}, "NodeResourceSlice", false
+	case "resource.k8s.io/v1alpha2 ResourceClaim":
+		return &resourceapi.ResourceClaim{}, "ResourceClaim.v1alpha2", true
+	case "resource.k8s.io/v1alpha2 ResourceClass":
+		return &resourceapi.ResourceClass{}, "ResourceClass", false
+	case "resource.k8s.io/v1alpha2 ResourceClaimParameters":
+		return &resourceapi.ResourceClaimParameters{}, "ResourceClaimParameters", true
+	case "resource.k8s.io/v1alpha2 ResourceClassParameters":
+		return &resourceapi.ResourceClassParameters{}, "ResourceClassParameters", true
+	case "v1 Node":
+		return &corev1.Node{}, "Node", false
+	case "v1 Namespace":
+		return &corev1.Namespace{}, "Namespace", false
+	}
+	return nil, "", false
+}
+
+// all returns the world's objects of type T, in the order given.
+func all[T any](w *world) []T {
+	var out []T
+	for _, o := range w.objs {
+		if x, ok := o.obj.(T); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// node is the Node object of that name, or a node without labels.
+func (w *world) node(name string) *corev1.Node {
+	for _, n := range all[*corev1.Node](w) {
+		if n.Name == name {
+			return n
+		}
+	}
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// claimKeys reads claims=(a, ns/b): claim keys, in the default namespace
+// when none is given.
+func claimKeys(t *testing.T, d *datadriven.TestData) []string {
+	var keys []string
+	for _, a := range d.CmdArgs {
+		if a.Key != "claims" {
+			continue
+		}
+		for _, v := range a.Vals {
+			if !strings.Contains(v, "/") {
+				v = "default/" + v
+			}
+			keys = append(keys, v)
+		}
+	}
+	return keys
+}
+
+// stringArg is the value of key=value, or def.
+func stringArg(d *datadriven.TestData, key, def string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key && len(a.Vals) > 0 {
+			return a.Vals[0]
+		}
+	}
+	return def
+}
+
+// nodeSelectorString prints a node selector on one line.
+func nodeSelectorString(ns *k8scorev1.NodeSelector) string {
+	if ns == nil {
+		return "none"
+	}
+	var terms []string
+	for _, term := range ns.NodeSelectorTerms {
+		var reqs []string
+		for _, r := range term.MatchExpressions {
+			reqs = append(reqs, fmt.Sprintf("%s %s %v", r.Key, r.Operator, r.Values))
+		}
+		for _, r := range term.MatchFields {
+			reqs = append(reqs, fmt.Sprintf("field %s %s %v", r.Key, r.Operator, r.Values))
+		}
+		terms = append(terms, strings.Join(reqs, " && "))
+	}
+	return "(" + strings.Join(terms, ") || (") + ")"
+}
