@@ -57,10 +57,11 @@ var scenarioCommands map[string]func(w *world, t *testing.T, d *datadriven.TestD
 
 func init() {
 	scenarioCommands = map[string]func(w *world, t *testing.T, d *datadriven.TestData) string{
-		"base":    (*world).cmdBase,
-		"reset":   (*world).cmdReset,
-		"objects": (*world).cmdObjects,
-		"reserve": (*world).cmdReserve,
+		"base":       (*world).cmdBase,
+		"reset":      (*world).cmdReset,
+		"objects":    (*world).cmdObjects,
+		"reserve":    (*world).cmdReserve,
+		"deallocate": (*world).cmdDeallocate,
 
 		"allocate": (*world).cmdAllocate,
 		"in-use":   (*world).cmdInUse,
@@ -85,6 +86,8 @@ type world struct {
 	base, objs []object
 	device     deviceInput
 	test       string // the subtest the objects belong to
+	// released are v1 claims as they were before deallocate.
+	released []*resourcev1.ResourceClaim
 }
 
 // object is one decoded input object with its identity.
@@ -98,6 +101,7 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) string {
 		// Every subtest starts from the base objects.
 		w.test = t.Name()
 		w.objs = slices.Clone(w.base)
+		w.released = nil
 	}
 	cmd, ok := scenarioCommands[d.Cmd]
 	if !ok {
@@ -143,6 +147,23 @@ func (w *world) cmdReserve(t *testing.T, d *datadriven.TestData) string {
 			Resource: "pods", Name: fmt.Sprintf("other-%d", i), UID: types.UID(fmt.Sprintf("other-%d", i))})
 	}
 	w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1", c.Namespace, c.Name), obj: c})
+	return ""
+}
+
+// cmdDeallocate: deallocate claims=(a, b) clears the v1 claims'
+// allocations; state=derived states then release them with
+// WithoutAllocated.
+func (w *world) cmdDeallocate(t *testing.T, d *datadriven.TestData) string {
+	for _, key := range claimKeys(t, d) {
+		c := w.v1Claim(t, d, key)
+		if c.Status.Allocation == nil {
+			d.Fatalf(t, "claim %s is not allocated", key)
+		}
+		w.released = append(w.released, c)
+		c = c.DeepCopy()
+		c.Status.Allocation = nil
+		w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1", c.Namespace, c.Name), obj: c})
+	}
 	return ""
 }
 

@@ -48,12 +48,15 @@ func (w *world) v1Claim(t *testing.T, d *datadriven.TestData, key string) *resou
 
 // v1State is the v1 state of the world: its ResourceSlices and
 // NodeResourceSlices, with every allocated v1 and v1alpha2 claim in use.
-// state=derived builds it with WithAllocated from an empty state instead.
+// state=derived derives it from an empty state instead: WithAllocated
+// with those claims and the ones deallocate released, then
+// WithoutAllocated with the released ones.
 func (w *world) v1State(d *datadriven.TestData) *allocator.V1State {
 	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 	var v1, seed = w.allocatedV1(), w.allocatedSeed()
 	if stringArg(d, "state", "") == "derived" {
-		return allocator.NewV1State(inv, nil, nil).WithAllocated(v1...).WithSeedAllocated(seed...)
+		return allocator.NewV1State(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
+			WithSeedAllocated(seed...).WithoutAllocated(w.released...)
 	}
 	return allocator.NewV1State(inv, v1, seed)
 }
@@ -198,10 +201,12 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-// cmdPools: pools v1|seed|inventory. v1 prints V1Pools of the world's
+// cmdPools: pools v1|seed|inventory, after adding the input's objects to
+// the world. v1 prints V1Pools of the world's
 // ResourceSlices, seed SeedDevices of its NodeResourceSlices, inventory
 // NewV1Inventory of both; then the problems.
 func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
+	w.cmdObjects(t, d)
 	var pools []allocator.V1Pool
 	var problems []allocator.InventoryProblem
 	switch {

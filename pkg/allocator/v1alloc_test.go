@@ -4,132 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
-	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// TestAllocateV1AdminAccessDoesNotUse: a device taken with adminAccess
-// stays free in the state and for the pod's other claims.
-func TestAllocateV1AdminAccessDoesNotUse(t *testing.T) {
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(1, "a100")...)}, nil)
-	st := NewV1State(inv, nil, nil)
-	admin := v1tClaim("admin", v1tAdmin(v1tExact("gpu", "gpu", 1)))
-	user := v1tClaim("user", v1tExact("gpu", "gpu", 1))
-	node := v1tNode("node-a")
-	res := v1tAllocate(t, st, node, nil, V1Claim{Claim: admin, AdminNamespace: true}, V1Claim{Claim: user})
-	if !res.Fits {
-		t.Fatalf("admin and user claims in one pod: %v", res.Reasons)
-	}
-	a := res.Allocations[0].Devices.Results[0]
-	if a.AdminAccess == nil || !*a.AdminAccess || a.Device != "gpu-0" || res.Allocations[1].Devices.Results[0].AdminAccess != nil {
-		t.Errorf("results %+v, %+v", res.Allocations[0].Devices.Results, res.Allocations[1].Devices.Results)
-	}
-	st2 := st.WithAllocated(v1tWithResults(res, admin, user)[0])
-	if st2.InUse(v1tGPU, "node-a", "gpu-0") {
-		t.Error("an admin-access result made the device used")
-	}
-	if res := v1tAllocate(t, st2, node, nil, V1Claim{Claim: user}); !res.Fits {
-		t.Errorf("the device of an admin-access claim cannot be allocated: %v", res.Reasons)
-	}
-	st3 := st2.WithAllocated(v1tWithResults(res, admin, user)[1])
-	if !st3.InUse(v1tGPU, "node-a", "gpu-0") {
-		t.Error("the user claim's device is not in use")
-	}
-	if res := v1tAllocate(t, st3, node, nil, V1Claim{Claim: v1tClaim("late", v1tExact("gpu", "gpu", 1))}); res.Fits {
-		t.Error("a device in use was allocated again")
-	}
-	if !st3.WithoutAllocated(v1tWithResults(res, admin, user)[1]).InUse(v1tGPU, "node-a", "gpu-0") == st.InUse(v1tGPU, "node-a", "gpu-0") {
-		t.Error("WithoutAllocated did not restore the state")
-	}
-}
-
-// TestAllocateV1SeedStateSeesV1Claims: what a v1 claim holds of a
-// projected seed pool is in use for the seed allocator too, through
-// V1Inventory.SeedAllocations, and for v1 through NewV1State.
-func TestAllocateV1SeedStateSeesV1Claims(t *testing.T) {
-	seed := []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1)}
-	inv := NewV1Inventory(nil, seed)
-	st := NewV1State(inv, nil, nil)
-	node := v1tNode("node-a")
-	claim := v1tClaim("q", v1tExact("quarter", "seed", 1, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`))
-	res := v1tAllocate(t, st, node, nil, V1Claim{Claim: claim})
-	if !res.Fits || res.Allocations[0].Devices.Results[0].Device != "gpu-0--quarter--quarter-0" {
-		t.Fatalf("v1 quarter: fits %v %v %v", res.Fits, v1tDevices(res), res.Reasons)
-	}
-	v1claims := v1tWithResults(res, claim)
-	if !NewV1State(inv, v1claims, nil).InUse("gpu", "node-a", "gpu-0--quarter--quarter-0") {
-		t.Error("NewV1State: the v1 claim's seed device is not in use")
-	}
-
-	model := NewModel("node-a", seed)
-	whole := makeClaim("w", "gpu", selWhole)
-	for _, tc := range []struct {
-		name  string
-		state *NodeState
-		fits  bool
-	}{
-		{"without the v1 claim", NewNodeState(model, nil, nil), true},
-		{"with the v1 claim", NewNodeState(model, nil, inv.SeedAllocations(v1claims...)), false},
-		{"derived", NewNodeState(model, nil, nil).WithAllocated(inv.SeedAllocations(v1claims...)...), false},
-	} {
-		res, err := Allocate(context.Background(), Prepare(nil, []Claim{whole}), tc.state)
-		if err != nil || res.Fits != tc.fits {
-			t.Errorf("%s: seed claim for a whole GPU: fits %v, want %v (%v, %v)", tc.name, res.Fits, tc.fits, err, res.Reasons)
-		}
-	}
-	quarter := makeClaim("q", "gpu", `quantities["memory"] == quantity("8Gi")`)
-	res2, err := Allocate(context.Background(), Prepare(nil, []Claim{quarter}), NewNodeState(model, nil, inv.SeedAllocations(v1claims...)))
-	if err != nil || !res2.Fits || res2.Allocations[0].ResourceHandles[0].StructuredData.Partitionable.Instances[0].ID == "gpu-0/quarter/quarter-0" {
-		t.Errorf("seed quarter next to the v1 one: %v %v", err, res2)
-	}
-}
-
-// TestAllocateV1BestFit: first fit (the first device in name order) takes
-// the whole partitioned GPU and leaves no room for a later claim for two
-// halves; best fit takes the small device and leaves room.
-func TestAllocateV1BestFit(t *testing.T) {
-	slices_ := []*resourcev1.ResourceSlice{
-		v1tCounterSlice("a-counters", v1tGPU, "node-a-part", "node-a", "gpu-0-mem", "memory=40Gi"),
-		v1tSlice("a-parts", v1tGPU, "node-a-part", "node-a",
-			v1tDev("full", v1tCap("memory", "40Gi"), v1tConsumes("gpu-0-mem", "memory=40Gi")),
-			v1tDev("half-0", v1tCap("memory", "20Gi"), v1tConsumes("gpu-0-mem", "memory=20Gi")),
-			v1tDev("half-1", v1tCap("memory", "20Gi"), v1tConsumes("gpu-0-mem", "memory=20Gi"))),
-		v1tSlice("b-small", v1tGPU, "node-a-small", "node-a", v1tDev("small", v1tCap("memory", "10Gi"))),
-	}
-	v1tSliceCount(2, slices_[0], slices_[1])
-	inv := NewV1Inventory(slices_, nil)
-	st := NewV1State(inv, nil, nil)
-	node := v1tNode("node-a")
-	first := v1tClaim("first", v1tExact("gpu", "gpu", 1))
-	later := v1tClaim("later", v1tExact("gpu", "gpu", 2, `device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) >= 0`))
-
-	res := v1tAllocate(t, st, node, nil, V1Claim{Claim: first})
-	if got := v1tDevices(res); !reflect.DeepEqual(got, [][]string{{"gpu=node-a-small/small"}}) {
-		t.Fatalf("best fit took %v", got)
-	}
-	if res.Score != 75 {
-		t.Errorf("score %d, want 75 (3 of 4 free devices stay free)", res.Score)
-	}
-	after := st.WithAllocated(v1tWithResults(res, first)...)
-	if res := v1tAllocate(t, after, node, nil, V1Claim{Claim: later}); !res.Fits {
-		t.Errorf("after best fit, the later claim does not fit: %v", res.Reasons)
-	}
-	firstFit := first.DeepCopy()
-	firstFit.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
-		{Request: "gpu", Driver: v1tGPU, Pool: "node-a-part", Device: "full"}}}}
-	if res := v1tAllocate(t, st.WithAllocated(firstFit), node, nil, V1Claim{Claim: later}); res.Fits {
-		t.Error("after first fit, the later claim fits: the test shows nothing")
-	}
-}
 
 // TestAllocateV1Deadline: a context that ends before or during the search
 // gives ErrDeadline, never "does not fit".
@@ -197,89 +79,6 @@ func TestAllocateV1Deterministic(t *testing.T) {
 				t.Fatalf("round %d: results differ:\n%s\n%s", round, first, got)
 			}
 		}
-	}
-}
-
-// TestAllocateV1Results: the fields of an allocation result besides the
-// devices: config from class and claim, tolerations, node selectors.
-func TestAllocateV1Results(t *testing.T) {
-	opaque := func(driver, params string) resourcev1.DeviceConfiguration {
-		return resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{Driver: driver,
-			Parameters: runtime.RawExtension{Raw: []byte(params)}}}
-	}
-	gpuClass := v1tClass("gpu", `device.driver == "gpu.example.com"`)
-	gpuClass.Spec.Config = []resourcev1.DeviceClassConfiguration{{DeviceConfiguration: opaque(v1tGPU, `{"class":1}`)}}
-	classes := []*resourcev1.DeviceClass{gpuClass, v1tClass("nic", `device.driver == "nic.example.com"`)}
-
-	sel := v1tSlice("net", v1tNIC, "fabric", "", v1tDev("nic-0"))
-	sel.Spec.AllNodes = nil
-	sel.Spec.NodeSelector = &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{MatchExpressions: []k8scorev1.NodeSelectorRequirement{
-		{Key: "rack", Operator: "In", Values: []string{"r1"}}}}}}
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{
-		v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(2, "a100")...), sel,
-		v1tSlice("all", v1tNIC, "everywhere", "", v1tDev("nic-9")),
-	}, nil)
-	st := NewV1State(inv, nil, nil)
-	node := v1tNode("node-a", "rack=r1")
-
-	claim := v1tClaim("c", v1tTolerate(v1tExact("a", "gpu", 1), resourcev1.DeviceToleration{Key: "k", Operator: resourcev1.DeviceTolerationOpExists}),
-		v1tFirst("b", v1tSub("x", "gpu", 5), v1tSub("y", "gpu", 1)), v1tExact("c", "nic", 1))
-	claim.Spec.Devices.Config = []resourcev1.DeviceClaimConfiguration{
-		{Requests: []string{"a"}, DeviceConfiguration: opaque(v1tGPU, `{"a":1}`)},
-		{Requests: []string{"b/x"}, DeviceConfiguration: opaque(v1tGPU, `{"bx":1}`)},
-		{Requests: []string{"b/y", "a"}, DeviceConfiguration: opaque(v1tGPU, `{"all":1}`)},
-		{DeviceConfiguration: opaque(v1tGPU, `{"none":1}`)},
-	}
-	res := v1tAllocate(t, st, node, classes, V1Claim{Claim: claim})
-	if !res.Fits {
-		t.Fatal(res.Reasons)
-	}
-	a := res.Allocations[0]
-	if got := v1tDevices(res)[0]; !reflect.DeepEqual(got, []string{"a=node-a/gpu-0", "b/y=node-a/gpu-1", "c=everywhere/nic-9"}) {
-		t.Errorf("devices %v", got)
-	}
-	if tol := a.Devices.Results[0].Tolerations; len(tol) != 1 || tol[0].Key != "k" || a.Devices.Results[1].Tolerations != nil || a.Devices.Results[0].AdminAccess != nil {
-		t.Errorf("tolerations %+v", a.Devices.Results)
-	}
-	var cfg []string
-	for _, c := range a.Devices.Config {
-		cfg = append(cfg, fmt.Sprintf("%s%v%s", c.Source, c.Requests, c.Opaque.Parameters.Raw))
-	}
-	// The class config names the requests of its class; the claim's
-	// config for b/x is left out (b/y was chosen); a list naming every
-	// request would become empty, this one does not name c.
-	want := []string{`FromClass[a b/y]{"class":1}`, `FromClaim[a]{"a":1}`, `FromClaim[b/y a]{"all":1}`, `FromClaim[]{"none":1}`}
-	if !reflect.DeepEqual(cfg, want) {
-		t.Errorf("config\n%q\nwant\n%q", cfg, want)
-	}
-	if ns := a.NodeSelector; ns == nil || ns.NodeSelectorTerms[0].MatchFields[0].Values[0] != "node-a" {
-		t.Errorf("node selector %v", ns)
-	}
-
-	// Network-attached devices: their one-term selectors merge; allNodes
-	// adds nothing.
-	nics := v1tClaim("n", v1tExact("n", "nic", 2))
-	res = v1tAllocate(t, st, node, classes, V1Claim{Claim: nics})
-	if !res.Fits {
-		t.Fatal(res.Reasons)
-	}
-	ns := res.Allocations[0].NodeSelector
-	if ns == nil || len(ns.NodeSelectorTerms) != 1 || len(ns.NodeSelectorTerms[0].MatchExpressions) != 1 || ns.NodeSelectorTerms[0].MatchExpressions[0].Key != "rack" {
-		t.Errorf("node selector %v", ns)
-	}
-	// One device on all nodes: no selector; the rack's device: its term.
-	one := V1Claim{Claim: v1tClaim("o", v1tExact("n", "nic", 1))}
-	res = v1tAllocate(t, st, node, classes, one)
-	if !res.Fits || res.Allocations[0].NodeSelector != nil || res.Allocations[0].Devices.Results[0].Device != "nic-9" {
-		t.Errorf("allNodes device: %v %+v", v1tDevices(res), res.Allocations[0])
-	}
-	res = v1tAllocate(t, NewV1State(inv, []*resourcev1.ResourceClaim{v1tAllocated("x", "", v1tNIC+"/everywhere/nic-9")}, nil), node, classes, one)
-	if !res.Fits || !reflect.DeepEqual(res.Allocations[0].NodeSelector, sel.Spec.NodeSelector) {
-		t.Errorf("rack device: %v %+v", v1tDevices(res), res.Allocations[0])
-	}
-	// A node outside the rack sees only the allNodes device.
-	if res := v1tAllocate(t, st, v1tNode("node-b", "rack=r2"), classes, V1Claim{Claim: nics}); res.Fits {
-		t.Errorf("two nics on node-b: %v", v1tDevices(res))
 	}
 }
 
@@ -461,33 +260,5 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, claims...); res.Fits != tc.fits {
 			t.Errorf("%d quarters: fits %v %v", tc.quarters, res.Fits, res.Reasons)
 		}
-	}
-}
-
-// TestV1InventoryDoublePublishing: a driver that publishes a node both
-// through its NodeResourceSlice and through v1 ResourceSlices of that node
-// (any pool name) has the v1 pool skipped, so no device counts twice; its
-// v1 pools of other nodes and other drivers' pools of the node stay.
-func TestV1InventoryDoublePublishing(t *testing.T) {
-	seed := []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1)}
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{
-		v1tSlice("twice", "gpu", "gpus-of-a", "node-a", v1tGPUs(1, "a100")...),
-		v1tSlice("elsewhere", "gpu", "gpus-of-b", "node-b", v1tGPUs(1, "a100")...),
-		v1tSlice("other", v1tGPU, "node-a", "node-a", v1tGPUs(1, "a100")...),
-	}, seed)
-	usable := map[string]bool{}
-	for _, p := range inv.Pools() {
-		usable[p.Driver+"/"+p.Name] = p.Usable()
-	}
-	want := map[string]bool{"gpu/gpus-of-a": false, "gpu/gpus-of-b": true, v1tGPU + "/node-a": true, "gpu/node-a": true}
-	if !maps.Equal(usable, want) {
-		t.Fatalf("usable pools %v, want %v", usable, want)
-	}
-	found := false
-	for _, pr := range inv.Problems() {
-		found = found || (pr.Pool == "gpus-of-a" && strings.Contains(pr.Reason, "through a NodeResourceSlice too"))
-	}
-	if !found {
-		t.Fatalf("problems %+v do not say why gpus-of-a is skipped", inv.Problems())
 	}
 }
