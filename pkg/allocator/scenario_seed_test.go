@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator"
@@ -179,4 +180,36 @@ func (w *world) cmdSeedConflict(t *testing.T, d *datadriven.TestData) string {
 // cmdCompileSeed: like compile, for seed selectors (CompileSelector).
 func (w *world) cmdCompileSeed(t *testing.T, d *datadriven.TestData) string {
 	return compileLines(t, d, allocator.CompileSelector)
+}
+
+// cmdMatchSeed: match-seed node=NAME driver=NAME, input seed selectors,
+// one a line: each is one claim asking for one instance of the driver on
+// the node; prints the instance it gets, or the first reason.
+func (w *world) cmdMatchSeed(t *testing.T, d *datadriven.TestData) string {
+	nodeName, driver := stringArg(d, "node", "node-a"), stringArg(d, "driver", "")
+	st := w.seedState(d, nodeName)
+	class := &resourceapi.ResourceClass{ObjectMeta: metav1.ObjectMeta{Name: "match"}, DriverName: driver}
+	var b strings.Builder
+	for _, expr := range strings.Split(d.Input, "\n") {
+		claim := allocator.Claim{
+			Claim: &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "match", Namespace: "default"},
+				Spec: resourceapi.ResourceClaimSpec{ResourceClassName: class.Name}},
+			Class: class,
+			ClaimParameters: &resourceapi.ResourceClaimParameters{ObjectMeta: metav1.ObjectMeta{Name: "match", Namespace: "default"},
+				Requests: []resourceapi.ResourceRequest{{DriverName: driver, ResourceRequestModel: resourceapi.ResourceRequestModel{
+					Partitionable: &resourceapi.PartitionableResourceRequests{Required: []resourceapi.PartitionableResourceRequest{
+						{Name: "r", Selector: strings.TrimSpace(expr)}}}}}},
+			},
+		}
+		res, err := allocator.Allocate(context.Background(), allocator.Prepare(scenarioPod(), []allocator.Claim{claim}), st)
+		switch {
+		case err != nil:
+			fmt.Fprintf(&b, "error: %v\n", err)
+		case res.Fits:
+			fmt.Fprintf(&b, "%s\n", res.Allocations[0].ResourceHandles[0].StructuredData.Partitionable.Instances[0].ID)
+		default:
+			fmt.Fprintf(&b, "%s: %s\n", res.Reasons[0].Code, res.Reasons[0].Message)
+		}
+	}
+	return b.String()
 }

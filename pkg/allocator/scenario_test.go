@@ -74,6 +74,7 @@ func init() {
 		"compile-seed": (*world).cmdCompileSeed,
 
 		"allocate-seed":       (*world).cmdAllocateSeed,
+		"match-seed":          (*world).cmdMatchSeed,
 		"model":               (*world).cmdModel,
 		"validate-seed-names": (*world).cmdValidateSeedNames,
 		"seed-conflict":       (*world).cmdSeedConflict,
@@ -281,6 +282,9 @@ func claimKeys(t *testing.T, d *datadriven.TestData) []string {
 func stringArg(d *datadriven.TestData, key, def string) string {
 	for _, a := range d.CmdArgs {
 		if a.Key == key && len(a.Vals) > 0 {
+			if a.Vals[0] == `""` {
+				return ""
+			}
 			return a.Vals[0]
 		}
 	}
