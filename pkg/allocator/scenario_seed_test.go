@@ -24,15 +24,17 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 
 // seedState is the node's seed state: its Model, with the allocated
 // v1alpha2 claims and what allocated v1 claims hold of projected seed
-// pools (V1Inventory.SeedAllocations). state=derived builds it with
-// WithAllocated from an empty state.
+// pools (V1Inventory.SeedAllocations). state=derived derives it from an
+// empty state instead: WithAllocated with those claims and the v1alpha2
+// ones deallocate released, then WithoutAllocated with the released ones.
 func (w *world) seedState(d *datadriven.TestData, nodeName string) *allocator.NodeState {
 	model := allocator.NewModel(nodeName, w.seedSlices())
 	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
 	used := append(w.allocatedSeed(), inv.SeedAllocations(w.allocatedV1()...)...)
 	node := w.node(nodeName)
 	if stringArg(d, "state", "") == "derived" {
-		return allocator.NewNodeState(model, node, nil).WithAllocated(used...)
+		return allocator.NewNodeState(model, node, nil).WithAllocated(append(used, w.releasedSeed...)...).
+			WithoutAllocated(w.releasedSeed...)
 	}
 	return allocator.NewNodeState(model, node, used)
 }

@@ -9,6 +9,8 @@ package allocator_test
 // internals.
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -17,11 +19,11 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
+	"go.yaml.in/yaml/v3"
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -87,8 +89,9 @@ type world struct {
 	base, objs []object
 	device     deviceInput
 	test       string // the subtest the objects belong to
-	// released are v1 claims as they were before deallocate.
-	released []*resourcev1.ResourceClaim
+	// released and releasedSeed are claims as they were before deallocate.
+	released     []*resourcev1.ResourceClaim
+	releasedSeed []*resourceapi.ResourceClaim
 }
 
 // object is one decoded input object with its identity.
@@ -102,7 +105,7 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) string {
 		// Every subtest starts from the base objects.
 		w.test = t.Name()
 		w.objs = slices.Clone(w.base)
-		w.released = nil
+		w.released, w.releasedSeed = nil, nil
 	}
 	cmd, ok := scenarioCommands[d.Cmd]
 	if !ok {
@@ -151,21 +154,42 @@ func (w *world) cmdReserve(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-// cmdDeallocate: deallocate claims=(a, b) clears the v1 claims'
-// allocations; state=derived states then release them with
-// WithoutAllocated.
+// cmdDeallocate: deallocate claims=(a, b) clears the claims' allocations
+// (v1 claims, else v1alpha2 ones); state=derived states then release them
+// with WithoutAllocated.
 func (w *world) cmdDeallocate(t *testing.T, d *datadriven.TestData) string {
 	for _, key := range claimKeys(t, d) {
-		c := w.v1Claim(t, d, key)
-		if c.Status.Allocation == nil {
-			d.Fatalf(t, "claim %s is not allocated", key)
+		if c := w.find("ResourceClaim.v1", key); c != nil {
+			c := c.(*resourcev1.ResourceClaim)
+			if c.Status.Allocation == nil {
+				d.Fatalf(t, "claim %s is not allocated", key)
+			}
+			w.released = append(w.released, c)
+			c = c.DeepCopy()
+			c.Status.Allocation = nil
+			w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1", c.Namespace, c.Name), obj: c})
+			continue
 		}
-		w.released = append(w.released, c)
+		c, ok := w.find("ResourceClaim.v1alpha2", key).(*resourceapi.ResourceClaim)
+		if !ok || c.Status.Allocation == nil {
+			d.Fatalf(t, "no allocated claim %s", key)
+		}
+		w.releasedSeed = append(w.releasedSeed, c)
 		c = c.DeepCopy()
 		c.Status.Allocation = nil
-		w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1", c.Namespace, c.Name), obj: c})
+		w.objs = putObject(w.objs, object{key: objectKey("ResourceClaim.v1alpha2", c.Namespace, c.Name), obj: c})
 	}
 	return ""
+}
+
+// find is the object of that kind key and namespace/name, or nil.
+func (w *world) find(kind, key string) any {
+	for _, o := range w.objs {
+		if o.key == kind+"/"+key {
+			return o.obj
+		}
+	}
+	return nil
 }
 
 func putObject(list []object, o object) []object {
@@ -189,14 +213,14 @@ func decodeObjects(t *testing.T, d *datadriven.TestData) []object {
 			continue
 		}
 		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+		if err := decodeYAML(doc, &tm, false); err != nil {
 			d.Fatalf(t, "document %d: %v", i, err)
 		}
 		obj, kind, namespaced := newObject(tm)
 		if obj == nil {
 			d.Fatalf(t, "document %d: unknown apiVersion %q kind %q", i, tm.APIVersion, tm.Kind)
 		}
-		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+		if err := decodeYAML(doc, obj, true); err != nil {
 			d.Fatalf(t, "document %d (%s): %v", i, tm.Kind, err)
 		}
 		meta := obj.(metav1.Object)
@@ -209,6 +233,24 @@ func decodeObjects(t *testing.T, d *datadriven.TestData) []object {
 		out = append(out, object{key: objectKey(kind, meta.GetNamespace(), meta.GetName()), obj: obj})
 	}
 	return out
+}
+
+// decodeYAML decodes YAML 1.2 (only true and false are booleans: a node
+// named n stays "n") through JSON into out; strict refuses unknown fields.
+func decodeYAML(doc string, out any, strict bool) error {
+	var v any
+	if err := yaml.Unmarshal([]byte(doc), &v); err != nil {
+		return err
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	return dec.Decode(out)
 }
 
 // newObject is an empty object of the type, its kind key, and whether it

@@ -377,7 +377,7 @@ type deviceInput = allocator.DeviceSelectorInput
 // selectors against.
 func (w *world) cmdDevice(t *testing.T, d *datadriven.TestData) string {
 	var dev resourcev1.Device
-	if err := yaml.UnmarshalStrict([]byte(d.Input), &dev); err != nil {
+	if err := decodeYAML(d.Input, &dev, true); err != nil {
 		d.Fatalf(t, "device: %v", err)
 	}
 	w.device = deviceInput{Driver: stringArg(d, "driver", ""), Attributes: dev.Attributes, Capacity: dev.Capacity,
