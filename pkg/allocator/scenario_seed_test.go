@@ -215,3 +215,18 @@ func (w *world) cmdMatchSeed(t *testing.T, d *datadriven.TestData) string {
 	}
 	return b.String()
 }
+
+// cmdVersion: input versions, one a line; prints ParseVersion's canonical
+// form or its error.
+func (w *world) cmdVersion(t *testing.T, d *datadriven.TestData) string {
+	var b strings.Builder
+	for _, line := range strings.Split(d.Input, "\n") {
+		v, err := allocator.ParseVersion(literalLine(line))
+		if err != nil {
+			fmt.Fprintf(&b, "error: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s\n", v)
+	}
+	return b.String()
+}

@@ -77,6 +77,7 @@ func init() {
 
 		"allocate-seed":       (*world).cmdAllocateSeed,
 		"match-seed":          (*world).cmdMatchSeed,
+		"version":             (*world).cmdVersion,
 		"model":               (*world).cmdModel,
 		"validate-seed-names": (*world).cmdValidateSeedNames,
 		"seed-conflict":       (*world).cmdSeedConflict,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -417,10 +418,7 @@ func (w *world) cmdCompile(t *testing.T, d *datadriven.TestData) string {
 func compileLines(t *testing.T, d *datadriven.TestData, compile func(string) error) string {
 	var b strings.Builder
 	for _, expr := range strings.Split(d.Input, "\n") {
-		expr = strings.TrimSpace(expr)
-		if expr == `""` {
-			expr = ""
-		}
+		expr = literalLine(expr)
 		err := compile(expr)
 		if again := compile(expr); (again == nil) != (err == nil) {
 			t.Errorf("%s: %s: the cached answer %v differs from %v", d.Pos, expr, again, err)
@@ -435,6 +433,16 @@ func compileLines(t *testing.T, d *datadriven.TestData, compile func(string) err
 		fmt.Fprintf(&b, "error: %s\n", oneLine(err))
 	}
 	return b.String()
+}
+
+// literalLine is an input line without surrounding blanks, or, when it
+// is one Go string literal ("" or "  "), the literal's value.
+func literalLine(line string) string {
+	line = strings.TrimSpace(line)
+	if v, err := strconv.Unquote(line); err == nil {
+		return v
+	}
+	return line
 }
 
 // oneLine is an error's text with line breaks written " | ".
