@@ -23,6 +23,7 @@ import (
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -76,6 +77,9 @@ func init() {
 		"compile-seed": (*world).cmdCompileSeed,
 
 		"allocate-seed":       (*world).cmdAllocateSeed,
+		"resolve":             (*world).cmdResolve,
+		"claim-parameters":    (*world).cmdClaimParameters,
+		"class-parameters":    (*world).cmdClassParameters,
 		"match-seed":          (*world).cmdMatchSeed,
 		"version":             (*world).cmdVersion,
 		"model":               (*world).cmdModel,
@@ -278,6 +282,10 @@ func newObject(tm metav1.TypeMeta) (obj any, kind string, namespaced bool) {
 		return &corev1.Node{}, "Node", false
 	case "v1 Namespace":
 		return &corev1.Namespace{}, "Namespace", false
+	}
+	if group, _, ok := strings.Cut(tm.APIVersion, "/"); ok && strings.Contains(group, ".") && !strings.HasSuffix(group, "k8s.io") {
+		// A driver's own kind: a vendor parameters object.
+		return &unstructured.Unstructured{}, "vendor." + tm.APIVersion + "." + tm.Kind, true
 	}
 	return nil, "", false
 }
