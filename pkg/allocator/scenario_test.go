@@ -217,15 +217,19 @@ func decodeObjects(t *testing.T, d *datadriven.TestData) []object {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
+		j, err := yamlToJSON(doc)
+		if err != nil {
+			d.Fatalf(t, "document %d: %v", i, err)
+		}
 		var tm metav1.TypeMeta
-		if err := decodeYAML(doc, &tm, false); err != nil {
+		if err := json.Unmarshal(j, &tm); err != nil {
 			d.Fatalf(t, "document %d: %v", i, err)
 		}
 		obj, kind, namespaced := newObject(tm)
 		if obj == nil {
 			d.Fatalf(t, "document %d: unknown apiVersion %q kind %q", i, tm.APIVersion, tm.Kind)
 		}
-		if err := decodeYAML(doc, obj, true); err != nil {
+		if err := decodeStrict(j, obj); err != nil {
 			d.Fatalf(t, "document %d (%s): %v", i, tm.Kind, err)
 		}
 		meta := obj.(metav1.Object)
@@ -240,21 +244,20 @@ func decodeObjects(t *testing.T, d *datadriven.TestData) []object {
 	return out
 }
 
-// decodeYAML decodes YAML 1.2 (only true and false are booleans: a node
-// named n stays "n") through JSON into out; strict refuses unknown fields.
-func decodeYAML(doc string, out any, strict bool) error {
+// yamlToJSON reads YAML 1.2 (only true and false are booleans: a node
+// named n stays "n") and writes it as JSON.
+func yamlToJSON(doc string) ([]byte, error) {
 	var v any
 	if err := yaml.Unmarshal([]byte(doc), &v); err != nil {
-		return err
+		return nil, err
 	}
-	j, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
+	return json.Marshal(v)
+}
+
+// decodeStrict decodes JSON into out, refusing unknown fields.
+func decodeStrict(j []byte, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
+	dec.DisallowUnknownFields()
 	return dec.Decode(out)
 }
 

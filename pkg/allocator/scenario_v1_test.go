@@ -378,7 +378,11 @@ type deviceInput = allocator.DeviceSelectorInput
 // selectors against.
 func (w *world) cmdDevice(t *testing.T, d *datadriven.TestData) string {
 	var dev resourcev1.Device
-	if err := decodeYAML(d.Input, &dev, true); err != nil {
+	j, err := yamlToJSON(d.Input)
+	if err == nil {
+		err = decodeStrict(j, &dev)
+	}
+	if err != nil {
 		d.Fatalf(t, "device: %v", err)
 	}
 	w.device = deviceInput{Driver: stringArg(d, "driver", ""), Attributes: dev.Attributes, Capacity: dev.Capacity,
