@@ -6,13 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The inventory's cases are scenarios (testdata/scenarios/inventory.txt);
-// the benchmark stays here.
+// what YAML cannot say (nil entries, pointer identity) and the benchmark
+// stay here.
 
 const invDriver = "gpu.example.com"
 
@@ -34,6 +37,29 @@ func invV1(name, pool string, gen, count int64, opts ...invSliceOpt) *resourcev1
 }
 
 func invPtr[T any](v T) *T { return &v }
+
+// TestInventoryInputsAsGiven: nil slices are skipped, and a slice's node
+// selector is kept as published (the same object), for allocation
+// results.
+func TestInventoryInputsAsGiven(t *testing.T) {
+	zone := &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{
+		MatchExpressions: []k8scorev1.NodeSelectorRequirement{{Key: "zone", Operator: k8scorev1.NodeSelectorOpIn, Values: []string{"a"}}},
+	}}}
+	sel := invV1("zone", "zone", 1, 1, func(s *resourcev1.ResourceSlice) {
+		s.Spec.NodeSelector = zone
+		s.Spec.Devices = []resourcev1.Device{{Name: "zoned"}}
+	})
+	pools, problems := V1Pools([]*resourcev1.ResourceSlice{nil, sel, nil})
+	if len(pools) != 1 || len(problems) != 0 || pools[0].Devices[0].NodeSelector != zone {
+		t.Errorf("V1Pools with nil slices: %+v, %v; want one pool keeping the published selector", pools, problems)
+	}
+	if pools, problems := SeedDevices([]*resourceapi.NodeResourceSlice{nil}); len(pools) != 0 || len(problems) != 0 {
+		t.Errorf("SeedDevices of a nil slice: %+v, %v", pools, problems)
+	}
+	if m := NewModel("n", []*resourceapi.NodeResourceSlice{nil}); len(m.Problems()) != 0 || len(m.Drivers()) != 0 {
+		t.Errorf("NewModel of a nil slice: problems %v, drivers %v", m.Problems(), m.Drivers())
+	}
+}
 
 // BenchmarkV1Pools groups 1,000 node-local slices of 8 devices (four
 // attributes, one capacity each) into pools, as the scheduler will when
