@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/datadriven"
@@ -395,21 +396,33 @@ func (w *world) cmdDevice(t *testing.T, d *datadriven.TestData) string {
 // against the device: "invalid:" when it wraps ErrInvalidSelector (the
 // selector does not compile), "error:" when evaluating it failed.
 func (w *world) cmdMatch(t *testing.T, d *datadriven.TestData) string {
-	var b strings.Builder
-	for _, expr := range strings.Split(d.Input, "\n") {
+	return eachLine(d, func(expr string) string {
 		ok, err := allocator.MatchDeviceSelector(strings.TrimSpace(expr), w.device)
 		switch {
 		case err != nil && ok:
 			t.Errorf("%s: %s: true with an error %v", d.Pos, expr, err)
+			return ""
 		case errors.Is(err, allocator.ErrInvalidSelector):
-			fmt.Fprintf(&b, "invalid: %s\n", oneLine(err))
+			return "invalid: " + oneLine(err)
 		case err != nil:
-			fmt.Fprintf(&b, "error: %s\n", oneLine(err))
-		default:
-			fmt.Fprintf(&b, "%v\n", ok)
+			return "error: " + oneLine(err)
 		}
+		return fmt.Sprint(ok)
+	})
+}
+
+// eachLine answers every input line at once, as the selector tables ran
+// their cases in parallel (a selector that runs into the cost limit takes
+// tens of milliseconds), and prints the answers in input order.
+func eachLine(d *datadriven.TestData, answer func(line string) string) string {
+	lines := strings.Split(d.Input, "\n")
+	out := make([]string, len(lines))
+	var wg sync.WaitGroup
+	for i, line := range lines {
+		wg.Go(func() { out[i] = answer(line) })
 	}
-	return b.String()
+	wg.Wait()
+	return strings.Join(out, "\n") + "\n"
 }
 
 // cmdCompile: input v1 CEL selectors, one a line; prints ok or the
@@ -420,23 +433,20 @@ func (w *world) cmdCompile(t *testing.T, d *datadriven.TestData) string {
 }
 
 func compileLines(t *testing.T, d *datadriven.TestData, compile func(string) error) string {
-	var b strings.Builder
-	for _, expr := range strings.Split(d.Input, "\n") {
-		expr = literalLine(expr)
+	return eachLine(d, func(line string) string {
+		expr := literalLine(line)
 		err := compile(expr)
 		if again := compile(expr); (again == nil) != (err == nil) {
 			t.Errorf("%s: %s: the cached answer %v differs from %v", d.Pos, expr, again, err)
 		}
 		if err == nil {
-			b.WriteString("ok\n")
-			continue
+			return "ok"
 		}
 		if !errors.Is(err, allocator.ErrInvalidSelector) {
 			t.Errorf("%s: %s: error %v does not wrap ErrInvalidSelector", d.Pos, expr, err)
 		}
-		fmt.Fprintf(&b, "error: %s\n", oneLine(err))
-	}
-	return b.String()
+		return "error: " + oneLine(err)
+	})
 }
 
 // literalLine is an input line without surrounding blanks, or, when it
