@@ -116,7 +116,8 @@ func (w *world) cmdAllocate(t *testing.T, d *datadriven.TestData) string {
 		return classes[i]
 	})
 	node := w.node(stringArg(d, "node", "node-a"))
-	res, err := allocator.AllocateV1(context.Background(), req, w.v1State(d), node)
+	st := w.v1State(d)
+	res, err := allocator.AllocateV1(context.Background(), req, st, node)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -124,6 +125,13 @@ func (w *world) cmdAllocate(t *testing.T, d *datadriven.TestData) string {
 	if !res.Fits {
 		writeReasons(&b, req.Unresolvable(), res.Reasons)
 		return b.String()
+	}
+	byName := map[string]*resourcev1.DeviceClass{}
+	for _, c := range classes {
+		byName[c.Name] = c
+	}
+	for _, msg := range checkV1Result(st.Inventory(), st, node, byName, claims, res) {
+		t.Errorf("%s: invalid allocation: %s", d.Pos, msg)
 	}
 	fmt.Fprintf(&b, "fits, score %d\n", res.Score)
 	for i, a := range res.Allocations {
