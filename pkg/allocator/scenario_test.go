@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -44,15 +46,60 @@ func TestScenarios(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenario files (%v)", err)
 	}
+	cases := caseFilter(t)
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
 			t.Parallel()
 			w := &world{}
-			datadriven.RunTest(t, file, func(t *testing.T, d *datadriven.TestData) string {
-				return w.run(t, d)
-			})
+			run := func(t *testing.T, d *datadriven.TestData) string { return w.run(t, d) }
+			if cases == nil {
+				datadriven.RunTest(t, file, run)
+				return
+			}
+			// datadriven reads a file in one pass and cannot skip a
+			// subtest that -run leaves out: give it the file without them.
+			text, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			datadriven.RunTestFromString(t, withoutOtherCases(string(text), cases), run)
 		})
 	}
+}
+
+// caseFilter is the third element of -run (TestScenarios/FILE/CASE), which
+// selects subtests, or nil.
+func caseFilter(t *testing.T) *regexp.Regexp {
+	parts := strings.Split(flag.Lookup("test.run").Value.String(), "/")
+	if len(parts) < 3 {
+		return nil
+	}
+	if *update {
+		t.Fatal("-update rewrites whole files: run it without a case in -run")
+	}
+	re, err := regexp.Compile(parts[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return re
+}
+
+// withoutOtherCases blanks the subtests whose name cases does not match
+// into comment lines, so that line numbers stay those of the file.
+func withoutOtherCases(text string, cases *regexp.Regexp) string {
+	lines := strings.Split(text, "\n")
+	skip := false
+	for i, l := range lines {
+		if name, ok := strings.CutPrefix(l, "subtest "); ok && name != "end" && !cases.MatchString(name) {
+			skip = true
+		}
+		if skip {
+			end := l == "subtest end"
+			lines[i] = "#"
+			skip = !end
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // scenarioCommands maps a command to its handler; each returns the output.
