@@ -108,7 +108,6 @@ var scenarioCommands map[string]func(w *world, t *testing.T, d *datadriven.TestD
 func init() {
 	scenarioCommands = map[string]func(w *world, t *testing.T, d *datadriven.TestData) string{
 		"base":       (*world).cmdBase,
-		"reset":      (*world).cmdReset,
 		"objects":    (*world).cmdObjects,
 		"reserve":    (*world).cmdReserve,
 		"deallocate": (*world).cmdDeallocate,
@@ -166,17 +165,12 @@ func (w *world) run(t *testing.T, d *datadriven.TestData) string {
 	return cmd(w, t, d)
 }
 
-// cmdBase sets the objects every reset returns to, and resets.
+// cmdBase sets the objects every subtest starts from, and starts from them.
 func (w *world) cmdBase(t *testing.T, d *datadriven.TestData) string {
 	w.base = nil
 	for _, o := range decodeObjects(t, d) {
 		w.base = putObject(w.base, o)
 	}
-	w.objs = slices.Clone(w.base)
-	return ""
-}
-
-func (w *world) cmdReset(t *testing.T, d *datadriven.TestData) string {
 	w.objs = slices.Clone(w.base)
 	return ""
 }
