@@ -10,6 +10,7 @@ import (
 
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/leaderelect"
 )
@@ -21,7 +22,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var apiServers []string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, resource claims",
+		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, pod garbage collection, resource claims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := election.Validate(); err != nil {
@@ -60,6 +61,11 @@ func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
 	f.DurationVar(&cfg.GCResync, "gc-resync", 0, "how often the garbage collector re-examines every object (default 10m)")
 	f.DurationVar(&cfg.GCRediscovery, "gc-rediscovery", 0, "how often the garbage collector re-discovers resources (default 30s)")
 	f.IntVar(&cfg.GCWorkers, "gc-workers", 0, "garbage collector workers (default 4)")
+	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedThreshold,
+		"terminated pods (Succeeded or Failed) kept before the oldest are deleted; negative keeps all")
+	f.DurationVar(&cfg.PodGCPeriod, "pod-gc-period", podgc.DefaultPeriod, "how often the pod garbage collector runs")
+	f.DurationVar(&cfg.PodGCOrphanQuarantine, "pod-gc-orphan-quarantine", podgc.DefaultOrphanQuarantine,
+		"how long a node must be gone before the pods bound to it are deleted")
 	f.IntVar(&cfg.ClaimWorkers, "concurrent-resource-claim-syncs", 0,
 		fmt.Sprintf("pods and claims the ResourceClaim controller syncs at once (default %d)", resourceclaim.DefaultWorkers))
 }

@@ -1,6 +1,6 @@
 // Package manager runs allot's controllers in one process: the garbage
-// collector, namespace deletion, node lifecycle and the ResourceClaim
-// controller. `allot controller-manager` and `allot up` both use it.
+// collector, namespace deletion, node lifecycle, the pod garbage collector
+// and the ResourceClaim controller. `allot controller-manager` and `allot up` both use it.
 package manager
 
 import (
@@ -18,6 +18,7 @@ import (
 	"allot.dev/allot/internal/controller/gc"
 	"allot.dev/allot/internal/controller/namespace"
 	"allot.dev/allot/internal/controller/nodelifecycle"
+	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/pkg/client"
 )
@@ -41,6 +42,12 @@ type Config struct {
 	// GCResync and GCRediscovery tune the garbage collector.
 	GCResync      time.Duration
 	GCRediscovery time.Duration
+	// PodGC tunes the pod garbage collector (podgc.Options: the terminated
+	// pods kept, negative for all; how often it runs; how long a node must
+	// be missing before its pods are deleted).
+	TerminatedPodGCThreshold int
+	PodGCPeriod              time.Duration
+	PodGCOrphanQuarantine    time.Duration
 	// Registry receives the controllers' metrics: the work queues'
 	// workqueue_* and the ResourceClaim controller's resource_controller_*.
 	// The caller serves it; nil keeps them in a private registry. One
@@ -87,6 +94,13 @@ func Run(ctx context.Context, cfg Config) error {
 		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
 		Logger: cfg.Logger.With("controller", "node-lifecycle"),
 	})
+	pgc, err := podgc.New(c, factory, podgc.Options{
+		TerminatedThreshold: cfg.TerminatedPodGCThreshold, Period: cfg.PodGCPeriod, OrphanQuarantine: cfg.PodGCOrphanQuarantine,
+		Registry: cfg.Registry, Logger: cfg.Logger.With("controller", "pod-garbage-collector"),
+	})
+	if err != nil {
+		return fmt.Errorf("create pod garbage collector: %w", err)
+	}
 	claims, err := resourceclaim.New(c, factory, resourceclaim.Options{
 		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "resourceclaim"),
 	})
@@ -97,7 +111,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	factory.Start(ctx)
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -111,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("garbage collector", func() error { return collector.Run(ctx, cfg.GCWorkers) })
 	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
+	run("pod garbage collector", func() error { pgc.Run(ctx); return nil })
 	run("resourceclaim controller", func() error { return claims.Run(ctx, cfg.ClaimWorkers) })
 	wg.Wait()
 	factory.Shutdown()

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/client"
+	"allot.dev/allot/pkg/client/clienttest"
+)
+
+// TestPodGarbageCollection runs `allot controller-manager` with a fast pod
+// garbage collector (every 100 ms, a 300 ms quarantine, two terminated
+// pods kept) against a control plane without node agents, and checks each
+// of its rules: a pod bound to a node that never existed is marked Failed
+// (DisruptionTarget, DeletionByPodGC) and deleted; a pod terminating on a
+// NotReady node tainted out-of-service is deleted; the oldest terminated
+// pods beyond the threshold are deleted; a pod terminating on a live node
+// and a running pod are left alone.
+func TestPodGarbageCollection(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := clienttest.Start(ctx, allotBin, dir, "--disable", "scheduler,node,controller-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Stop() })
+	c, err := client.NewForKubeconfig(cl.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := "podgc"
+	if _, err := c.Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	node := func(name string, ready corev1.ConditionStatus, taints ...corev1.Taint) {
+		n, err := c.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{Taints: taints}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.Now()}}
+		if _, err := c.Nodes().UpdateStatus(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node("gc-live", corev1.ConditionTrue)
+	node("gc-oos", corev1.ConditionFalse, corev1.Taint{Key: corev1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: corev1.TaintEffectNoExecute})
+	pod := func(name, nodeName string, phase corev1.PodPhase, terminating bool) {
+		p, err := c.Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}})
+		if err != nil {
+			t.Fatalf("create pod %s: %v", name, err)
+		}
+		if phase != "" {
+			p.Status.Phase = phase
+			if _, err := c.Pods(ns).UpdateStatus(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if terminating {
+			if err := c.Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pod("orphan", "gc-gone", "", false)
+	pod("oos-terminating", "gc-oos", corev1.PodRunning, true)
+	pod("live-terminating", "gc-live", corev1.PodRunning, true)
+	pod("running", "gc-live", corev1.PodRunning, false)
+	for i := range 4 {
+		pod(fmt.Sprintf("done-%d", i), "gc-live", corev1.PodSucceeded, false)
+		time.Sleep(1100 * time.Millisecond) // creation timestamps have whole seconds: make the order plain
+	}
+
+	kc := filepath.Join(dir, "cm.kubeconfig")
+	if out, err := exec.CommandContext(ctx, allotBin, "token", "create", "--role", "controller-manager", "--name", "podgc-cm",
+		"--data-dir", cl.DataDir, "--kubeconfig", kc).CombinedOutput(); err != nil {
+		t.Fatalf("token create: %v\n%s", err, out)
+	}
+	logf, err := os.Create(filepath.Join(dir, "cm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := exec.Command(allotBin, "controller-manager", "--kubeconfig", kc, "--pod-gc-period", "100ms",
+		"--pod-gc-orphan-quarantine", "300ms", "--terminated-pod-gc-threshold", "2")
+	cm.Stdout, cm.Stderr = logf, logf
+	cm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cm.Process.Pid, syscall.SIGKILL)
+		_ = cm.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("controller manager log:\n%s", b)
+		}
+	})
+
+	want := map[string]bool{"orphan": true, "oos-terminating": true, "done-0": true, "done-1": true}
+	var orphanLast *corev1.Pod
+	for len(want) > 0 {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch ended with %v not deleted", want)
+			}
+			p, _ := ev.Object.(*corev1.Pod)
+			if p == nil {
+				continue
+			}
+			if p.Name == "orphan" {
+				orphanLast = p
+			}
+			if ev.Type == watch.Deleted {
+				if !want[p.Name] {
+					t.Fatalf("pod %s deleted", p.Name)
+				}
+				delete(want, p.Name)
+			}
+		case <-ctx.Done():
+			t.Fatalf("pods %v not deleted", want)
+		}
+	}
+	if orphanLast.Status.Phase != corev1.PodFailed || !strings.Contains(fmt.Sprint(orphanLast.Status.Conditions), "DeletionByPodGC") {
+		t.Errorf("orphan deleted as %s %v, want Failed with DisruptionTarget DeletionByPodGC", orphanLast.Status.Phase, orphanLast.Status.Conditions)
+	}
+	// The others stay. Watched for 2 s: 20 collector passes, each of which
+	// judged every pod, after the passes that deleted the four.
+	timer := time.NewTimer(2 * time.Second)
+	defer timer.Stop()
+	for done := false; !done; {
+		select {
+		case ev := <-w.ResultChan():
+			if p, _ := ev.Object.(*corev1.Pod); p != nil && ev.Type == watch.Deleted {
+				t.Fatalf("pod %s deleted", p.Name)
+			}
+		case <-timer.C:
+			done = true
+		}
+	}
+	for _, name := range []string{"live-terminating", "running", "done-2", "done-3"} {
+		if _, err := c.Pods(ns).Get(ctx, name); apierrors.IsNotFound(err) {
+			t.Errorf("pod %s deleted", name)
+		}
+	}
+}
