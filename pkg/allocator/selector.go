@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common"
 	"cel.dev/cel-go/common/ast"
@@ -82,9 +83,9 @@ func newSelectorEnv() (*cel.Env, error) {
 		cel.Variable(VarStringSlices, cel.MapType(cel.StringType, cel.ListType(cel.StringType))),
 		cel.Variable(VarVersions, cel.MapType(cel.StringType, SemverType)),
 		cel.Function("quantity", cel.Overload("quantity_string",
-			[]*cel.Type{cel.StringType}, QuantityType, cel.UnaryBinding(quantityOf))),
+			[]*cel.Type{cel.StringType}, QuantityType, cel.UnaryBinding(celenv.QuantityOf))),
 		cel.Function("semver", cel.Overload("semver_string",
-			[]*cel.Type{cel.StringType}, SemverType, cel.UnaryBinding(semverOf))),
+			[]*cel.Type{cel.StringType}, SemverType, cel.UnaryBinding(celenv.SemverOf))),
 	}
 	// The standard comparison operators dispatch at run time through
 	// traits.Comparer (and ref.Val.Equal) on the left operand, so declaring
@@ -223,9 +224,9 @@ func checkLiteral(a *ast.AST, args []ast.Expr, i int, t *cel.Type) error {
 	if !ok {
 		return nil
 	}
-	parse := parseQuantityVal
+	parse := celenv.ParseQuantityLiteral
 	if t.IsExactType(SemverType) {
-		parse = parseSemverVal
+		parse = celenv.ParseSemverLiteral
 	}
 	v := parse(string(s))
 	if err, isErr := v.(*types.Err); isErr {

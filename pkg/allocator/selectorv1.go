@@ -23,7 +23,7 @@ package allocator
 // standard library, optional types, cross-type numeric comparisons,
 // homogeneous aggregate literals, the string extensions at version 2, sets,
 // two-variable comprehensions, the list extensions at version 3, and the
-// Kubernetes libraries of celtypesv1.go) plus cel.bind. Like upstream there
+// Kubernetes libraries of package celenv) plus cel.bind. Like upstream there
 // are two flavours: admission (CompileDeviceSelector) checks new selectors
 // against the environment at the compatibility version of Kubernetes 1.36,
 // and evaluation (MatchDeviceSelector) runs stored selectors in the newest
@@ -58,6 +58,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/cost"
@@ -171,7 +172,7 @@ type dselEnv struct {
 	env       *cel.Env
 	attrType  *cel.Type // the type of attribute values
 	progOpts  []cel.ProgramOption
-	estimator *k8sCostEstimator
+	estimator *celenv.CostEstimator
 }
 
 var (
@@ -206,13 +207,13 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 		cel.Types(desc),
 		cel.Variable(dselDeviceVar, dselDeviceType),
 	}
-	opts = append(opts, k8sLibraryOptions(listsVersion)...)
+	opts = append(opts, celenv.K8sLibrary(listsVersion)...)
 	env, err := cel.NewEnv(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create CEL environment for v1 device selectors: %w", err)
 	}
 	warmCELChecker(env)
-	estimator := &k8sCostEstimator{size: dselDeviceSizes()}
+	estimator := celenv.NewCostEstimator(dselDeviceSizes())
 	return &dselEnv{
 		env:       env,
 		attrType:  attrType,
@@ -220,9 +221,9 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 		progOpts: []cel.ProgramOption{
 			cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
 			cel.CostLimit(DeviceSelectorCostLimit),
-			cel.CostTracking(&k8sCostEstimator{}),
+			cel.CostTracking(celenv.NewCostEstimator(nil)),
 			cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
-			cel.OptimizeRegex(k8sRegexOptimizations...),
+			cel.OptimizeRegex(celenv.RegexOptimizations...),
 		},
 	}, nil
 }
@@ -370,7 +371,7 @@ func newDselDeviceDesc(attrType *cel.Type) *dselDeviceDesc {
 		}),
 		"attributes": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, attrType)),
 			func(in *dselInput) ref.Val { return &in.attrs }),
-		"capacity": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, k8sQuantityType)),
+		"capacity": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, celenv.K8sQuantityType)),
 			func(in *dselInput) ref.Val { return &in.caps }),
 	}}
 	for name := range d.fields {
@@ -619,7 +620,7 @@ func (m *dselDomain) Find(key ref.Val) (ref.Val, bool) {
 		if !ok {
 			return nil, false
 		}
-		return k8sQuantity{q: c.Value}, true
+		return celenv.NewK8sQuantity(c.Value), true
 	}
 	a, ok := dselLookup(d.Attributes, d.Driver, m.domain, string(id))
 	if !ok {
@@ -668,7 +669,7 @@ func dselAttributeValue(domain, id string, a resourcev1.DeviceAttribute) ref.Val
 	case a.StringValue != nil:
 		return types.String(*a.StringValue)
 	case a.VersionValue != nil:
-		v := k8sVersions.get(*a.VersionValue, parseK8sSemver)
+		v := celenv.K8sVersion(*a.VersionValue)
 		if types.IsError(v) {
 			return types.NewErr("attribute %s/%s: parse semantic version: %v", domain, id, v)
 		}

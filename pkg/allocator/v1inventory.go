@@ -8,6 +8,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -663,11 +664,11 @@ func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.Qu
 		attrs[resourcev1.QualifiedName(n)] = a
 	}
 	each(v.quantities, func(n string, val ref.Val) {
-		if q, ok := val.(quantityVal); ok {
+		if q, ok := celenv.QuantityValue(val); ok {
 			if caps == nil {
 				caps = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{}
 			}
-			caps[resourcev1.QualifiedName(n)] = resourcev1.DeviceCapacity{Value: q.q.DeepCopy()}
+			caps[resourcev1.QualifiedName(n)] = resourcev1.DeviceCapacity{Value: q.DeepCopy()}
 		}
 	})
 	each(v.bools, func(n string, val ref.Val) {
@@ -693,8 +694,8 @@ func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.Qu
 		}
 	})
 	each(v.versions, func(n string, val ref.Val) {
-		if s, ok := val.(semverVal); ok {
-			x := s.v.String()
+		if v, ok := celenv.SemverValue(val); ok {
+			x := v.String()
 			if len(x) > invValueMaxLength {
 				report(n, fmt.Sprintf("version of %d bytes, v1 allows %d; left out", len(x), invValueMaxLength))
 				return

@@ -1,4 +1,4 @@
-package allocator
+package celenv
 
 // The Kubernetes CEL function libraries that the resource.k8s.io/v1 device
 // selector environment enables (k8s.io/apiserver/pkg/cel/library), written
@@ -17,8 +17,6 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -34,15 +32,25 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// The Kubernetes CEL types, with upstream's type names.
+// The Kubernetes CEL types, with upstream's type names. K8sQuantityType
+// is the type of v1 device capacities.
 var (
-	k8sQuantityType = cel.ObjectType("kubernetes.Quantity")
+	K8sQuantityType = cel.ObjectType("kubernetes.Quantity")
 	k8sSemverType   = cel.ObjectType("kubernetes.Semver")
 	k8sURLType      = cel.ObjectType("kubernetes.URL")
 	k8sFormatType   = cel.ObjectType("kubernetes.NamedFormat")
 	k8sIPType       = cel.OpaqueType("net.IP")
 	k8sCIDRType     = cel.OpaqueType("net.CIDR")
 )
+
+// NewK8sQuantity returns q as a kubernetes.Quantity value (a device
+// capacity). The value holds q by value, as every method takes it, so
+// evaluation never writes to the caller's quantity.
+func NewK8sQuantity(q resource.Quantity) ref.Val { return k8sQuantity{q: q} }
+
+// K8sVersion parses a version attribute strictly, as semver() does, into
+// a kubernetes.Semver value, or returns the CEL error. Results are cached.
+func K8sVersion(s string) ref.Val { return k8sVersions.get(s, parseK8sSemver) }
 
 // k8sQuantity is a resource.Quantity as a CEL value. It holds the quantity
 // by value and all its methods take value receivers: resource.Quantity's
@@ -63,12 +71,12 @@ func (v k8sQuantity) ConvertToNative(t reflect.Type) (any, error) {
 
 func (v k8sQuantity) ConvertToType(t ref.Type) ref.Val {
 	switch t {
-	case k8sQuantityType:
+	case K8sQuantityType:
 		return v
 	case types.TypeType:
-		return k8sQuantityType
+		return K8sQuantityType
 	}
-	return types.NewErr("type conversion error from '%s' to '%s'", k8sQuantityType, t)
+	return types.NewErr("type conversion error from '%s' to '%s'", K8sQuantityType, t)
 }
 
 // Equal is true for equal amounts, whatever their notation.
@@ -80,7 +88,7 @@ func (v k8sQuantity) Equal(other ref.Val) ref.Val {
 	return types.Bool(v.q.Cmp(o.q) == 0)
 }
 
-func (v k8sQuantity) Type() ref.Type { return k8sQuantityType }
+func (v k8sQuantity) Type() ref.Type { return K8sQuantityType }
 
 // Value returns a copy, as *resource.Quantity like upstream.
 func (v k8sQuantity) Value() any {
@@ -345,41 +353,18 @@ var k8sFormats = map[string]*k8sFormat{
 		validate: k8sCheck(k8sIsDateTime, "invalid datetime")},
 }
 
-// k8sLiteralCache remembers parsed quantity and version strings, so that
-// quantity("40Gi") in a selector and the version attributes of devices are
-// parsed once rather than once per evaluation. Reads take no lock. It stops
-// growing at k8sLiteralCacheMax entries; strings beyond that are parsed each
-// time. Errors are not cached.
-type k8sLiteralCache struct {
-	m sync.Map // string -> ref.Val
-	n atomic.Int64
-}
-
-const k8sLiteralCacheMax = 8192
-
-var k8sQuantities, k8sVersions k8sLiteralCache
-
-func (c *k8sLiteralCache) get(s string, parse func(string) ref.Val) ref.Val {
-	if v, ok := c.m.Load(s); ok {
-		return v.(ref.Val)
-	}
-	v := parse(s)
-	if !types.IsError(v) && c.n.Load() < k8sLiteralCacheMax {
-		if _, loaded := c.m.LoadOrStore(s, v); !loaded {
-			c.n.Add(1)
-		}
-	}
-	return v
-}
+// k8sQuantities and k8sVersions hold the upstream environment's parsed
+// string operands (see literalCache).
+var k8sQuantities, k8sVersions literalCache
 
 // parseK8sQuantity parses like resource.ParseQuantity, but refuses strings
-// that would take seconds to parse or compare (see checkQuantityLiteral):
+// that would take seconds to parse or compare (see parseQuantity):
 // upstream accepts them, allot does not run them.
 func parseK8sQuantity(s string) ref.Val {
-	if err := checkQuantityLiteral(s); err != nil {
-		return types.NewErr("quantities of this form are not supported: %v", err)
+	q, err := parseQuantity(s)
+	if slow := (*errSlowQuantity)(nil); errors.As(err, &slow) {
+		return types.NewErr("quantities of this form are not supported: %v", slow)
 	}
-	q, err := resource.ParseQuantity(s)
 	if err != nil {
 		return types.WrapErr(err)
 	}
@@ -422,19 +407,19 @@ func normalizeSemver(s string) (semver.Version, error) {
 	return semver.Parse(strings.Join(parts, "."))
 }
 
-// k8sLibraryOptions declares the Kubernetes libraries. listsVersion is the
+// K8sLibrary declares the Kubernetes libraries. listsVersion is the
 // version of the Kubernetes list library: 0 for new expressions at the
 // compatibility version of Kubernetes 1.36, 1 (adds includes) for stored
 // expressions.
-func k8sLibraryOptions(listsVersion uint32) []cel.EnvOption {
+func K8sLibrary(listsVersion uint32) []cel.EnvOption {
 	opts := []cel.EnvOption{
-		cel.Types(k8sQuantityType, k8sSemverType, k8sURLType, k8sFormatType, k8sIPType, k8sCIDRType),
+		cel.Types(K8sQuantityType, k8sSemverType, k8sURLType, k8sFormatType, k8sIPType, k8sCIDRType),
 	}
 	add := func(name string, overloads ...cel.FunctionOpt) {
 		opts = append(opts, cel.Function(name, overloads...))
 	}
 	str, boolean, integer := cel.StringType, cel.BoolType, cel.IntType
-	Q, S, IP, CIDR := k8sQuantityType, k8sSemverType, k8sIPType, k8sCIDRType
+	Q, S, IP, CIDR := K8sQuantityType, k8sSemverType, k8sIPType, k8sCIDRType
 	member := cel.MemberOverload
 	global := cel.Overload
 	typeList := func(ts ...*cel.Type) []*cel.Type { return ts }
@@ -681,9 +666,9 @@ func k8sLibraryOptions(listsVersion uint32) []cel.EnvOption {
 	return opts
 }
 
-// k8sRegexOptimizations compile constant patterns of find and findAll once,
+// RegexOptimizations compile constant patterns of find and findAll once,
 // at program creation; a bad constant pattern fails the program there.
-var k8sRegexOptimizations = []*interpreter.RegexOptimization{
+var RegexOptimizations = []*interpreter.RegexOptimization{
 	{Function: "find", RegexIndex: 1, Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
 		re, err := regexp.Compile(pattern)
 		if err != nil {
@@ -1080,17 +1065,23 @@ func k8sIncludes(target, arg ref.Val) ref.Val {
 	return types.Bool(target.Equal(arg) == types.True)
 }
 
-// k8sCostEstimator prices the Kubernetes library functions as upstream's
+// CostEstimator prices the Kubernetes library functions as upstream's
 // library.CostEstimator does, for the static estimate (EstimateCallCost,
 // with sizes from size) and for runtime cost tracking (CallCost). Functions
 // it does not price fall back to cel-go's own prices.
-type k8sCostEstimator struct {
+type CostEstimator struct {
 	size func(cost.AstNode) *cost.SizeEstimate
 }
 
+// NewCostEstimator returns the estimator with the environment's variable
+// sizes (nil: none known, as for runtime cost tracking).
+func NewCostEstimator(size func(cost.AstNode) *cost.SizeEstimate) *CostEstimator {
+	return &CostEstimator{size: size}
+}
+
 var (
-	_ cost.Estimator           = (*k8sCostEstimator)(nil)
-	_ cost.ActualCostEstimator = (*k8sCostEstimator)(nil)
+	_ cost.Estimator           = (*CostEstimator)(nil)
+	_ cost.ActualCostEstimator = (*CostEstimator)(nil)
 )
 
 // fixedCost returns a pointer to c; small costs point into a shared table,
@@ -1127,7 +1118,7 @@ func k8sActualSize(v ref.Val) uint64 {
 }
 
 // CallCost implements cost.ActualCostEstimator.
-func (e *k8sCostEstimator) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
+func (e *CostEstimator) CallCost(function, overloadID string, args []ref.Val, result ref.Val) *uint64 {
 	const strFactor = cost.StringTraversalCostFactor
 	switch function {
 	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes":
@@ -1235,14 +1226,14 @@ func k8sTraversalCost(v ref.Val) uint64 {
 }
 
 // EstimateSize implements cost.Estimator.
-func (e *k8sCostEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+func (e *CostEstimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
 	if e.size == nil {
 		return nil
 	}
 	return e.size(n)
 }
 
-func (e *k8sCostEstimator) sizeOf(n cost.AstNode) cost.SizeEstimate {
+func (e *CostEstimator) sizeOf(n cost.AstNode) cost.SizeEstimate {
 	if sz := n.ComputedSize(); sz != nil {
 		return *sz
 	}
@@ -1263,7 +1254,7 @@ func (n k8sItemsNode) Type() *types.Type                { return n.t }
 func (n k8sItemsNode) Expr() ast.Expr                   { return nil }
 func (n k8sItemsNode) ComputedSize() *cost.SizeEstimate { return nil }
 
-func (e *k8sCostEstimator) listElementNode(list cost.AstNode) cost.AstNode {
+func (e *CostEstimator) listElementNode(list cost.AstNode) cost.AstNode {
 	params := list.Type().Parameters()
 	if len(params) == 0 {
 		return nil
@@ -1280,7 +1271,7 @@ func costEstimate(min, max uint64) *cost.CallEstimate {
 }
 
 // EstimateCallCost implements cost.Estimator.
-func (e *k8sCostEstimator) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
+func (e *CostEstimator) EstimateCallCost(function, overloadID string, target *cost.AstNode, args []cost.AstNode) *cost.CallEstimate {
 	const strFactor = cost.StringTraversalCostFactor
 	switch function {
 	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes":
@@ -1393,7 +1384,7 @@ func (e *k8sCostEstimator) EstimateCallCost(function, overloadID string, target 
 	case "_==_":
 		if len(args) == 2 && args[0].Type().Equal(args[1].Type()) == types.True {
 			switch t := args[0].Type(); t.TypeName() {
-			case k8sIPType.TypeName(), k8sCIDRType.TypeName(), k8sQuantityType.TypeName(), k8sSemverType.TypeName():
+			case k8sIPType.TypeName(), k8sCIDRType.TypeName(), K8sQuantityType.TypeName(), k8sSemverType.TypeName():
 				return costEstimate(1, 1)
 			case k8sFormatType.TypeName():
 				return &cost.CallEstimate{CostEstimate: cost.CostEstimate{Min: 1, Max: k8sMaxFormatSize}.MultiplyByCostFactor(strFactor)}
@@ -1417,7 +1408,7 @@ func (e *k8sCostEstimator) EstimateCallCost(function, overloadID string, target 
 
 // estimateReplace is the estimate of s.replace(old, new): the cost of
 // walking s twice and the longest and shortest possible results.
-func (e *k8sCostEstimator) estimateReplace(target, oldNode, newNode cost.AstNode) *cost.CallEstimate {
+func (e *CostEstimator) estimateReplace(target, oldNode, newNode cost.AstNode) *cost.CallEstimate {
 	sz, oldSz, newSz := e.sizeOf(target), e.sizeOf(oldNode), e.sizeOf(newNode)
 	var count, retained cost.SizeEstimate
 	switch {
