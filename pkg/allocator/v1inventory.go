@@ -506,6 +506,15 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //
 // Pools are sorted by driver, then node. nil slices are skipped.
 func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
+	return seedDevices(in, nil)
+}
+
+// seedDevices is SeedDevices with the nodes' Models from model (nil:
+// compiled here); see NewV1InventoryModels.
+func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []V1Pool, problems []InventoryProblem) {
+	if model == nil {
+		model = NewModel
+	}
 	byNode := map[string][]*resourceapi.NodeResourceSlice{}
 	for _, s := range in {
 		if s != nil {
@@ -513,7 +522,7 @@ func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems 
 		}
 	}
 	for node, ss := range byNode {
-		ps, pr := seedNodePools(node, ss)
+		ps, pr := seedNodePools(node, ss, model(node, ss))
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
@@ -526,9 +535,8 @@ func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems 
 	return pools, problems
 }
 
-// seedNodePools projects the slices of one node.
-func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
-	m := NewModel(node, ss)
+// seedNodePools projects the slices of one node, compiled into m.
+func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []V1Pool, problems []InventoryProblem) {
 	for _, pr := range m.Problems() {
 		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
 			Reason: pr.Message})
