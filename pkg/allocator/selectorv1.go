@@ -212,7 +212,7 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create CEL environment for v1 device selectors: %w", err)
 	}
-	warmCELChecker(env)
+	celenv.WarmChecker(env)
 	estimator := celenv.NewCostEstimator(dselDeviceSizes())
 	return &dselEnv{
 		env:       env,
@@ -226,19 +226,6 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 			cel.OptimizeRegex(celenv.RegexOptimizations...),
 		},
 	}, nil
-}
-
-// warmCELChecker makes env's type checker build the lazy parts it would
-// otherwise build in the first compilation that needs them: cel-go
-// (v0.33) fills its symbol catalog, under a sync.Once, the first time an
-// expression names an undeclared identifier, while concurrent
-// compilations copy that field unguarded when they enter a comprehension
-// (a data race the race detector reports when selectors compile in
-// parallel, as the API server's validation does). Compiling one
-// expression with an undeclared name before the environment is shared
-// fills it once, before every other use.
-func warmCELChecker(env *cel.Env) {
-	_, _ = env.Compile("allot_warm_up_undeclared_name")
 }
 
 // compile parses and type-checks a selector and makes it a program.

@@ -12,20 +12,29 @@
 // bounded caches of parsed literals (safe for concurrent use). Values it
 // returns are immutable.
 //
-// A caller building an environment (pkg/allocator's selector.go and
-// selectorv1.go) does, in order:
+// The seed environment is here whole: SeedEnv. A caller compiling a seed
+// selector (pkg/allocator's selector.go) does, in order:
 //
-//  1. declares the types and functions: QuantityType, SemverType,
-//     QuantityOf and SemverOf for the seed environment; K8sLibrary for
-//     the v1 one;
-//  2. checks string literals at compile time with ParseQuantityLiteral
-//     and ParseSemverLiteral (seed) — a bad literal is the user's error,
-//     reported before any device is evaluated;
-//  3. builds attribute values with NewQuantity and NewSemver (seed) or
-//     NewK8sQuantity and K8sVersion (v1), and reads them back with
-//     QuantityValue and SemverValue;
-//  4. for v1 programs, prices calls with NewCostEstimator and compiles
-//     constant regular expressions once with RegexOptimizations.
+//  1. compiles with SeedEnv() and requires a bool result;
+//  2. checks string literals with CheckSeedLiterals — a bad literal is
+//     the user's error, reported before any device is evaluated;
+//  3. estimates the cost with SeedSizeEstimator and bounds it;
+//  4. evaluates against an activation of the Var* maps built with
+//     NewQuantity and NewSemver.
+//
+// The v1 environment declares its device variable itself (its values are
+// the v1 API's attributes; pkg/allocator's selectorv1.go) and takes the
+// rest from here. A caller building it:
+//
+//  1. declares the Kubernetes libraries with K8sLibrary and warms the
+//     environment with WarmChecker before sharing it;
+//  2. builds capacity and version values with NewK8sQuantity and
+//     K8sVersion;
+//  3. prices calls with NewCostEstimator and compiles constant regular
+//     expressions once with RegexOptimizations.
+//
+// QuantityValue and SemverValue read a seed value back (the v1 view of a
+// seed device is made from them).
 //
 // Literals that would be slow to parse or compare (more than 64
 // characters, exponents of more than 3 digits) are refused in both
