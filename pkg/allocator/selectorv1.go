@@ -36,8 +36,8 @@ package allocator
 //     such overload" (a pointer/value mix-up) while the operands swapped
 //     work; here both are true.
 //   - quantity() fails and isQuantity() is false for strings longer than 64
-//     bytes or with an exponent of more than 3 digits (see
-//     checkQuantityLiteral): upstream parses "1e-99999999" for minutes.
+//     bytes or with an exponent of more than 3 digits (package celenv's
+//     one quantity parser): upstream parses "1e-99999999" for minutes.
 //   - attributes are read lazily, so an attribute upstream cannot convert
 //     (an unparsable version, a list value, no value) is an error only for
 //     selectors that read it; upstream fails every selector on the device.
@@ -60,12 +60,10 @@ import (
 
 	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
-	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	resourcev1 "k8s.io/api/resource/v1"
 )
@@ -186,28 +184,7 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 		attrType, listsVersion = cel.DynType, 1
 	}
 	desc := newDselDeviceDesc(attrType)
-	opts := []cel.EnvOption{
-		cel.HomogeneousAggregateLiterals(),
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
-		cel.ASTValidators(
-			cel.ValidateDurationLiterals(),
-			cel.ValidateTimestampLiterals(),
-			cel.ValidateRegexLiterals(),
-			cel.ValidateHomogeneousAggregateLiterals(),
-		),
-		ext.Strings(ext.StringsVersion(2)),
-		ext.Sets(ext.SetsVersion(0)),
-		ext.TwoVarComprehensions(),
-		ext.Lists(ext.ListsVersion(3)),
-		ext.Bindings(ext.BindingsVersion(0)),
-		cel.Types(desc),
-		cel.Variable(dselDeviceVar, dselDeviceType),
-	}
-	opts = append(opts, celenv.K8sLibrary(listsVersion)...)
+	opts := append(celenv.K8sEnvOptions(listsVersion), cel.Types(desc), cel.Variable(dselDeviceVar, dselDeviceType))
 	env, err := cel.NewEnv(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create CEL environment for v1 device selectors: %w", err)
@@ -218,13 +195,7 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 		env:       env,
 		attrType:  attrType,
 		estimator: estimator,
-		progOpts: []cel.ProgramOption{
-			cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
-			cel.CostLimit(DeviceSelectorCostLimit),
-			cel.CostTracking(celenv.NewCostEstimator(nil)),
-			cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
-			cel.OptimizeRegex(celenv.RegexOptimizations...),
-		},
+		progOpts:  celenv.K8sProgramOptions(DeviceSelectorCostLimit),
 	}, nil
 }
 

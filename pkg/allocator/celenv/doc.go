@@ -26,12 +26,14 @@
 // the v1 API's attributes; pkg/allocator's selectorv1.go) and takes the
 // rest from here. A caller building it:
 //
-//  1. declares the Kubernetes libraries with K8sLibrary and warms the
-//     environment with WarmChecker before sharing it;
+//  1. builds the environment from K8sEnvOptions (Kubernetes' base
+//     environment and libraries) plus its device variable, and warms it
+//     with WarmChecker before sharing it;
 //  2. builds capacity and version values with NewK8sQuantity and
 //     K8sVersion;
-//  3. prices calls with NewCostEstimator and compiles constant regular
-//     expressions once with RegexOptimizations.
+//  3. estimates costs with NewCostEstimator over its variable's sizes,
+//     and makes programs with K8sProgramOptions (upstream's prices at run
+//     time, the cost limit, constant regular expressions compiled once).
 //
 // QuantityValue and SemverValue read a seed value back (the v1 view of a
 // seed device is made from them).

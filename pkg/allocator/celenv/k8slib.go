@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/blang/semver/v4"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -405,6 +407,48 @@ func normalizeSemver(s string) (semver.Version, error) {
 		}
 	}
 	return semver.Parse(strings.Join(parts, "."))
+}
+
+// K8sEnvOptions are the options of Kubernetes' base CEL environment, as
+// upstream's device selectors see it: the standard library, optional
+// types, cross-type numeric comparisons, homogeneous aggregate literals,
+// the string extensions at version 2, sets, two-variable comprehensions,
+// the list extensions at version 3, cel.bind, and K8sLibrary. The caller
+// adds its variables.
+func K8sEnvOptions(listsVersion uint32) []cel.EnvOption {
+	opts := []cel.EnvOption{
+		cel.HomogeneousAggregateLiterals(),
+		cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
+		cel.ASTValidators(
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateRegexLiterals(),
+			cel.ValidateHomogeneousAggregateLiterals(),
+		),
+		ext.Strings(ext.StringsVersion(2)),
+		ext.Sets(ext.SetsVersion(0)),
+		ext.TwoVarComprehensions(),
+		ext.Lists(ext.ListsVersion(3)),
+		ext.Bindings(ext.BindingsVersion(0)),
+	}
+	return append(opts, K8sLibrary(listsVersion)...)
+}
+
+// K8sProgramOptions are the program options of that environment: cost
+// tracking with upstream's prices, bounded at costLimit per evaluation,
+// and constant regular expressions compiled once.
+func K8sProgramOptions(costLimit uint64) []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
+		cel.CostLimit(costLimit),
+		cel.CostTracking(NewCostEstimator(nil)),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
+		cel.OptimizeRegex(RegexOptimizations...),
+	}
 }
 
 // K8sLibrary declares the Kubernetes libraries. listsVersion is the
