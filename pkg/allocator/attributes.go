@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
@@ -91,7 +92,7 @@ func attrValue(v resourceapi.AttributeValue) (int, ref.Val, error) {
 	slot, n := -1, 0
 	var val ref.Val
 	if v.Quantity != nil {
-		slot, val, n = 0, quantityVal{q: *v.Quantity}, n+1
+		slot, val, n = 0, celenv.NewQuantity(*v.Quantity), n+1
 	}
 	if v.Bool != nil {
 		slot, val, n = 1, types.Bool(*v.Bool), n+1
@@ -113,7 +114,7 @@ func attrValue(v resourceapi.AttributeValue) (int, ref.Val, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		slot, val, n = 6, semverVal{v: ver}, n+1
+		slot, val, n = 6, celenv.NewSemver(ver), n+1
 	}
 	if n != 1 {
 		return 0, nil, fmt.Errorf("must have exactly one value, has %d", n)

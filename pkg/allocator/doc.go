@@ -1,8 +1,13 @@
-// Package allocator allocates structured ("semantic") resource claims, as
-// seed 002 (KEP-4381) describes, without asking the driver: drivers publish
-// partitionable resources in NodeResourceSlices, claims ask with CEL
-// selectors, and the allocator picks the instances. The scheduler and
-// `allot simulate` both use it.
+// Package allocator allocates structured ("semantic") resource claims
+// without asking the driver, for both resource.k8s.io versions: seed 002's
+// v1alpha2 (KEP-4381: drivers publish partitionable resources in
+// NodeResourceSlices, claims ask with CEL selectors over typed attribute
+// maps) and Kubernetes' v1 (ResourceSlices, DeviceClasses, device
+// requests). A seed device is one device for both: each path counts the
+// other's claims (README.md, "resource.k8s.io/v1 claims"), so no device
+// is handed out twice whichever API asks. The
+// scheduler and `allot simulate` both use it. The CEL values of both
+// selector environments are in package celenv.
 //
 // The package is a pure core: it does no I/O, starts no goroutines and
 // keeps no global state except bounded caches of compiled selectors. Equal
@@ -25,6 +30,16 @@
 //     "does not fit".
 //  5. After writing the allocations, WithAllocated gives the node's new
 //     state.
+//
+// For v1 claims the steps are the same with the v1 names:
+//
+//  1. NewV1Inventory (or NewV1InventoryModels, reusing the Models of
+//     step 1) once per change of the slices of either version;
+//  2. NewV1State with the allocated claims of both versions, then
+//     WithChanges as claims change;
+//  3. PrepareV1(pod, claims, class) once per pod;
+//  4. AllocateV1(ctx, request, state, node) per node, failing only with
+//     ErrDeadline.
 //
 // Ownership: objects passed in are read, never modified; results are new
 // objects owned by the caller. Model, NodeState and Request are safe for

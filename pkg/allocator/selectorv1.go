@@ -23,7 +23,7 @@ package allocator
 // standard library, optional types, cross-type numeric comparisons,
 // homogeneous aggregate literals, the string extensions at version 2, sets,
 // two-variable comprehensions, the list extensions at version 3, and the
-// Kubernetes libraries of celtypesv1.go) plus cel.bind. Like upstream there
+// Kubernetes libraries of package celenv) plus cel.bind. Like upstream there
 // are two flavours: admission (CompileDeviceSelector) checks new selectors
 // against the environment at the compatibility version of Kubernetes 1.36,
 // and evaluation (MatchDeviceSelector) runs stored selectors in the newest
@@ -36,8 +36,8 @@ package allocator
 //     such overload" (a pointer/value mix-up) while the operands swapped
 //     work; here both are true.
 //   - quantity() fails and isQuantity() is false for strings longer than 64
-//     bytes or with an exponent of more than 3 digits (see
-//     checkQuantityLiteral): upstream parses "1e-99999999" for minutes.
+//     bytes or with an exponent of more than 3 digits (package celenv's
+//     one quantity parser): upstream parses "1e-99999999" for minutes.
 //   - attributes are read lazily, so an attribute upstream cannot convert
 //     (an unparsable version, a list value, no value) is an error only for
 //     selectors that read it; upstream fails every selector on the device.
@@ -58,13 +58,12 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/checker"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
-	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	resourcev1 "k8s.io/api/resource/v1"
 )
@@ -171,7 +170,7 @@ type dselEnv struct {
 	env       *cel.Env
 	attrType  *cel.Type // the type of attribute values
 	progOpts  []cel.ProgramOption
-	estimator *k8sCostEstimator
+	estimator *celenv.CostEstimator
 }
 
 var (
@@ -185,59 +184,19 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 		attrType, listsVersion = cel.DynType, 1
 	}
 	desc := newDselDeviceDesc(attrType)
-	opts := []cel.EnvOption{
-		cel.HomogeneousAggregateLiterals(),
-		cel.EagerlyValidateDeclarations(true),
-		cel.DefaultUTCTimeZone(true),
-		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
-		cel.CrossTypeNumericComparisons(true),
-		cel.OptionalTypes(cel.OptionalTypesVersion(2)),
-		cel.ASTValidators(
-			cel.ValidateDurationLiterals(),
-			cel.ValidateTimestampLiterals(),
-			cel.ValidateRegexLiterals(),
-			cel.ValidateHomogeneousAggregateLiterals(),
-		),
-		ext.Strings(ext.StringsVersion(2)),
-		ext.Sets(ext.SetsVersion(0)),
-		ext.TwoVarComprehensions(),
-		ext.Lists(ext.ListsVersion(3)),
-		ext.Bindings(ext.BindingsVersion(0)),
-		cel.Types(desc),
-		cel.Variable(dselDeviceVar, dselDeviceType),
-	}
-	opts = append(opts, k8sLibraryOptions(listsVersion)...)
+	opts := append(celenv.K8sEnvOptions(listsVersion), cel.Types(desc), cel.Variable(dselDeviceVar, dselDeviceType))
 	env, err := cel.NewEnv(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create CEL environment for v1 device selectors: %w", err)
 	}
-	warmCELChecker(env)
-	estimator := &k8sCostEstimator{size: dselDeviceSizes()}
+	celenv.WarmChecker(env)
+	estimator := celenv.NewCostEstimator(dselDeviceSizes())
 	return &dselEnv{
 		env:       env,
 		attrType:  attrType,
 		estimator: estimator,
-		progOpts: []cel.ProgramOption{
-			cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
-			cel.CostLimit(DeviceSelectorCostLimit),
-			cel.CostTracking(&k8sCostEstimator{}),
-			cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
-			cel.OptimizeRegex(k8sRegexOptimizations...),
-		},
+		progOpts:  celenv.K8sProgramOptions(DeviceSelectorCostLimit),
 	}, nil
-}
-
-// warmCELChecker makes env's type checker build the lazy parts it would
-// otherwise build in the first compilation that needs them: cel-go
-// (v0.33) fills its symbol catalog, under a sync.Once, the first time an
-// expression names an undeclared identifier, while concurrent
-// compilations copy that field unguarded when they enter a comprehension
-// (a data race the race detector reports when selectors compile in
-// parallel, as the API server's validation does). Compiling one
-// expression with an undeclared name before the environment is shared
-// fills it once, before every other use.
-func warmCELChecker(env *cel.Env) {
-	_, _ = env.Compile("allot_warm_up_undeclared_name")
 }
 
 // compile parses and type-checks a selector and makes it a program.
@@ -370,7 +329,7 @@ func newDselDeviceDesc(attrType *cel.Type) *dselDeviceDesc {
 		}),
 		"attributes": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, attrType)),
 			func(in *dselInput) ref.Val { return &in.attrs }),
-		"capacity": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, k8sQuantityType)),
+		"capacity": field(cel.MapType(cel.StringType, cel.MapType(cel.StringType, celenv.K8sQuantityType)),
 			func(in *dselInput) ref.Val { return &in.caps }),
 	}}
 	for name := range d.fields {
@@ -619,7 +578,7 @@ func (m *dselDomain) Find(key ref.Val) (ref.Val, bool) {
 		if !ok {
 			return nil, false
 		}
-		return k8sQuantity{q: c.Value}, true
+		return celenv.NewK8sQuantity(c.Value), true
 	}
 	a, ok := dselLookup(d.Attributes, d.Driver, m.domain, string(id))
 	if !ok {
@@ -668,7 +627,7 @@ func dselAttributeValue(domain, id string, a resourcev1.DeviceAttribute) ref.Val
 	case a.StringValue != nil:
 		return types.String(*a.StringValue)
 	case a.VersionValue != nil:
-		v := k8sVersions.get(*a.VersionValue, parseK8sSemver)
+		v := celenv.K8sVersion(*a.VersionValue)
 		if types.IsError(v) {
 			return types.NewErr("attribute %s/%s: parse semantic version: %v", domain, id, v)
 		}

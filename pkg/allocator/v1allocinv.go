@@ -97,8 +97,17 @@ func v1Key(driver, pool, device string) string {
 // Devices with bindingConditions are never allocated (DRADeviceBindingConditions
 // is off), as upstream does. The inputs must not be modified afterwards.
 func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *V1Inventory {
+	return NewV1InventoryModels(slices_, seed, nil)
+}
+
+// NewV1InventoryModels is NewV1Inventory with the seed slices' compiled
+// Models supplied by the caller, so that a node's seed slices are
+// compiled once for both APIs: model(node, slices) must return a Model
+// equal to NewModel(node, slices) (a cached one; the slices are the node's
+// seed slices, in no particular order). A nil model compiles them.
+func NewV1InventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) *V1Inventory {
 	v1pools, problems := V1Pools(slices_)
-	seedPools, seedProblems := SeedDevices(seed)
+	seedPools, seedProblems := seedDevices(seed, model)
 	inv := &V1Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}}
 	inv.problems = append(problems, seedProblems...)
 	seedNames := map[string]bool{}

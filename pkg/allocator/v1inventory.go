@@ -8,6 +8,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/celenv"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -505,6 +506,15 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //
 // Pools are sorted by driver, then node. nil slices are skipped.
 func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
+	return seedDevices(in, nil)
+}
+
+// seedDevices is SeedDevices with the nodes' Models from model (nil:
+// compiled here); see NewV1InventoryModels.
+func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []V1Pool, problems []InventoryProblem) {
+	if model == nil {
+		model = NewModel
+	}
 	byNode := map[string][]*resourceapi.NodeResourceSlice{}
 	for _, s := range in {
 		if s != nil {
@@ -512,7 +522,7 @@ func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems 
 		}
 	}
 	for node, ss := range byNode {
-		ps, pr := seedNodePools(node, ss)
+		ps, pr := seedNodePools(node, ss, model(node, ss))
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
@@ -525,9 +535,8 @@ func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems 
 	return pools, problems
 }
 
-// seedNodePools projects the slices of one node.
-func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
-	m := NewModel(node, ss)
+// seedNodePools projects the slices of one node, compiled into m.
+func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []V1Pool, problems []InventoryProblem) {
 	for _, pr := range m.Problems() {
 		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
 			Reason: pr.Message})
@@ -663,11 +672,11 @@ func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.Qu
 		attrs[resourcev1.QualifiedName(n)] = a
 	}
 	each(v.quantities, func(n string, val ref.Val) {
-		if q, ok := val.(quantityVal); ok {
+		if q, ok := celenv.QuantityValue(val); ok {
 			if caps == nil {
 				caps = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{}
 			}
-			caps[resourcev1.QualifiedName(n)] = resourcev1.DeviceCapacity{Value: q.q.DeepCopy()}
+			caps[resourcev1.QualifiedName(n)] = resourcev1.DeviceCapacity{Value: q.DeepCopy()}
 		}
 	})
 	each(v.bools, func(n string, val ref.Val) {
@@ -693,8 +702,8 @@ func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.Qu
 		}
 	})
 	each(v.versions, func(n string, val ref.Val) {
-		if s, ok := val.(semverVal); ok {
-			x := s.v.String()
+		if v, ok := celenv.SemverValue(val); ok {
+			x := v.String()
 			if len(x) > invValueMaxLength {
 				report(n, fmt.Sprintf("version of %d bytes, v1 allows %d; left out", len(x), invValueMaxLength))
 				return

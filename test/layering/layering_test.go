@@ -69,6 +69,12 @@ var rules = []rule{{
 		mod + "/pkg/client", mod + "/pkg/client/", "k8s.io/client-go/", "go.etcd.io/", "google.golang.org/grpc", "google.golang.org/grpc/"}),
 	noGo: true,
 }, {
+	name: "allocator-celenv",
+	why: "the CEL environments and values of device selectors (pkg/allocator/celenv) are leaves of the allocator: they know no allot package " +
+		"and no API type, so both front ends and the engine can use them (docs/decisions.md, issue 27)",
+	dirs:   []string{"pkg/allocator/celenv/..."},
+	forbid: []string{mod + "/", "k8s.io/api/"},
+}, {
 	name:   "apiserver-only",
 	why:    "the scheduler, the node agent and the dashboard reach storage only through the API server",
 	dirs:   []string{"internal/scheduler/...", "internal/node/...", "internal/dashboard/..."},

@@ -1,6 +1,9 @@
 package dynamicresources
 
-import "allot.dev/allot/internal/scheduler/framework"
+import (
+	"allot.dev/allot/internal/scheduler/framework"
+	"allot.dev/allot/pkg/allocator"
+)
 
 // NewCountingReuse is New with ReusedChecks counting.
 func NewCountingReuse() *DynamicResources {
@@ -24,4 +27,14 @@ func Reuses(state *framework.CycleState) bool {
 // counts the device allocated.
 func V1InUse(o *Objects, driver, pool, device string) bool {
 	return o.v1.baseState().InUse(driver, pool, device)
+}
+
+// V1Inventory builds (once) and returns the device inventory of o.
+func V1Inventory(o *Objects) *allocator.V1Inventory { return o.v1.inventory() }
+
+// CachedModels is the number of nodes whose Model o's cache holds.
+func CachedModels(o *Objects) int {
+	o.models.mu.Lock()
+	defer o.models.mu.Unlock()
+	return len(o.models.m)
 }

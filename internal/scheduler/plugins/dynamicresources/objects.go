@@ -97,6 +97,10 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 		slices.SortFunc(sl, func(a, b *resourceapi.NodeResourceSlice) int { return strings.Compare(a.Name, b.Name) })
 	}
 	o.v1 = newV1Objects(l)
+	models, byNode := o.models, o.slices
+	o.v1.inv.model = func(node string, _ []*resourceapi.NodeResourceSlice) *allocator.Model {
+		return models.get(node, byNode[node])
+	}
 	var prevViews *viewCache
 	if prev != nil && prev.v1 != nil {
 		o.v1.keepInventory(prev.v1)

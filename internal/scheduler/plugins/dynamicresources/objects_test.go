@@ -27,6 +27,30 @@ func onGPU(c *resourceapi.ResourceClaim, node, gpu string) *resourceapi.Resource
 	return c
 }
 
+// TestInventoryUsesNodeModels: the v1 device inventory's seed devices
+// come from the Models the seed path allocates on (one compile per node
+// for both APIs): building the inventory first fills the Objects' model
+// cache, and the seed path then finds its Models there.
+func TestInventoryUsesNodeModels(t *testing.T) {
+	l := baseLists(t)
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
+	o := dynamicresources.NewObjects(l)
+	if n := dynamicresources.CachedModels(o); n != 0 {
+		t.Fatalf("%d models compiled before any use", n)
+	}
+	inv := dynamicresources.V1Inventory(o)
+	if len(inv.Pools()) != 2 {
+		t.Fatalf("inventory has %d pools, want the seed pools of n1 and n2", len(inv.Pools()))
+	}
+	if n := dynamicresources.CachedModels(o); n != 2 {
+		t.Fatalf("the inventory compiled %d node models through the Objects' cache, want 2", n)
+	}
+	m := o.Model("n1")
+	if o.Model("n1") != m || dynamicresources.CachedModels(o) != 2 {
+		t.Fatal("the seed path compiled a node's model again")
+	}
+}
+
 // TestNextReusesUnchangedNodes: Next keeps the models of nodes whose
 // slices are the same objects and the states of nodes whose allocated
 // claims are too; whatever changed is rebuilt and shows the change.

@@ -51,6 +51,10 @@ type v1Shared struct {
 type v1Inventory struct {
 	slices []*resourcev1.ResourceSlice
 	seed   []*resourceapi.NodeResourceSlice
+	// model is the Objects' compiled Model of a node's seed slices: the
+	// inventory's seed devices come from the same Model the seed path
+	// allocates on, compiled once.
+	model func(node string, slices []*resourceapi.NodeResourceSlice) *allocator.Model
 
 	once  sync.Once
 	inv   *allocator.V1Inventory
@@ -132,7 +136,7 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 func (v *v1Shared) inventory() *allocator.V1Inventory {
 	h := v.inv
 	h.once.Do(func() {
-		h.inv = allocator.NewV1Inventory(h.slices, h.seed)
+		h.inv = allocator.NewV1InventoryModels(h.slices, h.seed, h.model)
 		h.local = map[[2]string]bool{}
 		for _, p := range h.inv.Pools() {
 			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
