@@ -174,6 +174,22 @@ func TestLeaderElection(t *testing.T) {
 	waitHolder("allot-controller-manager", other(cLead))
 	bound("after")
 	finalized("le-after")
+	// Each takeover is an Event on the Lease, as Kubernetes components
+	// record it.
+	for _, id := range []string{other(sLead), other(cLead)} {
+		waitFor(t, ctx, "a LeaderElection event naming "+id, func() bool {
+			evs, err := c.Events("kube-system").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			for _, ev := range evs.Items {
+				if ev.Reason == "LeaderElection" && ev.InvolvedObject.Kind == "Lease" && strings.Contains(ev.Message, id+" became leader") {
+					return true
+				}
+			}
+			return false
+		})
+	}
 
 	// A lease written with the controller manager's token elsewhere is
 	// refused: each component holds only its own.

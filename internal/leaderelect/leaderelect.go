@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"allot.dev/allot/pkg/client"
 )
 
 // Defaults, as kube-scheduler's.
@@ -127,10 +129,22 @@ func Run(ctx context.Context, rc *rest.Config, c Config, log *slog.Logger, reg p
 	if err != nil {
 		return fmt.Errorf("leader election client: %w", err)
 	}
+	ac, err := client.NewForConfig(rest.CopyConfig(rc))
+	if err != nil {
+		return fmt.Errorf("leader election client: %w", err)
+	}
+	host, _ := os.Hostname()
+	events := client.NewEventRecorder(ac, c.Name, host)
+	defer func() {
+		// The last events (a lease given back) get a moment to be written.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		events.Shutdown(sctx)
+	}()
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name},
 		Client:     cs.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity, EventRecorder: logRecorder{log}},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: c.Identity, EventRecorder: leaseEvents{log, events}},
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -184,14 +198,20 @@ func Run(ctx context.Context, rc *rest.Config, c Config, log *slog.Logger, reg p
 	return fmt.Errorf("%s/%s: %w", c.Namespace, c.Name, ErrLostLeadership)
 }
 
-// logRecorder puts client-go's leader election events ("X became leader")
-// in the log; the Lease's own holderIdentity shows the leader.
-type logRecorder struct{ log *slog.Logger }
+// leaseEvents records client-go's leader election events ("ID became
+// leader", reason LeaderElection) on the Lease, as Kubernetes components
+// do, and logs them.
+type leaseEvents struct {
+	log    *slog.Logger
+	events *client.EventRecorder
+}
 
-func (r logRecorder) Eventf(obj runtime.Object, typ, reason, message string, args ...any) {
-	name := ""
+func (r leaseEvents) Eventf(obj runtime.Object, typ, reason, message string, args ...any) {
 	if l, ok := obj.(*coordinationv1.Lease); ok {
-		name = l.Namespace + "/" + l.Name
+		l = l.DeepCopy()
+		l.TypeMeta = metav1.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"}
+		obj = l
+		r.log.Info(fmt.Sprintf(message, args...), "lease", l.Namespace+"/"+l.Name, "reason", reason)
 	}
-	r.log.Info(fmt.Sprintf(message, args...), "lease", name, "reason", reason)
+	r.events.Eventf(obj, typ, reason, message, args...)
 }
