@@ -15,6 +15,7 @@ import (
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 func init() {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, resourcev1alpha2.AddToScheme, resourcev1.AddToScheme, apiextv1.AddToScheme,
+		coordinationv1.AddToScheme,
 	} {
 		if err := add(Scheme); err != nil {
 			panic(fmt.Sprintf("register kinds: %v", err))

@@ -50,8 +50,9 @@ func newNodeCommand() *cobra.Command {
 		Use:   "node",
 		Short: "Run a node agent: register a Node and run the pods bound to it",
 		Long: `Run the node agent of one machine. It registers the Node --name (capacity,
-labels, addresses, the log server's port), renews its Ready condition every
---heartbeat-interval, and runs the pods whose spec.nodeName is --name with the
+labels, addresses, the log server's port), renews its heartbeat Lease
+kube-node-lease/NAME every --heartbeat-interval (the Node's status is written
+when it changes, or every --node-status-report-frequency), and runs the pods whose spec.nodeName is --name with the
 container runtime --runtime: init containers in order, then containers, with
 restart policies and back-off, graceful deletion, and status written back.
 Container logs are kept under --root-dir and served on --listen for the API
@@ -98,7 +99,10 @@ creates one in DATA-DIR/tokens.csv); an admin kubeconfig works too.`,
 // addNodeTimerFlags adds a flag for every timer of the agent; `allot up`
 // and `allot sim-nodes` share them.
 func addNodeTimerFlags(f *pflag.FlagSet, cfg *node.Config) {
-	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", node.DefaultHeartbeatInterval, "how often the Node's Ready condition is renewed")
+	f.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", node.DefaultHeartbeatInterval, "how often the node's heartbeat Lease (kube-node-lease/NAME) is renewed")
+	f.DurationVar(&cfg.NodeLeaseDuration, "node-lease-duration", node.DefaultNodeLeaseDuration, "the heartbeat Lease's leaseDurationSeconds (whole seconds)")
+	f.DurationVar(&cfg.NodeStatusReportFrequency, "node-status-report-frequency", node.DefaultNodeStatusReportFrequency,
+		"how often the Node's status is written when nothing in it changed (a change is written at the next heartbeat)")
 	f.DurationVar(&cfg.RelistInterval, "relist-interval", node.DefaultRelistInterval, "how often the runtime's containers are listed to notice exits")
 	f.DurationVar(&cfg.APITimeout, "api-timeout", node.DefaultAPITimeout, "deadline of every API call")
 	f.DurationVar(&cfg.Pods.Resync, "resync-interval", 0, "periodic sync of a pod without news (default 10s)")

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -40,7 +41,9 @@ func TestNodeRegistersAndHeartbeats(t *testing.T) {
 	needCluster(t)
 	c := newClient(t)
 	name := testName(t)
-	startAgent(t, agentConfig(t, c, name, t.TempDir()))
+	cfg := agentConfig(t, c, name, t.TempDir())
+	cfg.NodeStatusReportFrequency = 500 * time.Millisecond // the status, unchanged, is written this often
+	startAgent(t, cfg)
 
 	n := waitNodeReady(t, c, name)
 	if q := n.Status.Capacity[corev1.ResourcePods]; q.Value() != node.DefaultMaxPods {
@@ -73,6 +76,61 @@ func TestNodeRegistersAndHeartbeats(t *testing.T) {
 		r := readyCondition(cur)
 		return r != nil && r.LastHeartbeatTime.After(first.Time), ""
 	})
+}
+
+// TestNodeHeartbeatsThroughLease: the agent renews kube-node-lease/NAME
+// (held by the node, owned by its Node) every heartbeat, and writes the
+// Node's status only when something in it changes or the report
+// frequency has passed (an hour here): no Node write while the Lease is
+// renewed five times. Five heartbeats with nothing to report are enough:
+// each would have written the status before Leases.
+func TestNodeHeartbeatsThroughLease(t *testing.T) {
+	needCluster(t)
+	c := newClient(t)
+	name := testName(t)
+	cfg := agentConfig(t, c, name, t.TempDir())
+	cfg.NodeStatusReportFrequency = time.Hour
+	startAgent(t, cfg)
+	n := waitNodeReady(t, c, name)
+
+	leases := c.Leases(corev1.NamespaceNodeLease)
+	var renewals []time.Time
+	var rv string
+	eventually(t, 30*time.Second, "five lease renewals", func() (bool, string) {
+		l, err := leases.Get(callContext(t), name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != name || l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != 40 {
+			return false, fmt.Sprintf("lease spec %+v", l.Spec)
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID || l.OwnerReferences[0].Kind != "Node" {
+			return false, fmt.Sprintf("lease owners %+v, want the Node %s", l.OwnerReferences, n.UID)
+		}
+		if l.Spec.RenewTime == nil {
+			return false, "no renewTime"
+		}
+		if rv == "" {
+			// Counting starts once the Lease exists: the Node as it is now
+			// must not be written again.
+			cur, err := c.Nodes().Get(callContext(t), name)
+			if err != nil {
+				return false, err.Error()
+			}
+			rv = cur.ResourceVersion
+		}
+		if len(renewals) == 0 || l.Spec.RenewTime.After(renewals[len(renewals)-1]) {
+			renewals = append(renewals, l.Spec.RenewTime.Time)
+		}
+		return len(renewals) > 5, fmt.Sprintf("%d renewals", len(renewals))
+	})
+	cur, err := c.Nodes().Get(callContext(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.ResourceVersion != rv {
+		t.Errorf("Node written while only the Lease needed renewing (resourceVersion %s -> %s)", rv, cur.ResourceVersion)
+	}
 }
 
 func TestPodRunsThenSucceeds(t *testing.T) {

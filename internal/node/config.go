@@ -19,8 +19,12 @@ import (
 const (
 	DefaultMaxPods           = 110
 	DefaultHeartbeatInterval = 10 * time.Second
-	DefaultRelistInterval    = time.Second
-	DefaultAPITimeout        = 30 * time.Second
+	// DefaultNodeLeaseDuration and DefaultNodeStatusReportFrequency are
+	// the kubelet's.
+	DefaultNodeLeaseDuration         = 40 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	DefaultRelistInterval            = time.Second
+	DefaultAPITimeout                = 30 * time.Second
 )
 
 // NodeDecorator adds to the Node the agent publishes, for example the
@@ -128,8 +132,15 @@ type Config struct {
 	// are listed to wake the workers of pods whose containers changed
 	// (default 1s). APITimeout bounds each API call (default 30s).
 	HeartbeatInterval time.Duration
-	RelistInterval    time.Duration
-	APITimeout        time.Duration
+	// NodeLeaseDuration is the leaseDurationSeconds of the node's heartbeat
+	// Lease (kube-node-lease/NAME, renewed every HeartbeatInterval; default
+	// 40s). NodeStatusReportFrequency is how often the Node's status is
+	// written when nothing in it changed (default 5m): a change is written
+	// at the next heartbeat.
+	NodeLeaseDuration         time.Duration
+	NodeStatusReportFrequency time.Duration
+	RelistInterval            time.Duration
+	APITimeout                time.Duration
 	// Pods are the pod workers' timers: restart back-off, resync, grace
 	// period cap, cleanup of finished pods.
 	Pods pods.Timing
@@ -166,6 +177,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.RelistInterval <= 0 {
 		c.RelistInterval = DefaultRelistInterval
+	}
+	if c.NodeLeaseDuration <= 0 {
+		c.NodeLeaseDuration = DefaultNodeLeaseDuration
+	}
+	if c.NodeStatusReportFrequency <= 0 {
+		c.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
 	}
 	if c.ShutdownGracePeriod <= 0 {
 		c.ShutdownGracePeriod = DefaultShutdownGracePeriod

@@ -19,14 +19,16 @@
 //     (package pods) per pod UID, fed by the pod's updates.
 //  4. Once the watch has synced: stop and remove containers whose pods are
 //     gone, and delete their files; then heartbeat every
-//     Config.HeartbeatInterval (a status update of the Node renewing
-//     Ready's lastHeartbeatTime; marking nodes NotReady is the controller
-//     manager's job), relist the runtime every Config.RelistInterval to
+//     Config.HeartbeatInterval (renew the Lease kube-node-lease/NAME, owned
+//     by the Node; write the Node's status, renewing Ready's
+//     lastHeartbeatTime, only when it changed, after a failed heartbeat, or
+//     every Config.NodeStatusReportFrequency; marking nodes NotReady is
+//     the controller manager's job), relist the runtime every Config.RelistInterval to
 //     wake the workers of pods whose containers changed, and serve logs.
 //  5. When ctx ends, return, leaving containers running for the next agent.
 //
 // Writes the agent makes, all within the node authorizer's rules: its own
-// Node and nodes/status, pods/status of its pods, the final deletion of
+// Node and nodes/status, its heartbeat Lease, pods/status of its pods, the final deletion of
 // its pods (gracePeriodSeconds 0 with a UID precondition), and events.
 // Every API call has a deadline (Config.APITimeout).
 //

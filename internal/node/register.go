@@ -2,12 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,6 +41,13 @@ type nodeState struct {
 	addrs    []corev1.NodeAddress
 	port     int32
 	rtString string
+	// lease is the heartbeat Lease as last written (nil: read it again).
+	lease *coordinationv1.Lease
+	// statusAt is when the Node's status was last written; failed says
+	// the last heartbeat failed (the node may have been marked NotReady
+	// meanwhile, so the next one writes the status).
+	statusAt time.Time
+	failed   bool
 }
 
 // desiredNode is the Node the agent publishes: labels and status, over
@@ -113,7 +124,7 @@ func (a *Agent) register(ctx context.Context) error {
 	defer cancel()
 	out, err := nodes.Create(actx, want)
 	if err == nil {
-		a.node.last = out
+		a.node.last, a.node.statusAt = out, time.Now()
 		a.cfg.Logger.Info("registered node", "node", a.cfg.NodeName)
 		return nil
 	}
@@ -132,7 +143,7 @@ func (a *Agent) register(ctx context.Context) error {
 	if out, err = nodes.UpdateStatus(actx, want); err != nil {
 		return fmt.Errorf("update status of node %s: %w", a.cfg.NodeName, err)
 	}
-	a.node.last = out
+	a.node.last, a.node.statusAt = out, time.Now()
 	a.cfg.Logger.Info("took over existing node", "node", a.cfg.NodeName)
 	return nil
 }
@@ -156,23 +167,66 @@ func (a *Agent) registerUntilDone(ctx context.Context) error {
 	}
 }
 
-// heartbeat renews the Node's status from the last written Node, reading
-// the Node again only after a conflict, and registering again if the Node
-// was deleted.
-func (a *Agent) heartbeat(ctx context.Context) error {
+// heartbeat renews the node's Lease and, when its status changed, when
+// asked to (force), after a failed heartbeat, or when the last write is
+// NodeStatusReportFrequency old, the Node's status, as the kubelet does:
+// a Lease renewal is a small write that no informer of Nodes sees.
+func (a *Agent) heartbeat(ctx context.Context, force bool) error {
+	now := time.Now()
+	leaseErr := a.renewLease(ctx, now)
+	desired := a.desiredNode(a.node.last, now)
+	due := force || a.node.failed || leaseErr != nil || a.node.last == nil ||
+		now.Sub(a.node.statusAt) >= a.cfg.NodeStatusReportFrequency || statusChanged(desired, a.node.last)
+	var statusErr error
+	if due {
+		statusErr = a.writeStatus(ctx, desired)
+	}
+	err := errors.Join(leaseErr, statusErr)
+	a.node.failed = err != nil
+	return err
+}
+
+// statusChanged reports whether desired differs from last in more than
+// the Ready condition's heartbeat time.
+func statusChanged(desired, last *corev1.Node) bool {
+	if last == nil {
+		return true
+	}
+	d := desired.DeepCopy()
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type != corev1.NodeReady {
+			continue
+		}
+		for _, c := range last.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				d.Status.Conditions[i].LastHeartbeatTime = c.LastHeartbeatTime
+			}
+		}
+	}
+	return !equality.Semantic.DeepEqual(d.Status, last.Status) || !equality.Semantic.DeepEqual(d.Labels, last.Labels)
+}
+
+// writeStatus writes the Node's status from the last written Node,
+// reading the Node again only after a conflict, and registering again if
+// the Node was deleted.
+func (a *Agent) writeStatus(ctx context.Context, desired *corev1.Node) error {
 	nodes := a.cfg.Client.Nodes()
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
-		out, err := nodes.UpdateStatus(actx, a.desiredNode(a.node.last, time.Now()))
+		out, err := nodes.UpdateStatus(actx, desired)
 		if err == nil {
 			cancel()
-			a.node.last = out
+			a.node.last, a.node.statusAt = out, time.Now()
 			return nil
 		}
 		switch {
 		case apierrors.IsNotFound(err):
 			cancel()
-			return a.register(ctx)
+			if err := a.register(ctx); err != nil {
+				return err
+			}
+			a.node.statusAt = time.Now()
+			return nil
 		case !apierrors.IsConflict(err) || attempt > 0:
 			cancel()
 			return fmt.Errorf("update status of node %s: %w", a.cfg.NodeName, err)
@@ -183,7 +237,61 @@ func (a *Agent) heartbeat(ctx context.Context) error {
 			return fmt.Errorf("get node %s: %w", a.cfg.NodeName, gerr)
 		}
 		a.node.last = cur
+		desired = a.desiredNode(cur, time.Now())
 	}
+}
+
+// renewLease renews the node's heartbeat Lease, kube-node-lease/NAME,
+// creating it (owned by the Node, so it goes with it) when missing. It
+// updates the Lease as last written and reads it again only after a
+// conflict or when it is gone.
+func (a *Agent) renewLease(ctx context.Context, now time.Time) error {
+	leases := a.cfg.Client.Leases(corev1.NamespaceNodeLease)
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
+		l, err := a.leaseToRenew(actx, leases)
+		if err == nil {
+			renew := metav1.NewMicroTime(now)
+			l.Spec.RenewTime = &renew
+			if l.CreationTimestamp.IsZero() {
+				l, err = leases.Create(actx, l)
+			} else {
+				l, err = leases.Update(actx, l)
+			}
+		}
+		cancel()
+		if err == nil {
+			a.node.lease = l
+			return nil
+		}
+		a.node.lease = nil
+		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)) {
+			return fmt.Errorf("renew lease %s/%s: %w", corev1.NamespaceNodeLease, a.cfg.NodeName, err)
+		}
+	}
+}
+
+// leaseToRenew is the Lease to write: the last written one, the stored
+// one, or a new one (no creationTimestamp), with this node's holder,
+// duration and owner.
+func (a *Agent) leaseToRenew(ctx context.Context, leases *client.LeaseClient) (*coordinationv1.Lease, error) {
+	l := a.node.lease.DeepCopy()
+	if l == nil {
+		var err error
+		l, err = leases.Get(ctx, a.cfg.NodeName)
+		switch {
+		case apierrors.IsNotFound(err):
+			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: a.cfg.NodeName, Namespace: corev1.NamespaceNodeLease}}
+		case err != nil:
+			return nil, err
+		}
+	}
+	holder, secs := a.cfg.NodeName, int32(max(1, a.cfg.NodeLeaseDuration/time.Second))
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = &holder, &secs
+	if n := a.node.last; n != nil && n.UID != "" && !slices.ContainsFunc(l.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == n.UID }) {
+		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
+	}
+	return l, nil
 }
 
 // heartbeatLoop heartbeats every interval, and at once when asked.
@@ -191,13 +299,15 @@ func (a *Agent) heartbeatLoop(ctx context.Context, first time.Duration) {
 	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
+		force := false
 		select {
-		case <-ctx.Done():
-			return
 		case <-t.C:
 		case <-a.beatNow:
+			force = true
+		case <-ctx.Done():
+			return
 		}
-		if err := a.heartbeat(ctx); err != nil {
+		if err := a.heartbeat(ctx, force); err != nil {
 			a.cfg.Metrics.Heartbeats.WithLabelValues("error").Inc()
 			level := slog.LevelWarn
 			if client.IsInsufficientStorage(err) {

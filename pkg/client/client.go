@@ -15,6 +15,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -29,6 +30,7 @@ type Client struct {
 	resource   rest.Interface
 	resourceV1 rest.Interface
 	apiext     rest.Interface
+	coord      rest.Interface
 	dynamic    dynamic.Interface
 	metadata   metadata.Interface
 	discovery  *discovery.DiscoveryClient
@@ -60,6 +62,7 @@ func NewForConfig(rc *rest.Config) (*Client, error) {
 		{resourcev1alpha2.SchemeGroupVersion, &c.resource},
 		{resourcev1.SchemeGroupVersion, &c.resourceV1},
 		{apiextv1.SchemeGroupVersion, &c.apiext},
+		{coordinationv1.SchemeGroupVersion, &c.coord},
 	} {
 		rc, err := restClientFor(cfg, hc, g.gv)
 		if err != nil {
@@ -114,8 +117,8 @@ func (c *Client) Metadata() metadata.Interface { return c.metadata }
 func (c *Client) Discovery() *discovery.DiscoveryClient { return c.discovery }
 
 // RESTClient returns the client's REST client of a built-in group version
-// (core v1, resource.k8s.io/v1alpha2 and v1, apiextensions.k8s.io/v1), or
-// nil.
+// (core v1, resource.k8s.io/v1alpha2 and v1, apiextensions.k8s.io/v1,
+// coordination.k8s.io/v1), or nil.
 func (c *Client) RESTClient(gv schema.GroupVersion) rest.Interface {
 	switch gv {
 	case corev1.SchemeGroupVersion:
@@ -126,6 +129,8 @@ func (c *Client) RESTClient(gv schema.GroupVersion) rest.Interface {
 		return c.resourceV1
 	case apiextv1.SchemeGroupVersion:
 		return c.apiext
+	case coordinationv1.SchemeGroupVersion:
+		return c.coord
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -145,6 +146,10 @@ func (f *Factory) Pods() Informer[*corev1.Pod] { return InformerFor(f, f.c.Pods(
 
 // Nodes is the shared informer of Nodes.
 func (f *Factory) Nodes() Informer[*corev1.Node] { return InformerFor(f, f.c.Nodes()) }
+
+// NodeLeases is the shared informer of the nodes' heartbeat Leases (all
+// Leases; the node lifecycle controller looks up kube-node-lease/NAME).
+func (f *Factory) NodeLeases() Informer[*coordinationv1.Lease] { return InformerFor(f, f.c.Leases("")) }
 
 // Namespaces is the shared informer of Namespaces.
 func (f *Factory) Namespaces() Informer[*corev1.Namespace] { return InformerFor(f, f.c.Namespaces()) }

@@ -4,6 +4,7 @@ import (
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -30,7 +31,17 @@ type (
 	DeviceTaintRuleClient         = Resource[*resourcev1.DeviceTaintRule, *resourcev1.DeviceTaintRuleList]
 	ResourceClaimV1Client         = Resource[*resourcev1.ResourceClaim, *resourcev1.ResourceClaimList]
 	ResourceClaimTemplateV1Client = Resource[*resourcev1.ResourceClaimTemplate, *resourcev1.ResourceClaimTemplateList]
+
+	// coordination.k8s.io/v1.
+	LeaseClient = Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 )
+
+// Leases is the typed client of coordination.k8s.io/v1 Leases in ns.
+func (c *Client) Leases(ns string) *LeaseClient {
+	return newResource(c.coord, coordinationv1.SchemeGroupVersion, "leases", ns, true,
+		func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
 
 // DeviceClasses is the typed client of resource.k8s.io/v1 DeviceClasses.
 func (c *Client) DeviceClasses() *DeviceClassClient {

@@ -35,6 +35,10 @@ const (
 	NamespaceTerminating NamespacePhase = "Terminating"
 )
 
+// NamespaceNodeLease holds each node's heartbeat Lease, named like the
+// node, as in Kubernetes.
+const NamespaceNodeLease = "kube-node-lease"
+
 // NamespaceStatus is the observed state of a namespace.
 type NamespaceStatus struct {
 	Phase NamespacePhase `json:"phase,omitempty"`

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 // Leases (coordination.k8s.io/v1) the system components hold: the leader
@@ -12,7 +14,7 @@ import (
 // the node.
 const (
 	SystemNamespace            = "kube-system"
-	NodeLeaseNamespace         = "kube-node-lease"
+	NodeLeaseNamespace         = corev1.NamespaceNodeLease
 	SchedulerLeaseName         = "allot-scheduler"
 	ControllerManagerLeaseName = "allot-controller-manager"
 )

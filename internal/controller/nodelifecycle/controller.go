@@ -1,6 +1,7 @@
 // Package nodelifecycle marks nodes whose agent stopped heartbeating: when
-// a node's Ready condition has not been renewed (lastHeartbeatTime) for the
-// grace period, its Ready condition becomes Unknown with reason
+// neither a node's heartbeat Lease (kube-node-lease/NAME, renewTime) nor
+// its Ready condition (lastHeartbeatTime) has been renewed for the grace
+// period, its Ready condition becomes Unknown with reason
 // NodeStatusUnknown, so the scheduler stops placing pods there. The node
 // agent's next heartbeat sets it back to True. While the API server refuses
 // writes for want of storage (507) no heartbeat can be written, so the
@@ -16,6 +17,7 @@ import (
 	"log/slog"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -43,9 +45,10 @@ type Options struct {
 
 // Controller marks stale nodes.
 type Controller struct {
-	c     *client.Client
-	nodes client.Informer[*corev1.Node]
-	opts  Options
+	c      *client.Client
+	nodes  client.Informer[*corev1.Node]
+	leases client.Informer[*coordinationv1.Lease]
+	opts   Options
 	// refusedAt is when the API server last refused a write for want of
 	// storage (507). No node could post its status then either, so no
 	// node is stale until a grace period after it: once writes resume the
@@ -68,7 +71,7 @@ func New(c *client.Client, f *client.Factory, opts Options) *Controller {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Controller{c: c, nodes: f.Nodes(), opts: opts}
+	return &Controller{c: c, nodes: f.Nodes(), leases: f.NodeLeases(), opts: opts}
 }
 
 // Run checks nodes every MonitorPeriod until ctx ends. The factory must be
@@ -81,7 +84,7 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if c.nodes.HasSynced() {
+			if c.nodes.HasSynced() && c.leases.HasSynced() {
 				c.checkAll(ctx)
 			}
 		}
@@ -111,24 +114,41 @@ func (c *Controller) checkNodes(ctx context.Context, nodes []*corev1.Node) {
 }
 
 // Stale reports whether a node's last heartbeat is older than grace at now,
-// and the index of its Ready condition (-1 if it has none).
-func Stale(n *corev1.Node, grace time.Duration, now time.Time) (bool, int) {
+// and the index of its Ready condition (-1 if it has none). The last
+// heartbeat is the later of the Ready condition's lastHeartbeatTime (the
+// node's creation if it has none) and lease's renewTime (lease may be nil).
+func Stale(n *corev1.Node, lease *coordinationv1.Lease, grace time.Duration, now time.Time) (bool, int) {
+	last, idx := n.CreationTimestamp.Time, -1
 	for i, cond := range n.Status.Conditions {
-		if cond.Type != corev1.NodeReady {
-			continue
+		if cond.Type == corev1.NodeReady {
+			idx = i
+			if !cond.LastHeartbeatTime.IsZero() {
+				last = cond.LastHeartbeatTime.Time
+			}
+			break
 		}
-		last := cond.LastHeartbeatTime.Time
-		if last.IsZero() {
-			last = n.CreationTimestamp.Time
-		}
-		return now.Sub(last) > grace, i
 	}
-	return now.Sub(n.CreationTimestamp.Time) > grace, -1
+	if lease != nil && lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
+		last = lease.Spec.RenewTime.Time
+	}
+	return now.Sub(last) > grace, idx
+}
+
+// leaseOf is the node's heartbeat Lease, or nil.
+func (c *Controller) leaseOf(n *corev1.Node) *coordinationv1.Lease {
+	if c.leases.SharedIndexInformer == nil {
+		return nil
+	}
+	l, err := c.leases.Lister().Get(corev1.NamespaceNodeLease, n.Name)
+	if err != nil {
+		return nil
+	}
+	return l
 }
 
 func (c *Controller) check(ctx context.Context, n *corev1.Node) error {
 	now := c.opts.Now()
-	stale, i := Stale(n, c.opts.GracePeriod, now)
+	stale, i := Stale(n, c.leaseOf(n), c.opts.GracePeriod, now)
 	if !stale || (i >= 0 && n.Status.Conditions[i].Status == corev1.ConditionUnknown) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -24,19 +25,29 @@ func TestStale(t *testing.T) {
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.NewTime(beat)}}
 		return n
 	}
+	lease := func(renew time.Time) *coordinationv1.Lease {
+		t := metav1.NewMicroTime(renew)
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &t}}
+	}
 	tests := map[string]struct {
 		node  *corev1.Node
+		lease *coordinationv1.Lease
 		stale bool
 	}{
-		"fresh heartbeat":       {ready(now.Add(-10 * time.Second)), false},
-		"old heartbeat":         {ready(now.Add(-41 * time.Second)), true},
-		"no condition, new":     {&corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now)}}, false},
-		"no condition, old":     {&corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}, true},
-		"zero heartbeat, young": {func() *corev1.Node { n := ready(time.Time{}); n.CreationTimestamp = metav1.NewTime(now); return n }(), false},
+		"fresh heartbeat":            {node: ready(now.Add(-10 * time.Second)), stale: false},
+		"old heartbeat":              {node: ready(now.Add(-41 * time.Second)), stale: true},
+		"old heartbeat, fresh lease": {node: ready(now.Add(-5 * time.Minute)), lease: lease(now.Add(-10 * time.Second)), stale: false},
+		"old heartbeat, old lease":   {node: ready(now.Add(-5 * time.Minute)), lease: lease(now.Add(-41 * time.Second)), stale: true},
+		"fresh heartbeat, old lease": {node: ready(now.Add(-10 * time.Second)), lease: lease(now.Add(-time.Hour)), stale: false},
+		"no condition, fresh lease":  {node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}, lease: lease(now), stale: false},
+		"lease without renewTime":    {node: ready(now.Add(-41 * time.Second)), lease: &coordinationv1.Lease{}, stale: true},
+		"no condition, new":          {node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now)}}, stale: false},
+		"no condition, old":          {node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}, stale: true},
+		"zero heartbeat, young":      {node: func() *corev1.Node { n := ready(time.Time{}); n.CreationTimestamp = metav1.NewTime(now); return n }(), stale: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got, _ := Stale(tc.node, 40*time.Second, now); got != tc.stale {
+			if got, _ := Stale(tc.node, tc.lease, 40*time.Second, now); got != tc.stale {
 				t.Fatalf("Stale = %v, want %v", got, tc.stale)
 			}
 		})
