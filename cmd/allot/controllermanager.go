@@ -10,6 +10,7 @@ import (
 
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/controller/manager"
+	"allot.dev/allot/internal/controller/nodelifecycle"
 	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/leaderelect"
@@ -22,7 +23,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var apiServers []string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, pod garbage collection, resource claims",
+		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle and taint eviction, pod garbage collection, resource claims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := election.Validate(); err != nil {
@@ -61,6 +62,14 @@ func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
 	f.DurationVar(&cfg.GCResync, "gc-resync", 0, "how often the garbage collector re-examines every object (default 10m)")
 	f.DurationVar(&cfg.GCRediscovery, "gc-rediscovery", 0, "how often the garbage collector re-discovers resources (default 30s)")
 	f.IntVar(&cfg.GCWorkers, "gc-workers", 0, "garbage collector workers (default 4)")
+	f.Float64Var(&cfg.NodeEvictionRate, "node-eviction-rate", nodelifecycle.DefaultEvictionRate,
+		"nodes per second per zone newly tainted unreachable or not-ready (their pods are evicted once their tolerations run out)")
+	f.Float64Var(&cfg.SecondaryNodeEvictionRate, "secondary-node-eviction-rate", nodelifecycle.DefaultSecondaryEvictionRate,
+		"the same once --unhealthy-zone-threshold of a zone's nodes are unhealthy (zones of at most --large-cluster-size-threshold nodes then stop)")
+	f.Float64Var(&cfg.UnhealthyZoneThreshold, "unhealthy-zone-threshold", nodelifecycle.DefaultUnhealthyZoneThreshold,
+		"share of a zone's nodes (and more than two) unhealthy at which tainting slows to --secondary-node-eviction-rate")
+	f.IntVar(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", nodelifecycle.DefaultLargeClusterSizeThreshold,
+		"zones of at most this many nodes stop tainting when partially disrupted")
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedThreshold,
 		"terminated pods (Succeeded or Failed) kept before the oldest are deleted; negative keeps all")
 	f.DurationVar(&cfg.PodGCPeriod, "pod-gc-period", podgc.DefaultPeriod, "how often the pod garbage collector runs")

@@ -137,6 +137,15 @@ const (
 // its agent listed as prepared are released without waiting for it.
 const TaintNodeOutOfService = "node.kubernetes.io/out-of-service"
 
+// Taints the node lifecycle controller puts on a node, with effect
+// NoExecute, while its Ready condition is Unknown (no heartbeat) or False,
+// as Kubernetes does. Pods that do not tolerate them are evicted once
+// their toleration runs out (pods get 300 s by default).
+const (
+	TaintNodeUnreachable = "node.kubernetes.io/unreachable"
+	TaintNodeNotReady    = "node.kubernetes.io/not-ready"
+)
+
 // PreparedResourceClaim is one claim a node's agent may have prepared.
 type PreparedResourceClaim struct {
 	Namespace string    `json:"namespace"`

@@ -66,3 +66,23 @@ type Toleration struct {
 	Effect            TaintEffect        `json:"effect,omitempty"`
 	TolerationSeconds *int64             `json:"tolerationSeconds,omitempty"`
 }
+
+// ToleratesTaint is Kubernetes' matching: the effects match (an empty
+// toleration effect matches all), and either the operator is Exists and
+// the keys match (an empty key matches every key), or the operator is
+// Equal (the default) and key and value match.
+func (t Toleration) ToleratesTaint(taint Taint) bool {
+	if t.Effect != "" && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key != "" && t.Key != taint.Key {
+		return false
+	}
+	switch t.Operator {
+	case TolerationOpExists:
+		return true
+	case TolerationOpEqual, "":
+		return t.Value == taint.Value
+	}
+	return false
+}

@@ -299,6 +299,13 @@ func authorizeControllerManager(a Attributes) Decision {
 	if isLeaseWrite(a) {
 		return ownLease(a, SystemNamespace, ControllerManagerLeaseName)
 	}
+	if a.is(grNodes, "") && (a.Verb == "update" || a.Verb == "patch") {
+		if n, err := as[corev1.Node](a.Object); err == nil {
+			if old, err := as[corev1.Node](a.OldObject); err == nil && nodeLifecycleTaintsOnly(n, old) {
+				return allow("%s may set and clear the node lifecycle taints (%v)", a.User, lifecycleTaintKeys)
+			}
+		}
+	}
 	return authorizeGrants(a, controllerManagerGrants,
 		"resourceclaims, resourceclaims/status, pods/status, podschedulingcontexts, events, nodes/status, namespaces, resourcequotas/status, devicetaintrules/status, its lease, and deletes")
 }

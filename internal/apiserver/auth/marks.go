@@ -143,6 +143,9 @@ func nodeMarks(a Attributes) Decision {
 	if err != nil {
 		return deny("%s: read stored Node: %v", a.User, err)
 	}
+	if a.User.Role == RoleControllerManager && nodeLifecycleTaintsOnly(n, old) {
+		return Decision{Allowed: true} // the node lifecycle controller's taints
+	}
 	if !equality.Semantic.DeepEqual(normTaints(n.Spec.Taints), normTaints(old.Spec.Taints)) {
 		return deny("%s may not add, change or remove spec.taints of its Node (%s among them): taints are an operator's statements about the node; only admins set them",
 			a.User, OutOfServiceTaint)
@@ -151,6 +154,24 @@ func nodeMarks(a Attributes) Decision {
 		return deny("%s may not change spec.unschedulable of its Node: cordoning is an operator's statement; only admins set it", a.User)
 	}
 	return Decision{Allowed: true}
+}
+
+// lifecycleTaintKeys are the taints the node lifecycle controller sets and
+// clears as a node's Ready condition changes.
+var lifecycleTaintKeys = []string{corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady}
+
+// nodeLifecycleTaintsOnly reports whether n differs from old in nothing a
+// writer controls but taints with lifecycleTaintKeys: spec (other taints
+// included), labels, annotations, owners and finalizers are the same.
+func nodeLifecycleTaintsOnly(n, old *corev1.Node) bool {
+	strip := func(x *corev1.Node) corev1.Node {
+		var y corev1.Node
+		y.Spec = *x.Spec.DeepCopy()
+		y.Spec.Taints = normTaints(slices.DeleteFunc(y.Spec.Taints, func(t corev1.Taint) bool { return slices.Contains(lifecycleTaintKeys, t.Key) }))
+		y.Labels, y.Annotations, y.OwnerReferences, y.Finalizers = x.Labels, x.Annotations, x.OwnerReferences, x.Finalizers
+		return y
+	}
+	return equality.Semantic.DeepEqual(strip(n), strip(old))
 }
 
 // normTaints treats nil and empty alike.

@@ -1,6 +1,6 @@
 // Package manager runs allot's controllers in one process: the garbage
-// collector, namespace deletion, node lifecycle, the pod garbage collector
-// and the ResourceClaim controller. `allot controller-manager` and `allot up` both use it.
+// collector, namespace deletion, node lifecycle, taint eviction, the pod
+// garbage collector and the ResourceClaim controller. `allot controller-manager` and `allot up` both use it.
 package manager
 
 import (
@@ -20,6 +20,7 @@ import (
 	"allot.dev/allot/internal/controller/nodelifecycle"
 	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
+	"allot.dev/allot/internal/controller/taineviction"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -33,6 +34,12 @@ type Config struct {
 	// checked.
 	NodeMonitorGracePeriod time.Duration
 	NodeMonitorPeriod      time.Duration
+	// The node lifecycle controller's taint rate limits
+	// (nodelifecycle.Options); zero takes Kubernetes' defaults.
+	NodeEvictionRate          float64
+	SecondaryNodeEvictionRate float64
+	UnhealthyZoneThreshold    float64
+	LargeClusterSizeThreshold int
 	// GCWorkers, NamespaceWorkers and ClaimWorkers size the work queues'
 	// worker pools (ClaimWorkers: the ResourceClaim controller's, default
 	// resourceclaim.DefaultWorkers).
@@ -90,10 +97,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("create namespace controller: %w", err)
 	}
 	factory := client.NewFactory(c, 0)
-	nodes := nodelifecycle.New(c, factory, nodelifecycle.Options{
+	nodes, err := nodelifecycle.New(c, factory, nodelifecycle.Options{
 		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
-		Logger: cfg.Logger.With("controller", "node-lifecycle"),
+		EvictionRate: cfg.NodeEvictionRate, SecondaryEvictionRate: cfg.SecondaryNodeEvictionRate,
+		UnhealthyZoneThreshold: cfg.UnhealthyZoneThreshold, LargeClusterSizeThreshold: cfg.LargeClusterSizeThreshold,
+		Registry: cfg.Registry, Logger: cfg.Logger.With("controller", "node-lifecycle"),
 	})
+	if err != nil {
+		return fmt.Errorf("create node lifecycle controller: %w", err)
+	}
+	evictions, err := taineviction.New(c, factory, taineviction.Options{
+		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "taint-eviction"),
+	})
+	if err != nil {
+		return fmt.Errorf("create taint eviction controller: %w", err)
+	}
 	pgc, err := podgc.New(c, factory, podgc.Options{
 		TerminatedThreshold: cfg.TerminatedPodGCThreshold, Period: cfg.PodGCPeriod, OrphanQuarantine: cfg.PodGCOrphanQuarantine,
 		Registry: cfg.Registry, Logger: cfg.Logger.With("controller", "pod-garbage-collector"),
@@ -111,7 +129,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	factory.Start(ctx)
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 6)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -126,6 +144,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("namespace controller", func() error { return nsc.Run(ctx, cfg.NamespaceWorkers) })
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
 	run("pod garbage collector", func() error { pgc.Run(ctx); return nil })
+	run("taint eviction controller", func() error { return evictions.Run(ctx, 2) })
 	run("resourceclaim controller", func() error { return claims.Run(ctx, cfg.ClaimWorkers) })
 	wg.Wait()
 	factory.Shutdown()

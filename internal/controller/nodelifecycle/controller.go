@@ -1,4 +1,5 @@
-// Package nodelifecycle marks nodes whose agent stopped heartbeating: when
+// Package nodelifecycle marks nodes whose agent stopped heartbeating and
+// taints them so that their pods are evicted. When
 // neither a node's heartbeat Lease (kube-node-lease/NAME, renewTime) nor
 // its Ready condition (lastHeartbeatTime) has been renewed for the grace
 // period, its Ready condition becomes Unknown with reason
@@ -7,8 +8,15 @@
 // writes for want of storage (507) no heartbeat can be written, so the
 // grace period then counts from the last refused write.
 //
-// The controller reads nodes from an informer and writes only through the
-// nodes/status subresource, retrying on conflicts at the next check.
+// Each check also keeps every node's NoExecute taint in step with its
+// Ready condition, as Kubernetes does: node.kubernetes.io/unreachable
+// while Unknown, node.kubernetes.io/not-ready while False, none while True
+// (taints.go). New taints are rate-limited per zone; the taint eviction
+// controller evicts the pods that do not tolerate them.
+//
+// The controller reads nodes from an informer and writes the Ready
+// condition through nodes/status and the taints through the Node,
+// retrying on conflicts at the next check.
 package nodelifecycle
 
 import (
@@ -17,6 +25,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,17 +48,34 @@ type Options struct {
 	GracePeriod time.Duration
 	// MonitorPeriod is how often nodes are checked (default 5s).
 	MonitorPeriod time.Duration
-	Logger        *slog.Logger
+	// EvictionRate is how many nodes per second a zone may have newly
+	// tainted unreachable or not-ready (default 0.1);
+	// SecondaryEvictionRate the rate once UnhealthyZoneThreshold (default
+	// 0.55) of a zone's nodes are unhealthy, in zones of more than
+	// LargeClusterSizeThreshold (default 50) nodes (default 0.01; smaller
+	// zones then stop). As Kubernetes' flags of the same names.
+	EvictionRate              float64
+	SecondaryEvictionRate     float64
+	UnhealthyZoneThreshold    float64
+	LargeClusterSizeThreshold int
+	// Registry receives the node_collector_* metrics (nil: none).
+	Registry prometheus.Registerer
+	Logger   *slog.Logger
 	// Now returns the current time (tests).
 	Now func() time.Time
 }
 
 // Controller marks stale nodes.
 type Controller struct {
-	c      *client.Client
-	nodes  client.Informer[*corev1.Node]
-	leases client.Informer[*coordinationv1.Lease]
-	opts   Options
+	c       *client.Client
+	nodes   client.Informer[*corev1.Node]
+	leases  client.Informer[*coordinationv1.Lease]
+	opts    Options
+	metrics *taintMetrics
+	// limiters rate-limit new taints per zone; zoneStates is each zone's
+	// last judged health. Used by the Run goroutine only.
+	limiters   map[string]*rate.Limiter
+	zoneStates map[string]zoneState
 	// refusedAt is when the API server last refused a write for want of
 	// storage (507). No node could post its status then either, so no
 	// node is stale until a grace period after it: once writes resume the
@@ -58,7 +85,7 @@ type Controller struct {
 }
 
 // New creates a controller reading nodes from the factory's informer.
-func New(c *client.Client, f *client.Factory, opts Options) *Controller {
+func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
 	if opts.GracePeriod == 0 {
 		opts.GracePeriod = 40 * time.Second
 	}
@@ -71,8 +98,35 @@ func New(c *client.Client, f *client.Factory, opts Options) *Controller {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Controller{c: c, nodes: f.Nodes(), leases: f.NodeLeases(), opts: opts}
+	if opts.EvictionRate <= 0 {
+		opts.EvictionRate = DefaultEvictionRate
+	}
+	if opts.SecondaryEvictionRate < 0 {
+		opts.SecondaryEvictionRate = 0
+	} else if opts.SecondaryEvictionRate == 0 {
+		opts.SecondaryEvictionRate = DefaultSecondaryEvictionRate
+	}
+	if opts.UnhealthyZoneThreshold <= 0 {
+		opts.UnhealthyZoneThreshold = DefaultUnhealthyZoneThreshold
+	}
+	if opts.LargeClusterSizeThreshold <= 0 {
+		opts.LargeClusterSizeThreshold = DefaultLargeClusterSizeThreshold
+	}
+	m, err := newTaintMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{c: c, nodes: f.Nodes(), leases: f.NodeLeases(), opts: opts, metrics: m,
+		limiters: map[string]*rate.Limiter{}, zoneStates: map[string]zoneState{}}, nil
 }
+
+// Defaults of the taint rate limits, as Kubernetes'.
+const (
+	DefaultEvictionRate              = 0.1
+	DefaultSecondaryEvictionRate     = 0.01
+	DefaultUnhealthyZoneThreshold    = 0.55
+	DefaultLargeClusterSizeThreshold = 50
+)
 
 // Run checks nodes every MonitorPeriod until ctx ends. The factory must be
 // started by the caller.
@@ -98,6 +152,9 @@ func (c *Controller) checkAll(ctx context.Context) {
 		return
 	}
 	c.checkNodes(ctx, nodes)
+	// Taints follow the Ready conditions as the informer shows them; a
+	// node marked just now is tainted at the next check.
+	c.taintNodes(ctx, nodes)
 }
 
 func (c *Controller) checkNodes(ctx context.Context, nodes []*corev1.Node) {

@@ -62,25 +62,8 @@ func Tolerates(tolerations []corev1.Toleration, taint corev1.Taint) bool {
 	return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return ToleratesTaint(tol, taint) })
 }
 
-// ToleratesTaint is Kubernetes' matching: the effects match (an empty
-// toleration effect matches all), and either the operator is Exists and
-// the keys match (an empty key matches every key), or the operator is
-// Equal (the default) and key and value match.
-func ToleratesTaint(tol corev1.Toleration, taint corev1.Taint) bool {
-	if tol.Effect != "" && tol.Effect != taint.Effect {
-		return false
-	}
-	if tol.Key != "" && tol.Key != taint.Key {
-		return false
-	}
-	switch tol.Operator {
-	case corev1.TolerationOpExists:
-		return true
-	case corev1.TolerationOpEqual, "":
-		return tol.Value == taint.Value
-	}
-	return false
-}
+// ToleratesTaint is Kubernetes' matching (corev1.Toleration.ToleratesTaint).
+func ToleratesTaint(tol corev1.Toleration, taint corev1.Taint) bool { return tol.ToleratesTaint(taint) }
 
 // Score implements framework.ScorePlugin: the number of PreferNoSchedule
 // taints the pod does not tolerate (fewer is better; NormalizeScore turns

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/client"
+	"allot.dev/allot/pkg/client/clienttest"
+)
+
+// TestNodeLossEvictsPods: a node whose heartbeat Lease stops being renewed
+// turns Ready=Unknown and is tainted node.kubernetes.io/unreachable
+// (NoExecute) by `allot controller-manager`; its pods are evicted as their
+// tolerations say (none: at once; 1 s: a second after the taint; no
+// seconds: never), each marked DisruptionTarget/DeletionByTaintManager
+// with a TaintManagerEviction event. When the node is Ready again the taint
+// comes off.
+func TestNodeLossEvictsPods(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cl, err := clienttest.Start(ctx, allotBin, dir, "--disable", "scheduler,node,controller-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Stop() })
+	c, err := client.NewForKubeconfig(cl.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "te-n1"
+	n, err := c.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := func() {
+		cur, err := c.Nodes().Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		if _, err := c.Nodes().UpdateStatus(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready()
+	// The test is the node's agent: it renews the Lease while beating.
+	var beating atomic.Bool
+	beating.Store(true)
+	holder, secs := name, int32(1)
+	lease, err := c.Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ctx.Err() == nil {
+			if beating.Load() {
+				now := metav1.NowMicro()
+				lease.Spec.RenewTime = &now
+				if l, err := c.Leases(corev1.NamespaceNodeLease).Update(ctx, lease); err == nil {
+					lease = l
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	pod := func(name string, tols ...corev1.Toleration) {
+		if _, err := c.Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: n.Name, Tolerations: tols, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one, unreachable := int64(1), corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	short := unreachable
+	short.TolerationSeconds = &one
+	pod("te-none")
+	pod("te-short", short)
+	pod("te-forever", unreachable)
+
+	kc := filepath.Join(dir, "cm.kubeconfig")
+	if out, err := exec.CommandContext(ctx, allotBin, "token", "create", "--role", "controller-manager", "--name", "te-cm",
+		"--data-dir", cl.DataDir, "--kubeconfig", kc).CombinedOutput(); err != nil {
+		t.Fatalf("token create: %v\n%s", err, out)
+	}
+	logf, err := os.Create(filepath.Join(dir, "cm.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := exec.Command(allotBin, "controller-manager", "--kubeconfig", kc, "--node-monitor-grace-period", "700ms", "--node-monitor-period", "100ms")
+	cm.Stdout, cm.Stderr = logf, logf
+	cm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cm.Process.Pid, syscall.SIGKILL)
+		_ = cm.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("controller manager log:\n%s", b)
+		}
+	})
+	taint := func() *corev1.Taint {
+		cur, err := c.Nodes().Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.IndexFunc(cur.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable }); i >= 0 {
+			return &cur.Spec.Taints[i]
+		}
+		return nil
+	}
+	evicted := func(name string) *corev1.Pod {
+		p, err := c.Pods("default").Get(ctx, name)
+		if err != nil || p.DeletionTimestamp == nil {
+			return nil
+		}
+		return p
+	}
+
+	// Heartbeats renewed through the Lease alone keep the node Ready.
+	// Watched for 2 s, nearly three grace periods.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if taint() != nil {
+			t.Fatal("node tainted while its Lease is renewed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	beating.Store(false)
+	var tn *corev1.Taint
+	waitFor(t, ctx, "the unreachable taint", func() bool { tn = taint(); return tn != nil })
+	if tn.Effect != corev1.TaintEffectNoExecute || tn.TimeAdded == nil {
+		t.Fatalf("taint %+v, want NoExecute with timeAdded", tn)
+	}
+	var none, shortP *corev1.Pod
+	waitFor(t, ctx, "te-none and te-short evicted", func() bool {
+		none, shortP = evicted("te-none"), evicted("te-short")
+		return none != nil && shortP != nil
+	})
+	if d := shortP.DeletionTimestamp.Sub(tn.TimeAdded.Time); d < time.Second-10*time.Millisecond {
+		t.Errorf("te-short evicted %s after the taint, before its 1 s toleration ran out", d)
+	}
+	for _, p := range []*corev1.Pod{none, shortP} {
+		if !strings.Contains(fmtConds(p), "DeletionByTaintManager") {
+			t.Errorf("%s evicted without DisruptionTarget/DeletionByTaintManager: %s", p.Name, fmtConds(p))
+		}
+	}
+	waitFor(t, ctx, "TaintManagerEviction events", func() bool {
+		evs, err := c.Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		got := 0
+		for _, ev := range evs.Items {
+			if ev.Reason == "TaintManagerEviction" && strings.HasPrefix(ev.InvolvedObject.Name, "te-") {
+				got++
+			}
+		}
+		return got >= 2
+	})
+	// te-forever tolerates the taint without a limit: watched 2 s more,
+	// twice te-short's toleration, it stays.
+	time.Sleep(2 * time.Second) // the absence of an eviction being shown
+	if evicted("te-forever") != nil {
+		t.Fatal("te-forever evicted despite its toleration without tolerationSeconds")
+	}
+
+	// The node is back: Ready again, the taint comes off.
+	beating.Store(true)
+	ready()
+	waitFor(t, ctx, "the taint removed", func() bool { return taint() == nil })
+}
+
+func fmtConds(p *corev1.Pod) string {
+	var out []string
+	for _, c := range p.Status.Conditions {
+		out = append(out, string(c.Type)+"/"+c.Reason)
+	}
+	return strings.Join(out, ",")
+}
