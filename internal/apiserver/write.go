@@ -64,7 +64,6 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 	acc.SetDeletionTimestamp(nil)
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetGeneration(1)
-	acc.SetManagedFields(nil)
 	if k.hasStatus && k.onCreate != keepStatusOnCreate {
 		resetStatus(obj)
 	}
@@ -72,6 +71,12 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 		k.prepareCreate(obj)
 	}
 	s.keepPreparedClaims(ctx, obj, nil)
+	if !ri.applied {
+		if obj, err = s.trackUpdate(k, "", k.newObj(), obj, ri.manager); err != nil {
+			return nil, err
+		}
+		acc, _ = meta.Accessor(obj)
+	}
 	if errs := k.validate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), acc.GetName(), errs)
 	}
@@ -199,6 +204,17 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 	if ri.subresource == "" && specChanged(obj, cur) {
 		acc.SetGeneration(old.GetGeneration() + 1)
 	}
+	switch {
+	case isView(k, cur):
+		// Ownership is recorded in the stored version's terms only.
+		acc.SetManagedFields(old.GetManagedFields())
+	case !ri.applied:
+		var err error
+		if obj, err = s.trackUpdate(k, ri.subresource, cur, obj, ri.manager); err != nil {
+			return nil, nil, err
+		}
+		acc, _ = meta.Accessor(obj)
+	}
 	var errs field.ErrorList
 	switch {
 	case isView(k, cur):
@@ -250,7 +266,6 @@ func keepImmutableMeta(acc, old metav1.Object) {
 	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(old.GetGeneration())
 	acc.SetResourceVersion(old.GetResourceVersion())
-	acc.SetManagedFields(nil)
 	if acc.GetGenerateName() == "" {
 		acc.SetGenerateName(old.GetGenerateName())
 	}

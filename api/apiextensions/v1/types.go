@@ -125,7 +125,7 @@ type JSONSchemaPropsOrBool struct {
 
 // CustomResourceDefinitionStatus reports the accepted names and conditions.
 type CustomResourceDefinitionStatus struct {
-	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty"`
+	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty" listType:"map" listMapKey:"type"`
 	AcceptedNames  CustomResourceDefinitionNames       `json:"acceptedNames"`
 	StoredVersions []string                            `json:"storedVersions,omitempty"`
 }
