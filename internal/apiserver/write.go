@@ -186,6 +186,11 @@ func (s *Server) answerWrite(ctx context.Context, w http.ResponseWriter, k *kind
 // status or main part is carried over from the stored object, immutable
 // metadata is kept, and the result is validated, admitted and authorized.
 func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, obj, cur runtime.Object) (runtime.Object, []storage.Op, error) {
+	var applied []metav1.ManagedFieldsEntry
+	if ri.applied {
+		acc, _ := meta.Accessor(obj)
+		applied = acc.GetManagedFields()
+	}
 	if ri.subresource == "status" {
 		obj = withStatusOf(cur.DeepCopyObject(), obj)
 	} else if ri.subresource == "finalize" {
@@ -208,7 +213,11 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 	case isView(k, cur):
 		// Ownership is recorded in the stored version's terms only.
 		acc.SetManagedFields(old.GetManagedFields())
-	case !ri.applied:
+	case ri.applied:
+		// The field manager merged and tracked it (apply.go); a
+		// subresource's write above started from cur.
+		acc.SetManagedFields(applied)
+	default:
 		var err error
 		if obj, err = s.trackUpdate(k, ri.subresource, cur, obj, ri.manager); err != nil {
 			return nil, nil, err
