@@ -39,11 +39,11 @@ func TestAuthorizationOfApply(t *testing.T) {
 	slices := "/apis/resource.k8s.io/v1alpha2/noderesourceslices/"
 	seedSlice := func(name, node string) string {
 		return `{"apiVersion":"resource.k8s.io/v1alpha2","kind":"NodeResourceSlice","metadata":{"name":"` + name +
-			`"},"spec":{"nodeName":"` + node + `","driverName":"other.example.com","partitionable":{"resourceInstances":[{"name":"gpu-0"}]}}}`
+			`"},"spec":{"nodeName":"` + node + `","driverName":"seed-apply.example.com","partitionable":{"resourceInstances":[{"name":"gpu-0"}]}}}`
 	}
 	v1Slices := "/apis/resource.k8s.io/v1/resourceslices/"
 	v1Slice := func(name, node string) string {
-		return `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"` + name + `"},"spec":{"driver":"gpu.example.com",` +
+		return `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"` + name + `"},"spec":{"driver":"apply.example.com",` +
 			`"nodeName":"` + node + `","pool":{"name":"` + node + `","resourceSliceCount":1,"generation":1},"devices":[{"name":"gpu-0"}]}}`
 	}
 	claims := path1(ns, "resourceclaims") + "/"
@@ -67,8 +67,9 @@ func TestAuthorizationOfApply(t *testing.T) {
 		{"node creates another node's slice", "node1", slices + ns + "-n3", seedSlice(ns+"-n3", "n3"), 403, "n1"},
 		{"node updates another node's slice", "node1", slices + ns + "-n2", seedSlice(ns+"-n2", "n2"), 403, "n1"},
 		{"user creates a slice", "user", slices + ns + "-u", seedSlice(ns+"-u", "n1"), 403, ""},
-		{"node-driver creates its v1 slice", "ndriver", v1Slices + ns + "-nd", v1Slice(ns+"-nd", "n1"), 201, ""},
-		{"node-driver creates another node's v1 slice", "ndriver", v1Slices + ns + "-nd2", v1Slice(ns+"-nd2", "n2"), 403, ""},
+		{"node-driver creates its v1 slice", "applydriver", v1Slices + ns + "-nd", v1Slice(ns+"-nd", "apply-n9"), 201, ""},
+		{"node-driver updates its v1 slice", "applydriver", v1Slices + ns + "-nd", v1Slice(ns+"-nd", "apply-n9"), 200, ""},
+		{"node-driver creates another node's v1 slice", "applydriver", v1Slices + ns + "-nd2", v1Slice(ns+"-nd2", "n2"), 403, ""},
 		{"user creates a claim", "user", claims + "c", claim("c"), 201, ""},
 		{"user updates its claim", "user", claims + "c", claim("c"), 200, ""},
 		{"user writes claim status", "user", claims + "c/status", claimStatus("c"), 403, ""},

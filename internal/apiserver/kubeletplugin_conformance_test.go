@@ -620,8 +620,8 @@ func TestKubeletPluginSliceControllerRefusals(t *testing.T) {
 // node is read through v1; a missing claim is a 404 after the v1 → v1beta2
 // → v1beta1 cycle (every other version answers 404 too), and the client
 // stays on v1; a claim it does not serve (here: not allocated) is a 403
-// that stops the cycle. Status goes through UpdateStatus; server-side apply of the status
-// is the known gap (415, kubelet-dra-v1 §8).
+// that stops the cycle. Status goes through UpdateStatus and through the
+// plain clientset's server-side ApplyStatus.
 func TestKubeletPluginClaimClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -45,6 +45,8 @@ var testUsers = fakeAuthn{
 	"driver":    {Name: "gpu.example.com", Role: auth.RoleDriver},
 	"nicdriver": {Name: "nic.example.com", Role: auth.RoleDriver},
 	"ndriver":   {Name: "gpu.example.com@n1", Role: auth.RoleNodeDriver},
+	// applydriver has a driver and node no other test publishes.
+	"applydriver": {Name: "apply.example.com@apply-n9", Role: auth.RoleNodeDriver},
 }
 
 func TestMain(m *testing.M) {
