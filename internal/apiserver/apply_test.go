@@ -187,7 +187,8 @@ func TestApplyStatusTwoDrivers(t *testing.T) {
 	}
 	apply := func(token, driver string, entries ...*resourcev1ac.AllocatedDeviceStatusApplyConfiguration) (*resourcev1.ResourceClaim, error) {
 		ac := resourcev1ac.ResourceClaim("shared", ns).WithStatus(resourcev1ac.ResourceClaimStatus().WithDevices(entries...))
-		return v1Client(t, token, false).ResourceClaims(ns).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: driver, Force: true})
+		// The nic driver's client speaks protobuf, the gpu driver's JSON.
+		return v1Client(t, token, token == "nicdriver").ResourceClaims(ns).ApplyStatus(ctx, ac, metav1.ApplyOptions{FieldManager: driver, Force: true})
 	}
 	devices := func(c *resourcev1.ResourceClaim) string {
 		var out []string
