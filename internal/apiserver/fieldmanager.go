@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"unicode"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -313,8 +315,14 @@ func parseForce(v string) (bool, error) {
 }
 
 // trackUpdate records the fields a create, update or non-apply patch by
-// manager changed from live (an empty object for a create). A typed
-// kind's result keeps its Go type.
+// manager changed from live (an empty object for a create), in obj's
+// metadata.managedFields.
+//
+// For a kind with a status subresource the comparison leaves out the
+// part the write cannot change, which prepareUpdate copied from live and
+// the field manager ignores (resetFields): status for the main resource,
+// spec for status. The result is the same; the comparison of, say, a
+// pod's status write no longer walks its spec.
 func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, manager string) (runtime.Object, error) {
 	fm, err := k.fieldManager(sub)
 	if err != nil {
@@ -325,9 +333,55 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
 	live.GetObjectKind().SetGroupVersionKind(k.gvk)
-	out := fm.UpdateNoErrors(live, obj, manager)
-	if reflect.TypeOf(out) != reflect.TypeOf(obj) {
-		return kindConvertor{k}.ConvertToVersion(out, k.gvk.GroupVersion())
+	if !k.hasStatus {
+		out := fm.UpdateNoErrors(live, obj, manager)
+		if reflect.TypeOf(out) != reflect.TypeOf(obj) {
+			return kindConvertor{k}.ConvertToVersion(out, k.gvk.GroupVersion())
+		}
+		return out, nil
 	}
-	return out, nil
+	unchanged := "Status"
+	if sub == "status" {
+		unchanged = "Spec"
+	}
+	out := fm.UpdateNoErrors(without(live, unchanged), without(obj, unchanged), manager)
+	from, err := meta.Accessor(out)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	to, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	to.SetManagedFields(from.GetManagedFields())
+	return obj, nil
+}
+
+// without returns a copy of obj without its top-level field (Go name;
+// JSON name in lower case for custom resources), sharing the rest.
+// Metadata is copied one level deep: the field manager replaces the
+// copy's managedFields.
+func without(obj runtime.Object, field string) runtime.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m := make(map[string]any, len(u.Object))
+		for key, v := range u.Object {
+			if key != strings.ToLower(field) {
+				m[key] = v
+			}
+		}
+		if md, ok := m["metadata"].(map[string]any); ok {
+			m["metadata"] = maps.Clone(md)
+		}
+		return &unstructured.Unstructured{Object: m}
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return obj
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	if f := c.Elem().FieldByName(field); f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+	return c.Interface().(runtime.Object)
 }
