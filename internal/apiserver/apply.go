@@ -51,7 +51,7 @@ func (s *Server) serveApply(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		out, err := s.guaranteedUpdate(ctx, k, ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
 			if isView(k, cur) {
 				return nil, nil, certain{apierrors.NewBadRequest(fmt.Sprintf(
-					"%s %s is stored as %s: apply it through that version", k.resource, ri.name, cur.GetObjectKind().GroupVersionKind().GroupVersion()))}
+					"%s %s is stored as %s: apply it through that version", k.resource, ri.name, k.sibling.gvk.GroupVersion()))}
 			}
 			obj, err := a.merge(cur)
 			if err != nil {

@@ -131,6 +131,13 @@ func TestApplyRequests(t *testing.T) {
 		t.Fatalf("managedFields: [] did not clear them: %s", r.body)
 	}
 
+	// A claim stored as v1alpha2 is applied through v1alpha2 only.
+	expect(t, admin(t, "POST", path2(ns, "resourceclaims"), makeClaim("seed", "gpu")), 201)
+	viewApply := `{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"seed","labels":{"a":"1"}}}`
+	expect(t, admin(t, "PATCH", path1(ns, "resourceclaims")+"/seed?fieldManager=m", viewApply, "Content-Type", applyPatchType), 400, "resource.k8s.io/v1alpha2")
+	expect(t, admin(t, "PATCH", path2(ns, "resourceclaims")+"/seed?fieldManager=m", strings.Replace(viewApply, "resource.k8s.io/v1", "resource.k8s.io/v1alpha2", 1),
+		"Content-Type", applyPatchType), 200, `"a":"1"`)
+
 	for _, tc := range []struct {
 		name, path, ct, body string
 		code                 int
