@@ -154,6 +154,8 @@ func TestApplyRequests(t *testing.T) {
 		{"status of a missing object", pods + "/missing/status?fieldManager=m", applyPatchType,
 			strings.Replace(applied, "name: p", "name: missing", 1), 404, ""},
 		{"not YAML", pods + "/p?fieldManager=m", applyPatchType, "a: [", 400, "YAML"},
+		{"no kind", pods + "/p?fieldManager=m", applyPatchType, strings.Replace(applied, "kind: Pod\n", "", 1), 400, ""},
+		{"a list", pods + "/p?fieldManager=m", applyPatchType, "- a\n", 400, "YAML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			expect(t, admin(t, "PATCH", tc.path, tc.body, "Content-Type", tc.ct), tc.code, tc.want)
