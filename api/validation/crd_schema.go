@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	apiextv1 "allot.dev/allot/api/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,6 +34,7 @@ func validateSchema(s *apiextv1.JSONSchemaProps, path *field.Path, inJunctor boo
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("schemas may nest at most %d levels deep", SchemaMaxDepth))}
 	}
 	errs := validateSchemaType(s, path, inJunctor)
+	errs = append(errs, validateListMarkers(s, path)...)
 	errs = append(errs, validateSchemaBounds(s, path)...)
 	errs = append(errs, validateSchemaValues(s, path, inJunctor)...)
 	for _, k := range sortedKeys(s.Properties) {
@@ -154,4 +156,69 @@ func validateSchemaValues(s *apiextv1.JSONSchemaProps, path *field.Path, inJunct
 	// is checked, so `default: {}` may rely on its properties' defaults.
 	defaultValue(s, val)
 	return append(errs, newCRValidator().validate(s, val, dp, true).PrefixDetail("the default does not match the schema: ")...)
+}
+
+// validateListMarkers checks x-kubernetes-list-type, -list-map-keys and
+// -map-type as Kubernetes does: list types on arrays, a map list's keys
+// scalar properties of its object items that every item has (required or
+// defaulted), set items scalar, map types on objects.
+func validateListMarkers(s *apiextv1.JSONSchemaProps, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.XMapType != nil {
+		switch {
+		case *s.XMapType != "granular" && *s.XMapType != "atomic":
+			errs = append(errs, field.NotSupported(path.Child("x-kubernetes-map-type"), *s.XMapType, []string{"granular", "atomic"}))
+		case s.Type != "object":
+			errs = append(errs, field.Invalid(path.Child("x-kubernetes-map-type"), *s.XMapType, "must only be used if type is object"))
+		}
+	}
+	if s.XListType == nil {
+		if len(s.XListMapKeys) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("x-kubernetes-list-map-keys"), "must only be used if x-kubernetes-list-type is map"))
+		}
+		return errs
+	}
+	lt := path.Child("x-kubernetes-list-type")
+	switch *s.XListType {
+	case "atomic", "set", "map":
+	default:
+		return append(errs, field.NotSupported(lt, *s.XListType, []string{"atomic", "set", "map"}))
+	}
+	if s.Type != "array" {
+		return append(errs, field.Invalid(lt, *s.XListType, "must only be used if type is array"))
+	}
+	if *s.XListType != "map" && len(s.XListMapKeys) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("x-kubernetes-list-map-keys"), "must only be used if x-kubernetes-list-type is map"))
+	}
+	items := s.Items
+	switch *s.XListType {
+	case "set":
+		if items != nil && (items.Type == "object" || items.Type == "array") {
+			errs = append(errs, field.Invalid(lt, "set", "items of a set must be scalars"))
+		}
+	case "map":
+		keys := path.Child("x-kubernetes-list-map-keys")
+		if len(s.XListMapKeys) == 0 {
+			return append(errs, field.Required(keys, "must be given if x-kubernetes-list-type is map"))
+		}
+		if items == nil || items.Type != "object" {
+			return append(errs, field.Invalid(lt, "map", "items of a map list must be objects"))
+		}
+		seen := map[string]bool{}
+		for i, k := range s.XListMapKeys {
+			p, ok := items.Properties[k]
+			switch {
+			case seen[k]:
+				errs = append(errs, field.Duplicate(keys.Index(i), k))
+			case !ok:
+				errs = append(errs, field.Invalid(keys.Index(i), k, "must be a property of the items"))
+			case p.Type == "object" || p.Type == "array":
+				errs = append(errs, field.Invalid(keys.Index(i), k, "must be a scalar property of the items"))
+			case p.Default == nil && !slices.Contains(items.Required, k):
+				errs = append(errs, field.Invalid(keys.Index(i), k, "must be required or have a default in the items"))
+			}
+			seen[k] = true
+		}
+	}
+	return errs
 }

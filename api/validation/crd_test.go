@@ -59,6 +59,11 @@ func addVersion(name string, storage bool) func(*crd) {
 	}
 }
 
+// listMap is an array of items keyed by keys (x-kubernetes-list-type map).
+func listMap(items props, keys ...string) props {
+	return props{Type: "array", Items: &items, XListType: ptr("map"), XListMapKeys: keys}
+}
+
 func TestValidateCRDSchema(t *testing.T) {
 	const root = "spec.versions[0].schema.openAPIV3Schema"
 	const spec = root + ".properties[spec]"
@@ -95,6 +100,18 @@ func TestValidateCRDSchema(t *testing.T) {
 		"default uses nested defaults": {mutate: prop("x", props{Type: "object", Required: []string{"a"}, Default: raw(`{}`), Properties: map[string]props{"a": {Type: "integer", Default: raw(`1`)}}})},
 		"default in junctor":           {mutate: prop("x", props{Type: "integer", AllOf: []props{{Default: raw(`1`)}}}), want: []string{spec + ".properties[x].allOf[0].default: may not be set inside"}},
 		"enum not json":                {mutate: prop("x", props{Type: "string", Enum: []runtime.RawExtension{*raw(`{`)}}), want: []string{spec + ".properties[x].enum[0]"}},
+		"list map":                     {mutate: prop("x", listMap(props{Type: "object", Required: []string{"name"}, Properties: map[string]props{"name": {Type: "string"}}}, "name"))},
+		"list map defaulted key":       {mutate: prop("x", listMap(props{Type: "object", Properties: map[string]props{"port": {Type: "integer", Default: raw(`80`)}}}, "port"))},
+		"list map no keys":             {mutate: prop("x", listMap(props{Type: "object"})), want: []string{spec + ".properties[x].x-kubernetes-list-map-keys: Required"}},
+		"list map key not required":    {mutate: prop("x", listMap(props{Type: "object", Properties: map[string]props{"name": {Type: "string"}}}, "name")), want: []string{spec + ".properties[x].x-kubernetes-list-map-keys[0]: Invalid value: \"name\": must be required or have a default"}},
+		"list map key missing":         {mutate: prop("x", listMap(props{Type: "object", Properties: map[string]props{}}, "name")), want: []string{spec + ".properties[x].x-kubernetes-list-map-keys[0]: Invalid value: \"name\": must be a property"}},
+		"list map of strings":          {mutate: prop("x", listMap(props{Type: "string"}, "name")), want: []string{spec + ".properties[x].x-kubernetes-list-type: Invalid value: \"map\": items of a map list must be objects"}},
+		"list type on object":          {mutate: prop("x", props{Type: "object", XListType: ptr("atomic")}), want: []string{spec + ".properties[x].x-kubernetes-list-type: Invalid value: \"atomic\": must only be used if type is array"}},
+		"list type unknown":            {mutate: prop("x", props{Type: "array", Items: &props{Type: "string"}, XListType: ptr("bag")}), want: []string{spec + ".properties[x].x-kubernetes-list-type: Unsupported value"}},
+		"set of objects":               {mutate: prop("x", props{Type: "array", Items: &props{Type: "object"}, XListType: ptr("set")}), want: []string{spec + ".properties[x].x-kubernetes-list-type: Invalid value: \"set\": items of a set must be scalars"}},
+		"keys without map":             {mutate: prop("x", props{Type: "array", Items: &props{Type: "string"}, XListMapKeys: []string{"a"}}), want: []string{spec + ".properties[x].x-kubernetes-list-map-keys: Forbidden"}},
+		"map type atomic":              {mutate: prop("x", props{Type: "object", XMapType: ptr("atomic")})},
+		"map type on array":            {mutate: prop("x", props{Type: "array", Items: &props{Type: "string"}, XMapType: ptr("granular")}), want: []string{spec + ".properties[x].x-kubernetes-map-type: Invalid value: \"granular\": must only be used if type is object"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expectErrs(t, ValidateCustomResourceDefinition(makeCRD().schema(tc.mutate).obj()), tc.want...)

@@ -23,6 +23,9 @@ type getOptions struct {
 	watch         bool
 	noHeaders     bool
 	showLabels    bool
+	// showManaged keeps metadata.managedFields in -o yaml and json;
+	// kubectl leaves them out by default too.
+	showManaged bool
 }
 
 // getRequest is one kind to get, with the names asked for (none: list).
@@ -58,6 +61,7 @@ column, -w keeps printing rows as objects change.`,
 	f.BoolVarP(&o.watch, "watch", "w", false, "after listing, print rows as objects change")
 	f.BoolVar(&o.noHeaders, "no-headers", false, "do not print the header row")
 	f.BoolVar(&o.showLabels, "show-labels", false, "add a LABELS column")
+	f.BoolVar(&o.showManaged, "show-managed-fields", false, "keep metadata.managedFields in -o yaml and json output")
 	return cmd
 }
 
@@ -221,6 +225,9 @@ func (o *getOptions) printObjects(ctx context.Context, s *session, reqs []getReq
 		for _, it := range got {
 			if o.output == "name" {
 				fmt.Fprintln(s.out, kindName(r.mapping, it.GetName()))
+			}
+			if !o.showManaged {
+				it.SetManagedFields(nil)
 			}
 			items = append(items, it.Object)
 		}

@@ -85,6 +85,13 @@ func TestGetStructuredOutputs(t *testing.T) {
 	if pod.Name != "web" || pod.Kind != "Pod" || pod.Spec.Containers[0].Image != "busybox" {
 		t.Fatalf("-o yaml pod = %s %s", pod.Kind, pod.Name)
 	}
+	// managedFields only on request, as kubectl shows them.
+	if len(pod.ManagedFields) != 0 {
+		t.Fatalf("-o yaml shows managedFields: %+v", pod.ManagedFields)
+	}
+	if out := allot(t, "get", "pod", "web", "-n", ns, "-o", "yaml", "--show-managed-fields"); !strings.Contains(out, "managedFields:") {
+		t.Fatalf("--show-managed-fields: %s", out)
+	}
 	var list struct {
 		APIVersion string            `json:"apiVersion"`
 		Kind       string            `json:"kind"`

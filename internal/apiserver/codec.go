@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // encodeForStorage writes obj as JSON without its resourceVersion, with
@@ -113,7 +114,9 @@ func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
 	}
 	obj := k.newObj()
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		if err := json.Unmarshal(stored, &u.Object); err != nil {
+		// Integers as int64, as unstructured's accessors (generation)
+		// and the field manager's schemas expect them.
+		if err := utiljson.Unmarshal(stored, &u.Object); err != nil {
 			return nil, fmt.Errorf("decode stored %s: %w", k.gvk.Kind, err)
 		}
 	} else if err := jsonv2.Unmarshal(stored, obj); err != nil {

@@ -10,6 +10,12 @@
 // watches are served from one in-memory watch cache per resource, so many
 // watchers cost etcd one watch.
 //
+// Every create, update and patch records its writer's fields in
+// metadata.managedFields, and server-side apply (PATCH with
+// application/apply-patch+yaml) merges by that ownership, both through
+// Kubernetes' own field manager (fieldmanager.go, apply.go); an apply is
+// authorized as the create or update it turns into.
+//
 // resourceVersion is the etcd revision. Objects are stored without it and
 // it is spliced into "metadata" when they are served.
 package apiserver

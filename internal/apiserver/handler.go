@@ -93,6 +93,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 			r = r.WithContext(withDryRun(r.Context()))
 		}
 	}
+	switch ri.verb {
+	case "create", "update", "patch":
+		if err := checkWriteOptions(r, ri.verb, isApply(r)); err != nil {
+			writeError(w, err)
+			return
+		}
+		ri.manager = managerOf(r)
+	}
 	switch {
 	case ri.subresource == "binding":
 		if ri.verb != "create" {

@@ -62,6 +62,10 @@ type kind struct {
 	// crd is set for custom resources.
 	crd    *apiextv1.CustomResourceDefinition
 	schema *apiextv1.JSONSchemaProps
+
+	// fm holds the kind's field managers (fieldmanager.go), set by
+	// registry.add.
+	fm *fieldManagers
 }
 
 // statusOnCreate is a kind's rule for the status in a create's body.
@@ -123,6 +127,9 @@ func newRegistry() *registry {
 func (r *registry) add(k *kind) {
 	if err := checkKind(k); err != nil {
 		panic(err)
+	}
+	if k.fm == nil {
+		k.fm = &fieldManagers{}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -97,6 +97,8 @@ func TestPatchTypes(t *testing.T) {
 	expect(t, admin(t, "PATCH", pods+"/pt", `{"metadata":{"labels":{"a":"1"}}}`, "Content-Type", "application/strategic-merge-patch+json"), 200, `"a":"1"`, `"name":"d"`)
 	expect(t, admin(t, "PATCH", pods+"/pt", `[{"op":"add","path":"/metadata/labels/b","value":"2"}]`, "Content-Type", "application/json-patch+json"), 200, `"b":"2"`)
 	expect(t, admin(t, "PATCH", pods+"/pt", `{"spec":{"containers":[{"name":"c","image":"other"}]}}`, "Content-Type", "application/merge-patch+json"), 422, "spec")
-	expect(t, admin(t, "PATCH", pods+"/pt", `{}`, "Content-Type", "application/apply-patch+yaml"), 415)
+	expect(t, admin(t, "PATCH", pods+"/pt?fieldManager=t", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pt\n  labels:\n    c: \"3\"\n", "Content-Type", "application/apply-patch+yaml"), 200, `"c":"3"`, `"a":"1"`, `"name":"d"`)
+	expect(t, admin(t, "PATCH", pods+"/pt", `{}`, "Content-Type", "application/apply-patch+yaml"), 422, "fieldManager")
+	expect(t, admin(t, "PATCH", pods+"/pt", `{}`, "Content-Type", "text/plain"), 415)
 	expect(t, admin(t, "PATCH", pods+"/pt", `{"metadata":{"resourceVersion":"1"}}`, "Content-Type", "application/merge-patch+json"), 409)
 }

@@ -37,13 +37,16 @@ func (f fakeAuthn) AuthenticateRequest(r *http.Request) (auth.User, bool) {
 }
 
 var testUsers = fakeAuthn{
-	"admin":    {Name: "admin", Role: auth.RoleAdmin},
-	"user":     {Name: "alice", Role: auth.RoleUser},
-	"node1":    {Name: "n1", Role: auth.RoleNode},
-	"marknode": {Name: "marks-node", Role: auth.RoleNode},
-	"sched":    {Name: "scheduler", Role: auth.RoleScheduler},
-	"driver":   {Name: "gpu.example.com", Role: auth.RoleDriver},
-	"ndriver":  {Name: "gpu.example.com@n1", Role: auth.RoleNodeDriver},
+	"admin":     {Name: "admin", Role: auth.RoleAdmin},
+	"user":      {Name: "alice", Role: auth.RoleUser},
+	"node1":     {Name: "n1", Role: auth.RoleNode},
+	"marknode":  {Name: "marks-node", Role: auth.RoleNode},
+	"sched":     {Name: "scheduler", Role: auth.RoleScheduler},
+	"driver":    {Name: "gpu.example.com", Role: auth.RoleDriver},
+	"nicdriver": {Name: "nic.example.com", Role: auth.RoleDriver},
+	"ndriver":   {Name: "gpu.example.com@n1", Role: auth.RoleNodeDriver},
+	// applydriver has a driver and node no other test publishes.
+	"applydriver": {Name: "apply.example.com@apply-n9", Role: auth.RoleNodeDriver},
 }
 
 func TestMain(m *testing.M) {

@@ -83,7 +83,7 @@ func (s *Server) openAPIv3(gv schema.GroupVersion) map[string]any {
 		if k.gvk.GroupVersion() != gv {
 			continue
 		}
-		ref := s.kindSchema(b, k)
+		ref := kindSchema(b, k)
 		for p, item := range kindPaths(k, ref, "v3") {
 			paths[p] = item
 		}
@@ -100,7 +100,7 @@ func (s *Server) openAPIv2() map[string]any {
 	b := newSchemaBuilder("#/definitions/")
 	paths := map[string]any{}
 	for _, k := range s.reg.all() {
-		ref := s.kindSchema(b, k)
+		ref := kindSchema(b, k)
 		for p, item := range kindPaths(k, ref, "v2") {
 			paths[p] = item
 		}
@@ -114,7 +114,7 @@ func (s *Server) openAPIv2() map[string]any {
 }
 
 // kindSchema registers the kind's schema and returns a $ref to it.
-func (s *Server) kindSchema(b *schemaBuilder, k *kind) map[string]any {
+func kindSchema(b *schemaBuilder, k *kind) map[string]any {
 	gvkExt := []any{map[string]string{"group": k.gvk.Group, "version": k.gvk.Version, "kind": k.gvk.Kind}}
 	if k.crd != nil {
 		name := crdDefName(k)

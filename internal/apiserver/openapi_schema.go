@@ -107,6 +107,9 @@ func (b *schemaBuilder) structSchema(t reflect.Type) map[string]any {
 	var required []string
 	b.addFields(t, props, &required)
 	s := map[string]any{"type": "object", "properties": props}
+	if atomicStruct(t) {
+		s["x-kubernetes-map-type"] = "atomic"
+	}
 	if len(required) > 0 {
 		s["required"] = required
 	}
@@ -138,6 +141,9 @@ func (b *schemaBuilder) addFields(t reflect.Type, props map[string]any, required
 			name = f.Name
 		}
 		fs := b.schemaOf(f.Type)
+		if m := fieldMarkers(t, f, name); len(m) > 0 {
+			fs = withExtras(fs, m)
+		}
 		if ps := f.Tag.Get("patchStrategy"); ps != "" {
 			fs = withExtras(fs, map[string]any{"x-kubernetes-patch-strategy": ps})
 			if mk := f.Tag.Get("patchMergeKey"); mk != "" {

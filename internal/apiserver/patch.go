@@ -24,13 +24,23 @@ const (
 	applyPatchType     = "application/apply-patch+yaml"
 )
 
+// isApply reports a server-side apply request.
+func isApply(r *http.Request) bool {
+	return patchContentType(r) == applyPatchType
+}
+
+// patchContentType is the request's media type without parameters.
+func patchContentType(r *http.Request) string {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct)
+}
+
 func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
-	ct := r.Header.Get("Content-Type")
-	if i := strings.Index(ct, ";"); i >= 0 {
-		ct = ct[:i]
-	}
-	ct = strings.TrimSpace(ct)
+	ct := patchContentType(r)
 	switch ct {
+	case applyPatchType:
+		s.serveApply(w, r, k, ri)
+		return
 	case jsonPatchType, mergePatchType:
 	case strategicPatchType:
 		if _, ok := k.newObj().(*unstructured.Unstructured); ok {
@@ -40,7 +50,7 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		}
 	default:
 		writeError(w, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "patch", k.groupResource(), ri.name,
-			fmt.Sprintf("unsupported patch type %q (supported: %s, %s, %s)", ct, jsonPatchType, mergePatchType, strategicPatchType), 0, false))
+			fmt.Sprintf("unsupported patch type %q (supported: %s, %s, %s, %s)", ct, jsonPatchType, mergePatchType, strategicPatchType, applyPatchType), 0, false))
 		return
 	}
 	patch, err := s.readBody(w, r)

@@ -18,6 +18,12 @@ type requestInfo struct {
 	name        string
 	subresource string
 	parts       []string
+
+	// manager names the writer in metadata.managedFields (create, update,
+	// patch; see managerOf); applied marks an object the field manager
+	// has already merged and tracked (apply.go).
+	manager string
+	applied bool
 }
 
 func (ri *requestInfo) gvr() schema.GroupVersionResource {

@@ -206,7 +206,7 @@ func (s *Server) EnsureNamespaces(ctx context.Context, names ...string) error {
 		}
 		ns := &corev1.Namespace{}
 		ns.Name = n
-		ri := &requestInfo{verb: "create", resource: "namespaces"}
+		ri := &requestInfo{verb: "create", resource: "namespaces", manager: "allot-apiserver"}
 		actx := context.WithValue(ctx, userKey{}, auth.User{Name: "system", Role: auth.RoleAdmin})
 		if _, err := s.create(actx, k, ri, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", n, err)

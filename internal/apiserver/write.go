@@ -64,7 +64,6 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 	acc.SetDeletionTimestamp(nil)
 	acc.SetDeletionGracePeriodSeconds(nil)
 	acc.SetGeneration(1)
-	acc.SetManagedFields(nil)
 	if k.hasStatus && k.onCreate != keepStatusOnCreate {
 		resetStatus(obj)
 	}
@@ -72,6 +71,12 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 		k.prepareCreate(obj)
 	}
 	s.keepPreparedClaims(ctx, obj, nil)
+	if !ri.applied {
+		if obj, err = s.trackUpdate(k, "", k.newObj(), obj, ri.manager); err != nil {
+			return nil, err
+		}
+		acc, _ = meta.Accessor(obj)
+	}
 	if errs := k.validate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(k.gvk.GroupKind(), acc.GetName(), errs)
 	}
@@ -181,6 +186,11 @@ func (s *Server) answerWrite(ctx context.Context, w http.ResponseWriter, k *kind
 // status or main part is carried over from the stored object, immutable
 // metadata is kept, and the result is validated, admitted and authorized.
 func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, obj, cur runtime.Object) (runtime.Object, []storage.Op, error) {
+	var applied []metav1.ManagedFieldsEntry
+	if ri.applied {
+		acc, _ := meta.Accessor(obj)
+		applied = acc.GetManagedFields()
+	}
 	if ri.subresource == "status" {
 		obj = withStatusOf(cur.DeepCopyObject(), obj)
 	} else if ri.subresource == "finalize" {
@@ -198,6 +208,21 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 	keepImmutableMeta(acc, old)
 	if ri.subresource == "" && specChanged(obj, cur) {
 		acc.SetGeneration(old.GetGeneration() + 1)
+	}
+	switch {
+	case isView(k, cur):
+		// Ownership is recorded in the stored version's terms only.
+		acc.SetManagedFields(old.GetManagedFields())
+	case ri.applied:
+		// The field manager merged and tracked it (apply.go); a
+		// subresource's write above started from cur.
+		acc.SetManagedFields(applied)
+	default:
+		var err error
+		if obj, err = s.trackUpdate(k, ri.subresource, cur, obj, ri.manager); err != nil {
+			return nil, nil, err
+		}
+		acc, _ = meta.Accessor(obj)
 	}
 	var errs field.ErrorList
 	switch {
@@ -250,7 +275,6 @@ func keepImmutableMeta(acc, old metav1.Object) {
 	acc.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(old.GetGeneration())
 	acc.SetResourceVersion(old.GetResourceVersion())
-	acc.SetManagedFields(nil)
 	if acc.GetGenerateName() == "" {
 		acc.SetGenerateName(old.GetGenerateName())
 	}

@@ -114,6 +114,13 @@ type JSONSchemaProps struct {
 	XPreserveUnknownFields *bool `json:"x-kubernetes-preserve-unknown-fields,omitempty"`
 	XEmbeddedResource      bool  `json:"x-kubernetes-embedded-resource,omitempty"`
 	XIntOrString           bool  `json:"x-kubernetes-int-or-string,omitempty"`
+
+	// XListType (atomic, set or map), XListMapKeys (of a map list) and
+	// XMapType (granular or atomic) say how server-side apply merges a
+	// list or an object, as in Kubernetes.
+	XListType    *string  `json:"x-kubernetes-list-type,omitempty"`
+	XListMapKeys []string `json:"x-kubernetes-list-map-keys,omitempty"`
+	XMapType     *string  `json:"x-kubernetes-map-type,omitempty"`
 }
 
 // JSONSchemaPropsOrBool is a schema, or true/false (any / no extra
@@ -125,7 +132,7 @@ type JSONSchemaPropsOrBool struct {
 
 // CustomResourceDefinitionStatus reports the accepted names and conditions.
 type CustomResourceDefinitionStatus struct {
-	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty"`
+	Conditions     []CustomResourceDefinitionCondition `json:"conditions,omitempty" listType:"map" listMapKey:"type"`
 	AcceptedNames  CustomResourceDefinitionNames       `json:"acceptedNames"`
 	StoredVersions []string                            `json:"storedVersions,omitempty"`
 }

@@ -131,7 +131,7 @@ type ResourceClaimStatus struct {
 	ControllerName string            `json:"controllerName,omitempty"`
 	Allocation     *AllocationResult `json:"allocation,omitempty"`
 	// ReservedFor lists the consumers that may use the claim, at most 32.
-	ReservedFor []ResourceClaimConsumerReference `json:"reservedFor,omitempty"`
+	ReservedFor []ResourceClaimConsumerReference `json:"reservedFor,omitempty" listType:"map" listMapKey:"uid"`
 	// DeallocationRequested asks the driver controller to deallocate.
 	DeallocationRequested bool `json:"deallocationRequested,omitempty"`
 }

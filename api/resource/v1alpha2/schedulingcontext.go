@@ -20,12 +20,12 @@ type PodSchedulingContextSpec struct {
 	// SelectedNode is the node for which drivers should allocate.
 	SelectedNode string `json:"selectedNode,omitempty"`
 	// PotentialNodes are nodes the pod could run on, at most 128.
-	PotentialNodes []string `json:"potentialNodes,omitempty"`
+	PotentialNodes []string `json:"potentialNodes,omitempty" listType:"set"`
 }
 
 // PodSchedulingContextStatus is written by drivers.
 type PodSchedulingContextStatus struct {
-	ResourceClaims []ResourceClaimSchedulingStatus `json:"resourceClaims,omitempty"`
+	ResourceClaims []ResourceClaimSchedulingStatus `json:"resourceClaims,omitempty" listType:"map" listMapKey:"name"`
 }
 
 // ResourceClaimSchedulingStatus is one driver's answer for one claim.
