@@ -23,16 +23,17 @@ import (
 // TestNodeLossEvictsPods: a node whose heartbeat Lease stops being renewed
 // turns Ready=Unknown and is tainted node.kubernetes.io/unreachable
 // (NoExecute) by `allot controller-manager`; its pods are evicted as their
-// tolerations say (none: at once; 1 s: a second after the taint; no
-// seconds: never), each marked DisruptionTarget/DeletionByTaintManager
-// with a TaintManagerEviction event. When the node is Ready again the taint
-// comes off.
+// tolerations say (0 s: at once; 1 s: a second after the taint; none of
+// its own: the API server's default, 2 s here; no seconds: never), each
+// marked DisruptionTarget/DeletionByTaintManager with a
+// TaintManagerEviction event. When the node is Ready again the taint comes
+// off.
 func TestNodeLossEvictsPods(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cl, err := clienttest.Start(ctx, allotBin, dir, "--disable", "scheduler,node,controller-manager")
+	cl, err := clienttest.Start(ctx, allotBin, dir, "--disable", "scheduler,node,controller-manager", "--default-unreachable-toleration-seconds", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +85,12 @@ func TestNodeLossEvictsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	one, unreachable := int64(1), corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
-	short := unreachable
-	short.TolerationSeconds = &one
-	pod("te-none")
+	zero, one, unreachable := int64(0), int64(1), corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	now, short := unreachable, unreachable
+	now.TolerationSeconds, short.TolerationSeconds = &zero, &one
+	pod("te-zero", now)
 	pod("te-short", short)
+	pod("te-default")
 	pod("te-forever", unreachable)
 
 	kc := filepath.Join(dir, "cm.kubeconfig")
@@ -149,15 +151,19 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	if tn.Effect != corev1.TaintEffectNoExecute || tn.TimeAdded == nil {
 		t.Fatalf("taint %+v, want NoExecute with timeAdded", tn)
 	}
-	var none, shortP *corev1.Pod
-	waitFor(t, ctx, "te-none and te-short evicted", func() bool {
-		none, shortP = evicted("te-none"), evicted("te-short")
-		return none != nil && shortP != nil
+	var zeroP, shortP, defaultP *corev1.Pod
+	waitFor(t, ctx, "te-zero, te-short and te-default evicted", func() bool {
+		zeroP, shortP, defaultP = evicted("te-zero"), evicted("te-short"), evicted("te-default")
+		return zeroP != nil && shortP != nil && defaultP != nil
 	})
-	if d := shortP.DeletionTimestamp.Sub(tn.TimeAdded.Time); d < time.Second-10*time.Millisecond {
+	// Deletion timestamps have whole seconds; timeAdded too.
+	if d := shortP.DeletionTimestamp.Sub(tn.TimeAdded.Time); d < time.Second {
 		t.Errorf("te-short evicted %s after the taint, before its 1 s toleration ran out", d)
 	}
-	for _, p := range []*corev1.Pod{none, shortP} {
+	if d := defaultP.DeletionTimestamp.Sub(tn.TimeAdded.Time); d < 2*time.Second {
+		t.Errorf("te-default evicted %s after the taint, before its default 2 s toleration ran out", d)
+	}
+	for _, p := range []*corev1.Pod{zeroP, shortP, defaultP} {
 		if !strings.Contains(fmtConds(p), "DeletionByTaintManager") {
 			t.Errorf("%s evicted without DisruptionTarget/DeletionByTaintManager: %s", p.Name, fmtConds(p))
 		}
@@ -173,7 +179,7 @@ func TestNodeLossEvictsPods(t *testing.T) {
 				got++
 			}
 		}
-		return got >= 2
+		return got >= 3
 	})
 	// te-forever tolerates the taint without a limit: watched 2 s more,
 	// twice te-short's toleration, it stays.

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"allot.dev/allot/internal/apiserver"
 	"allot.dev/allot/internal/cluster"
 	"allot.dev/allot/internal/scheduler"
 )
@@ -60,6 +61,7 @@ adopt. After a kill -9, "allot down --data-dir DIR" cleans up.`,
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "API server address (host:port; port 0 picks a free one)")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "use these etcd endpoints instead of an embedded etcd")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	addTolerationFlags(f, &o)
 	addEtcdSpaceFlags(f, &o)
 	f.StringSliceVar(&o.NodeNames, "node-name", nil, "names of the nodes to create tokens for (default: the host name)")
 	f.StringSliceVar(&o.Disable, "disable", nil, "components not to run in this process: controller-manager, scheduler, node")
@@ -95,6 +97,7 @@ func newAPIServerCommand() *cobra.Command {
 	f.StringVar(&o.Listen, "listen", "127.0.0.1:6443", "address to listen on (host:port)")
 	f.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd endpoints; without them an embedded etcd runs in --data-dir")
 	f.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.DefaultCompaction(), "how often old etcd revisions are compacted (0 disables)")
+	addTolerationFlags(f, &o)
 	addEtcdSpaceFlags(f, &o)
 	f.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens file (default DATA-DIR/tokens.csv)")
 	return cmd
@@ -131,3 +134,11 @@ func (b byteSize) Set(s string) error {
 }
 
 func (byteSize) Type() string { return "quantity" }
+
+// addTolerationFlags adds the API server's default node-loss tolerations.
+func addTolerationFlags(f *pflag.FlagSet, o *cluster.Options) {
+	f.Int64Var(&o.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", apiserver.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/not-ready NoExecute toleration added to pods without one (negative: none)")
+	f.Int64Var(&o.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", apiserver.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/unreachable NoExecute toleration added to pods without one: how long pods stay bound to a lost node (negative: none)")
+}

@@ -102,3 +102,30 @@ func TestPatchTypes(t *testing.T) {
 	expect(t, admin(t, "PATCH", pods+"/pt", `{}`, "Content-Type", "text/plain"), 415)
 	expect(t, admin(t, "PATCH", pods+"/pt", `{"metadata":{"resourceVersion":"1"}}`, "Content-Type", "application/merge-patch+json"), 409)
 }
+
+// New pods get Kubernetes' default node-loss tolerations (300 s of the
+// not-ready and unreachable NoExecute taints) unless they tolerate those
+// taints themselves; a pod's own toleration is kept as written.
+func TestDefaultNodeLossTolerations(t *testing.T) {
+	ns := newNamespace(t)
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	var plain corev1.Pod
+	admin(t, "POST", pods, makePod("plain").obj()).into(t, &plain)
+	got := map[string]int64{}
+	for _, tol := range plain.Spec.Tolerations {
+		if tol.Effect == corev1.TaintEffectNoExecute && tol.Operator == corev1.TolerationOpExists && tol.TolerationSeconds != nil {
+			got[tol.Key] = *tol.TolerationSeconds
+		}
+	}
+	if got[corev1.TaintNodeNotReady] != 300 || got[corev1.TaintNodeUnreachable] != 300 || len(plain.Spec.Tolerations) != 2 {
+		t.Fatalf("tolerations %+v, want not-ready and unreachable for 300 s", plain.Spec.Tolerations)
+	}
+	own := makePod("own").obj()
+	ten := int64(10)
+	own.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &ten}}
+	var out corev1.Pod
+	admin(t, "POST", pods, own).into(t, &out)
+	if len(out.Spec.Tolerations) != 2 || *out.Spec.Tolerations[0].TolerationSeconds != 10 || out.Spec.Tolerations[1].Key != corev1.TaintNodeNotReady {
+		t.Fatalf("tolerations %+v, want the pod's own for unreachable and the default for not-ready", out.Spec.Tolerations)
+	}
+}

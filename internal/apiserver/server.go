@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/api/validation"
@@ -46,7 +48,19 @@ type Config struct {
 	// server's own: those of the components `allot up` runs in the same
 	// process. Their metric names must not collide.
 	Metrics []prometheus.Gatherer
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the tolerationSeconds of the
+	// NoExecute tolerations of node.kubernetes.io/not-ready and
+	// unreachable added to every new pod that has none of its own for them
+	// (Kubernetes' DefaultTolerationSeconds admission): how long its pods
+	// stay on a node that stopped heartbeating. 0 means 300; negative adds
+	// none.
+	DefaultNotReadyTolerationSeconds    int64
+	DefaultUnreachableTolerationSeconds int64
 }
+
+// DefaultTolerationSeconds is Kubernetes' default for both.
+const DefaultTolerationSeconds = 300
 
 // Server is the allot API server.
 type Server struct {
@@ -86,9 +100,39 @@ func New(cfg Config) *Server {
 	validation.SetSelectorCompiler(allocator.CompileSelector)
 	validation.SetDeviceSelectorCompiler(allocator.CompileDeviceSelector)
 	for _, k := range builtinKinds() {
+		if k.gvk.Group == "" && k.resource == "pods" {
+			prep := k.prepareCreate
+			k.prepareCreate = func(obj runtime.Object) {
+				prep(obj)
+				addDefaultTolerations(obj.(*corev1.Pod), cfg.DefaultNotReadyTolerationSeconds, cfg.DefaultUnreachableTolerationSeconds)
+			}
+		}
 		s.reg.add(k)
 	}
 	return s
+}
+
+// addDefaultTolerations adds the node-loss tolerations a pod does not
+// have (DefaultTolerationSeconds admission).
+func addDefaultTolerations(p *corev1.Pod, notReady, unreachable int64) {
+	for _, d := range []struct {
+		key  string
+		secs int64
+	}{{corev1.TaintNodeNotReady, notReady}, {corev1.TaintNodeUnreachable, unreachable}} {
+		if d.secs < 0 {
+			continue
+		}
+		if d.secs == 0 {
+			d.secs = DefaultTolerationSeconds
+		}
+		taint := corev1.Taint{Key: d.key, Effect: corev1.TaintEffectNoExecute}
+		if slices.ContainsFunc(p.Spec.Tolerations, func(t corev1.Toleration) bool { return t.ToleratesTaint(taint) }) {
+			continue
+		}
+		secs := d.secs
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: d.key, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs})
+	}
 }
 
 // Start fills the watch caches of every kind and starts following CRDs. It

@@ -34,6 +34,10 @@ type Options struct {
 	Listen             string
 	EtcdServers        []string
 	CompactionInterval time.Duration
+	// DefaultNotReadyTolerationSeconds and DefaultUnreachableTolerationSeconds
+	// are the API server's (apiserver.Config).
+	DefaultNotReadyTolerationSeconds    int64
+	DefaultUnreachableTolerationSeconds int64
 	// EtcdDiskReserve is the free space the embedded etcd keeps on its
 	// disk: below it writes are answered 507 (0 = the default, 128 MiB).
 	EtcdDiskReserve int64
@@ -167,7 +171,8 @@ func Up(ctx context.Context, o Options, out io.Writer) error {
 		return err
 	}
 	o, gatherers := o.withMetrics()
-	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeTLS: nodeTLS, Metrics: gatherers})
+	srv := apiserver.New(apiserver.Config{Store: store, Authenticator: authn, Logger: o.Logger, NodeTLS: nodeTLS, Metrics: gatherers,
+		DefaultNotReadyTolerationSeconds: o.DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds: o.DefaultUnreachableTolerationSeconds})
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("start API server: %w", err)
 	}
