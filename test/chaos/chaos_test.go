@@ -23,6 +23,7 @@ var (
 	flagNodes    = flag.Int("chaos.nodes", 3, "DRA nodes (node agent and gpu.example.com driver, each a process)")
 	flagUpstream = flag.Int("chaos.upstream-nodes", 1, "DRA nodes whose driver is test/upstreamdriver (upstream.example.com, on the upstream kubeletplugin library)")
 	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
+	flagReplicas = flag.Int("chaos.replicas", 2, "replicas of the scheduler and the controller manager (leader election above one)")
 	flagSettle   = flag.Duration("chaos.settle", 90*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go (longer than client-go's relist backoff, up to a minute with jitter after repeated failures)")
 	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
 	flagKeep     = flag.Bool("chaos.keep", false, "keep the run's directory (component logs) instead of removing it")
@@ -65,7 +66,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Duration: *flagDuration, Rate: *flagRate, KillInterval: *flagKill, Seed: *flagSeed,
-		Nodes: *flagNodes, UpstreamNodes: *flagUpstream, SimNodes: *flagSimNodes, Settle: *flagSettle, Log: logWriter{t}}
+		Nodes: *flagNodes, UpstreamNodes: *flagUpstream, SimNodes: *flagSimNodes, Replicas: *flagReplicas, Settle: *flagSettle, Log: logWriter{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*cfg.Settle+5*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, bins, dir, cfg)

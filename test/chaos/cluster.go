@@ -29,6 +29,11 @@ type component struct {
 	mu    sync.Mutex
 	p     *testproc.Proc
 	kills int
+	// down is set while the killer holds the component down; exits
+	// counts the times it exited on its own (a leader that lost its
+	// lease) and was restarted by the supervisor.
+	down  bool
+	exits int
 }
 
 func (c *component) proc() *testproc.Proc {
@@ -104,6 +109,10 @@ const devicesPerNode = 3
 // clusterConfig sizes the cluster.
 type clusterConfig struct {
 	Nodes, UpstreamNodes, SimNodes int
+	// Replicas of the scheduler and the controller manager; above one they
+	// run with --leader-elect (2s lease, 1.5s renew deadline, 200ms retry)
+	// and only the leader works.
+	Replicas int
 }
 
 // Binaries are the programs a run starts, built beforehand: allot, and
@@ -147,10 +156,20 @@ func startCluster(ctx context.Context, bins Binaries, dir string, cfg clusterCon
 	if err != nil {
 		return nil, err
 	}
-	c.newComponent("scheduler", "scheduler", "--kubeconfig", schedKC,
-		"--pod-initial-backoff", "100ms", "--pod-max-backoff", "1s", "--unschedulable-timeout", "5s", "--api-timeout", "5s", "--bind-timeout", "5s")
-	c.newComponent("controller-manager", "controller-manager", "--kubeconfig", cmKC,
-		"--gc-rediscovery", "5s", "--gc-resync", "30s")
+	var election []string
+	if cfg.Replicas > 1 {
+		election = []string{"--leader-elect", "--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms", "--leader-elect-retry-period", "200ms"}
+	}
+	for i := range max(cfg.Replicas, 1) {
+		suffix := ""
+		if i > 0 {
+			suffix = fmt.Sprintf("-%d", i)
+		}
+		c.newComponent("scheduler"+suffix, append([]string{"scheduler", "--kubeconfig", schedKC,
+			"--pod-initial-backoff", "100ms", "--pod-max-backoff", "1s", "--unschedulable-timeout", "5s", "--api-timeout", "5s", "--bind-timeout", "5s"}, election...)...)
+		c.newComponent("controller-manager"+suffix, append([]string{"controller-manager", "--kubeconfig", cmKC,
+			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, election...)...)
+	}
 	for i := range cfg.Nodes {
 		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i))
 		if err != nil {
@@ -308,6 +327,7 @@ func (c *cluster) start(comp *component) error {
 func (c *cluster) kill(comp *component) {
 	comp.mu.Lock()
 	comp.kills++
+	comp.down = true
 	p := comp.p
 	comp.mu.Unlock()
 	p.Kill()
@@ -315,6 +335,9 @@ func (c *cluster) kill(comp *component) {
 
 // restart starts a killed (or crashed) component again.
 func (c *cluster) restart(ctx context.Context, comp *component) error {
+	comp.mu.Lock()
+	comp.down = false
+	comp.mu.Unlock()
 	if p := comp.proc(); p != nil && !p.Exited() {
 		return nil
 	}
@@ -322,6 +345,34 @@ func (c *cluster) restart(ctx context.Context, comp *component) error {
 		return c.startAPIServer(ctx)
 	}
 	return c.start(comp)
+}
+
+// supervise restarts, as systemd would, the components that exited on
+// their own (not held down by the killer): a scheduler or controller
+// manager that lost its lease exits by design.
+func (c *cluster) supervise(ctx context.Context, logf func(string, ...any)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, comp := range c.components {
+			comp.mu.Lock()
+			p, down := comp.p, comp.down
+			comp.mu.Unlock()
+			if down || p == nil || !p.Exited() {
+				continue
+			}
+			comp.mu.Lock()
+			comp.exits++
+			comp.mu.Unlock()
+			logf("%s exited on its own; restarting it", comp.name)
+			if err := c.restart(ctx, comp); err != nil {
+				logf("restart %s: %v", comp.name, err)
+			}
+		}
+	}
 }
 
 // stop ends every component: nodes and drivers first, the API server last.

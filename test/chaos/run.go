@@ -41,6 +41,9 @@ type Config struct {
 	// test/upstreamdriver (upstream.example.com, on the upstream
 	// kubeletplugin library); SimNodes simulated nodes without devices.
 	Nodes, UpstreamNodes, SimNodes int
+	// Replicas of the scheduler and the controller manager, with leader
+	// election above one: kills of the leader hand the work to a standby.
+	Replicas int
 	// Settle is, after the churn, how long the cluster may go without a
 	// pod finishing, and how long deleted pods and their claims may take
 	// to go. It must exceed client-go's relist backoff: after repeated
@@ -73,6 +76,9 @@ type Report struct {
 	// driver's state file.
 	ClaimsRan, ClaimsPrepared map[string]int
 	Kills                     map[string]int
+	// Exits counts, by component, exits on its own that the harness's
+	// supervisor restarted (a leader that lost its lease exits).
+	Exits map[string]int
 	Violations                []Violation
 	Elapsed                   time.Duration
 	ComponentLogsDir          string
@@ -85,8 +91,8 @@ type Report struct {
 
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d upstream-driver nodes, %d simulated nodes (%v in all)\n",
-		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.UpstreamNodes, r.Config.SimNodes, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "chaos run: seed %d, %v of churn at %.1f pods/s, a kill every %v on average, %d DRA nodes, %d upstream-driver nodes, %d simulated nodes, %d scheduler and controller-manager replicas (%v in all)\n",
+		r.Config.Seed, r.Config.Duration, r.Config.Rate, r.Config.KillInterval, r.Config.Nodes, r.Config.UpstreamNodes, r.Config.SimNodes, max(r.Config.Replicas, 1), r.Elapsed.Round(time.Second))
 	fmt.Fprintf(&b, "pods: %d created (%d with a v1 claim, %d with an upstream.example.com claim; %d creates failed), %d deleted at random (%d of them forced), %d reaped after finishing\n",
 		r.PodsCreated, r.PodsCreatedV1, r.PodsCreatedUpstream, r.CreatesFailed, r.PodsDeleted, r.PodsForceDeleted, r.PodsReaped)
 	fmt.Fprintf(&b, "claims held by running pods: %d v1alpha2 (%d in a driver's state file), %d v1 (%d in a driver's state file), %d upstream v1 (%d in the upstream driver's state file)\n",
@@ -104,6 +110,12 @@ func (r *Report) String() string {
 	for _, n := range names {
 		fmt.Fprintf(&b, " %s %d", n, r.Kills[n])
 	}
+	exited := make([]string, 0, len(r.Exits))
+	for n, k := range r.Exits {
+		exited = append(exited, fmt.Sprintf(" %s %d", n, k))
+	}
+	sort.Strings(exited)
+	fmt.Fprintf(&b, "\nexits on their own, restarted (leaders that lost their lease):%s", strings.Join(exited, ""))
 	fmt.Fprintf(&b, "\nsnapshots checked during the churn: %d\n", r.Samples)
 	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
@@ -145,7 +157,7 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	c, err := startCluster(ctx, bins, dir, clusterConfig{Nodes: cfg.Nodes, UpstreamNodes: cfg.UpstreamNodes, SimNodes: cfg.SimNodes})
+	c, err := startCluster(ctx, bins, dir, clusterConfig{Nodes: cfg.Nodes, UpstreamNodes: cfg.UpstreamNodes, SimNodes: cfg.SimNodes, Replicas: cfg.Replicas})
 	if c != nil {
 		defer c.stop()
 	}
@@ -153,7 +165,7 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 		return nil, fmt.Errorf("start cluster: %w", err)
 	}
 	r := &run{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		rep:     &Report{Config: cfg, Kills: map[string]int{}, ComponentLogsDir: dir},
+		rep:     &Report{Config: cfg, Kills: map[string]int{}, Exits: map[string]int{}, ComponentLogsDir: dir},
 		created: map[types.UID]string{}, deleted: map[types.UID]bool{},
 		versions: map[types.UID]string{}, ran: map[types.UID]string{}}
 	if err := r.setUp(ctx); err != nil {
@@ -168,6 +180,9 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 	for _, comp := range c.components {
 		if comp.kills > 0 {
 			r.rep.Kills[comp.name] = comp.kills
+		}
+		if comp.exits > 0 {
+			r.rep.Exits[comp.name] = comp.exits
 		}
 	}
 	r.rep.Elapsed = time.Since(start)
@@ -254,6 +269,7 @@ func (r *run) churn(ctx context.Context) {
 	// Each goroutine has its own random source, seeded from the run's.
 	killRng := rand.New(rand.NewPCG(r.rng.Uint64(), r.rng.Uint64()))
 	wg.Go(func() { r.killer(ctx, killRng) })
+	wg.Go(func() { r.c.supervise(ctx, r.logf) })
 	wg.Go(func() { r.sampler(ctx) })
 	wg.Go(func() { r.reaper(ctx) })
 	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
