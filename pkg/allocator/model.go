@@ -58,8 +58,13 @@ type instNode struct {
 	groups []int32
 	root   int32
 	leaf   int32 // index into leaves, or -1
-	ok     bool  // healthy and well-formed, and so are all its ancestors
+	ok     bool  // healthy and well-formed, and so are all its ancestors, and not tainted
 	vars   *attrVars
+	// taints are the DeviceTaintRules' taints on a leaf (NewModelTainted);
+	// tainted says that one of them keeps the leaf from seed claims,
+	// which tolerate none (ok is false then, for that reason alone).
+	taints  []DeviceRuleTaint
+	tainted bool
 }
 
 type groupNode struct {

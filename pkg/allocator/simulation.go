@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -50,6 +51,7 @@ type Options struct {
 // accessors are shared; do not modify them.
 type Simulation struct {
 	opts   Options
+	rules  []*resourcev1.DeviceTaintRule // taint the nodes' seed leaves
 	cat    *Catalog
 	nodes  *layered[string, *simNode]
 	claims *layered[string, *resourceapi.ResourceClaim]
@@ -64,8 +66,9 @@ type simNode struct {
 // StartSimulation).
 func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	s := &Simulation{
-		opts: opts,
-		cat:  NewCatalog(snap),
+		opts:  opts,
+		rules: snap.TaintRules,
+		cat:   NewCatalog(snap),
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(snap.Claims))
 	for _, c := range snap.Claims {
@@ -79,7 +82,7 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	claimsByNode := s.allocatedByNode()
 	nodes := make(map[string]*simNode, len(snap.Nodes))
 	for _, n := range snap.Nodes {
-		model := NewModel(n.Name, slicesByNode[n.Name])
+		model := NewModelTainted(n.Name, slicesByNode[n.Name], s.rules)
 		nodes[n.Name] = &simNode{node: n, state: NewNodeState(model, n, claimsByNode[n.Name])}
 	}
 	s.nodes = newLayered(nodes)
@@ -101,7 +104,7 @@ func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 
 // Clone returns an independent copy in O(1).
 func (s *Simulation) Clone() *Simulation {
-	return &Simulation{opts: s.opts, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone()}
+	return &Simulation{opts: s.opts, rules: s.rules, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone()}
 }
 
 // Nodes returns the names of the nodes, sorted.
@@ -138,7 +141,7 @@ func (s *Simulation) AddNode(node *corev1.Node, slices []*resourceapi.NodeResour
 	if _, ok := s.nodes.get(node.Name); ok {
 		return fmt.Errorf("add node %s: %w", node.Name, ErrNodeExists)
 	}
-	model := NewModel(node.Name, slices)
+	model := NewModelTainted(node.Name, slices, s.rules)
 	s.nodes.set(node.Name, &simNode{node: node, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
 	return nil
 }

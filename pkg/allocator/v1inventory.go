@@ -500,6 +500,8 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //     (which ones to drop would be arbitrary);
 //   - unhealthy and defective leaves are left out (v1 has no health field);
 //     NewModel's problems are passed on;
+//   - the taints DeviceTaintRules put on a leaf (NewModelTainted) are the
+//     device's taints;
 //   - partition groups are not expressed as counters: devices carry
 //     SeedInstance, and SeedLeavesConflict (or the seed Model's own locks)
 //     keeps one partition group of an instance at a time.
@@ -608,10 +610,13 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 				problems = append(problems, pr)
 				continue
 			}
-			if !in.ok {
+			if !in.ok && !in.tainted {
 				continue
 			}
 			d := PoolDevice{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
+			for _, t := range in.taints {
+				d.Taints = append(d.Taints, t.Taint)
+			}
 			var attrProblems []InventoryProblem
 			d.Attributes, d.Capacity, attrProblems = seedV1Attributes(in.vars, at(in))
 			for i := range attrProblems {
