@@ -39,6 +39,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -61,8 +62,13 @@ type Output struct {
 	// Pods are the input pods, in input order: scheduled ones with
 	// spec.nodeName and PodScheduled=True, others with PodScheduled=False.
 	Pods []*corev1.Pod
-	// Claims are all claims, including generated ones, sorted.
+	// Claims are all resource.k8s.io/v1alpha2 claims, including generated
+	// ones, sorted.
 	Claims []*resourceapi.ResourceClaim
+	// V1Claims are the resource.k8s.io/v1 claims, including those
+	// generated from v1 templates, sorted, with their allocations as a v1
+	// claim's status carries them.
+	V1Claims []*resourcev1.ResourceClaim
 	// Decisions record, per pending pod, the result on every node.
 	Decisions []Decision
 	// NodesNeeded is set when Options.Template is.
@@ -87,14 +93,16 @@ type Decision struct {
 func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, error) {
 	snap, pods, ignored := allocator.SplitObjects(objs)
 	gen := allocator.NewSimulation(snap, allocator.Options{})
+	v1 := newV1Claims(snap)
 	for i, p := range pods {
-		pods[i] = gen.GenerateClaims(p) // template claims, named POD-ENTRY
+		p = gen.GenerateClaims(p) // template claims, named POD-ENTRY
+		pods[i] = v1.generate(p)  // the same for v1 templates
 	}
 	fw, err := plugins.NewDefaultFramework(plugins.Options{Parallelism: 1})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	c := newCluster(snap, gen.Claims())
+	c := newCluster(snap, gen.Claims(), v1.list(), adminNamespaces(objs))
 	out := &Output{Ignored: ignored}
 	for _, n := range c.snap.Nodes() {
 		out.Problems = append(out.Problems, c.objects().Model(n.Name()).Problems()...)
@@ -118,7 +126,8 @@ func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, err
 			pending = append(pending, pod)
 		}
 	}
-	out.Claims = c.objects().Claims()
+	out.Claims = seedClaims(c.objects())
+	out.V1Claims = c.objects().V1Claims()
 	if opts.Template != nil {
 		nn, err := c.nodesNeeded(ctx, snap, opts, pending)
 		if err != nil {
