@@ -412,3 +412,40 @@ func awaitDecision(ctx context.Context, c *client.Client, p *corev1.Pod) error {
 	}
 	return fmt.Errorf("pod %s was not decided: %+v", p.Name, last)
 }
+
+// simulate reads v1 objects mixed with seed ones and DeviceTaintRules, and
+// prints v1 claims as v1 claims with their allocations; the pod whose
+// claim does not tolerate the rule's taint stays pending, the taint named.
+func TestSimulateV1AndTaintRules(t *testing.T) {
+	out, _ := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "manifests", "simulate-v1.yaml"))
+	for _, want := range []string{
+		"apiVersion: resource.k8s.io/v1\n",
+		"device: gpu-1\n", // p1's v1 claim on worker-1's seed GPU
+		"device: dev-0\n", // the tolerant claim on worker-2
+		"pool: worker-2\n",
+		"apiVersion: resource.k8s.io/v1alpha2", // the seed claim stays seed
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	objs, err := readTypedObjects([]string{filepath.Join("..", "..", "examples", "manifests", "simulate-v1.yaml")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(context.Background(), objs, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Pods {
+		if want := map[string]bool{"s1": true, "p1": true, "p2": false, "p3": true}[p.Name]; (p.Spec.NodeName != "") != want {
+			t.Errorf("pod %s on %q", p.Name, p.Spec.NodeName)
+		}
+		if p.Name == "p2" {
+			i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+			if taint := "example.com/maintenance=firmware:NoSchedule on worker-2/dev-0"; i < 0 || !strings.Contains(p.Status.Conditions[i].Message, taint) {
+				t.Errorf("p2's condition does not name the taint %q: %+v", taint, p.Status.Conditions)
+			}
+		}
+	}
+}

@@ -175,6 +175,11 @@ func takeTemplate(t *testing.T, objs []runtime.Object, name string) ([]runtime.O
 				tmpl.Slices = append(tmpl.Slices, v)
 				continue
 			}
+		case *resourcev1.ResourceSlice:
+			if v.Spec.NodeName != nil && *v.Spec.NodeName == name {
+				tmpl.V1Slices = append(tmpl.V1Slices, v)
+				continue
+			}
 		}
 		rest = append(rest, o)
 	}

@@ -93,16 +93,14 @@ type Decision struct {
 func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, error) {
 	snap, pods, ignored := allocator.SplitObjects(objs)
 	gen := allocator.NewSimulation(snap, allocator.Options{})
-	v1 := newV1Claims(snap)
 	for i, p := range pods {
-		p = gen.GenerateClaims(p) // template claims, named POD-ENTRY
-		pods[i] = v1.generate(p)  // the same for v1 templates
+		pods[i] = gen.GenerateClaims(p) // template claims of both versions, named POD-ENTRY
 	}
 	fw, err := plugins.NewDefaultFramework(plugins.Options{Parallelism: 1})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	c := newCluster(snap, gen.Claims(), v1.list(), adminNamespaces(objs))
+	c := newCluster(snap, gen.Claims(), gen.V1Claims(), adminNamespaces(objs))
 	out := &Output{Ignored: ignored}
 	for _, n := range c.snap.Nodes() {
 		out.Problems = append(out.Problems, c.objects().Model(n.Name()).Problems()...)

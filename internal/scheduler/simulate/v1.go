@@ -8,71 +8,8 @@ import (
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/allocator"
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
-
-// v1Claims are the simulation's resource.k8s.io/v1 claims: those of the
-// input and those generated from v1 templates.
-type v1Claims struct {
-	templates map[string]*resourcev1.ResourceClaimTemplate // namespace/name
-	seedTmpl  map[string]bool                              // v1alpha2 templates, which win a name
-	claims    map[string]*resourcev1.ResourceClaim         // namespace/name
-}
-
-func newV1Claims(snap *allocator.Snapshot) *v1Claims {
-	v := &v1Claims{templates: map[string]*resourcev1.ResourceClaimTemplate{}, seedTmpl: map[string]bool{},
-		claims: map[string]*resourcev1.ResourceClaim{}}
-	for _, t := range snap.V1ClaimTemplates {
-		v.templates[t.Namespace+"/"+t.Name] = t
-	}
-	for _, t := range snap.ClaimTemplates {
-		v.seedTmpl[t.Namespace+"/"+t.Name] = true
-	}
-	for _, c := range snap.V1Claims {
-		v.claims[c.Namespace+"/"+c.Name] = c
-	}
-	return v
-}
-
-// generate is allocator.Simulation.GenerateClaims for the pod's entries
-// whose template is a v1 template (and no v1alpha2 one of that name): a
-// v1 claim named POD-ENTRY (allocator.NewClaimFromTemplateV1), recorded
-// in the pod's status; an existing claim of that name is used as is.
-func (v *v1Claims) generate(pod *corev1.Pod) *corev1.Pod {
-	out := pod
-	for _, pc := range pod.Spec.ResourceClaims {
-		if pc.ResourceClaimTemplateName == nil ||
-			slices.ContainsFunc(out.Status.ResourceClaimStatuses, func(s corev1.PodResourceClaimStatus) bool { return s.Name == pc.Name }) {
-			continue
-		}
-		key := pod.Namespace + "/" + *pc.ResourceClaimTemplateName
-		tmpl := v.templates[key]
-		if tmpl == nil || v.seedTmpl[key] {
-			continue
-		}
-		name := pod.Name + "-" + pc.Name
-		if _, exists := v.claims[pod.Namespace+"/"+name]; !exists {
-			c := allocator.NewClaimFromTemplateV1(pod, pc.Name, tmpl, name)
-			c.TypeMeta = metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
-			v.claims[pod.Namespace+"/"+name] = c
-		}
-		if out == pod {
-			out = pod.DeepCopy()
-		}
-		out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
-			corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: &name})
-	}
-	return out
-}
-
-func (v *v1Claims) list() []*resourcev1.ResourceClaim {
-	out := make([]*resourcev1.ResourceClaim, 0, len(v.claims))
-	for _, c := range v.claims {
-		out = append(out, c)
-	}
-	return out
-}
 
 // adminNamespaces are the input's Namespaces labelled
 // resource.kubernetes.io/admin-access=true, whose v1 claims may ask for
