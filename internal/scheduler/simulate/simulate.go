@@ -1,8 +1,10 @@
 // Package simulate runs `allot simulate`: it takes decoded manifests (nodes,
 // slices, classes, parameters, claims, claim templates, pods and vendor
-// parameter objects), schedules the pending pods, and returns the pods and
-// claims as the control plane would store them, plus, given a node
-// template, how many such nodes the pods that did not fit would need.
+// parameter objects, and resource.k8s.io/v1 ResourceSlices, DeviceClasses,
+// claims, claim templates and DeviceTaintRules mixed with them), schedules
+// the pending pods, and returns the pods and the claims of both versions as
+// the control plane would store them, plus, given a node template, how
+// many such nodes the pods that did not fit would need.
 //
 // It lives under internal/scheduler because it runs the live scheduler's
 // framework. What needs no scheduler is public, in pkg/allocator: seed
