@@ -536,7 +536,7 @@ func awaitDecision(ctx context.Context, c *client.Client, p *corev1.Pod) error {
 // prints v1 claims as v1 claims with their allocations; the pod whose
 // claim does not tolerate the rule's taint stays pending, the taint named.
 func TestSimulateV1AndTaintRules(t *testing.T) {
-	out, _ := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "manifests", "simulate-v1.yaml"))
+	out, _ := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml"))
 	for _, want := range []string{
 		"apiVersion: resource.k8s.io/v1\n",
 		"device: gpu-1\n", // p1's v1 claim on worker-1's seed GPU
@@ -548,7 +548,7 @@ func TestSimulateV1AndTaintRules(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	objs, err := readTypedObjects([]string{filepath.Join("..", "..", "examples", "manifests", "simulate-v1.yaml")}, nil)
+	objs, err := readTypedObjects([]string{filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
