@@ -152,6 +152,9 @@ func reportSimulation(w io.Writer, out *simulate.Output) {
 	for _, s := range out.Warnings {
 		fmt.Fprintln(w, "warning:", s)
 	}
+	for _, t := range out.DeviceTaints {
+		fmt.Fprintln(w, "device taint:", t)
+	}
 	if n := out.NodesNeeded; n != nil {
 		fmt.Fprintf(w, "new nodes needed: %d %v\n", n.Nodes, n.NodeNames)
 		for pod, reasons := range n.Unplaceable {

@@ -534,9 +534,14 @@ func awaitDecision(ctx context.Context, c *client.Client, p *corev1.Pod) error {
 
 // simulate reads v1 objects mixed with seed ones and DeviceTaintRules, and
 // prints v1 claims as v1 claims with their allocations; the pod whose
-// claim does not tolerate the rule's taint stays pending, the taint named.
+// claim does not tolerate the rule's taint stays pending, the taint named;
+// stderr lists the taints the rules put on devices.
 func TestSimulateV1AndTaintRules(t *testing.T) {
-	out, _ := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml"))
+	out, stderr := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml"))
+	// What the rules did, None included, on stderr.
+	if want := "device taint: gpu.example.com/worker-2/dev-0: example.com/note=inventory:None (DeviceTaintRule note)\n"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
 	for _, want := range []string{
 		"apiVersion: resource.k8s.io/v1\n",
 		"device: gpu-1\n", // p1's v1 claim on worker-1's seed GPU

@@ -198,6 +198,9 @@ func describe(out *Output) string {
 	for _, w := range out.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
+	for _, t := range out.DeviceTaints {
+		fmt.Fprintf(&b, "device taint: %s\n", t)
+	}
 	decisions := map[string]Decision{}
 	for _, d := range out.Decisions {
 		decisions[d.Pod] = d

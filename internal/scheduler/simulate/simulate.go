@@ -77,6 +77,10 @@ type Output struct {
 	NodesNeeded *allocator.NodesNeeded
 	// Problems are defects found in the slices.
 	Problems []allocator.Problem
+	// DeviceTaints are the taints DeviceTaintRules put on devices, one
+	// line per device and rule ("driver/pool/device: key=value:effect
+	// (DeviceTaintRule name)"), effect None included: what the rules did.
+	DeviceTaints []string
 	// Warnings are inputs that could not be honoured, such as a bound pod
 	// whose claims do not fit its node.
 	Warnings []string
@@ -107,6 +111,7 @@ func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, err
 	for _, n := range c.snap.Nodes() {
 		out.Problems = append(out.Problems, c.objects().Model(n.Name()).Problems()...)
 	}
+	out.DeviceTaints = deviceTaints(snap)
 	var pending []*corev1.Pod
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" {

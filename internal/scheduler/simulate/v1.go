@@ -1,7 +1,9 @@
 package simulate
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -56,4 +58,26 @@ func withV1(res *allocator.Result, v1 *allocator.V1Result) *allocator.Result {
 		out.Score = (res.Score + v1.Score) / 2
 	}
 	return &out
+}
+
+// deviceTaints lists the taints the snapshot's DeviceTaintRules put on
+// its devices of both APIs, by device, rules in name order.
+func deviceTaints(snap *allocator.Snapshot) []string {
+	if len(snap.TaintRules) == 0 {
+		return nil
+	}
+	rules := slices.Clone(snap.TaintRules)
+	slices.SortFunc(rules, func(a, b *resourcev1.DeviceTaintRule) int { return strings.Compare(a.Name, b.Name) })
+	var out []string
+	for _, p := range allocator.NewV1Inventory(snap.V1Slices, snap.Slices).Pools() {
+		for _, d := range p.Devices {
+			for _, r := range rules {
+				if allocator.TaintRuleSelects(r, p.Driver, p.Name, d.Name) {
+					t := allocator.DeviceRuleTaint{Rule: r.Name, Taint: r.Spec.Taint}
+					out = append(out, fmt.Sprintf("%s/%s/%s: %s", p.Driver, p.Name, d.Name, t))
+				}
+			}
+		}
+	}
+	return out
 }
