@@ -77,7 +77,7 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 		rules:   snap.TaintRules,
 		cat:     NewCatalog(snap),
 		v1:      newSimV1(snap),
-		derived: &simDerived{},
+		derived: newSimDerived(),
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(snap.Claims))
 	for _, c := range snap.Claims {
@@ -107,13 +107,11 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	s.nodes = newLayered(nodes)
 	if slices.ContainsFunc(snap.V1Claims, func(c *resourcev1.ResourceClaim) bool { return c.Status.Allocation != nil }) {
 		// v1 claims holding seed devices count on the seed states.
-		inv, _ := s.v1State()
-		for n, views := range seedViewsByNode(inv, snap.V1Claims) {
+		for n, views := range seedViewsByNode(s.v1Inventory(), snap.V1Claims) {
 			if sn, ok := s.nodes.get(n); ok {
 				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 			}
 		}
-		s.changed()
 	}
 	return s
 }
@@ -182,10 +180,9 @@ func (s *Simulation) AddNodeWith(node *corev1.Node, slices []*resourceapi.NodeRe
 	for _, sl := range v1Slices {
 		s.v1slices.set(sl.Name, sl)
 	}
-	s.changed()
+	s.nodesChanged()
 	if s.v1claims.len() > 0 {
-		inv, _ := s.v1State()
-		if views := seedViewsByNode(inv, s.V1Claims())[node.Name]; len(views) > 0 {
+		if views := seedViewsByNode(s.v1Inventory(), s.V1Claims())[node.Name]; len(views) > 0 {
 			sn, _ := s.nodes.get(node.Name)
 			s.nodes.set(node.Name, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 		}
@@ -217,7 +214,7 @@ func (s *Simulation) RemoveNode(name string) error {
 			s.v1slices.del(k)
 		}
 	}
-	s.changed()
+	s.nodesChanged()
 	return nil
 }
 
@@ -233,7 +230,7 @@ func (s *Simulation) AddClaim(c *resourceapi.ResourceClaim) error {
 			s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(c)})
 		}
 	}
-	s.changed()
+	s.claimsChanged(nil, nil, nil, []*resourceapi.ResourceClaim{c})
 	return nil
 }
 
@@ -385,8 +382,8 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 	if len(allocated) > 0 {
 		sn, _ := s.nodes.get(nodeName)
 		s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(allocated...)})
+		s.claimsChanged(nil, nil, nil, allocated)
 	}
-	s.changed()
 	if v1res != nil {
 		s.bindV1(pod, nodeName, v1req, v1res)
 	}
@@ -400,6 +397,7 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 // seed 002's signature; the claims themselves say where they are allocated.
 func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 	var v1 []string
+	var freed []*resourceapi.ResourceClaim
 	for _, name := range podClaimNames(pod) {
 		if name.template != "" {
 			continue
@@ -423,13 +421,16 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 					s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(old)})
 				}
 			}
+			freed = append(freed, old)
 			claim.Status.Allocation = nil
 			claim.Status.DriverName = ""
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
 		s.claims.set(claimKey(claim), claim)
 	}
-	s.changed()
+	if len(freed) > 0 {
+		s.claimsChanged(nil, nil, freed, nil)
+	}
 	if len(v1) > 0 {
 		s.evictV1(pod, v1)
 	}

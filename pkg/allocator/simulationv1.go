@@ -31,11 +31,20 @@ type simV1 struct {
 
 // simDerived is the inventory and base v1 state of one version of a
 // simulation's nodes, slices and claims, built on first use (Filter may
-// run concurrently) and replaced, never changed, when they change.
+// run concurrently) and replaced, never changed, when they change: after
+// a change of nodes or slices everything is built again; after claim
+// changes the inventory is kept and a built state is derived with the
+// changes (V1State.WithChanges), so binding pod after pod costs the
+// changes, not a recount.
 type simDerived struct {
+	inv *simInv
+	mu  sync.Mutex
+	st  *V1State // nil until built
+}
+
+type simInv struct {
 	once sync.Once
 	inv  *V1Inventory
-	st   *V1State
 }
 
 func newSimV1(snap *Snapshot) *simV1 {
@@ -49,22 +58,47 @@ func newSimV1(snap *Snapshot) *simV1 {
 	return v
 }
 
-// changed drops the derived inventory and state after a change.
-func (s *Simulation) changed() { s.derived = &simDerived{} }
+func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
+
+// nodesChanged drops the derived inventory and state after a change of
+// nodes or slices.
+func (s *Simulation) nodesChanged() { s.derived = newSimDerived() }
+
+// claimsChanged derives the state after claim changes: the claims counted
+// before (remove) and after (add); nil entries are skipped.
+func (s *Simulation) claimsChanged(removeV1, addV1 []*resourcev1.ResourceClaim, removeSeed, addSeed []*resourceapi.ResourceClaim) {
+	old := s.derived
+	d := &simDerived{inv: old.inv}
+	old.mu.Lock()
+	if old.st != nil {
+		d.st = old.st.WithChanges(removeV1, addV1, removeSeed, addSeed)
+	}
+	old.mu.Unlock()
+	s.derived = d
+}
+
+// v1Inventory returns the inventory of the current nodes and slices.
+func (s *Simulation) v1Inventory() *V1Inventory {
+	h := s.derived.inv
+	h.once.Do(func() { h.inv = s.inventory() })
+	return h.inv
+}
 
 // v1State returns the inventory and base state of the current version.
 func (s *Simulation) v1State() (*V1Inventory, *V1State) {
+	inv := s.v1Inventory()
 	d := s.derived
-	d.once.Do(func() {
-		d.inv = s.inventory()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.st == nil {
 		var seed []*resourceapi.ResourceClaim
 		for _, k := range s.claims.keys() {
 			c, _ := s.claims.get(k)
 			seed = append(seed, c)
 		}
-		d.st = NewV1State(d.inv, s.V1Claims(), seed)
-	})
-	return d.inv, d.st
+		d.st = NewV1State(inv, s.V1Claims(), seed)
+	}
+	return inv, d.st
 }
 
 // inventory builds the device inventory of the simulation's nodes.
@@ -129,14 +163,13 @@ func (s *Simulation) AddV1Claim(c *resourcev1.ResourceClaim) error {
 	}
 	s.v1claims.set(key, c)
 	if c.Status.Allocation != nil {
-		inv, _ := s.v1State()
-		for n, views := range seedViewsByNode(inv, []*resourcev1.ResourceClaim{c}) {
+		for n, views := range seedViewsByNode(s.v1Inventory(), []*resourcev1.ResourceClaim{c}) {
 			if sn, ok := s.nodes.get(n); ok {
 				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 			}
 		}
+		s.claimsChanged(nil, []*resourcev1.ResourceClaim{c}, nil, nil)
 	}
-	s.changed()
 	return nil
 }
 
@@ -227,19 +260,19 @@ func (s *Simulation) bindV1(pod *corev1.Pod, nodeName string, v1req *V1Request, 
 		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
 	}
 	if len(allocated) > 0 {
-		inv, _ := s.v1State()
-		if views := seedViewsByNode(inv, allocated)[nodeName]; len(views) > 0 {
+		if views := seedViewsByNode(s.v1Inventory(), allocated)[nodeName]; len(views) > 0 {
 			sn, _ := s.nodes.get(nodeName)
 			s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 		}
+		s.claimsChanged(nil, allocated, nil, nil)
 	}
-	s.changed()
 }
 
 // evictV1 removes the pod from its v1 claims' reservedFor and deallocates
 // the claims no pod uses any more.
 func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
-	inv, _ := s.v1State()
+	inv := s.v1Inventory()
+	var freed []*resourcev1.ResourceClaim
 	for _, n := range names {
 		old, ok := s.v1claims.get(pod.Namespace + "/" + n)
 		if !ok || !v1ReservedFor(old, pod) {
@@ -255,12 +288,15 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 					s.nodes.set(node, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(views...)})
 				}
 			}
+			freed = append(freed, old)
 			claim.Status.Allocation = nil
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
 		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
 	}
-	s.changed()
+	if len(freed) > 0 {
+		s.claimsChanged(freed, nil, nil, nil)
+	}
 }
 
 // generateV1 is GenerateClaims for an entry whose template is a v1 one
@@ -277,7 +313,6 @@ func (s *Simulation) generateV1(out *corev1.Pod, pc corev1.PodResourceClaim) boo
 		claim := NewClaimFromTemplateV1(out, pc.Name, tmpl, name)
 		claim.TypeMeta = metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
 		s.v1claims.set(out.Namespace+"/"+name, claim)
-		s.changed()
 	}
 	out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
 		corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr(name)})

@@ -132,3 +132,68 @@ func TestSimulationTaintRules(t *testing.T) {
 		t.Fatalf("seed pod on tainted GPUs: %v %+v", err, res)
 	}
 }
+
+// The v1 state a Simulation derives claim change by claim change equals
+// a recount of its claims, and Filter on v1 pods may run concurrently.
+func TestSimulationV1StateFollowsChanges(t *testing.T) {
+	ctx := context.Background()
+	snap := v1Fixture()
+	snap.Slices = []*resourceapi.NodeResourceSlice{wholeGPUs("n1", 4)}
+	s := NewSimulation(snap, Options{})
+	s.v1State() // built, so the changes below are derived
+	check := func(step string) {
+		t.Helper()
+		fresh := *snap
+		fresh.Claims, fresh.V1Claims = s.Claims(), s.V1Claims()
+		inv, got := s.v1State()
+		_, want := NewSimulation(&fresh, Options{}).v1State()
+		for _, p := range inv.Pools() {
+			for _, d := range p.Devices {
+				if g, w := got.InUse(p.Driver, p.Name, d.Name), want.InUse(p.Driver, p.Name, d.Name); g != w {
+					t.Errorf("%s: device %s/%s in use %v, recounted %v", step, p.Name, d.Name, g, w)
+				}
+			}
+		}
+	}
+	var pods []*corev1.Pod
+	for _, n := range []string{"p1", "p2", "p3"} {
+		p := s.GenerateClaims(podFromTemplate(n, "one"))
+		if _, err := s.BindPod(ctx, p, "n1"); err != nil {
+			t.Fatal(err)
+		}
+		check("bind " + n)
+		pods = append(pods, p)
+	}
+	if err := s.EvictPod(pods[1], "n1"); err != nil {
+		t.Fatal(err)
+	}
+	check("evict p2")
+	if _, err := s.BindPod(ctx, podUsing("s1", "seed"), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	check("bind s1")
+	if err := s.EvictPod(podUsing("s1", "seed"), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	check("evict s1")
+	if _, err := s.BindPod(ctx, podUsing("s1", "seed"), "n1"); err != nil {
+		t.Fatal(err)
+	}
+	q := s.GenerateClaims(podFromTemplate("q", "one"))
+	s.nodesChanged() // nothing built: the Filters below build it at once
+	done := make(chan *Result, 4)
+	for range 4 {
+		go func() {
+			res, err := s.Filter(ctx, q, "n1")
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+	}
+	for range 4 {
+		if res := <-done; res == nil || !res.Fits {
+			t.Errorf("q does not fit the last GPU: %+v", res)
+		}
+	}
+}
