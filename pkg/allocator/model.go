@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 )
@@ -21,6 +22,9 @@ type Model struct {
 	node     string
 	drivers  map[string]*driverModel
 	problems []Problem
+	// v1 is the model's v1 projection (seedNodePools), computed once: every
+	// inventory built over the same Model shares it.
+	v1 atomic.Pointer[seedProjection]
 }
 
 // Problem is a defect in a slice that made part of it unusable. Defective

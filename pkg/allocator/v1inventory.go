@@ -524,7 +524,7 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		}
 	}
 	for node, ss := range byNode {
-		ps, pr := seedNodePools(node, ss, model(node, ss))
+		ps, pr := model(node, ss).seedPools(node, ss)
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
@@ -535,6 +535,25 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool))
 	})
 	return pools, problems
+}
+
+// seedProjection is a Model's v1 pools and problems.
+type seedProjection struct {
+	pools    []V1Pool
+	problems []InventoryProblem
+}
+
+// seedPools is seedNodePools of the slices m was compiled from, computed
+// once per Model: an inventory rebuilt over the same Models (another
+// node's slices changed, a simulation added a node) projects only the
+// new ones. The pools' devices are shared; inventories read them only.
+func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V1Pool, []InventoryProblem) {
+	if p := m.v1.Load(); p != nil {
+		return slices.Clone(p.pools), p.problems
+	}
+	pools, problems := seedNodePools(node, ss, m)
+	m.v1.CompareAndSwap(nil, &seedProjection{pools: pools, problems: problems})
+	return slices.Clone(pools), problems
 }
 
 // seedNodePools projects the slices of one node, compiled into m.
