@@ -78,6 +78,12 @@ func TestDRATaintRuleNoSchedule(t *testing.T) {
 	if msg := e.waitUnschedulable("v1"); !strings.Contains(msg, wantV1) {
 		t.Fatalf("v1 message %q does not name the taint %q", msg, wantV1)
 	}
+	if snap, err = scheduler.ListSnapshot(context.Background(), e.c, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if d := scheduler.Explain(ctx, fw, snap, e.getPod("v1")); !strings.Contains(d.Message(), wantV1) {
+		t.Errorf("explain of the v1 pod: %q, want %q", d.Message(), wantV1)
+	}
 	e.createPod(claimPod("v1-tolerant", "v1-tolerant"))
 	if node := e.waitBound("v1-tolerant"); node != "gpus" {
 		t.Fatalf("tolerating v1 pod bound to %s", node)
