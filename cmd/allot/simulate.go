@@ -24,14 +24,18 @@ func newSimulateCommand() *cobra.Command {
 		Short: "Schedule pods from files against nodes from files, without a server",
 		Long: `Read Nodes, NodeResourceSlices, ResourceClasses, ResourceClassParameters,
 ResourceClaimParameters, ResourceClaims, ResourceClaimTemplates, vendor
-parameter objects and Pods from files, schedule the pods that have no node in
-file order with the scheduler's own plugins (node checks, resources and
-structured-parameter claims), and print the resulting Pods and ResourceClaims as one List, as the
-cluster would store them. Pods left pending carry PodScheduled=False with the
-reasons. With --node-template (a file with one Node and its
-NodeResourceSlices), also report on stderr how many such nodes the pending
-pods need. Pending pods are a result: the exit status is 0 when the
-simulation ran.`,
+parameter objects and Pods from files, and resource.k8s.io/v1 ResourceSlices,
+DeviceClasses, ResourceClaims, ResourceClaimTemplates and DeviceTaintRules
+mixed freely with them; schedule the pods that have no node in file order
+with the scheduler's own plugins (node checks, resources and structured
+claims of both versions, DeviceTaintRules tainting the devices they select),
+and print the resulting Pods and ResourceClaims (each in its own version,
+v1 claims with their allocations as a v1 claim's status carries them) as one
+List, as the cluster would store them. Pods left pending carry
+PodScheduled=False with the reasons. With --node-template (a file with one
+Node and its NodeResourceSlices and ResourceSlices), also report on stderr
+how many such nodes the pending pods need. Pending pods are a result: the
+exit status is 0 when the simulation ran.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			objs, err := readTypedObjects(files, cmd.InOrStdin())
@@ -58,7 +62,7 @@ simulation ran.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&files, "filename", "f", nil, "files or directories to read (- for stdin)")
 	f.StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
-	f.StringVar(&templateFile, "node-template", "", "a Node and its NodeResourceSlices to count new nodes with")
+	f.StringVar(&templateFile, "node-template", "", "a Node and its NodeResourceSlices and ResourceSlices to count new nodes with")
 	f.IntVar(&maxNodes, "max-new-nodes", 100, "the most new nodes to consider")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -102,18 +106,23 @@ func readTemplate(file string, stdin io.Reader) (*allocator.NodeTemplate, error)
 	if len(snap.Nodes) != 1 {
 		return nil, fmt.Errorf("--node-template %s: want exactly one Node, found %d", file, len(snap.Nodes))
 	}
-	return &allocator.NodeTemplate{Node: snap.Nodes[0], Slices: snap.Slices}, nil
+	return &allocator.NodeTemplate{Node: snap.Nodes[0], Slices: snap.Slices, V1Slices: snap.V1Slices}, nil
 }
 
 // printSimulation prints the pods and claims as one v1 List.
 func printSimulation(w io.Writer, format string, out *simulate.Output) error {
-	items := make([]runtime.Object, 0, len(out.Pods)+len(out.Claims))
+	items := make([]runtime.Object, 0, len(out.Pods)+len(out.Claims)+len(out.V1Claims))
 	for _, p := range out.Pods {
 		p.APIVersion, p.Kind = "v1", "Pod"
 		items = append(items, p)
 	}
 	for _, c := range out.Claims {
 		c.APIVersion, c.Kind = "resource.k8s.io/v1alpha2", "ResourceClaim"
+		items = append(items, c)
+	}
+	for _, c := range out.V1Claims {
+		c = c.DeepCopy()
+		c.APIVersion, c.Kind = "resource.k8s.io/v1", "ResourceClaim"
 		items = append(items, c)
 	}
 	list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
@@ -142,6 +151,9 @@ func reportSimulation(w io.Writer, out *simulate.Output) {
 	}
 	for _, s := range out.Warnings {
 		fmt.Fprintln(w, "warning:", s)
+	}
+	for _, t := range out.DeviceTaints {
+		fmt.Fprintln(w, "device taint:", t)
 	}
 	if n := out.NodesNeeded; n != nil {
 		fmt.Fprintf(w, "new nodes needed: %d %v\n", n.Nodes, n.NodeNames)

@@ -19,6 +19,7 @@ import (
 	"allot.dev/allot/internal/scheduler/simulate"
 	"allot.dev/allot/pkg/client"
 	"allot.dev/allot/pkg/client/clienttest"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 func runSimulate(t *testing.T, args ...string) (string, string) {
@@ -95,6 +96,10 @@ spec:
 // GPUs, claims asking for quarters, halves and whole cards, and pods that
 // compete for cpu and for instances. Only resourceClaimName claims: the
 // claim controller that turns templates into claims does not run yet.
+// Then resource.k8s.io/v1: worker-c publishes two devices of the same
+// driver in a ResourceSlice, a DeviceTaintRule (NoSchedule) taints one,
+// and v1 claims compete with the seed claims for the seed GPUs' leaves
+// (as projected devices) and for worker-c's devices.
 var equivalenceScenario = `
 apiVersion: v1
 kind: Node
@@ -184,7 +189,78 @@ requests:
     required:
     - {name: h0, selector: 'quantities["memory"] == quantity("16Gi")'}
     - {name: h1, selector: 'quantities["memory"] == quantity("16Gi")'}
-` + claimsAndPods
+` + v1Objects + claimsAndPods
+
+var v1Objects = `---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: worker-c-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: worker-c
+  pool: {name: worker-c, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: dev-0, capacity: {memory: {value: 32Gi}}}
+  - {name: dev-1, capacity: {memory: {value: 32Gi}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu-v1}
+spec:
+  selectors:
+  - cel: {expression: device.driver == "gpu.example.com"}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceTaintRule
+metadata: {name: drain-dev-1}
+spec:
+  deviceSelector: {driver: gpu.example.com, pool: worker-c, device: dev-1}
+  taint: {key: example.com/maintenance, value: firmware, effect: NoSchedule}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: v1-whole, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu-v1
+        selectors:
+        - cel: {expression: 'device.capacity["gpu.example.com"].memory.compareTo(quantity("32Gi")) >= 0'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: v1-whole2, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu-v1
+        selectors:
+        - cel: {expression: 'device.capacity["gpu.example.com"].memory.compareTo(quantity("32Gi")) >= 0'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: v1-any, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu-v1, count: 2}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: v1-tolerant, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu-v1
+        tolerations: [{key: example.com/maintenance, operator: Exists}]
+`
 
 var claimsAndPods = `---
 apiVersion: resource.k8s.io/v1alpha2
@@ -225,7 +301,8 @@ metadata: {name: plain, namespace: default}
 spec:
   containers: [{name: app, image: busybox, resources: {requests: {cpu: "3"}}}]
 ` + podWith("p-q1", "q1", "1") + podWith("p-w1", "w1", "1") + podWith("p-q2", "q2", "1") +
-	podWith("p-w2", "w2", "1") + podWith("p-hh", "hh", "500m") + podWith("p-w3", "w3", "1")
+	podWith("p-w2", "w2", "1") + podWith("p-hh", "hh", "500m") + podWith("p-w3", "w3", "1") +
+	podWith("p-v1-whole", "v1-whole", "100m") + podWith("p-v1-whole2", "v1-whole2", "100m") + podWith("p-v1-any", "v1-any", "100m") + podWith("p-v1-tolerant", "v1-tolerant", "100m")
 
 func podWith(name, claim, cpu string) string {
 	return fmt.Sprintf(`---
@@ -277,6 +354,14 @@ func TestSimulateMatchesLiveScheduler(t *testing.T) {
 	for _, c := range out.Claims {
 		sim.claims[c.Name] = instanceIDs(c)
 	}
+	for _, c := range out.V1Claims {
+		sim.claims[c.Name] = deviceIDs(c)
+	}
+	// The only whole device left after v1-whole is worker-c's dev-1, which
+	// the DeviceTaintRule keeps for claims that tolerate its taint.
+	if sim.claims["v1-whole"] == "" || sim.pods["p-v1-whole2"] != "" || sim.claims["v1-tolerant"] != "gpu.example.com/worker-c/dev-1" {
+		t.Fatalf("scenario should allocate v1-whole, keep v1-whole2 off the tainted device and give it to v1-tolerant: %v %v", sim.pods, sim.claims)
+	}
 	if sim.pods["p-w3"] != "" || sim.pods["p-q1"] == "" {
 		t.Fatalf("scenario should place p-q1 and leave p-w3 pending: %v", sim.pods)
 	}
@@ -297,6 +382,19 @@ func TestSimulateMatchesLiveScheduler(t *testing.T) {
 			t.Errorf("claim %s: simulate allocated %q, the scheduler %q", name, want, got)
 		}
 	}
+}
+
+// deviceIDs lists a v1 claim's allocated devices as driver/pool/device.
+func deviceIDs(c *resourcev1.ResourceClaim) string {
+	if c.Status.Allocation == nil {
+		return ""
+	}
+	var ids []string
+	for _, r := range c.Status.Allocation.Devices.Results {
+		ids = append(ids, r.Driver+"/"+r.Pool+"/"+r.Device)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, " ")
 }
 
 func instanceIDs(c *resourceapi.ResourceClaim) string {
@@ -358,8 +456,21 @@ func runLive(ctx context.Context, t *testing.T, objs []runtime.Object) placement
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each version lists every claim, those stored in the other version
+	// as views.
 	for i := range claims.Items {
-		out.claims[claims.Items[i].Name] = instanceIDs(&claims.Items[i])
+		if !resourceapi.IsView(&claims.Items[i]) {
+			out.claims[claims.Items[i].Name] = instanceIDs(&claims.Items[i])
+		}
+	}
+	v1claims, err := c.ResourceClaimsV1("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range v1claims.Items {
+		if !resourceapi.IsView(&v1claims.Items[i]) {
+			out.claims[v1claims.Items[i].Name] = deviceIDs(&v1claims.Items[i])
+		}
 	}
 	return out
 }
@@ -383,6 +494,14 @@ func createLive(ctx context.Context, c *client.Client, o runtime.Object) error {
 		_, err = c.ResourceClaimParameters(v.Namespace).Create(ctx, v)
 	case *resourceapi.ResourceClaim:
 		_, err = c.ResourceClaims(v.Namespace).Create(ctx, v)
+	case *resourcev1.ResourceSlice:
+		_, err = c.ResourceSlices().Create(ctx, v)
+	case *resourcev1.DeviceClass:
+		_, err = c.DeviceClasses().Create(ctx, v)
+	case *resourcev1.DeviceTaintRule:
+		_, err = c.DeviceTaintRules().Create(ctx, v)
+	case *resourcev1.ResourceClaim:
+		_, err = c.ResourceClaimsV1(v.Namespace).Create(ctx, v)
 	default:
 		err = fmt.Errorf("unexpected %T", o)
 	}
@@ -411,4 +530,46 @@ func awaitDecision(ctx context.Context, c *client.Client, p *corev1.Pod) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("pod %s was not decided: %+v", p.Name, last)
+}
+
+// simulate reads v1 objects mixed with seed ones and DeviceTaintRules, and
+// prints v1 claims as v1 claims with their allocations; the pod whose
+// claim does not tolerate the rule's taint stays pending, the taint named;
+// stderr lists the taints the rules put on devices.
+func TestSimulateV1AndTaintRules(t *testing.T) {
+	out, stderr := runSimulate(t, "-f", filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml"))
+	// What the rules did, None included, on stderr.
+	if want := "device taint: gpu.example.com/worker-2/dev-0: example.com/note=inventory:None (DeviceTaintRule note)\n"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	for _, want := range []string{
+		"apiVersion: resource.k8s.io/v1\n",
+		"device: gpu-1\n", // p1's v1 claim on worker-1's seed GPU
+		"device: dev-0\n", // the tolerant claim on worker-2
+		"pool: worker-2\n",
+		"apiVersion: resource.k8s.io/v1alpha2", // the seed claim stays seed
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	objs, err := readTypedObjects([]string{filepath.Join("..", "..", "examples", "simulate", "v1-and-taints.yaml")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(context.Background(), objs, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Pods {
+		if want := map[string]bool{"s1": true, "p1": true, "p2": false, "p3": true}[p.Name]; (p.Spec.NodeName != "") != want {
+			t.Errorf("pod %s on %q", p.Name, p.Spec.NodeName)
+		}
+		if p.Name == "p2" {
+			i := slices.IndexFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+			if taint := "example.com/maintenance=firmware:NoSchedule on worker-2/dev-0"; i < 0 || !strings.Contains(p.Status.Conditions[i].Message, taint) {
+				t.Errorf("p2's condition does not name the taint %q: %+v", taint, p.Status.Conditions)
+			}
+		}
+	}
 }

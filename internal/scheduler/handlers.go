@@ -71,6 +71,8 @@ func extraInformer(f *client.Factory, res framework.EventResource) toolscache.Sh
 		return f.DeviceClasses().SharedIndexInformer
 	case framework.ResourceSlice:
 		return f.ResourceSlices().SharedIndexInformer
+	case framework.DeviceTaintRule:
+		return f.DeviceTaintRules().SharedIndexInformer
 	}
 	return nil
 }

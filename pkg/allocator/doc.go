@@ -41,6 +41,10 @@
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
 //     ErrDeadline.
 //
+// DeviceTaintRules taint the devices they select for both APIs: use
+// NewModelTainted for step 1 and NewV1InventoryTainted (with those
+// Models) for the inventory.
+//
 // Ownership: objects passed in are read, never modified; results are new
 // objects owned by the caller. Model, NodeState and Request are safe for
 // concurrent use. Simulation is not safe for concurrent mutation; see its

@@ -135,7 +135,8 @@ func (r *Request) explainKindOnce(k int, d string, dm *driverModel) (ReasonCode,
 			filterTallies = append(filterTallies, &clauseTally{src: c.src, class: true})
 		}
 	}
-	selected, matched, unusable := 0, 0, 0
+	selected, matched, unusable, tainted := 0, 0, 0, 0
+	var taint DeviceRuleTaint
 	for _, x := range dm.leaves {
 		in := &dm.insts[x]
 		if rejectedBy(selClauses, selTallies, in.vars) {
@@ -146,7 +147,13 @@ func (r *Request) explainKindOnce(k int, d string, dm *driverModel) (ReasonCode,
 			continue
 		}
 		matched++
-		if !in.ok {
+		switch {
+		case in.tainted:
+			if tainted == 0 {
+				taint, _ = firstBlocking(in.taints)
+			}
+			tainted++
+		case !in.ok:
 			unusable++
 		}
 	}
@@ -162,6 +169,9 @@ func (r *Request) explainKindOnce(k int, d string, dm *driverModel) (ReasonCode,
 			filterTallies, selected)
 	}
 	detail := fmt.Sprintf("%d of %d instances match", matched, total)
+	if tainted > 0 {
+		return explainTainted(detail, matched, unusable, tainted, taint)
+	}
 	if busy := matched - unusable; busy > 0 {
 		detail += fmt.Sprintf(", %d allocated or locked by another partitioning of their device", busy)
 	}
@@ -240,4 +250,22 @@ func tallyNote(t *clauseTally) string {
 		return ""
 	}
 	return " (" + strings.Join(notes, ", ") + ")"
+}
+
+// explainTainted is explainKindOnce's answer when DeviceTaintRules keep
+// some matching leaves from seed claims (which tolerate no taint): the
+// taint is to blame when, without it, a matching leaf would be free of
+// health problems.
+func explainTainted(detail string, matched, unusable, tainted int, taint DeviceRuleTaint) (ReasonCode, string, string) {
+	if busy := matched - unusable - tainted; busy > 0 {
+		detail += fmt.Sprintf(", %d allocated or locked by another partitioning of their device", busy)
+	}
+	if unusable > 0 {
+		detail += fmt.Sprintf(", %d unhealthy or malformed", unusable)
+	}
+	detail += fmt.Sprintf(", %d tainted by DeviceTaintRules, which seed claims cannot tolerate, such as %s", tainted, taint)
+	if unusable+tainted == matched {
+		return ReasonTainted, taint.String(), detail
+	}
+	return ReasonInUse, "", detail
 }

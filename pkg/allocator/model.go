@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 )
@@ -21,6 +22,9 @@ type Model struct {
 	node     string
 	drivers  map[string]*driverModel
 	problems []Problem
+	// v1 is the model's v1 projection (seedNodePools), computed once: every
+	// inventory built over the same Model shares it.
+	v1 atomic.Pointer[seedProjection]
 }
 
 // Problem is a defect in a slice that made part of it unusable. Defective
@@ -58,8 +62,13 @@ type instNode struct {
 	groups []int32
 	root   int32
 	leaf   int32 // index into leaves, or -1
-	ok     bool  // healthy and well-formed, and so are all its ancestors
+	ok     bool  // healthy and well-formed, and so are all its ancestors, and not tainted
 	vars   *attrVars
+	// taints are the DeviceTaintRules' taints on a leaf (NewModelTainted);
+	// tainted says that one of them keeps the leaf from seed claims,
+	// which tolerate none (ok is false then, for that reason alone).
+	taints  []DeviceRuleTaint
+	tainted bool
 }
 
 type groupNode struct {

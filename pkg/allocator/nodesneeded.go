@@ -6,13 +6,17 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // NodeTemplate is a node as an autoscaler would add it: the node and the
-// slices its drivers would publish. Its slices name the template node.
+// slices its drivers would publish, of either API. Its slices name the
+// template node (spec.nodeName; a v1 slice's pool named after the node is
+// renamed with it).
 type NodeTemplate struct {
-	Node   *corev1.Node
-	Slices []*resourceapi.NodeResourceSlice
+	Node     *corev1.Node
+	Slices   []*resourceapi.NodeResourceSlice
+	V1Slices []*resourcev1.ResourceSlice
 }
 
 // NodesNeeded is the answer to "how many nodes like this template would
@@ -63,10 +67,11 @@ func (s *Simulation) NodesNeeded(ctx context.Context, tmpl NodeTemplate, pods []
 // placeOnNew returns the new node for a pod, adding one if needed, or the
 // reasons it cannot be placed.
 func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeTemplate, out *NodesNeeded, max int) (string, []Reason, error) {
-	req := s.Prepare(pod)
+	req, v1 := s.prepare(pod)
+	v1req := s.prepareV1(pod, v1)
 	best, bestLeft := "", 0
 	for _, n := range out.NodeNames {
-		res, err := s.filter(ctx, req, pod, n)
+		res, _, err := s.filterBoth(ctx, req, v1req, pod, n)
 		if err != nil {
 			return "", nil, err
 		}
@@ -83,11 +88,11 @@ func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeT
 			fmt.Sprintf("fits none of the %d new nodes and max is reached", len(out.NodeNames)))}, nil
 	}
 	name := s.freshName(tmpl.Node.Name, len(out.NodeNames)+1)
-	node, slices := instantiate(tmpl, name)
-	if err := s.AddNode(node, slices); err != nil {
+	node, slices, v1Slices := instantiate(tmpl, name)
+	if err := s.AddNodeWith(node, slices, v1Slices); err != nil {
 		return "", nil, err
 	}
-	res, err := s.filter(ctx, req, pod, name)
+	res, _, err := s.filterBoth(ctx, req, v1req, pod, name)
 	if err != nil {
 		return "", nil, err
 	}
@@ -113,7 +118,7 @@ func (s *Simulation) freshName(base string, i int) string {
 }
 
 // instantiate copies a template under a new node name.
-func instantiate(tmpl NodeTemplate, name string) (*corev1.Node, []*resourceapi.NodeResourceSlice) {
+func instantiate(tmpl NodeTemplate, name string) (*corev1.Node, []*resourceapi.NodeResourceSlice, []*resourcev1.ResourceSlice) {
 	node := tmpl.Node.DeepCopy()
 	node.Name = name
 	node.UID = ""
@@ -124,5 +129,24 @@ func instantiate(tmpl NodeTemplate, name string) (*corev1.Node, []*resourceapi.N
 		c.Spec.NodeName = name
 		out = append(out, c)
 	}
-	return node, out
+	v1 := make([]*resourcev1.ResourceSlice, 0, len(tmpl.V1Slices))
+	for _, sl := range tmpl.V1Slices {
+		c := sl.DeepCopy()
+		c.Name = name + "-" + sl.Name
+		if c.Spec.NodeName != nil && *c.Spec.NodeName == tmpl.Node.Name {
+			c.Spec.NodeName = &name
+		}
+		if c.Spec.Pool.Name == tmpl.Node.Name {
+			c.Spec.Pool.Name = name
+		} else {
+			c.Spec.Pool.Name = name + "-" + c.Spec.Pool.Name
+		}
+		for i := range c.Spec.Devices {
+			if d := &c.Spec.Devices[i]; d.NodeName != nil && *d.NodeName == tmpl.Node.Name {
+				d.NodeName = &name
+			}
+		}
+		v1 = append(v1, c)
+	}
+	return node, out, v1
 }

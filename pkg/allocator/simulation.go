@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -50,28 +51,49 @@ type Options struct {
 // accessors are shared; do not modify them.
 type Simulation struct {
 	opts   Options
+	rules  []*resourcev1.DeviceTaintRule // taint the devices of both APIs
 	cat    *Catalog
 	nodes  *layered[string, *simNode]
 	claims *layered[string, *resourceapi.ResourceClaim]
+
+	// resource.k8s.io/v1 (simulationv1.go)
+	v1       *simV1
+	v1claims *layered[string, *resourcev1.ResourceClaim]
+	v1slices *layered[string, *resourcev1.ResourceSlice] // by name
+	derived  *simDerived
 }
 
 type simNode struct {
-	node  *corev1.Node
-	state *NodeState
+	node   *corev1.Node
+	slices []*resourceapi.NodeResourceSlice // for the v1 inventory
+	state  *NodeState
 }
 
 // NewSimulation starts a simulation from a snapshot (seed 002's
 // StartSimulation).
 func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	s := &Simulation{
-		opts: opts,
-		cat:  NewCatalog(snap),
+		opts:    opts,
+		rules:   snap.TaintRules,
+		cat:     NewCatalog(snap),
+		v1:      newSimV1(snap),
+		derived: newSimDerived(),
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(snap.Claims))
 	for _, c := range snap.Claims {
 		claims[claimKey(c)] = c
 	}
 	s.claims = newLayered(claims)
+	v1claims := make(map[string]*resourcev1.ResourceClaim, len(snap.V1Claims))
+	for _, c := range snap.V1Claims {
+		v1claims[c.Namespace+"/"+c.Name] = c
+	}
+	s.v1claims = newLayered(v1claims)
+	v1slices := make(map[string]*resourcev1.ResourceSlice, len(snap.V1Slices))
+	for _, sl := range snap.V1Slices {
+		v1slices[sl.Name] = sl
+	}
+	s.v1slices = newLayered(v1slices)
 	slicesByNode := map[string][]*resourceapi.NodeResourceSlice{}
 	for _, sl := range snap.Slices {
 		slicesByNode[sl.Spec.NodeName] = append(slicesByNode[sl.Spec.NodeName], sl)
@@ -79,10 +101,18 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	claimsByNode := s.allocatedByNode()
 	nodes := make(map[string]*simNode, len(snap.Nodes))
 	for _, n := range snap.Nodes {
-		model := NewModel(n.Name, slicesByNode[n.Name])
-		nodes[n.Name] = &simNode{node: n, state: NewNodeState(model, n, claimsByNode[n.Name])}
+		model := NewModelTainted(n.Name, slicesByNode[n.Name], s.rules)
+		nodes[n.Name] = &simNode{node: n, slices: slicesByNode[n.Name], state: NewNodeState(model, n, claimsByNode[n.Name])}
 	}
 	s.nodes = newLayered(nodes)
+	if slices.ContainsFunc(snap.V1Claims, func(c *resourcev1.ResourceClaim) bool { return c.Status.Allocation != nil }) {
+		// v1 claims holding seed devices count on the seed states.
+		for n, views := range seedViewsByNode(s.v1Inventory(), snap.V1Claims) {
+			if sn, ok := s.nodes.get(n); ok {
+				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			}
+		}
+	}
 	return s
 }
 
@@ -101,7 +131,8 @@ func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 
 // Clone returns an independent copy in O(1).
 func (s *Simulation) Clone() *Simulation {
-	return &Simulation{opts: s.opts, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone()}
+	return &Simulation{opts: s.opts, rules: s.rules, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone(),
+		v1: s.v1, v1claims: s.v1claims.clone(), v1slices: s.v1slices.clone(), derived: s.derived}
 }
 
 // Nodes returns the names of the nodes, sorted.
@@ -135,11 +166,27 @@ func (s *Simulation) Claims() []*resourceapi.ResourceClaim {
 // AddNode adds a node with its slices (seed 002's SimulateAddNode). Claims
 // already allocated on a node of that name count against it.
 func (s *Simulation) AddNode(node *corev1.Node, slices []*resourceapi.NodeResourceSlice) error {
+	return s.AddNodeWith(node, slices, nil)
+}
+
+// AddNodeWith is AddNode for a node that publishes resource.k8s.io/v1
+// ResourceSlices too (their names must be new).
+func (s *Simulation) AddNodeWith(node *corev1.Node, slices []*resourceapi.NodeResourceSlice, v1Slices []*resourcev1.ResourceSlice) error {
 	if _, ok := s.nodes.get(node.Name); ok {
 		return fmt.Errorf("add node %s: %w", node.Name, ErrNodeExists)
 	}
-	model := NewModel(node.Name, slices)
-	s.nodes.set(node.Name, &simNode{node: node, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
+	model := NewModelTainted(node.Name, slices, s.rules)
+	s.nodes.set(node.Name, &simNode{node: node, slices: slices, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
+	for _, sl := range v1Slices {
+		s.v1slices.set(sl.Name, sl)
+	}
+	s.nodesChanged()
+	if s.v1claims.len() > 0 {
+		if views := seedViewsByNode(s.v1Inventory(), s.V1Claims())[node.Name]; len(views) > 0 {
+			sn, _ := s.nodes.get(node.Name)
+			s.nodes.set(node.Name, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+		}
+	}
 	return nil
 }
 
@@ -157,39 +204,61 @@ func (s *Simulation) RemoveNode(name string) error {
 			users = append(users, fmt.Sprintf("%s/%s (claim %s)", r.Resource, r.Name, claimKey(c)))
 		}
 	}
+	users = append(users, s.v1UsersOn(name)...)
 	if len(users) > 0 {
 		return fmt.Errorf("remove node %s: %w: %s", name, ErrNodeInUse, strings.Join(users, ", "))
 	}
 	s.nodes.del(name)
+	for _, k := range s.v1slices.keys() {
+		if sl, _ := s.v1slices.get(k); sl.Spec.NodeName != nil && *sl.Spec.NodeName == name {
+			s.v1slices.del(k)
+		}
+	}
+	s.nodesChanged()
 	return nil
 }
 
 // AddClaim adds a claim, such as one generated for a pod.
 func (s *Simulation) AddClaim(c *resourceapi.ResourceClaim) error {
-	if _, ok := s.claims.get(claimKey(c)); ok {
+	_, v1 := s.v1claims.get(claimKey(c))
+	if _, ok := s.claims.get(claimKey(c)); ok || v1 {
 		return fmt.Errorf("add claim %s: %w", claimKey(c), ErrClaimExists)
 	}
 	s.claims.set(claimKey(c), c)
 	for _, n := range AllocatedNodes(c) {
 		if sn, ok := s.nodes.get(n); ok {
-			s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithAllocated(c)})
+			s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(c)})
 		}
 	}
+	s.claimsChanged(nil, nil, nil, []*resourceapi.ResourceClaim{c})
 	return nil
 }
 
 // Prepare resolves and compiles the claims of a pod for Allocate. Claims
 // that are missing, or whose parameters are, become pod-level reasons.
+// Claims stored as resource.k8s.io/v1 are left out: Filter and BindPod
+// allocate them with AllocateV1.
 func (s *Simulation) Prepare(pod *corev1.Pod) *Request {
+	req, _ := s.prepare(pod)
+	return req
+}
+
+// prepare is Prepare that also returns the names of the pod's v1 claims.
+func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 	var claims []Claim
 	var reasons []Reason
+	var v1 []string
 	for _, name := range podClaimNames(pod) {
 		if name.template != "" {
 			msg := fmt.Sprintf("claim for entry %s not generated yet", name.name)
-			if s.cat.templates[pod.Namespace+"/"+name.template] == nil {
+			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.v1.templates[pod.Namespace+"/"+name.template] == nil {
 				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
 			}
 			reasons = append(reasons, newReason(ReasonClaimNotFound, "", "", nil, "", msg))
+			continue
+		}
+		if _, ok := s.v1claims.get(pod.Namespace + "/" + name.name); ok {
+			v1 = append(v1, name.name)
 			continue
 		}
 		c, ok := s.claims.get(pod.Namespace + "/" + name.name)
@@ -206,7 +275,7 @@ func (s *Simulation) Prepare(pod *corev1.Pod) *Request {
 	}
 	req := Prepare(pod, claims)
 	req.reasons = append(reasons, req.reasons...)
-	return req
+	return req, v1
 }
 
 // resolve resolves a claim for Prepare: missing parameters are a reason
@@ -259,7 +328,9 @@ func podClaimNames(pod *corev1.Pod) []podClaimName {
 // Filter decides whether a pod fits on a node (seed 002's PreFilter and
 // Filter against the simulated state). It changes nothing.
 func (s *Simulation) Filter(ctx context.Context, pod *corev1.Pod, nodeName string) (*Result, error) {
-	return s.filter(ctx, s.Prepare(pod), pod, nodeName)
+	req, v1 := s.prepare(pod)
+	res, _, err := s.filterBoth(ctx, req, s.prepareV1(pod, v1), pod, nodeName)
+	return res, err
 }
 
 func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, nodeName string) (*Result, error) {
@@ -280,8 +351,9 @@ func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, 
 // claims are allocated there, and every claim is reserved for the pod. When
 // the claims do not fit, nothing changes and the error wraps ErrDoesNotFit.
 func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName string) (*Result, error) {
-	req := s.Prepare(pod)
-	res, err := s.filter(ctx, req, pod, nodeName)
+	req, v1 := s.prepare(pod)
+	v1req := s.prepareV1(pod, v1)
+	res, v1res, err := s.filterBoth(ctx, req, v1req, pod, nodeName)
 	if err != nil {
 		return nil, fmt.Errorf("bind pod %s/%s to %s: %w", pod.Namespace, pod.Name, nodeName, err)
 	}
@@ -309,7 +381,11 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 	}
 	if len(allocated) > 0 {
 		sn, _ := s.nodes.get(nodeName)
-		s.nodes.set(nodeName, &simNode{node: sn.node, state: sn.state.WithAllocated(allocated...)})
+		s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(allocated...)})
+		s.claimsChanged(nil, nil, nil, allocated)
+	}
+	if v1res != nil {
+		s.bindV1(pod, nodeName, v1req, v1res)
 	}
 	return res, nil
 }
@@ -320,8 +396,14 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 // mode Immediate stay allocated, as seed 002 prescribes. nodeName mirrors
 // seed 002's signature; the claims themselves say where they are allocated.
 func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
+	var v1 []string
+	var freed []*resourceapi.ResourceClaim
 	for _, name := range podClaimNames(pod) {
 		if name.template != "" {
+			continue
+		}
+		if _, ok := s.v1claims.get(pod.Namespace + "/" + name.name); ok {
+			v1 = append(v1, name.name)
 			continue
 		}
 		old, ok := s.claims.get(pod.Namespace + "/" + name.name)
@@ -336,14 +418,21 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 			claim.Spec.AllocationMode != resourceapi.AllocationModeImmediate {
 			for _, n := range AllocatedNodes(old) {
 				if sn, ok := s.nodes.get(n); ok {
-					s.nodes.set(n, &simNode{node: sn.node, state: sn.state.WithoutAllocated(old)})
+					s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(old)})
 				}
 			}
+			freed = append(freed, old)
 			claim.Status.Allocation = nil
 			claim.Status.DriverName = ""
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
 		s.claims.set(claimKey(claim), claim)
+	}
+	if len(freed) > 0 {
+		s.claimsChanged(nil, nil, freed, nil)
+	}
+	if len(v1) > 0 {
+		s.evictV1(pod, v1)
 	}
 	return nil
 }
@@ -365,10 +454,12 @@ func (s *Simulation) GenerateClaims(pod *corev1.Pod) *corev1.Pod {
 		}
 		tmpl := s.cat.templates[pod.Namespace+"/"+*pc.ResourceClaimTemplateName]
 		if tmpl == nil {
-			continue // Prepare reports the missing template
+			s.generateV1(out, pc) // else Prepare reports the missing template
+			continue
 		}
 		name := pod.Name + "-" + pc.Name
-		if _, exists := s.claims.get(pod.Namespace + "/" + name); !exists {
+		_, v1Exists := s.v1claims.get(pod.Namespace + "/" + name)
+		if _, exists := s.claims.get(pod.Namespace + "/" + name); !exists && !v1Exists {
 			claim := NewClaimFromTemplate(pod, pc.Name, tmpl, name)
 			claim.TypeMeta = metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
 			s.claims.set(claimKey(claim), claim)

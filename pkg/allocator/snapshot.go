@@ -3,6 +3,7 @@ package allocator
 import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -19,4 +20,15 @@ type Snapshot struct {
 	// VendorParameters are the vendor objects that claims and classes refer
 	// to (such as a CardParameters); they are snapshotted into allocations.
 	VendorParameters []*unstructured.Unstructured
+
+	// resource.k8s.io/v1: ResourceSlices, DeviceClasses, claims, claim
+	// templates and DeviceTaintRules. The rules taint the devices of both
+	// APIs (taintrules.go); the Simulation allocates seed claims only, so
+	// it reads the rules and keeps the rest for callers that schedule v1
+	// claims (internal/scheduler/simulate).
+	V1Slices         []*resourcev1.ResourceSlice
+	DeviceClasses    []*resourcev1.DeviceClass
+	V1Claims         []*resourcev1.ResourceClaim
+	V1ClaimTemplates []*resourcev1.ResourceClaimTemplate
+	TaintRules       []*resourcev1.DeviceTaintRule
 }

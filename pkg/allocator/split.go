@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -13,8 +14,9 @@ import (
 // SplitObjects sorts decoded manifest objects into the Snapshot a
 // simulation starts from and the pods to place, in input order. Typed
 // Nodes, NodeResourceSlices, ResourceClasses, ResourceClassParameters,
-// ResourceClaimParameters, ResourceClaims and ResourceClaimTemplates go to
-// their Snapshot lists, *unstructured.Unstructured objects are vendor
+// ResourceClaimParameters, ResourceClaims and ResourceClaimTemplates, and
+// resource.k8s.io/v1 ResourceSlices, DeviceClasses, ResourceClaims,
+// ResourceClaimTemplates and DeviceTaintRules go to their Snapshot lists, *unstructured.Unstructured objects are vendor
 // parameters, and every other object (Namespaces, CRDs, ...) is counted in
 // ignored by kind (its Go type when the kind is not set). Objects are not
 // copied.
@@ -37,6 +39,16 @@ func SplitObjects(objs []runtime.Object) (snap *Snapshot, pods []*corev1.Pod, ig
 			snap.Claims = append(snap.Claims, v)
 		case *resourceapi.ResourceClaimTemplate:
 			snap.ClaimTemplates = append(snap.ClaimTemplates, v)
+		case *resourcev1.ResourceSlice:
+			snap.V1Slices = append(snap.V1Slices, v)
+		case *resourcev1.DeviceClass:
+			snap.DeviceClasses = append(snap.DeviceClasses, v)
+		case *resourcev1.ResourceClaim:
+			snap.V1Claims = append(snap.V1Claims, v)
+		case *resourcev1.ResourceClaimTemplate:
+			snap.V1ClaimTemplates = append(snap.V1ClaimTemplates, v)
+		case *resourcev1.DeviceTaintRule:
+			snap.TaintRules = append(snap.TaintRules, v)
 		case *corev1.Pod:
 			pods = append(pods, v)
 		case *unstructured.Unstructured:

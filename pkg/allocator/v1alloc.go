@@ -14,8 +14,8 @@ package allocator
 // locks of projected seed devices. Not: consumable capacity, binding
 // conditions (devices with bindingConditions are never allocated),
 // compatibility groups (their slices leave a pool incomplete), list-typed
-// attributes, derived attributes, DeviceTaintRules (only the taints the
-// slices publish count). Where this engine differs from upstream, on
+// attributes, derived attributes. DeviceTaintRules add their taints to
+// the devices they select (NewV1InventoryTainted, taintrules.go). Where this engine differs from upstream, on
 // purpose, the comments of AllocateV1 say so.
 //
 //	ResourceSlices + NodeResourceSlices ──NewV1Inventory──▶ V1Inventory

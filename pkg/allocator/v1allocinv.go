@@ -106,7 +106,23 @@ func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.Nod
 // equal to NewModel(node, slices) (a cached one; the slices are the node's
 // seed slices, in no particular order). A nil model compiles them.
 func NewV1InventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) *V1Inventory {
+	return NewV1InventoryTainted(slices_, seed, model, nil)
+}
+
+// NewV1InventoryTainted is NewV1InventoryModels with DeviceTaintRules
+// (taintrules.go): the rules' taints are added to the v1 devices they
+// select, and the seed devices take theirs from the Models, which must
+// then equal NewModelTainted(node, slices, rules) (a nil model compiles
+// them so).
+func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice,
+	model func(node string, slices []*resourceapi.NodeResourceSlice) *Model, rules []*resourcev1.DeviceTaintRule) *V1Inventory {
 	v1pools, problems := V1Pools(slices_)
+	applyTaintRules(v1pools, rules)
+	if model == nil && len(rules) > 0 {
+		model = func(node string, slices []*resourceapi.NodeResourceSlice) *Model {
+			return NewModelTainted(node, slices, rules)
+		}
+	}
 	seedPools, seedProblems := seedDevices(seed, model)
 	inv := &V1Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}}
 	inv.problems = append(problems, seedProblems...)

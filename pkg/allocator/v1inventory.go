@@ -500,6 +500,8 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //     (which ones to drop would be arbitrary);
 //   - unhealthy and defective leaves are left out (v1 has no health field);
 //     NewModel's problems are passed on;
+//   - the taints DeviceTaintRules put on a leaf (NewModelTainted) are the
+//     device's taints;
 //   - partition groups are not expressed as counters: devices carry
 //     SeedInstance, and SeedLeavesConflict (or the seed Model's own locks)
 //     keeps one partition group of an instance at a time.
@@ -522,7 +524,7 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		}
 	}
 	for node, ss := range byNode {
-		ps, pr := seedNodePools(node, ss, model(node, ss))
+		ps, pr := model(node, ss).seedPools(node, ss)
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
@@ -533,6 +535,25 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool))
 	})
 	return pools, problems
+}
+
+// seedProjection is a Model's v1 pools and problems.
+type seedProjection struct {
+	pools    []V1Pool
+	problems []InventoryProblem
+}
+
+// seedPools is seedNodePools of the slices m was compiled from, computed
+// once per Model: an inventory rebuilt over the same Models (another
+// node's slices changed, a simulation added a node) projects only the
+// new ones. The pools' devices are shared; inventories read them only.
+func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V1Pool, []InventoryProblem) {
+	if p := m.v1.Load(); p != nil {
+		return slices.Clone(p.pools), p.problems
+	}
+	pools, problems := seedNodePools(node, ss, m)
+	m.v1.CompareAndSwap(nil, &seedProjection{pools: pools, problems: problems})
+	return slices.Clone(pools), problems
 }
 
 // seedNodePools projects the slices of one node, compiled into m.
@@ -608,10 +629,13 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 				problems = append(problems, pr)
 				continue
 			}
-			if !in.ok {
+			if !in.ok && !in.tainted {
 				continue
 			}
 			d := PoolDevice{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
+			for _, t := range in.taints {
+				d.Taints = append(d.Taints, t.Taint)
+			}
 			var attrProblems []InventoryProblem
 			d.Attributes, d.Capacity, attrProblems = seedV1Attributes(in.vars, at(in))
 			for i := range attrProblems {

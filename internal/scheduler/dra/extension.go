@@ -100,6 +100,8 @@ type V1Listers struct {
 	Slices     client.Lister[*resourcev1.ResourceSlice]
 	Classes    client.Lister[*resourcev1.DeviceClass]
 	Namespaces client.Lister[*corev1.Namespace]
+	// TaintRules are the DeviceTaintRules; nil lists none.
+	TaintRules *client.Lister[*resourcev1.DeviceTaintRule]
 }
 
 // ClaimIndexers must be on the indexer behind Listers.Claims.

@@ -107,6 +107,16 @@ func List(ctx context.Context, c *client.Client, timeout time.Duration) (*dynami
 			}
 			return nil
 		}},
+		{"device taint rules", func(ctx context.Context) error {
+			list, err := c.DeviceTaintRules().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			for i := range list.Items {
+				l.TaintRules = append(l.TaintRules, &list.Items[i])
+			}
+			return nil
+		}},
 		{"namespaces", func(ctx context.Context) error {
 			list, err := c.Namespaces().List(ctx, metav1.ListOptions{})
 			if err != nil {

@@ -93,8 +93,10 @@ func newSource(f *client.Factory) (*source, error) {
 	if err := v1claims.AddIndexers(toolscache.Indexers{generatedIndex: generatedKeysV1}); err != nil {
 		return nil, fmt.Errorf("index v1 claims: %w", err)
 	}
-	v1slices, deviceClasses, namespaces := f.ResourceSlices(), f.DeviceClasses(), f.Namespaces()
-	d.V1 = &V1Listers{Claims: v1claims.Lister(), Slices: v1slices.Lister(), Classes: deviceClasses.Lister(), Namespaces: namespaces.Lister()}
+	v1slices, deviceClasses, namespaces, taintRules := f.ResourceSlices(), f.DeviceClasses(), f.Namespaces(), f.DeviceTaintRules()
+	rules := taintRules.Lister()
+	d.V1 = &V1Listers{Claims: v1claims.Lister(), Slices: v1slices.Lister(), Classes: deviceClasses.Lister(), Namespaces: namespaces.Lister(),
+		TaintRules: &rules}
 	if _, err := v1claims.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { d.touchV1(o) },
 		UpdateFunc: func(_, o any) { d.touchV1(o) },
@@ -103,7 +105,7 @@ func newSource(f *client.Factory) (*source, error) {
 		return nil, fmt.Errorf("register DRA event handler: %w", err)
 	}
 	for _, inf := range []toolscache.SharedIndexInformer{slices, classes, classParams, claimParams, contexts,
-		v1slices.SharedIndexInformer, deviceClasses.SharedIndexInformer, namespaces.SharedIndexInformer} {
+		v1slices.SharedIndexInformer, deviceClasses.SharedIndexInformer, namespaces.SharedIndexInformer, taintRules.SharedIndexInformer} {
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { d.touch(nil) },
 			UpdateFunc: func(any, any) { d.touch(nil) },
@@ -280,6 +282,11 @@ func (d *source) listV1(l *dynamicresources.Lists) error {
 	}
 	if l.DeviceClasses, err = d.V1.Classes.List(all); err != nil {
 		return err
+	}
+	if d.V1.TaintRules != nil {
+		if l.TaintRules, err = d.V1.TaintRules.List(all); err != nil {
+			return err
+		}
 	}
 	nss, err := d.V1.Namespaces.List(all)
 	if err != nil {

@@ -27,6 +27,7 @@ const (
 	ResourceClaimV1 EventResource = "ResourceClaim.v1"
 	DeviceClass     EventResource = "DeviceClass"
 	ResourceSlice   EventResource = "ResourceSlice"
+	DeviceTaintRule EventResource = "DeviceTaintRule"
 	// WildCard matches events about any resource.
 	WildCard EventResource = "*"
 )

@@ -319,7 +319,7 @@ func TestEventsToRegister(t *testing.T) {
 	if len(ev["NodeResourcesFit"]) == 0 || len(ev["NodeAffinity"]) == 0 {
 		t.Fatalf("EventsToRegister = %v", ev)
 	}
-	want := []fw.EventResource{fw.AssignedPod, fw.DeviceClass, fw.Node, fw.NodeResourceSlice, fw.PodSchedulingContext, fw.ResourceClaim,
+	want := []fw.EventResource{fw.AssignedPod, fw.DeviceClass, fw.DeviceTaintRule, fw.Node, fw.NodeResourceSlice, fw.PodSchedulingContext, fw.ResourceClaim,
 		fw.ResourceClaimV1, fw.ResourceClaimParams, fw.ResourceClass, fw.ResourceClassParams, fw.ResourceSlice} // DynamicResources is a default plugin
 	if got := f.EventResources(); !slices.Equal(got, want) {
 		t.Fatalf("EventResources = %v", got)

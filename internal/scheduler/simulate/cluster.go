@@ -13,6 +13,7 @@ import (
 	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -26,7 +27,7 @@ type cluster struct {
 	snap *framework.Snapshot
 }
 
-func newCluster(snap *allocator.Snapshot, claims []*resourceapi.ResourceClaim) *cluster {
+func newCluster(snap *allocator.Snapshot, claims []*resourceapi.ResourceClaim, v1Claims []*resourcev1.ResourceClaim, admin map[string]bool) *cluster {
 	nodes := make([]*corev1.Node, len(snap.Nodes))
 	for i, n := range snap.Nodes {
 		nodes[i] = simulatedNode(n)
@@ -34,6 +35,8 @@ func newCluster(snap *allocator.Snapshot, claims []*resourceapi.ResourceClaim) *
 	objs := dynamicresources.NewObjects(dynamicresources.Lists{
 		Slices: snap.Slices, Classes: snap.Classes, ClassParameters: snap.ClassParameters,
 		ClaimParameters: snap.ClaimParameters, Claims: claims, Vendor: snap.VendorParameters,
+		V1Slices: snap.V1Slices, DeviceClasses: snap.DeviceClasses, V1Claims: v1Claims, AdminNamespaces: admin,
+		TaintRules: snap.TaintRules,
 	})
 	return &cluster{snap: framework.NewSnapshot(nodes, nil).WithExtension(dynamicresources.Name, objs)}
 }
@@ -101,7 +104,19 @@ func (c *cluster) bind(ctx context.Context, fw *framework.Framework, state *fram
 	if err != nil {
 		return err
 	}
-	if claims := dynamicresources.BoundClaims(state); len(claims) > 0 {
+	claims, v1 := dynamicresources.BoundClaims(state), dynamicresources.BoundClaimsV1(state)
+	switch {
+	case len(v1) > 0:
+		upd := make(map[string]*resourceapi.ResourceClaim, len(claims))
+		for _, cl := range claims {
+			upd[cl.Namespace+"/"+cl.Name] = cl
+		}
+		updV1 := make(map[string]*resourcev1.ResourceClaim, len(v1))
+		for _, cl := range v1 {
+			updV1[cl.Namespace+"/"+cl.Name] = cl
+		}
+		snap = snap.WithExtension(dynamicresources.Name, c.objects().WithClaimChanges(c.objects().Revision(), upd, updV1))
+	case len(claims) > 0:
 		snap = snap.WithExtension(dynamicresources.Name, c.objects().WithClaims(claims...))
 	}
 	c.snap = snap
@@ -153,8 +168,13 @@ func (c *cluster) results(state *framework.CycleState, d *framework.Diagnosis) [
 		return out
 	}
 	for _, r := range d.Nodes {
-		if res := dynamicresources.Result(state, r.Node); res != nil && (r.Feasible() || r.Rejections[0].Plugin() == dynamicresources.Name) {
-			out = append(out, res)
+		judged := r.Feasible() || r.Rejections[0].Plugin() == dynamicresources.Name
+		if res := dynamicresources.Result(state, r.Node); res != nil && judged {
+			out = append(out, withV1(res, dynamicresources.ResultV1(state, r.Node)))
+			continue
+		}
+		if v1 := dynamicresources.ResultV1(state, r.Node); v1 != nil && judged {
+			out = append(out, withV1(&allocator.Result{Node: r.Node, Fits: true, Score: 100}, v1))
 			continue
 		}
 		if r.Feasible() {
@@ -195,7 +215,8 @@ func (c *cluster) nodesNeeded(ctx context.Context, snap *allocator.Snapshot, opt
 		return nil, err
 	}
 	final := *snap
-	final.Claims = c.objects().Claims()
+	final.Claims = seedClaims(c.objects())
+	final.V1Claims = c.objects().V1Claims()
 	sim := allocator.NewSimulation(&final, allocator.Options{NodeFilter: filter})
 	max := opts.MaxNodes
 	if max <= 0 {

@@ -19,6 +19,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
@@ -174,6 +175,11 @@ func takeTemplate(t *testing.T, objs []runtime.Object, name string) ([]runtime.O
 				tmpl.Slices = append(tmpl.Slices, v)
 				continue
 			}
+		case *resourcev1.ResourceSlice:
+			if v.Spec.NodeName != nil && *v.Spec.NodeName == name {
+				tmpl.V1Slices = append(tmpl.V1Slices, v)
+				continue
+			}
 		}
 		rest = append(rest, o)
 	}
@@ -191,6 +197,9 @@ func describe(out *Output) string {
 	}
 	for _, w := range out.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	for _, t := range out.DeviceTaints {
+		fmt.Fprintf(&b, "device taint: %s\n", t)
 	}
 	decisions := map[string]Decision{}
 	for _, d := range out.Decisions {
@@ -220,6 +229,9 @@ func describe(out *Output) string {
 	}
 	for _, c := range out.Claims {
 		describeClaim(&b, c)
+	}
+	for _, c := range out.V1Claims {
+		describeClaimV1(&b, c)
 	}
 	if nn := out.NodesNeeded; nn != nil {
 		fmt.Fprintf(&b, "nodes needed: %d %v capped=%v\n", nn.Nodes, nn.NodeNames, nn.Capped)
@@ -275,6 +287,34 @@ func describeClaim(b *strings.Builder, c *resourceapi.ResourceClaim) {
 	}
 }
 
+// describeClaimV1 prints a v1 claim's allocation as its status carries
+// it: the devices by request, driver and pool, the node selector, the
+// reservations.
+func describeClaimV1(b *strings.Builder, c *resourcev1.ResourceClaim) {
+	key := c.Namespace + "/" + c.Name
+	a := c.Status.Allocation
+	if a == nil {
+		fmt.Fprintf(b, "v1 claim %s: not allocated\n", key)
+		return
+	}
+	var users []string
+	for _, r := range c.Status.ReservedFor {
+		users = append(users, r.Name)
+	}
+	var nodes []string
+	if a.NodeSelector != nil {
+		for _, term := range a.NodeSelector.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				nodes = append(nodes, f.Values...)
+			}
+		}
+	}
+	fmt.Fprintf(b, "v1 claim %s: allocated on %s, reserved for %v, finalizers %v\n", key, strings.Join(nodes, ","), users, c.Finalizers)
+	for _, r := range a.Devices.Results {
+		fmt.Fprintf(b, "  %s: %s/%s/%s\n", r.Request, r.Driver, r.Pool, r.Device)
+	}
+}
+
 func rawKind(r *runtime.RawExtension) string {
 	if r == nil {
 		return "-"
@@ -298,6 +338,9 @@ func dumpYAML(t *testing.T, out *Output) string {
 		writeYAML(t, &b, p)
 	}
 	for _, c := range out.Claims {
+		writeYAML(t, &b, c)
+	}
+	for _, c := range out.V1Claims {
 		writeYAML(t, &b, c)
 	}
 	return strings.TrimSuffix(b.String(), "\n")

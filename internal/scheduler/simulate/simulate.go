@@ -1,8 +1,10 @@
 // Package simulate runs `allot simulate`: it takes decoded manifests (nodes,
 // slices, classes, parameters, claims, claim templates, pods and vendor
-// parameter objects), schedules the pending pods, and returns the pods and
-// claims as the control plane would store them, plus, given a node
-// template, how many such nodes the pods that did not fit would need.
+// parameter objects, and resource.k8s.io/v1 ResourceSlices, DeviceClasses,
+// claims, claim templates and DeviceTaintRules mixed with them), schedules
+// the pending pods, and returns the pods and the claims of both versions as
+// the control plane would store them, plus, given a node template, how
+// many such nodes the pods that did not fit would need.
 //
 // It lives under internal/scheduler because it runs the live scheduler's
 // framework. What needs no scheduler is public, in pkg/allocator: seed
@@ -39,6 +41,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/plugins"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -61,14 +64,23 @@ type Output struct {
 	// Pods are the input pods, in input order: scheduled ones with
 	// spec.nodeName and PodScheduled=True, others with PodScheduled=False.
 	Pods []*corev1.Pod
-	// Claims are all claims, including generated ones, sorted.
+	// Claims are all resource.k8s.io/v1alpha2 claims, including generated
+	// ones, sorted.
 	Claims []*resourceapi.ResourceClaim
+	// V1Claims are the resource.k8s.io/v1 claims, including those
+	// generated from v1 templates, sorted, with their allocations as a v1
+	// claim's status carries them.
+	V1Claims []*resourcev1.ResourceClaim
 	// Decisions record, per pending pod, the result on every node.
 	Decisions []Decision
 	// NodesNeeded is set when Options.Template is.
 	NodesNeeded *allocator.NodesNeeded
 	// Problems are defects found in the slices.
 	Problems []allocator.Problem
+	// DeviceTaints are the taints DeviceTaintRules put on devices, one
+	// line per device and rule ("driver/pool/device: key=value:effect
+	// (DeviceTaintRule name)"), effect None included: what the rules did.
+	DeviceTaints []string
 	// Warnings are inputs that could not be honoured, such as a bound pod
 	// whose claims do not fit its node.
 	Warnings []string
@@ -88,17 +100,18 @@ func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, err
 	snap, pods, ignored := allocator.SplitObjects(objs)
 	gen := allocator.NewSimulation(snap, allocator.Options{})
 	for i, p := range pods {
-		pods[i] = gen.GenerateClaims(p) // template claims, named POD-ENTRY
+		pods[i] = gen.GenerateClaims(p) // template claims of both versions, named POD-ENTRY
 	}
 	fw, err := plugins.NewDefaultFramework(plugins.Options{Parallelism: 1})
 	if err != nil {
 		return nil, fmt.Errorf("simulate: %w", err)
 	}
-	c := newCluster(snap, gen.Claims())
+	c := newCluster(snap, gen.Claims(), gen.V1Claims(), adminNamespaces(objs))
 	out := &Output{Ignored: ignored}
 	for _, n := range c.snap.Nodes() {
 		out.Problems = append(out.Problems, c.objects().Model(n.Name()).Problems()...)
 	}
+	out.DeviceTaints = deviceTaints(snap)
 	var pending []*corev1.Pod
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" {
@@ -118,7 +131,8 @@ func Run(ctx context.Context, objs []runtime.Object, opts Options) (*Output, err
 			pending = append(pending, pod)
 		}
 	}
-	out.Claims = c.objects().Claims()
+	out.Claims = seedClaims(c.objects())
+	out.V1Claims = c.objects().V1Claims()
 	if opts.Template != nil {
 		nn, err := c.nodesNeeded(ctx, snap, opts, pending)
 		if err != nil {

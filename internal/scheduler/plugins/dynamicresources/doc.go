@@ -66,6 +66,11 @@
 //     the fences carry both. A v1 claim allocated on seed devices counts
 //     on the seed side as its v1alpha2 view. Answer reuse is off for pods
 //     with v1 claims.
+//   - DeviceTaintRules (Lists.TaintRules) taint the devices of both
+//     versions they select: the nodes' models are compiled with them
+//     (allocator.NewModelTainted) and so is the inventory
+//     (allocator.NewV1InventoryTainted); Next keeps models only while
+//     the rules are the same objects, and a rule's events move pods.
 //   - ClaimsReady tells whether a bound pod's claims are all allocated and
 //     reserved for it, trusting the plugin's own binding of the pod once
 //     it is committed (PostBind) and the caller's view otherwise. The

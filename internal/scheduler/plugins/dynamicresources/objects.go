@@ -42,6 +42,10 @@ type Lists struct {
 	DeviceClasses   []*resourcev1.DeviceClass
 	V1Claims        []*resourcev1.ResourceClaim
 	AdminNamespaces map[string]bool
+	// TaintRules are the DeviceTaintRules: they taint the devices of both
+	// versions they select (allocator.NewModelTainted,
+	// allocator.NewV1InventoryTainted).
+	TaintRules []*resourcev1.DeviceTaintRule
 }
 
 // Objects is the immutable, indexed view of Lists that the plugin reads
@@ -82,7 +86,7 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 		revision: l.Revision, slices: map[string][]*resourceapi.NodeResourceSlice{},
 		catalog:  cat,
 		contexts: map[string]*resourceapi.PodSchedulingContext{},
-		models:   &modelCache{m: map[string]cachedModel{}},
+		models:   &modelCache{m: map[string]cachedModel{}, rules: l.TaintRules},
 		states:   &stateCache{m: map[string]cachedState{}},
 	}
 	for _, c := range l.Contexts {
@@ -234,6 +238,9 @@ func (s snapNodes) NodeName(i int) string { return s.Nodes()[i].Name() }
 type modelCache struct {
 	mu sync.Mutex
 	m  map[string]cachedModel
+	// rules are the DeviceTaintRules every model is compiled with; Next
+	// carries models over only while they are the same objects.
+	rules []*resourcev1.DeviceTaintRule
 }
 
 type cachedModel struct {
@@ -251,7 +258,7 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 	if ok && sameObjects(e.slices, sl) {
 		return e.model
 	}
-	m := allocator.NewModel(node, sl)
+	m := allocator.NewModelTainted(node, sl, c.rules)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[node]; ok && sameObjects(e.slices, sl) {
@@ -325,9 +332,10 @@ func (o *Objects) Next(l Lists) *Objects {
 		cat = o.catalog
 	}
 	n := newObjects(l, cat, o)
+	sameRules := sameSet(o.models.rules, l.TaintRules)
 	o.models.mu.Lock()
 	for node, e := range o.models.m {
-		if len(e.slices) > 0 && sameObjects(e.slices, n.slices[node]) {
+		if sameRules && len(e.slices) > 0 && sameObjects(e.slices, n.slices[node]) {
 			n.models.m[node] = e
 		}
 	}

@@ -367,6 +367,7 @@ func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimV1, ActionType: framework.All}, Hint: claimHintV1},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceSlice, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.DeviceClass, ActionType: addUpdate}},
+		{Event: framework.ClusterEvent{Resource: framework.DeviceTaintRule, ActionType: framework.All}},
 	}
 }
 

@@ -55,6 +55,7 @@ type v1Inventory struct {
 	// inventory's seed devices come from the same Model the seed path
 	// allocates on, compiled once.
 	model func(node string, slices []*resourceapi.NodeResourceSlice) *allocator.Model
+	rules []*resourcev1.DeviceTaintRule // the models' taint rules too
 
 	once  sync.Once
 	inv   *allocator.V1Inventory
@@ -105,7 +106,7 @@ func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, de
 }
 
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices}, classes: map[string]*resourcev1.DeviceClass{},
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules}, classes: map[string]*resourcev1.DeviceClass{},
 		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
 	for _, c := range l.DeviceClasses {
 		v.classes[c.Name] = c
@@ -128,7 +129,7 @@ func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClai
 // keepInventory hands prev's inventory on to v when the slices are the
 // same objects.
 func (v *v1Objects) keepInventory(prev *v1Objects) {
-	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) {
+	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) && sameSet(prev.inv.rules, v.inv.rules) {
 		v.inv = prev.inv
 	}
 }
@@ -136,7 +137,7 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 func (v *v1Shared) inventory() *allocator.V1Inventory {
 	h := v.inv
 	h.once.Do(func() {
-		h.inv = allocator.NewV1InventoryModels(h.slices, h.seed, h.model)
+		h.inv = allocator.NewV1InventoryTainted(h.slices, h.seed, h.model, h.rules)
 		h.local = map[[2]string]bool{}
 		for _, p := range h.inv.Pools() {
 			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
