@@ -22,6 +22,13 @@ type NodeState struct {
 	capTotal int
 
 	memo atomic.Pointer[checkMemo] // see CheckReusing
+
+	// from, for a state derived from the one device-use state
+	// (V1State.SeedNodeState), is the instance IDs in use it was read
+	// from, per driver of the model: it answers for a later V1State
+	// whose entries of this node are the same slices. nil for any other
+	// state (WithAllocated's results included).
+	from map[string][]string
 }
 
 // driverState counts allocations in one driver's forest.
@@ -37,6 +44,58 @@ type driverState struct {
 func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.ResourceClaim) *NodeState {
 	s := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
 	return s.apply(allocated, 1)
+}
+
+// SeedNodeState returns the seed front end's view of one node of the
+// state: node's Model (its slices as the inventory projected them) with
+// the seed instances that claims of both API versions hold on it, as
+// NewNodeState counts v1alpha2 allocations. Only "in use" and "locked"
+// matter to allocation, so a device held twice counts as it does here,
+// once.
+//
+// prev, when not nil, is a state this method returned earlier: if it was
+// derived for the same model and node object from the same entries of
+// the node (the state replaces an entry only when it changes), prev
+// itself is returned, so that caches keyed by a state's identity
+// (CheckReusing's memo, a scheduler's per-node caches) keep answering
+// for nodes whose allocations did not change.
+func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev *NodeState) *NodeState {
+	if prev != nil && prev.from != nil && prev.model == model && prev.node == node && s.sameSeedEntries(prev) {
+		return prev
+	}
+	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}, from: map[string][]string{}}
+	for name, dm := range model.drivers {
+		ids, _ := s.seedUsed.get(name + "\x00" + model.node)
+		if len(ids) == 0 {
+			continue
+		}
+		out.from[name] = ids
+		ds := newDriverState(dm)
+		for _, id := range ids {
+			groups, in := dm.resolve(id)
+			ds.add(groups, in, 1)
+		}
+		out.drivers[name] = ds
+	}
+	return out
+}
+
+// sameSeedEntries reports whether the node's entries of s are the slices
+// prev was derived from (an entry is never modified in place: a change
+// stores a new slice).
+func (s *V1State) sameSeedEntries(prev *NodeState) bool {
+	n := 0
+	for name := range prev.model.drivers {
+		ids, _ := s.seedUsed.get(name + "\x00" + prev.model.node)
+		was := prev.from[name]
+		if len(ids) != len(was) || (len(ids) > 0 && &ids[0] != &was[0]) {
+			return false
+		}
+		if len(was) > 0 {
+			n++
+		}
+	}
+	return n == len(prev.from)
 }
 
 // Model returns the node's model.

@@ -16,8 +16,8 @@ import (
 // and the shared counters the allocated devices consume.
 //
 // Admin-access results do not count as in use. A device allocated twice
-// (inconsistent input) counts once for counters and partition locks, and
-// stays in use until both allocations are removed.
+// (inconsistent input) counts once for counters, and stays in use (and
+// its partitions locked) until both allocations are removed.
 //
 // A V1State is immutable; WithAllocated and WithoutAllocated return new
 // states sharing the rest (copy-on-write maps whose own part is folded
@@ -136,28 +136,30 @@ func (s *V1State) applySeed(c *resourceapi.ResourceClaim, sign int32) {
 
 // apply counts one allocation of a device in or out. instance is the seed
 // instance ID when the allocation names one (v1alpha2); for a device of
-// the inventory the inventory's is used. Counters and seed locks change
-// when the device goes from unused to used and back.
+// the inventory the inventory's is used. Counters change when the device
+// goes from unused to used and back; the seed instances in use are kept
+// per allocation, as a seed NodeState counts them, so that the seed view
+// of a node (SeedNodeState) is the same whichever claims of a device
+// allocated twice are counted first.
 func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 	key := v1Key(driver, pool, device)
+	x, known := s.inv.byKey[key]
+	if known && s.inv.devs[x].d.SeedInstance != "" {
+		instance = s.inv.devs[x].d.SeedInstance
+	}
 	n, _ := s.used.get(key)
 	switch {
 	case sign > 0:
 		s.used.set(key, n+1)
-		if n > 0 {
-			return
-		}
 	case n == 0:
-		return
+		return // not counted
 	case n > 1:
 		s.used.set(key, n-1)
-		return
 	default:
 		s.used.del(key)
 	}
-	if x, ok := s.inv.byKey[key]; ok {
-		dev := &s.inv.devs[x]
-		for _, u := range dev.uses {
+	if known && ((sign > 0 && n == 0) || (sign < 0 && n == 1)) {
+		for _, u := range s.inv.devs[x].uses {
 			v, _ := s.consumed.get(u.ctr)
 			v = v1AddSat(v, int64(sign)*u.amount) // see v1ctr
 			if v == 0 {
@@ -165,9 +167,6 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 			} else {
 				s.consumed.set(u.ctr, v)
 			}
-		}
-		if dev.d.SeedInstance != "" {
-			instance = dev.d.SeedInstance
 		}
 	}
 	if instance == "" {
