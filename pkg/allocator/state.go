@@ -24,11 +24,11 @@ type NodeState struct {
 	memo atomic.Pointer[checkMemo] // see CheckReusing
 
 	// from, for a state derived from the one device-use state
-	// (V1State.SeedNodeState), is the instance IDs in use it was read
-	// from, per driver of the model: it answers for a later V1State
+	// (V1State.SeedNodeState), is the entries of the node it was read
+	// from, one per driver of the model: it answers for a later V1State
 	// whose entries of this node are the same slices. nil for any other
 	// state (WithAllocated's results included).
-	from map[string][]string
+	from []seedEntry
 }
 
 // driverState counts allocations in one driver's forest.
@@ -60,16 +60,17 @@ func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.Reso
 // (CheckReusing's memo, a scheduler's per-node caches) keep answering
 // for nodes whose allocations did not change.
 func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev *NodeState) *NodeState {
-	if prev != nil && prev.from != nil && prev.model == model && prev.node == node && s.sameSeedEntries(prev) {
+	if prev != nil && prev.from != nil && prev.model == model && prev.node == node && s.sameSeedEntries(prev.from) {
 		return prev
 	}
-	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}, from: map[string][]string{}}
+	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}, from: make([]seedEntry, 0, len(model.drivers))}
 	for name, dm := range model.drivers {
-		ids, _ := s.seedUsed.get(name + "\x00" + model.node)
+		key := name + "\x00" + model.node
+		ids, _ := s.seedUsed.get(key)
+		out.from = append(out.from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {
 			continue
 		}
-		out.from[name] = ids
 		ds := newDriverState(dm)
 		for _, id := range ids {
 			groups, in := dm.resolve(id)
@@ -80,22 +81,23 @@ func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev *NodeState
 	return out
 }
 
-// sameSeedEntries reports whether the node's entries of s are the slices
-// prev was derived from (an entry is never modified in place: a change
-// stores a new slice).
-func (s *V1State) sameSeedEntries(prev *NodeState) bool {
-	n := 0
-	for name := range prev.model.drivers {
-		ids, _ := s.seedUsed.get(name + "\x00" + prev.model.node)
-		was := prev.from[name]
-		if len(ids) != len(was) || (len(ids) > 0 && &ids[0] != &was[0]) {
+// seedEntry is one entry of V1State.seedUsed as a NodeState was derived
+// from it.
+type seedEntry struct {
+	key string   // driver\x00node
+	ids []string // nil when none
+}
+
+// sameSeedEntries reports whether s's entries are the slices from holds
+// (an entry is never modified in place: a change stores a new slice).
+func (s *V1State) sameSeedEntries(from []seedEntry) bool {
+	for _, e := range from {
+		ids, _ := s.seedUsed.get(e.key)
+		if len(ids) != len(e.ids) || (len(ids) > 0 && &ids[0] != &e.ids[0]) {
 			return false
 		}
-		if len(was) > 0 {
-			n++
-		}
 	}
-	return n == len(prev.from)
+	return true
 }
 
 // Model returns the node's model.
