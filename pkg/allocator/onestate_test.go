@@ -78,9 +78,9 @@ func compareSeedUse(t *testing.T, seed uint64, model *Model, want, got *NodeStat
 }
 
 // TestSeedNodeStateKeepsIdentity: a node's seed view is the same object
-// while the node's entries of the one state are unchanged (the
-// scheduler's caches key a node's base state by identity), and a new one
-// once they change.
+// while the node's instances in use in the one state are unchanged, in
+// derived states and in states built afresh (the scheduler's caches key
+// a node's base state by identity), and a new one once they change.
 func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 	a, b := v1tSeedNode("node-a", 4), v1tSeedNode("node-b", 4)
 	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{a, b})
@@ -104,8 +104,15 @@ func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 	if got := st2.SeedNodeState(NewModel("node-a", []*resourceapi.NodeResourceSlice{a}), node, first); got == first {
 		t.Errorf("another model kept the state")
 	}
-	if got := st2.SeedNodeState(modelA, node, NewNodeState(modelA, node, nil)); got == first {
+	if got := st2.SeedNodeState(modelA, node, NewNodeState(modelA, node, nil), nil); got == first {
 		t.Errorf("a state not derived from the one state was taken as the view")
+	}
+
+	// A state built afresh from the same claims (another order) holds
+	// the same IDs: the view is kept, and answers at once afterwards.
+	fresh := NewV1State(inv, nil, []*resourceapi.ResourceClaim{onB, onA})
+	if got := fresh.SeedNodeState(modelA, node, nil, first); got != first {
+		t.Errorf("a state built afresh from the same claims gave node-a a new state")
 	}
 
 	st3 := st2.WithChanges(nil, nil, []*resourceapi.ResourceClaim{onA}, nil)

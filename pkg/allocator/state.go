@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,10 +26,12 @@ type NodeState struct {
 
 	// from, for a state derived from the one device-use state
 	// (V1State.SeedNodeState), is the entries of the node it was read
-	// from, one per driver of the model: it answers for a later V1State
-	// whose entries of this node are the same slices. nil for any other
-	// state (WithAllocated's results included).
-	from []seedEntry
+	// from, one per driver of the model: it answers for any V1State
+	// whose entries of this node hold the same instance IDs, at once
+	// when they are the same slices. Swapped for the slices of the last
+	// state found to hold the same IDs. nil for any other state
+	// (WithAllocated's results included).
+	from atomic.Pointer[[]seedEntry]
 }
 
 // driverState counts allocations in one driver's forest.
@@ -53,21 +56,26 @@ func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.Reso
 // matter to allocation, so a device held twice counts as it does here,
 // once.
 //
-// prev, when not nil, is a state this method returned earlier: if it was
-// derived for the same model and node object from the same entries of
-// the node (the state replaces an entry only when it changes), prev
-// itself is returned, so that caches keyed by a state's identity
-// (CheckReusing's memo, a scheduler's per-node caches) keep answering
-// for nodes whose allocations did not change.
-func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev *NodeState) *NodeState {
-	if prev != nil && prev.from != nil && prev.model == model && prev.node == node && s.sameSeedEntries(prev.from) {
-		return prev
+// prev are states this method returned earlier, nil ones skipped: the
+// first of them derived for the same model and node object from the same
+// instance IDs of the node is returned itself, so that caches keyed by a
+// state's identity (CheckReusing's memo, a scheduler's per-node caches)
+// keep answering for nodes whose allocations did not change, across
+// states derived from one another (a few pointer comparisons: the state
+// replaces an entry only when it changes) and states built afresh (the
+// IDs compared once, then the prev state takes the new entries).
+func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeState) *NodeState {
+	for _, p := range prev {
+		if p != nil && p.model == model && p.node == node && s.holdsSeedEntries(p) {
+			return p
+		}
 	}
-	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}, from: make([]seedEntry, 0, len(model.drivers))}
+	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
+	from := make([]seedEntry, 0, len(model.drivers))
 	for name, dm := range model.drivers {
 		key := name + "\x00" + model.node
 		ids, _ := s.seedUsed.get(key)
-		out.from = append(out.from, seedEntry{key: key, ids: ids})
+		from = append(from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {
 			continue
 		}
@@ -78,6 +86,7 @@ func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev *NodeState
 		}
 		out.drivers[name] = ds
 	}
+	out.from.Store(&from)
 	return out
 }
 
@@ -88,16 +97,52 @@ type seedEntry struct {
 	ids []string // nil when none
 }
 
-// sameSeedEntries reports whether s's entries are the slices from holds
-// (an entry is never modified in place: a change stores a new slice).
-func (s *V1State) sameSeedEntries(from []seedEntry) bool {
+// holdsSeedEntries reports whether the node's entries of s hold the
+// instance IDs p was derived from. An entry is never modified in place (a
+// change stores a new slice), so the same slices answer at once; other
+// slices are compared as multisets, and when they hold the same IDs p
+// takes them, so that the next check with s is quick again.
+func (s *V1State) holdsSeedEntries(p *NodeState) bool {
+	fp := p.from.Load()
+	if fp == nil {
+		return false
+	}
+	from := *fp
+	same := true
 	for _, e := range from {
 		ids, _ := s.seedUsed.get(e.key)
-		if len(ids) != len(e.ids) || (len(ids) > 0 && &ids[0] != &e.ids[0]) {
+		if len(ids) != len(e.ids) {
 			return false
 		}
+		if len(ids) > 0 && &ids[0] != &e.ids[0] {
+			same = false
+		}
 	}
+	if same {
+		return true
+	}
+	now := make([]seedEntry, len(from))
+	for i, e := range from {
+		ids, _ := s.seedUsed.get(e.key)
+		if !sameIDs(ids, e.ids) {
+			return false
+		}
+		now[i] = seedEntry{key: e.key, ids: ids}
+	}
+	p.from.Store(&now)
 	return true
+}
+
+// sameIDs reports whether a and b, of equal length, hold the same IDs as
+// multisets.
+func sameIDs(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // Model returns the node's model.

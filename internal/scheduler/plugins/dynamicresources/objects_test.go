@@ -135,7 +135,7 @@ func TestWithClaimsKeepsOtherNodesStates(t *testing.T) {
 
 // TestNextComparesManyClaimsAsASet: a node with many claims keeps its
 // state when the lister returns the same claims in another order, and
-// loses it when one of them changes.
+// loses it when one of them changes what the node has in use.
 func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	n1 := schedtest.MakeNode("n1").Obj()
 	var claims []*resourceapi.ResourceClaim
@@ -153,9 +153,20 @@ func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	if next.NodeState(n1) != st {
 		t.Fatal("the same claims in another order rebuilt the node's state")
 	}
+	// A claim updated with the same allocation leaves the node's
+	// instances in use as they were: the state stays. A claim freed
+	// changes them.
 	l.Claims = slices.Clone(l.Claims)
 	l.Claims[3] = l.Claims[3].DeepCopy()
 	l.Claims[3].ResourceVersion = "10"
+	next = next.Next(l)
+	if next.NodeState(n1) != st {
+		t.Fatal("a claim updated with the same allocation rebuilt the node's state")
+	}
+	l.Claims = slices.Clone(l.Claims)
+	l.Claims[3] = l.Claims[3].DeepCopy()
+	l.Claims[3].ResourceVersion = "11"
+	l.Claims[3].Status.Allocation = nil
 	if next.Next(l).NodeState(n1) == st {
 		t.Fatal("a changed claim kept the node's old state")
 	}
