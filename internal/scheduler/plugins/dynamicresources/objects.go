@@ -58,8 +58,7 @@ type Objects struct {
 	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
-	v1       *v1Objects                                   // v1 slices, classes and claims (v1.go)
-	views    *viewCache                                   // seed views of v1 claims, carried over by Next
+	v1       *v1Objects                                   // v1 slices, classes and claims, and the one device-use state (v1.go)
 }
 
 // maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
@@ -101,18 +100,10 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	o.v1.inv.model = func(node string, _ []*resourceapi.NodeResourceSlice) *allocator.Model {
 		return models.get(node, byNode[node])
 	}
-	var prevViews *viewCache
 	if prev != nil && prev.v1 != nil {
 		o.v1.keepInventory(prev.v1)
-		if o.v1.inv == prev.v1.inv { // the same seed slices: the views still hold
-			prevViews = prev.views
-		}
 	}
-	o.views = newViewCache(prevViews)
 	claims := l.Claims
-	if views := seedViews(l.V1Claims, o.slices, o.views); len(views) > 0 {
-		claims = append(slices.Clip(claims), views...)
-	}
 	o.claims = allocator.NewClaimSet(claims, o.slices)
 	o.v1 = o.v1.withSeedClaims(o.claims.Claims)
 	return o

@@ -285,11 +285,12 @@ func v1OnGPU(name, node, gpu string, uid types.UID) *resourcev1.ResourceClaim {
 	return c
 }
 
-// TestV1ViewWhenTheV1EventComesFirst: a claim recreated as v1 under the
+// TestV1ClaimWhenTheV1EventComesFirst: a claim recreated as v1 under the
 // name of a v1alpha2 claim, its v1 event seen before the v1alpha2
-// deletion: the v1alpha2 claim stays until its deletion is seen, then the
-// v1 claim's seed view takes its place.
-func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
+// deletion: the v1alpha2 claim stays until its deletion is seen, then
+// only the v1 claim is left, its device in use for v1alpha2 claims too
+// (one device-use state; the claim set holds no views of v1 claims).
+func TestV1ClaimWhenTheV1EventComesFirst(t *testing.T) {
 	n1 := schedtest.MakeNode("n1").Obj()
 	old := onGPU(claim("y", "small"), "n1", "gpu-0")
 	o := dynamicresources.NewObjects(mixedLists(t, []*resourceapi.ResourceClaim{old}))
@@ -298,9 +299,11 @@ func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
 		t.Fatalf("before its deletion is seen, the v1alpha2 claim y should stay: %v %v", ok, c)
 	}
 	o = o.WithClaimChanges("31", map[string]*resourceapi.ResourceClaim{"default/y": nil}, nil)
-	c, ok := o.Claim("default", "y")
-	if !ok || !resourceapi.IsView(c) {
-		t.Fatalf("after the v1alpha2 deletion, y should be the v1 claim's seed view: %v %v", ok, c)
+	if c, ok := o.Claim("default", "y"); ok {
+		t.Fatalf("after the v1alpha2 deletion, y is still a v1alpha2 claim: %v", c)
+	}
+	if _, ok := o.V1Claim("default", "y"); !ok {
+		t.Fatal("after the v1alpha2 deletion, the v1 claim y is gone")
 	}
 	if got := o.NodeState(n1).Capacity(); got != 1 {
 		t.Fatalf("n1 capacity %d, want 1 (gpu-1 held by the v1 claim)", got)
@@ -308,8 +311,8 @@ func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
 }
 
 // TestWithClaimChanges: v1 claim events applied claim by claim give the
-// Objects that indexing the final lists gives: the same claims and seed
-// views of v1 claims (so the same free GPUs for v1alpha2 claims), the
+// Objects that indexing the final lists gives: the same claims (so the
+// same free GPUs for v1alpha2 claims), the
 // same v1 claims and generated-claim index, the same v1 free devices;
 // and a name moving between versions, or a v1 event of a name that is a
 // v1alpha2 claim, keeps the v1alpha2 claim.

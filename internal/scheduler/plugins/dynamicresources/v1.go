@@ -26,9 +26,10 @@ import (
 // part with allocator.AllocateV1 over one device inventory: v1
 // ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
 // both in memory, and the binding carries both, fenced per (node,
-// driver) alike. A v1 claim allocated on a seed slice's devices counts on
-// the seed side as its v1alpha2 view (resourceconv), so neither API hands
-// out a device the other one did.
+// driver) alike. Device use is one state for both versions
+// (allocator.V1State, the v1Objects' base state): the seed side reads a
+// node's state from it (V1State.SeedNodeState), so neither API hands out
+// a device the other one did.
 
 // v1Objects are the v1 part of Objects. The inventory is shared by the
 // Objects of one listing; the base state, which counts the seed claims
@@ -197,84 +198,16 @@ func generatedKeyV1(c *resourcev1.ResourceClaim) string {
 // V1GeneratedKey is generatedKeyV1, for the scheduler's v1 claim informer.
 func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(c) }
 
-// seedViews are the v1alpha2 views of the v1 claims allocated devices of
-// seed slices (a pool named after a node with seed slices of the
-// driver), holding only those devices: the seed side's node states count
-// them as used.
-func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice, cache *viewCache) []*resourceapi.ResourceClaim {
-	var out []*resourceapi.ResourceClaim
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		if v, ok := cache.get(c); ok {
-			if v != nil {
-				out = append(out, v)
-			}
-			continue
-		}
-		var keep []resourcev1.DeviceRequestAllocationResult
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue // admin access does not use the device up
-			}
-			if slices.ContainsFunc(seed[r.Pool], func(s *resourceapi.NodeResourceSlice) bool { return s.Spec.DriverName == r.Driver }) {
-				keep = append(keep, r)
-			}
-		}
-		var view *resourceapi.ResourceClaim
-		if len(keep) > 0 {
-			cp := c.DeepCopy()
-			cp.Status.Allocation.Devices.Results = keep
-			view = resourceconv.ClaimToV1alpha2(cp)
-			out = append(out, view)
-		}
-		cache.put(c, view)
-	}
-	return out
-}
-
-// viewCache remembers the seed view of each v1 claim object (nil: none),
-// so that a relist converts only the claims that changed. Next hands the
-// entries of the claims still listed on while the seed slices are the
-// same objects.
-type viewCache struct {
-	prev, cur map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim
-}
-
-func newViewCache(prev *viewCache) *viewCache {
-	c := &viewCache{cur: map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim{}}
-	if prev != nil {
-		c.prev = prev.cur
-	}
-	return c
-}
-
-func (c *viewCache) get(claim *resourcev1.ResourceClaim) (*resourceapi.ResourceClaim, bool) {
-	v, ok := c.prev[claim]
-	if ok {
-		c.cur[claim] = v
-	}
-	return v, ok
-}
-
-func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.ResourceClaim) {
-	c.cur[claim] = view
-}
-
 // WithClaimChanges returns the Objects that follow o after claim events
 // of both versions: upd maps namespace/name to the claim as the v1alpha2
 // informer now holds it (nil: gone from it), updV1 likewise for the v1
-// informer. A key is stored in one version at a time; the claim set gets,
-// per key, the v1alpha2 claim, else the seed view of the v1 claim (its
-// devices on seed slices), else nothing, and an unchanged v1alpha2 claim
-// is never replaced by a v1 event of its name. (So a name that moves to
-// v1 gets its view when the v1alpha2 claim's deletion is seen, whichever
-// event comes first.) The v1 claims and their
-// generated index are copied with the changes; the inventory and classes
-// are shared with o. Like WithClaimUpdates, a steady rate of v1 claim
-// events costs the events and one copy of the v1 claim maps, not a
-// listing of every DRA object.
+// informer. The claim set gets upd; the v1 claims and their generated
+// index are copied with updV1's changes; the one device-use state follows
+// both; the inventory and classes are shared with o. The seed nodes where
+// a changed v1 claim held or holds devices count as touched in the claim
+// set's ancestry (answer reuse reads it). Like WithClaimUpdates, a steady
+// rate of v1 claim events costs the events and one copy of the v1 claim
+// maps, not a listing of every DRA object.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
 	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
@@ -284,11 +217,15 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 		v.claims = maps.Clone(o.v1.claims)
 		v.generated = maps.Clone(o.v1.generated)
 	}
+	var delta claimDelta
+	var touched []string
 	for k, c := range updV1 {
 		if old := v.claims[k]; old != nil {
 			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
 				delete(v.generated, g)
 			}
+			delta.removeV1 = append(delta.removeV1, old)
+			touched = o.seedNodesOf(old, touched)
 		}
 		if c == nil {
 			delete(v.claims, k)
@@ -298,54 +235,38 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 		if g := generatedKeyV1(c); g != "" {
 			v.generated[g] = c.Name
 		}
+		delta.addV1 = append(delta.addV1, c)
+		touched = o.seedNodesOf(c, touched)
 	}
-	set := make(map[string]*resourceapi.ResourceClaim, len(upd)+len(updV1))
 	for k, c := range upd {
-		set[k] = c
-	}
-	for k := range updV1 {
-		if c, changed := upd[k]; changed && c != nil {
-			continue // stored as v1alpha2 now
-		}
-		if _, changed := upd[k]; !changed {
-			ns, name, _ := strings.Cut(k, "/")
-			if cur, ok := o.claims.Claim(ns, name); ok && !resourceapi.IsView(cur) {
-				continue // an unchanged v1alpha2 claim of that name stays
-			}
-		}
-		set[k] = nil
-	}
-	for k, c := range set {
-		if c != nil {
-			continue
-		}
-		if c1 := v.claims[k]; c1 != nil {
-			// A fresh cache: the incremental path must not grow the
-			// listing's cache with every claim version.
-			if views := seedViews([]*resourcev1.ResourceClaim{c1}, o.slices, newViewCache(nil)); len(views) > 0 {
-				set[k] = views[0]
-			}
-		}
-	}
-	var delta claimDelta
-	for k, c := range updV1 {
-		if old := o.v1.claims[k]; old != nil {
-			delta.removeV1 = append(delta.removeV1, old)
-		}
-		if c != nil {
-			delta.addV1 = append(delta.addV1, c)
-		}
-	}
-	for k, c := range set {
 		ns, name, _ := strings.Cut(k, "/")
 		old, _ := o.claims.Claim(ns, name)
 		delta.seed(old, c)
 	}
 	out := *o
 	out.revision = revision
-	out.claims = o.claims.Update(set)
+	out.claims = o.claims.UpdateTouching(upd, touched)
 	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
 	return &out
+}
+
+// seedNodesOf appends to nodes the nodes with seed slices among the
+// pools of the v1 claim's allocated devices (a projected seed pool is
+// named after its node), admin access aside: the nodes whose seed state
+// the claim changes.
+func (o *Objects) seedNodesOf(c *resourcev1.ResourceClaim, nodes []string) []string {
+	if c.Status.Allocation == nil {
+		return nodes
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		if _, ok := o.slices[r.Pool]; ok && !slices.Contains(nodes, r.Pool) {
+			nodes = append(nodes, r.Pool)
+		}
+	}
+	return nodes
 }
 
 // V1Claim returns the v1 claim namespace/name.
@@ -363,11 +284,7 @@ func (o *Objects) ClaimAnyVersion(namespace, name string) (*resourceapi.Resource
 	if c, ok := o.V1Claim(namespace, name); ok {
 		return resourceconv.ClaimToV1alpha2(c), true
 	}
-	c, ok := o.Claim(namespace, name)
-	if ok && resourceapi.IsView(c) {
-		return nil, false
-	}
-	return c, ok
+	return o.Claim(namespace, name)
 }
 
 // memClaimV1 is memClaim for a v1 claim.
