@@ -42,9 +42,9 @@ func reuseSnapshot(n int) *framework.Snapshot {
 // view is a cycle's view on o over snap; inFlight names nodes with claims
 // of pods in flight.
 func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...string) *reuseView {
-	s := &stateData{objects: o, extra: map[string][]*resourceapi.ResourceClaim{}}
+	s := &stateData{objects: o, extra: map[string]bool{}}
 	for _, n := range inFlight {
-		s.extra[n] = []*resourceapi.ResourceClaim{{}}
+		s.extra[n] = true
 	}
 	return f.p.reuseView(s, snap)
 }

@@ -296,17 +296,13 @@ type memClaimV1 struct {
 
 // v1Part is the v1 side of one cycle's state.
 type v1Part struct {
-	claims []allocator.V1Claim
-	req    *allocator.V1Request
-	extra  []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
-	// seedExtra are the in-memory v1alpha2 allocations of pods in flight
-	// (their seed devices are v1 devices too).
-	seedExtra []*resourceapi.ResourceClaim
-	results   []*allocator.V1Result // by snapshot position
-	mu        sync.Mutex
-	chosen    []*resourcev1.ResourceClaim
-	newly     []bool
-	node      string // Reserve's
+	claims  []allocator.V1Claim
+	req     *allocator.V1Request
+	results []*allocator.V1Result // by snapshot position
+	mu      sync.Mutex
+	chosen  []*resourcev1.ResourceClaim
+	newly   []bool
+	node    string // Reserve's
 }
 
 // v1Node is the node Reserve chose for the v1 claims ("" without).
@@ -315,24 +311,6 @@ func (s *stateData) v1Node() string {
 		return ""
 	}
 	return s.v1.node
-}
-
-// inflightSeedAllocationsV1 returns the seed allocations (v1alpha2 form,
-// allocator.V1Inventory.SeedAllocations) of the in-memory v1 claims of
-// pods in flight whose allocation the objects do not show yet, in key
-// order.
-func (o *Objects) inflightSeedAllocationsV1(overlayV1 map[string]*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
-	if o.v1 == nil || len(overlayV1) == 0 {
-		return nil
-	}
-	var inflight []*resourcev1.ResourceClaim
-	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
-		if cur, ok := o.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
-			continue // counted on its node already
-		}
-		inflight = append(inflight, overlayV1[k])
-	}
-	return o.v1.inventory().SeedAllocations(inflight...)
 }
 
 // ownSeedAllocations are the pod's v1alpha2 claims as Reserve allocates
@@ -442,15 +420,11 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 		return r, nil
 	}
 	v.mu.Unlock()
-	st := s.objects.v1.baseState()
-	seed := v.seedExtra
+	st := s.cycle.state()
 	if own := s.ownSeedAllocations(i); len(own) > 0 {
 		// The pod's own v1alpha2 claims, as Reserve will allocate them
 		// on this node, hold their devices for its v1 claims.
-		seed = append(slices.Clone(seed), own...)
-	}
-	if len(v.extra) > 0 || len(seed) > 0 {
-		st = st.WithChanges(nil, v.extra, nil, seed)
+		st = st.WithChanges(nil, nil, nil, own)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
@@ -559,7 +533,7 @@ func (v *v1Part) clone() *v1Part {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, seedExtra: v.seedExtra, results: slices.Clone(v.results),
+	return &v1Part{claims: v.claims, req: v.req, results: slices.Clone(v.results),
 		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
 }
 
