@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -13,7 +14,7 @@ import (
 // device-use state (V1State.SeedNodeState) marks the same instances in
 // use and the same partition groups locked as a NodeState counting the
 // v1alpha2 claims and the v1 claims' seed devices
-// (V1Inventory.SeedAllocations), on random partition trees, with claims
+// (seedAllocations), on random partition trees, with claims
 // of both versions, IDs the model knows only in part, claims of another
 // node, and states derived by WithChanges.
 func TestSeedNodeStateMatchesClaims(t *testing.T) {
@@ -47,7 +48,7 @@ func TestSeedNodeStateMatchesClaims(t *testing.T) {
 			}
 			v1Claims = append(v1Claims, v1tAllocated(name, node, devs...))
 		}
-		want := NewNodeState(model, nil, append(seedClaims, inv.SeedAllocations(v1Claims...)...))
+		want := NewNodeState(model, nil, append(seedClaims, seedAllocations(inv, v1Claims...)...))
 		st := NewV1State(inv, v1Claims, seedClaims)
 		compareSeedUse(t, seed, model, want, st.SeedNodeState(model, nil, nil))
 
@@ -123,4 +124,46 @@ func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 	if got := st3.SeedNodeState(modelA, node, third); got != third {
 		t.Errorf("an empty node's view was not kept")
 	}
+}
+
+// seedAllocations is what the v1 claims hold of projected seed devices
+// as v1alpha2 allocations (the bridge the scheduler used before the one
+// state): for each claim with such devices, a claim of the same namespace
+// and name whose allocation has a structured handle per driver and node
+// listing the instances. Admin-access results are left out.
+func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		var handles []resourceapi.ResourceHandle
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			if !ok || inv.devs[x].d.SeedInstance == "" {
+				continue
+			}
+			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
+				return h.DriverName == r.Driver && h.StructuredData.NodeName == r.Pool
+			})
+			if i < 0 {
+				i = len(handles)
+				handles = append(handles, resourceapi.ResourceHandle{DriverName: r.Driver, StructuredData: &resourceapi.StructuredResourceHandle{
+					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
+			}
+			p := handles[i].StructuredData.Partitionable
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+		}
+		if len(handles) == 0 {
+			continue
+		}
+		sc := &resourceapi.ResourceClaim{}
+		sc.Namespace, sc.Name, sc.UID = c.Namespace, c.Name, c.UID
+		sc.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: handles}
+		out = append(out, sc)
+	}
+	return out
 }
