@@ -167,3 +167,19 @@ func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*r
 	}
 	return out
 }
+
+// TestWithSeedResults: allocation results no claim holds yet count as
+// the claims holding them would.
+func TestWithSeedResults(t *testing.T) {
+	sl := v1tSeedNode("node-a", 4)
+	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{sl})
+	model := NewModel("node-a", []*resourceapi.NodeResourceSlice{sl})
+	c := allocatedClaim("c", "node-a", "gpu", model.drivers["gpu"].insts[0].id)
+	base := NewV1State(inv, nil, nil)
+	want := base.WithChanges(nil, nil, nil, []*resourceapi.ResourceClaim{c}).SeedNodeState(model, nil)
+	got := base.WithSeedResults(c.Status.Allocation).SeedNodeState(model, nil)
+	compareSeedUse(t, 0, model, want, got)
+	if ds := got.stateOf("gpu"); ds == nil || ds.used[0] == 0 {
+		t.Fatal("the result's instance is not in use")
+	}
+}

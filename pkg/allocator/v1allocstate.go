@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"iter"
 	"slices"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -111,25 +112,71 @@ func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
 	if c == nil || c.Status.Allocation == nil {
 		return
 	}
-	for _, r := range c.Status.Allocation.Devices.Results {
-		if r.AdminAccess != nil && *r.AdminAccess {
-			continue
-		}
-		s.apply(r.Driver, r.Pool, r.Device, "", sign)
+	for u := range v1Devices(c.Status.Allocation) {
+		s.apply(u.driver, u.pool, u.device, u.instance, sign)
 	}
 }
 
 func (s *V1State) applySeed(c *resourceapi.ResourceClaim, sign int32) {
-	if c == nil || c.Status.Allocation == nil {
+	if c == nil {
 		return
 	}
-	for _, h := range c.Status.Allocation.ResourceHandles {
-		sd := h.StructuredData
-		if sd == nil || sd.Partitionable == nil {
-			continue
+	for u := range seedAllocDevices(c.Status.Allocation) {
+		s.apply(u.driver, u.pool, u.device, u.instance, sign)
+	}
+}
+
+// WithSeedResults returns the state with v1alpha2 allocation results
+// added that no claim holds yet, such as the results Allocate gives a
+// pod's claims on a node before they are written.
+func (s *V1State) WithSeedResults(results ...*resourceapi.AllocationResult) *V1State {
+	out := s.clone()
+	for _, a := range results {
+		for u := range seedAllocDevices(a) {
+			out.apply(u.driver, u.pool, u.device, u.instance, 1)
 		}
-		for _, in := range sd.Partitionable.Instances {
-			s.apply(h.DriverName, sd.NodeName, SeedDeviceName(in.ID), in.ID, sign)
+	}
+	return out
+}
+
+// deviceUse is one device an allocation holds, as the one state counts
+// it: driver, pool and device name, and the seed instance ID when the
+// allocation names one.
+type deviceUse struct{ driver, pool, device, instance string }
+
+// v1Devices is the v1 front end's devices of an allocation: its results,
+// admin access left out (it does not use a device up).
+func v1Devices(a *resourcev1.AllocationResult) iter.Seq[deviceUse] {
+	return func(yield func(deviceUse) bool) {
+		for _, r := range a.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			if !yield(deviceUse{driver: r.Driver, pool: r.Pool, device: r.Device}) {
+				return
+			}
+		}
+	}
+}
+
+// seedAllocDevices is the seed front end's devices of an allocation (nil:
+// none): the instances of its structured handles, each a device of the
+// projected pool of the handle's node.
+func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[deviceUse] {
+	return func(yield func(deviceUse) bool) {
+		if a == nil {
+			return
+		}
+		for _, h := range a.ResourceHandles {
+			sd := h.StructuredData
+			if sd == nil || sd.Partitionable == nil {
+				continue
+			}
+			for _, in := range sd.Partitionable.Instances {
+				if !yield(deviceUse{driver: h.DriverName, pool: sd.NodeName, device: SeedDeviceName(in.ID), instance: in.ID}) {
+					return
+				}
+			}
 		}
 	}
 }

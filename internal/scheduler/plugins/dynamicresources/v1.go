@@ -313,10 +313,10 @@ func (s *stateData) v1Node() string {
 	return s.v1.node
 }
 
-// ownSeedAllocations are the pod's v1alpha2 claims as Reserve allocates
-// them on node i of the snapshot (nil when they were not checked there,
-// do not fit, or there are none).
-func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
+// ownSeedResults are the allocations Reserve makes for the pod's
+// v1alpha2 claims on node i of the snapshot (nil when they were not
+// checked there, do not fit, or there are none).
+func (s *stateData) ownSeedResults(i int) []*resourceapi.AllocationResult {
 	if s.req == nil || len(s.req.Claims()) == 0 || i < 0 {
 		return nil
 	}
@@ -324,16 +324,7 @@ func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
 	if res == nil || !res.Fits {
 		return nil
 	}
-	allocs := res.For(s.req).Build()
-	var out []*resourceapi.ResourceClaim
-	for j, c := range s.req.Claims() {
-		if j < len(allocs) && allocs[j] != nil {
-			claim := c.Claim.DeepCopy()
-			claim.Status.Allocation = allocs[j]
-			out = append(out, claim)
-		}
-	}
-	return out
+	return res.For(s.req).Build()
 }
 
 // overlayV1 returns the in-memory v1 claims of other pods in flight,
@@ -421,10 +412,10 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 	}
 	v.mu.Unlock()
 	st := s.cycle.state()
-	if own := s.ownSeedAllocations(i); len(own) > 0 {
+	if own := s.ownSeedResults(i); len(own) > 0 {
 		// The pod's own v1alpha2 claims, as Reserve will allocate them
 		// on this node, hold their devices for its v1 claims.
-		st = st.WithChanges(nil, nil, nil, own)
+		st = st.WithSeedResults(own...)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
