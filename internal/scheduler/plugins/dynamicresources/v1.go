@@ -66,12 +66,19 @@ type v1StateHolder struct {
 	once       sync.Once
 	state      atomic.Pointer[allocator.V1State] // set once built
 	seedClaims func() []*resourceapi.ResourceClaim
-	// from, when set, is the built state of the Objects this one follows
-	// and delta the claims that changed since: the state is derived from
-	// it instead of counting every claim again.
-	from  *allocator.V1State
-	delta claimDelta
+	// from, when set, is the built state of an Objects this one follows
+	// and deltas the claim changes since, in order: the state is derived
+	// from it instead of counting every claim again. Never modified once
+	// the holder is shared, so that following may read them while the
+	// state is being built.
+	from   *allocator.V1State
+	deltas []claimDelta
 }
+
+// maxPendingDeltas bounds the claim changes a chain of Objects whose
+// state nobody asked for (answer reuse took every node) carries: at the
+// bound the state is derived at once.
+const maxPendingDeltas = 16
 
 // claimDelta is what changed between two Objects' claims, for their v1
 // base states: the claims counted before (removed) and after (added).
@@ -96,13 +103,29 @@ func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
 
 // following returns the holder of the Objects that follow v after the
 // claim changes delta, with these seed claims: its state is derived from
-// v's when v's was built, and built afresh otherwise.
+// the last built state of v's line, and built afresh when there is none.
 func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, delta claimDelta) *v1StateHolder {
 	h := &v1StateHolder{seedClaims: seedClaims}
-	if from := v.st.built(); from != nil {
-		h.from, h.delta = from, delta
+	switch from := v.st.built(); {
+	case from != nil:
+		h.from, h.deltas = from, []claimDelta{delta}
+	case v.st.from != nil:
+		h.from, h.deltas = v.st.from, append(slices.Clip(v.st.deltas), delta)
+		if len(h.deltas) >= maxPendingDeltas {
+			h.state.Store(h.derive())
+			h.from, h.deltas = nil, nil
+		}
 	}
 	return h
+}
+
+// derive applies the pending deltas to from.
+func (h *v1StateHolder) derive() *allocator.V1State {
+	st := h.from
+	for _, d := range h.deltas {
+		st = st.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed)
+	}
+	return st
 }
 
 func newV1Objects(l Lists) *v1Objects {
@@ -154,11 +177,12 @@ func (v *v1Shared) localPool(driver, pool string) bool {
 
 func (v *v1Objects) baseState() *allocator.V1State {
 	h := v.st
+	if st := h.built(); st != nil {
+		return st
+	}
 	h.once.Do(func() {
 		if h.from != nil {
-			d := h.delta
-			h.state.Store(h.from.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed))
-			h.from, h.delta = nil, claimDelta{}
+			h.state.Store(h.derive())
 			return
 		}
 		inv := v.inventory()
