@@ -22,7 +22,7 @@ import (
 //
 // A V1State is immutable; WithAllocated and WithoutAllocated return new
 // states sharing the rest (copy-on-write maps whose own part is folded
-// into a new shared base once it outgrows a sixteenth of it).
+// into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
 type V1State struct {
 	inv      *V1Inventory
