@@ -124,6 +124,13 @@ func (l *layered[K, V]) fold() {
 	*l = layered[K, V]{base: flat, n: len(flat)}
 }
 
+// derived returns a version to write in place in O(1), leaving l as it
+// is: it copies l's delta on its first write. For maps that are never
+// written again once another version is derived from them (V1State's).
+func (l *layered[K, V]) derived() *layered[K, V] {
+	return &layered[K, V]{base: l.base, delta: l.delta, n: l.n, shared: len(l.delta) > 0}
+}
+
 // with returns the version with set's keys set and del's keys removed
 // (del wins over set); l is unchanged, and may be read meanwhile.
 func (l *layered[K, V]) with(set map[K]V, del []K) *layered[K, V] {

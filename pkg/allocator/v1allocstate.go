@@ -97,15 +97,21 @@ func (s *V1State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, remov
 
 // InUse reports whether the device is allocated (admin access aside).
 func (s *V1State) InUse(driver, pool, device string) bool {
-	n, _ := s.used.get(v1Key(driver, pool, device))
+	key := v1Key(driver, pool, device)
+	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
+		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
+		return held
+	}
+	n, _ := s.used.get(key)
 	return n > 0
 }
 
-// clone returns a state to change in place. It copies the small deltas
-// of the maps (layered.with), never touching s, which other goroutines may
-// be reading or deriving from at the same time.
+// clone returns a state to change in place. Its maps copy s's small
+// deltas on their first write (layered.derived), never touching s, which
+// other goroutines may be reading or deriving from at the same time (a
+// V1State is never written once published).
 func (s *V1State) clone() *V1State {
-	return &V1State{inv: s.inv, used: s.used.with(nil, nil), consumed: s.consumed.with(nil, nil), seedUsed: s.seedUsed.with(nil, nil)}
+	return &V1State{inv: s.inv, used: s.used.derived(), consumed: s.consumed.derived(), seedUsed: s.seedUsed.derived()}
 }
 
 func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
@@ -188,11 +194,19 @@ func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[deviceUse] {
 // per allocation, as a seed NodeState counts them, so that the seed view
 // of a node (SeedNodeState) is the same whichever claims of a device
 // allocated twice are counted first.
+//
+// A seed device that consumes no counters (every projected seed leaf) is
+// counted only by its instance ID: in use when an allocation holds that
+// instance (seedHeld), so a seed claim event writes one map.
 func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 	key := v1Key(driver, pool, device)
 	x, known := s.inv.byKey[key]
 	if known && s.inv.devs[x].d.SeedInstance != "" {
 		instance = s.inv.devs[x].d.SeedInstance
+	}
+	if instance != "" && (!known || s.inv.devs[x].seedOnly()) {
+		s.applySeedInstance(driver, pool, instance, sign)
+		return
 	}
 	n, _ := s.used.get(key)
 	switch {
@@ -216,9 +230,13 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 			}
 		}
 	}
-	if instance == "" {
-		return
+	if instance != "" {
+		s.applySeedInstance(driver, pool, instance, sign)
 	}
+}
+
+// applySeedInstance counts one allocation of a seed instance in or out.
+func (s *V1State) applySeedInstance(driver, pool, instance string, sign int32) {
 	pk := driver + "\x00" + pool
 	ids, _ := s.seedUsed.get(pk)
 	if sign > 0 {
@@ -233,6 +251,25 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 			s.seedUsed.set(pk, ids)
 		}
 	}
+}
+
+// seedOnly reports whether the device is counted by its seed instance
+// alone: a projected seed leaf, which consumes no counters.
+func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) == 0 }
+
+// seedHeld reports whether an allocation holds the seed instance itself,
+// and whether one conflicts with it (itself included).
+func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
+	ids, _ := s.seedUsed.get(driver + "\x00" + pool)
+	for _, id := range ids {
+		if id == instance {
+			return true, true
+		}
+		if !locked && SeedLeavesConflict(instance, id) {
+			locked = true
+		}
+	}
+	return false, locked
 }
 
 // seedLocked reports whether a seed leaf conflicts with an instance in
