@@ -30,10 +30,13 @@ func onGPU(c *resourceapi.ResourceClaim, node, gpu string) *resourceapi.Resource
 // TestInventoryUsesNodeModels: the v1 device inventory's seed devices
 // come from the Models the seed path allocates on (one compile per node
 // for both APIs): building the inventory first fills the Objects' model
-// cache, and the seed path then finds its Models there.
+// cache, and the seed path then finds its Models there. (With a v1 claim
+// in the lists: without one the seed slices stay out of the inventory,
+// TestSeedOnlyInventory.)
 func TestInventoryUsesNodeModels(t *testing.T) {
 	l := baseLists(t)
 	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
+	l.V1Claims = []*resourcev1.ResourceClaim{v1Claim("x")}
 	o := dynamicresources.NewObjects(l)
 	if n := dynamicresources.CachedModels(o); n != 0 {
 		t.Fatalf("%d models compiled before any use", n)
@@ -48,6 +51,34 @@ func TestInventoryUsesNodeModels(t *testing.T) {
 	m := o.Model("n1")
 	if o.Model("n1") != m || dynamicresources.CachedModels(o) != 2 {
 		t.Fatal("the seed path compiled a node's model again")
+	}
+}
+
+// TestSeedOnlyInventory: while no v1 claim is known the seed slices stay
+// out of the v1 inventory (a seed-only cluster does not project them; the
+// one state counts v1alpha2 claims without it); the first v1 claim event
+// brings them in, and a v1 claim on a seed GPU is in use for v1alpha2
+// claims from then on.
+func TestSeedOnlyInventory(t *testing.T) {
+	n1 := schedtest.MakeNode("n1").Obj()
+	l := baseLists(t, onGPU(claim("a", "small"), "n1", "gpu-0"))
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1")}
+	o := dynamicresources.NewObjects(l)
+	if got := o.NodeState(n1).Capacity(); got != 1 {
+		t.Fatalf("n1 capacity %d, want 1 (gpu-0 held by a v1alpha2 claim)", got)
+	}
+	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 0 {
+		t.Fatalf("a seed-only inventory has %d pools, want none", n)
+	}
+	o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/v": v1OnGPU("v", "n1", "gpu-1", "")})
+	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 1 {
+		t.Fatalf("after a v1 claim the inventory has %d pools, want n1's seed pool", n)
+	}
+	if got := o.NodeState(n1).Capacity(); got != 0 {
+		t.Fatalf("n1 capacity %d, want 0 (gpu-1 held by the v1 claim)", got)
+	}
+	if !dynamicresources.V1InUse(o, driver, "n1", "gpu-0") || !dynamicresources.V1InUse(o, driver, "n1", "gpu-1") {
+		t.Fatal("the one state does not count both GPUs in use")
 	}
 }
 

@@ -52,6 +52,13 @@ type v1Shared struct {
 type v1Inventory struct {
 	slices []*resourcev1.ResourceSlice
 	seed   []*resourceapi.NodeResourceSlice
+	// seedless leaves the seed slices out of the inventory while no v1
+	// claim is known: only v1 claims allocate seed devices as v1 devices,
+	// and the one state counts v1alpha2 claims by their instance IDs
+	// without the inventory, so a seed-only cluster does not project its
+	// slices. The first v1 claim event brings a full inventory
+	// (WithClaimChanges).
+	seedless bool
 	// model is the Objects' compiled Model of a node's seed slices: the
 	// inventory's seed devices come from the same Model the seed path
 	// allocates on, compiled once.
@@ -129,7 +136,7 @@ func (h *v1StateHolder) derive() *allocator.V1State {
 }
 
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices}, classes: map[string]*resourcev1.DeviceClass{},
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, seedless: len(l.V1Claims) == 0}, classes: map[string]*resourcev1.DeviceClass{},
 		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
 	for _, c := range l.DeviceClasses {
 		v.classes[c.Name] = c
@@ -152,7 +159,7 @@ func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClai
 // keepInventory hands prev's inventory on to v when the slices are the
 // same objects.
 func (v *v1Objects) keepInventory(prev *v1Objects) {
-	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) {
+	if prev != nil && prev.inv.seedless == v.inv.seedless && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) {
 		v.inv = prev.inv
 	}
 }
@@ -160,7 +167,11 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 func (v *v1Shared) inventory() *allocator.V1Inventory {
 	h := v.inv
 	h.once.Do(func() {
-		h.inv = allocator.NewV1InventoryModels(h.slices, h.seed, h.model)
+		seed := h.seed
+		if h.seedless {
+			seed = nil
+		}
+		h.inv = allocator.NewV1InventoryModels(h.slices, seed, h.model)
 		h.local = map[[2]string]bool{}
 		for _, p := range h.inv.Pools() {
 			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
@@ -270,6 +281,13 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 	out := *o
 	out.revision = revision
 	out.claims = o.claims.UpdateTouching(upd, touched)
+	if v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil }) {
+		// The first v1 claim: the seed slices join the inventory, and
+		// the one state is counted afresh over it.
+		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model}
+		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{seedClaims: out.claims.Claims}}
+		return &out
+	}
 	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
 	return &out
 }
