@@ -78,10 +78,10 @@ type Report struct {
 	Kills                     map[string]int
 	// Exits counts, by component, exits on its own that the harness's
 	// supervisor restarted (a leader that lost its lease exits).
-	Exits map[string]int
-	Violations                []Violation
-	Elapsed                   time.Duration
-	ComponentLogsDir          string
+	Exits            map[string]int
+	Violations       []Violation
+	Elapsed          time.Duration
+	ComponentLogsDir string
 
 	// UpstreamPrepared is how many claims (UIDs) the upstream drivers'
 	// state files show prepared, UpstreamPrepareCalls how many prepare
