@@ -33,25 +33,8 @@ func TestTwoAPIServersOneDies(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	start := func(name string, args ...string) *exec.Cmd {
-		logf, err := os.Create(filepath.Join(dir, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(allotBin, args...)
-		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "KUBECONFIG=")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			logf.Close()
-		})
-		return cmd
-	}
+	env := append(os.Environ(), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "KUBECONFIG=")
+	start := func(name string, args ...string) *exec.Cmd { return startComponent(t, dir, name, env, args...) }
 	apiserver := func(name string) (*exec.Cmd, string) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -142,9 +125,8 @@ func TestTwoAPIServersOneDies(t *testing.T) {
 	}
 	works("after")
 	for _, name := range []string{"scheduler", "controller-manager"} {
-		b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-		if !strings.Contains(string(b), "using another") {
-			t.Errorf("%s did not log a switch to the second API server:\n%s", name, b)
+		if log := componentLog(dir, name); !strings.Contains(log, "using another") {
+			t.Errorf("%s did not log a switch to the second API server:\n%s", name, log)
 		}
 	}
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,38 +50,12 @@ func TestLeaderElection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfigFor := func(role string) string {
-		kc := filepath.Join(dir, role+".kubeconfig")
-		out, err := exec.CommandContext(ctx, allotBin, "token", "create", "--role", role, "--name", "le-"+role,
-			"--data-dir", cl.DataDir, "--kubeconfig", kc).CombinedOutput()
-		if err != nil {
-			t.Fatalf("token create: %v\n%s", err, out)
-		}
-		return kc
-	}
+	kubeconfigFor := func(role string) string { return componentKubeconfig(ctx, t, cl, dir, role, "le-"+role) }
 	start := func(component, id, kubeconfig string, extra ...string) *exec.Cmd {
 		args := append([]string{component, "--kubeconfig", kubeconfig, "--leader-elect-identity", id}, fastElection...)
-		cmd := exec.Command(allotBin, append(args, extra...)...)
-		logf, err := os.Create(filepath.Join(dir, id+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			_ = cmd.Wait()
-			logf.Close()
-		})
-		return cmd
+		return startComponent(t, dir, id, nil, append(args, extra...)...)
 	}
-	logOf := func(id string) string {
-		b, _ := os.ReadFile(filepath.Join(dir, id+".log"))
-		return string(b)
-	}
+	logOf := func(id string) string { return componentLog(dir, id) }
 	holder := func(name string) string {
 		l, err := cs.CoordinationV1().Leases("kube-system").Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,31 +87,9 @@ func TestPodGarbageCollection(t *testing.T) {
 		time.Sleep(1100 * time.Millisecond) // creation timestamps have whole seconds: make the order plain
 	}
 
-	kc := filepath.Join(dir, "cm.kubeconfig")
-	if out, err := exec.CommandContext(ctx, allotBin, "token", "create", "--role", "controller-manager", "--name", "podgc-cm",
-		"--data-dir", cl.DataDir, "--kubeconfig", kc).CombinedOutput(); err != nil {
-		t.Fatalf("token create: %v\n%s", err, out)
-	}
-	logf, err := os.Create(filepath.Join(dir, "cm.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm := exec.Command(allotBin, "controller-manager", "--kubeconfig", kc, "--pod-gc-period", "100ms",
+	kc := componentKubeconfig(ctx, t, cl, dir, "controller-manager", "podgc-cm")
+	startComponent(t, dir, "cm", nil, "controller-manager", "--kubeconfig", kc, "--pod-gc-period", "100ms",
 		"--pod-gc-orphan-quarantine", "300ms", "--terminated-pod-gc-threshold", "2")
-	cm.Stdout, cm.Stderr = logf, logf
-	cm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cm.Process.Pid, syscall.SIGKILL)
-		_ = cm.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("controller manager log:\n%s", b)
-		}
-	})
 
 	want := map[string]bool{"orphan": true, "oos-terminating": true, "done-0": true, "done-1": true}
 	var orphanLast *corev1.Pod

@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,30 +89,8 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	pod("te-default")
 	pod("te-forever", unreachable)
 
-	kc := filepath.Join(dir, "cm.kubeconfig")
-	if out, err := exec.CommandContext(ctx, allotBin, "token", "create", "--role", "controller-manager", "--name", "te-cm",
-		"--data-dir", cl.DataDir, "--kubeconfig", kc).CombinedOutput(); err != nil {
-		t.Fatalf("token create: %v\n%s", err, out)
-	}
-	logf, err := os.Create(filepath.Join(dir, "cm.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm := exec.Command(allotBin, "controller-manager", "--kubeconfig", kc, "--node-monitor-grace-period", "700ms", "--node-monitor-period", "100ms")
-	cm.Stdout, cm.Stderr = logf, logf
-	cm.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cm.Process.Pid, syscall.SIGKILL)
-		_ = cm.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("controller manager log:\n%s", b)
-		}
-	})
+	kc := componentKubeconfig(ctx, t, cl, dir, "controller-manager", "te-cm")
+	startComponent(t, dir, "cm", nil, "controller-manager", "--kubeconfig", kc, "--node-monitor-grace-period", "700ms", "--node-monitor-period", "100ms")
 	taint := func() *corev1.Taint {
 		cur, err := c.Nodes().Get(ctx, name)
 		if err != nil {
