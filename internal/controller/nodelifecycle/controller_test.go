@@ -2,6 +2,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -96,5 +98,116 @@ func TestFullStorageIsNotTheNodesFault(t *testing.T) {
 	ctl.checkNodes(context.Background(), []*corev1.Node{n})
 	if marked.Load() != 1 {
 		t.Fatalf("node marked %d times a grace period after the outage without a heartbeat, want once", marked.Load())
+	}
+}
+
+func TestLifecycleTaintAndZones(t *testing.T) {
+	cond := func(s corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s}}}}
+	}
+	for _, tc := range []struct {
+		node *corev1.Node
+		want string
+	}{
+		{cond(corev1.ConditionTrue), ""},
+		{cond(corev1.ConditionFalse), corev1.TaintNodeNotReady},
+		{cond(corev1.ConditionUnknown), corev1.TaintNodeUnreachable},
+		{&corev1.Node{}, ""}, // not heartbeating yet: the staleness check decides
+	} {
+		if got := lifecycleTaint(tc.node); got != tc.want {
+			t.Errorf("conditions %+v: taint %q, want %q", tc.node.Status.Conditions, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		ready, unhealthy int
+		want             zoneState
+	}{
+		{10, 0, zoneNormal}, {0, 3, zoneFullDisruption}, {4, 6, zonePartialDisruption},
+		{1, 2, zoneNormal}, // two unhealthy nodes never make a disruption
+		{10, 3, zoneNormal},
+	} {
+		if got := judgeZone(tc.ready, tc.unhealthy, DefaultUnhealthyZoneThreshold); got != tc.want {
+			t.Errorf("%d ready, %d unhealthy: %s, want %s", tc.ready, tc.unhealthy, got, tc.want)
+		}
+	}
+}
+
+// TestTaintRateLimits: new lifecycle taints go on at each zone's rate
+// (burst one), slower or not at all when a zone is mostly down, and not at
+// all while every zone is wholly down; taints come off at once. The API
+// server is faked (the far side of a process boundary): it counts the
+// Node updates, each a taint added or removed.
+func TestTaintRateLimits(t *testing.T) {
+	var updates atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		updates.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	newCtl := func() *Controller {
+		m, err := newTaintMetrics(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Controller{c: c, metrics: m, limiters: map[string]*rate.Limiter{}, zoneStates: map[string]zoneState{},
+			opts: Options{EvictionRate: 0.1, SecondaryEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
+				Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }}}
+	}
+	zone := func(z string, ready, unknown int) []*corev1.Node {
+		var out []*corev1.Node
+		for i := range ready + unknown {
+			s := corev1.ConditionTrue
+			if i >= ready {
+				s = corev1.ConditionUnknown
+			}
+			out = append(out, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", z, i), Labels: map[string]string{"topology.kubernetes.io/zone": z}},
+				Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: s}}}})
+		}
+		return out
+	}
+	step := func(ctl *Controller, nodes []*corev1.Node) int32 {
+		before := updates.Load()
+		ctl.taintNodes(context.Background(), nodes)
+		return updates.Load() - before
+	}
+	// Zone a: 2 of 10 down (normal): one now, the next 10 s later.
+	ctl := newCtl()
+	nodes := append(zone("a", 8, 2), zone("b", 5, 0)...)
+	if n := step(ctl, nodes); n != 1 {
+		t.Fatalf("normal zone: %d taints at once, want 1 (burst)", n)
+	}
+	if n := step(ctl, nodes); n != 1-1 {
+		t.Fatalf("normal zone: %d more taints at the same moment, want 0", n)
+	}
+	now = now.Add(10 * time.Second)
+	if n := step(ctl, nodes); n != 1 {
+		t.Fatalf("normal zone 10 s later: %d taints, want 1", n)
+	}
+	// Zone c, small and mostly down (partial disruption): none.
+	if n := step(newCtl(), append(zone("c", 2, 5), zone("b", 5, 0)...)); n != 0 {
+		t.Fatalf("small partially disrupted zone: %d taints, want 0", n)
+	}
+	// Every zone wholly down: none (the control plane is most likely the
+	// one cut off).
+	if n := step(newCtl(), append(zone("d", 0, 3), zone("e", 0, 2)...)); n != 0 {
+		t.Fatalf("all zones down: %d taints, want 0", n)
+	}
+	// A tainted node that is Ready again loses its taint at once, though
+	// its zone's rate is spent.
+	ctl = newCtl()
+	f := zone("f", 1, 1)
+	if n := step(ctl, f); n != 1 {
+		t.Fatalf("zone f: %d taints, want 1", n)
+	}
+	f[0].Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+	if n := step(ctl, f); n != 1 {
+		t.Fatalf("ready node's taint with the rate spent: %d updates, want 1 (the removal)", n)
 	}
 }

@@ -26,8 +26,9 @@ func zoneOf(n *corev1.Node) string {
 }
 
 // lifecycleTaint is the NoExecute taint a node's Ready condition calls
-// for: unreachable while Unknown (or missing), not-ready while False, none
-// while True.
+// for: unreachable while Unknown, not-ready while False, none while True
+// or missing (a node not yet heartbeating; the staleness check gives it
+// an Unknown condition once its grace period has passed).
 func lifecycleTaint(n *corev1.Node) string {
 	for _, c := range n.Status.Conditions {
 		if c.Type != corev1.NodeReady {
@@ -41,7 +42,7 @@ func lifecycleTaint(n *corev1.Node) string {
 		}
 		return corev1.TaintNodeUnreachable
 	}
-	return corev1.TaintNodeUnreachable
+	return ""
 }
 
 func isLifecycleTaint(t corev1.Taint) bool {
@@ -171,8 +172,8 @@ func (c *Controller) taintNode(ctx context.Context, n *corev1.Node) error {
 	}
 	// A new taint waits for its zone's rate; replacing one (not-ready to
 	// unreachable) or removing one does not.
-	if want != "" && len(have) == 0 && !c.limiters[zoneOf(n)].AllowN(c.opts.Now(), 1) {
-		return nil
+	if lim := c.limiters[zoneOf(n)]; want != "" && len(have) == 0 && (lim.Limit() == 0 || !lim.AllowN(c.opts.Now(), 1)) {
+		return nil // a limiter of rate 0 would still give its one burst token
 	}
 	out := n.DeepCopy()
 	out.Spec.Taints = slices.DeleteFunc(out.Spec.Taints, isLifecycleTaint)
