@@ -38,12 +38,18 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "te-n1"
+	// Two nodes: with the only node of the only zone down, no node is
+	// tainted (every zone wholly disrupted: the control plane is most
+	// likely the one cut off), as in Kubernetes. te-n2 keeps beating.
+	const name, other = "te-n1", "te-n2"
 	n, err := c.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := func() {
+	if _, err := c.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: other}}); err != nil {
+		t.Fatal(err)
+	}
+	readyNode := func(name string) {
 		cur, err := c.Nodes().Get(ctx, name)
 		if err != nil {
 			t.Fatal(err)
@@ -53,28 +59,34 @@ func TestNodeLossEvictsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ready := func() { readyNode(name) }
 	ready()
+	readyNode(other)
 	// The test is the node's agent: it renews the Lease while beating.
 	var beating atomic.Bool
 	beating.Store(true)
-	holder, secs := name, int32(1)
-	lease, err := c.Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for ctx.Err() == nil {
-			if beating.Load() {
-				now := metav1.NowMicro()
-				lease.Spec.RenewTime = &now
-				if l, err := c.Leases(corev1.NamespaceNodeLease).Update(ctx, lease); err == nil {
-					lease = l
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
+	beat := func(node string, on func() bool) {
+		holder, secs := node, int32(1)
+		lease, err := c.Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: corev1.NamespaceNodeLease},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
+		go func() {
+			for ctx.Err() == nil {
+				if on() {
+					now := metav1.NowMicro()
+					lease.Spec.RenewTime = &now
+					if l, err := c.Leases(corev1.NamespaceNodeLease).Update(ctx, lease); err == nil {
+						lease = l
+					}
+				}
+				time.Sleep(100 * time.Millisecond) // the heartbeat interval of this fake agent
+			}
+		}()
+	}
+	beat(name, beating.Load)
+	beat(other, func() bool { return true })
 	pod := func(name string, tols ...corev1.Toleration) {
 		if _, err := c.Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{NodeName: n.Name, Tolerations: tols, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}); err != nil {
