@@ -120,6 +120,14 @@ func TestDefaultNodeLossTolerations(t *testing.T) {
 	if got[corev1.TaintNodeNotReady] != 300 || got[corev1.TaintNodeUnreachable] != 300 || len(plain.Spec.Tolerations) != 2 {
 		t.Fatalf("tolerations %+v, want not-ready and unreachable for 300 s", plain.Spec.Tolerations)
 	}
+	// A replace without them (kubectl replace of the manifest) gets them
+	// back, as stored: tolerations may not be removed.
+	plain.Spec.Tolerations = nil
+	var replaced corev1.Pod
+	admin(t, "PUT", pods+"/plain", &plain).into(t, &replaced)
+	if len(replaced.Spec.Tolerations) != 2 {
+		t.Fatalf("after a replace without tolerations: %+v, want the two defaults", replaced.Spec.Tolerations)
+	}
 	own := makePod("own").obj()
 	ten := int64(10)
 	own.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &ten}}

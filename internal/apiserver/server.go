@@ -101,9 +101,15 @@ func New(cfg Config) *Server {
 	validation.SetDeviceSelectorCompiler(allocator.CompileDeviceSelector)
 	for _, k := range builtinKinds() {
 		if k.gvk.Group == "" && k.resource == "pods" {
-			prep := k.prepareCreate
+			// On create and update, as Kubernetes' admission plugin: a
+			// replace without them gets them back, as stored.
+			prep, prepUpd := k.prepareCreate, k.prepareUpdate
 			k.prepareCreate = func(obj runtime.Object) {
 				prep(obj)
+				addDefaultTolerations(obj.(*corev1.Pod), cfg.DefaultNotReadyTolerationSeconds, cfg.DefaultUnreachableTolerationSeconds)
+			}
+			k.prepareUpdate = func(obj, old runtime.Object) {
+				prepUpd(obj, old)
 				addDefaultTolerations(obj.(*corev1.Pod), cfg.DefaultNotReadyTolerationSeconds, cfg.DefaultUnreachableTolerationSeconds)
 			}
 		}
