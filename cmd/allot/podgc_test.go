@@ -83,8 +83,10 @@ func TestPodGarbageCollection(t *testing.T) {
 	pod("live-terminating", "gc-live", corev1.PodRunning, true)
 	pod("running", "gc-live", corev1.PodRunning, false)
 	for i := range 4 {
+		// Created in name order: creation timestamps (whole seconds) never
+		// decrease, and the collector breaks ties by name, so done-0 and
+		// done-1 are the oldest.
 		pod(fmt.Sprintf("done-%d", i), "gc-live", corev1.PodSucceeded, false)
-		time.Sleep(1100 * time.Millisecond) // creation timestamps have whole seconds: make the order plain
 	}
 
 	kc := componentKubeconfig(ctx, t, cl, dir, "controller-manager", "podgc-cm")
