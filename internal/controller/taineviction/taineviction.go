@@ -118,9 +118,12 @@ func (t *Controller) enqueuePod(obj any) {
 	}
 }
 
+// enqueueNode queues the pods of a node with NoExecute taints. A node
+// without any needs nothing: an eviction queued for later finds no taint
+// when it comes due, and a pod synced meanwhile is not queued at all.
 func (t *Controller) enqueueNode(obj any) {
 	n, ok := obj.(*corev1.Node)
-	if !ok {
+	if !ok || len(noExecute(n)) == 0 {
 		return
 	}
 	pods, err := t.pods.Lister().List(labels.Everything())
