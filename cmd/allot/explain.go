@@ -101,5 +101,12 @@ func runExplain(cmd *cobra.Command, kubeconfig, namespace, name string, st noder
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	d := scheduler.Explain(dctx, fw, snap, pod)
-	return scheduler.WriteExplanation(cmd.OutOrStdout(), pod, d)
+	if err := scheduler.WriteExplanation(cmd.OutOrStdout(), pod, d); err != nil {
+		return err
+	}
+	devices, err := scheduler.PodDevices(ctx, c, pod, timeout)
+	if err != nil {
+		return err
+	}
+	return scheduler.WriteDevices(cmd.OutOrStdout(), devices)
 }

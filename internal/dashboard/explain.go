@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -51,6 +52,10 @@ type PodExplanation struct {
 	PreFilter *Rejection `json:"preFilter,omitempty"`
 	// Nodes has one entry per node, in name order.
 	Nodes []NodeVerdict `json:"nodes"`
+	// Devices are the devices allocated to the pod's resource.k8s.io/v1
+	// claims with what their drivers report (status.devices), as `allot
+	// explain` prints them; left out when the caller may not list claims.
+	Devices []scheduler.DeviceReport `json:"devices,omitempty"`
 }
 
 // NodeVerdict is what explaining found about one node.
@@ -186,13 +191,40 @@ func (e *explainer) explain(ctx context.Context, c *client.Client, namespace, na
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	claims := e.claimsOf(ctx, c, namespace, pods)
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for _, pod := range pods {
 		d := scheduler.Explain(dctx, fw, snap, pod)
-		resp.Pods = append(resp.Pods, explanation(pod, d))
+		pe := explanation(pod, d)
+		pe.Devices = scheduler.PodDevicesOf(pod, claims)
+		resp.Pods = append(resp.Pods, pe)
 	}
 	return resp, nil
+}
+
+// claimsOf lists the resource.k8s.io/v1 claims of namespace (all when
+// empty) once, when some pod uses claims, by namespace and name. A caller
+// who may not list them gets explanations without devices.
+func (e *explainer) claimsOf(ctx context.Context, c *client.Client, namespace string, pods []*corev1.Pod) map[string]*resourcev1.ResourceClaim {
+	if !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return len(p.Spec.ResourceClaims) > 0 }) {
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	list, err := c.ResourceClaimsV1(namespace).List(lctx, metav1.ListOptions{})
+	if err != nil {
+		if !apierrors.IsForbidden(err) {
+			e.opts.Logger.Warn("explain: list resource claims for their devices", "namespace", namespace, "err", err)
+		}
+		return nil
+	}
+	out := make(map[string]*resourcev1.ResourceClaim, len(list.Items))
+	for i := range list.Items {
+		cl := &list.Items[i]
+		out[cl.Namespace+"/"+cl.Name] = cl
+	}
+	return out
 }
 
 // pendingPods returns the pods of a list of unbound pods that wait for a

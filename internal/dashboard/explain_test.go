@@ -8,11 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/dashboard"
+	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/internal/scheduler/plugins/noderesources"
 	"allot.dev/allot/internal/scheduler/schedtest"
 )
@@ -161,4 +164,54 @@ func tokenOf(t *testing.T, path, name string, role auth.Role) string {
 	}
 	t.Fatalf("no %s token for %s in %s", role, name, path)
 	return ""
+}
+
+// An explained pod's v1 claims bring their devices with what the drivers
+// wrote in status.devices, judged as `allot explain` judges them.
+func TestExplainPodDevices(t *testing.T) {
+	const ns, node, driver = "explain-devices", "explain-dev-n1", "nic.example.com"
+	createNamespace(t, ns)
+	createNode(t, schedtest.MakeNode(node).Alloc("cpu", "2").Label("explain-devices", "yes").Obj())
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node + "-nics"},
+		Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: ptr.To(node),
+			Pool:    resourcev1.ResourcePool{Name: node, ResourceSliceCount: 1},
+			Devices: []resourcev1.Device{{Name: "nic-3"}}}}
+	if _, err := up.Admin.ResourceSlices().Create(callCtx(t), slice); err != nil {
+		t.Fatal(err)
+	}
+	class := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "explain-nics"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+			Expression: `device.driver == "` + driver + `"`}}}}}
+	if _, err := up.Admin.DeviceClasses().Create(callCtx(t), class); err != nil {
+		t.Fatal(err)
+	}
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "nic", Namespace: ns},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "nic",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name}}}}}}
+	if _, err := up.Admin.ResourceClaimsV1(ns).Create(callCtx(t), claim); err != nil {
+		t.Fatal(err)
+	}
+	createPod(t, schedtest.MakePod("uses-nic").NodeSelector("explain-devices", "yes").Claim("nic", "nic"), ns)
+	var allocated *resourcev1.ResourceClaim
+	eventually(t, "claim nic allocated", func() bool {
+		c, err := up.Admin.ResourceClaimsV1(ns).Get(callCtx(t), "nic")
+		allocated = c
+		return err == nil && c.Status.Allocation != nil
+	})
+	allocated.Status.Devices = []resourcev1.AllocatedDeviceStatus{{Driver: driver, Pool: node, Device: "nic-3",
+		Conditions:  []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "LinkDown", LastTransitionTime: metav1.Now()}},
+		NetworkData: &resourcev1.NetworkDeviceData{InterfaceName: "net1"}}}
+	if _, err := up.Admin.ResourceClaimsV1(ns).UpdateStatus(callCtx(t), allocated); err != nil {
+		t.Fatal(err)
+	}
+
+	code, got, body := explain(t, "namespace="+ns+"&name=uses-nic", up.AdminToken)
+	if code != http.StatusOK || len(got.Pods) != 1 {
+		t.Fatalf("explain: %d %s", code, body)
+	}
+	devs := got.Pods[0].Devices
+	if len(devs) != 1 || devs[0].Claim != "nic" || devs[0].Device != "nic-3" || devs[0].State != scheduler.DeviceFailing ||
+		!strings.Contains(devs[0].Why, "Ready is False: LinkDown") || devs[0].Interface != "net1" {
+		t.Errorf("devices %+v, want nic-3 failing (Ready is False: LinkDown) on net1", devs)
+	}
 }

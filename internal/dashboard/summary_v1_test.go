@@ -180,6 +180,81 @@ func TestDashboardSummaryV1Health(t *testing.T) {
 	b.noConsoleErrors(t)
 }
 
+// A driver's status.devices on a held v1 device is judged as `allot
+// explain` judges it: Ready=False or a True binding failure condition is
+// failing (drawn unhealthy, still counted held), a binding condition not
+// yet True is binding, Ready=True is ready; the conditions are in the
+// device's tooltip. A status for another device or share says nothing.
+func TestDashboardSummaryV1DeviceStatus(t *testing.T) {
+	b := newBrowser(t)
+	b.do(t, "open the dashboard", chromedp.Navigate(up.URL+"/dashboard/"))
+	b.waitFor(t, "#login")
+
+	const v1Driver = "v1.example.com"
+	devices := []any{}
+	for _, n := range []string{"d0", "d1", "d2", "d3", "d4", "d5"} {
+		devices = append(devices, map[string]any{"name": n})
+	}
+	cond := func(typ, status string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": "R" + typ}
+	}
+	claim := func(name, device string, result map[string]any, conds ...map[string]any) map[string]any {
+		c := fxClaimV1(name, v1Driver, "n1-pool", device)
+		st := c["status"].(map[string]any)
+		r := st["allocation"].(map[string]any)["devices"].(map[string]any)["results"].([]any)[0].(map[string]any)
+		for k, v := range result {
+			r[k] = v
+		}
+		if conds != nil {
+			entry := map[string]any{"driver": v1Driver, "pool": "n1-pool", "device": device, "conditions": conds}
+			if name == "c5" {
+				entry["device"] = "d4" // a status of another device
+			}
+			st["devices"] = []any{entry}
+		}
+		return c
+	}
+	binding := map[string]any{"bindingConditions": []any{"Attached"}, "bindingFailureConditions": []any{"AttachFailed"}}
+	objects := map[string]any{
+		"nodes":    []any{fxNode("n1")},
+		"slicesV1": []any{fxSliceV1("n1-devices", v1Driver, "n1-pool", "n1", 1, map[string]any{"devices": devices})},
+		"claimsV1": []any{
+			claim("c0", "d0", nil, cond("Ready", "False")),
+			claim("c1", "d1", nil, cond("Ready", "True")),
+			claim("c2", "d2", binding, cond("Attached", "False")),
+			claim("c3", "d3", binding, cond("Attached", "False"), cond("AttachFailed", "True")),
+			claim("c4", "d4", binding, cond("Attached", "True"), cond("Ready", "True")),
+			claim("c5", "d5", nil, cond("Ready", "False")),
+		},
+	}
+	got := renderSummary(t, b, objects)
+	want := map[string]string{"nodes": "1", "devices": "6", "free": "0", "held": "6", "partitioned": "0",
+		"unhealthy": "0", "partitions-held": "0", "pending": "0"}
+	if !reflect.DeepEqual(got.counts, want) {
+		t.Errorf("summary %v (%q), want %v", got.counts, got.text, want)
+	}
+	drawn := eval[map[string]any](t, b, `(() => {
+  const out = {};
+  for (const e of document.querySelectorAll('[data-pool="n1-pool"] [data-device]')) {
+    out[e.dataset.device] = [e.dataset.state, e.dataset.health, e.dataset.deviceStatus || '',
+      e.querySelector('.inst-state').textContent, e.title].join(' | ');
+  }
+  return out;
+})()`)
+	wantDrawn := map[string]any{
+		"d0": "held | unhealthy | failing | held, failing | ns/c0: Ready=False (RReady)",
+		"d1": "held | healthy | ready | held | ns/c1: Ready=True (RReady)",
+		"d2": "held | healthy | binding | held, binding | ns/c2: Attached=False (RAttached)",
+		"d3": "held | unhealthy | failing | held, failing | ns/c3: Attached=False (RAttached)\nns/c3: AttachFailed=True (RAttachFailed)",
+		"d4": "held | healthy | ready | held | ns/c4: Attached=True (RAttached)\nns/c4: Ready=True (RReady)",
+		"d5": "held | healthy |  | held | ",
+	}
+	if !reflect.DeepEqual(drawn, wantDrawn) {
+		t.Errorf("drawn %v,\nwant %v", drawn, wantDrawn)
+	}
+	b.noConsoleErrors(t)
+}
+
 // fxPodReporting is a running pod whose one container's status reports
 // health (resource ID -> Healthy, Unhealthy or Unknown) under entry.
 func fxPodReporting(name, uid, entry string, health map[string]string) map[string]any {

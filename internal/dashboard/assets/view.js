@@ -427,6 +427,39 @@ function reportedUnhealthy(claims, resourceID, reports) {
   return out;
 }
 
+// deviceStatus judges what the drivers of the claims holding one device
+// wrote of it in their status.devices (matched by driver, pool, device
+// and share), as `allot explain` does: 'failing' (a binding failure
+// condition of the allocation is True, or Ready is False), 'binding' (a
+// binding condition of the allocation is not True yet), 'ready' (Ready is
+// True) or '' (nothing said). Of several holders the worst counts. text
+// lists the conditions, for the device's tooltip.
+const STATUS_RANK = { '': 0, ready: 1, binding: 2, failing: 3 };
+function deviceStatus(claims, driver, pool, device) {
+  let state = '';
+  const text = [];
+  for (const c of claims) {
+    for (const r of c.status?.allocation?.devices?.results || []) {
+      if (r.driver !== driver || r.pool !== pool || r.device !== device) continue;
+      const st = (c.status.devices || []).find((d) => d.driver === driver && d.pool === pool &&
+        d.device === device && (d.shareID || '') === (r.shareID || ''));
+      const conds = st?.conditions || [];
+      const cond = (t) => conds.find((x) => x.type === t);
+      let s = '';
+      if ((r.bindingFailureConditions || []).some((f) => cond(f)?.status === 'True') || cond('Ready')?.status === 'False') {
+        s = 'failing';
+      } else if ((r.bindingConditions || []).some((b) => cond(b)?.status !== 'True')) {
+        s = 'binding';
+      } else if (cond('Ready')?.status === 'True') {
+        s = 'ready';
+      }
+      if (STATUS_RANK[s] > STATUS_RANK[state]) state = s;
+      for (const x of conds) text.push(keyOf(c) + ': ' + x.type + '=' + x.status + (x.reason ? ' (' + x.reason + ')' : ''));
+    }
+  }
+  return { state, text };
+}
+
 // blockingTaint is the first taint that keeps new claims off a device.
 const blockingTaint = (d) => (d.taints || []).find((t) => t.effect === 'NoSchedule' || t.effect === 'NoExecute');
 
@@ -456,12 +489,15 @@ function poolSection(pool, held, reports, counts) {
     const holders = held.get(key + d.name);
     const taint = blockingTaint(d);
     const reporters = holders ? reportedUnhealthy(holders, pool.driver + '/' + pool.name + '/' + d.name, reports) : [];
+    const status = holders ? deviceStatus(holders, pool.driver, pool.name, d.name) : { state: '', text: [] };
+    const failing = status.state === 'failing';
     const short = consumption(d).filter(([set, n, q]) => q > left(set, n)).map(([set]) => set);
     let st;
     let label;
     if (holders) {
       st = 'held';
-      label = 'held' + (taint ? ', tainted' : '') + (reporters.length ? ', unhealthy' : '');
+      label = 'held' + (taint ? ', tainted' : '') + (reporters.length ? ', unhealthy' : '') +
+        (failing || status.state === 'binding' ? ', ' + status.state : '');
     } else if (taint) {
       st = 'unhealthy';
       label = 'tainted ' + taint.key + (taint.value ? '=' + taint.value : '') + ':' + taint.effect;
@@ -476,9 +512,11 @@ function poolSection(pool, held, reports, counts) {
     local[st] += 1;
     const item = el('li', {
       class: 'inst', 'data-device': d.name, 'data-state': st,
-      'data-health': taint || reporters.length ? 'unhealthy' : 'healthy', 'aria-label': d.name + ': ' + label,
+      'data-health': taint || reporters.length || failing ? 'unhealthy' : 'healthy', 'aria-label': d.name + ': ' + label,
       'data-reported-unhealthy-by': reporters.length ? reporters.join(' ') : undefined,
-      title: reporters.length ? 'reported Unhealthy in the status of pod ' + reporters.join(', ') : undefined,
+      'data-device-status': status.state || undefined,
+      title: [reporters.length ? 'reported Unhealthy in the status of pod ' + reporters.join(', ') : '',
+        ...status.text].filter(Boolean).join('\n') || undefined,
     }, el('span', { class: 'inst-name' }, d.name), el('span', { class: 'inst-state' }, label));
     for (const c of holders || []) item.append(...holderSpans(c));
     return item;
@@ -572,6 +610,13 @@ function pendingCard(pod, ex) {
     card.append(el('table', { class: 'reasons', 'aria-label': 'why ' + key + ' is pending, per node' },
       el('thead', {}, el('tr', {}, ['node', 'result', 'plugin', 'reason'].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows)));
+  }
+  if (ex.devices?.length) {
+    // Devices already allocated to the pod's claims (it may wait for
+    // their binding conditions), with what their drivers report.
+    card.append(el('ul', { class: 'note', 'aria-label': 'devices of ' + key },
+      ex.devices.map((d) => el('li', { 'data-pod-device': d.driver + '/' + d.pool + '/' + d.device, 'data-device-status': d.state },
+        'claim ' + d.claim + ': ' + d.driver + '/' + d.pool + '/' + d.device + ' ' + d.state + (d.why ? ' (' + d.why + ')' : '')))));
   }
   return card;
 }
