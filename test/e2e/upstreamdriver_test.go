@@ -176,13 +176,16 @@ spec:
 	return b.String()
 }
 
-const upstreamClasses = `apiVersion: resource.k8s.io/v1
+// upstreamClass is the DeviceClass of the test driver's devices.
+const upstreamClass = `apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: upstream-gpu}
 spec:
   selectors:
   - cel: {expression: 'device.driver == "upstream.example.com"'}
----
+`
+
+const upstreamClasses = upstreamClass + `---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: one-gpu, namespace: up}
