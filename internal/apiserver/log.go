@@ -78,7 +78,7 @@ func (s *Server) nodeLogURL(r *http.Request, pod *corev1.Pod, container string) 
 	if err != nil {
 		return "", nil, err
 	}
-	hostPort, tlsCfg, err := s.nodeEndpoint(nodeObj.(*corev1.Node))
+	hostPort, tlsCfg, err := s.nodeEndpoint(r.Context(), nodeObj.(*corev1.Node))
 	if err != nil {
 		return "", nil, err
 	}

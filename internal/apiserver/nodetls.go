@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"allot.dev/allot/internal/apiserver/auth"
 	"allot.dev/allot/internal/atomicfile"
 	"allot.dev/allot/internal/pki"
+	"allot.dev/allot/internal/storage"
 )
 
 // NodeTLS is how the API server reaches node agents: over TLS, to the
@@ -78,6 +80,13 @@ func (s *Server) serveNodeCertificate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apierrors.NewBadRequest("body: "+err.Error()))
 		return
 	}
+	// In etcd first, where every API server of the cluster finds it;
+	// then in this server's CertDir, a copy that servers from before the
+	// certificates were shared still read.
+	if err := s.storeNodeCert(r.Context(), node, certPEM); err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
 	if err := os.MkdirAll(nt.CertDir, 0o700); err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
@@ -123,7 +132,7 @@ func provenAddresses(remoteAddr string, hostIPs []net.IP) ([]net.IP, error) {
 // it (the Node's InternalIP when the certificate has it, else the address
 // its request came from), verified on connect to be that certificate's
 // node. An address only written into the Node's status is never used.
-func (s *Server) nodeEndpoint(node *corev1.Node) (string, *tls.Config, error) {
+func (s *Server) nodeEndpoint(ctx context.Context, node *corev1.Node) (string, *tls.Config, error) {
 	nt := s.cfg.NodeTLS
 	if nt == nil || nt.CA == nil {
 		return "", nil, apierrors.NewServiceUnavailable("this API server has no cluster CA to reach node agents over TLS")
@@ -132,7 +141,7 @@ func (s *Server) nodeEndpoint(node *corev1.Node) (string, *tls.Config, error) {
 	if port <= 0 || port > 65535 {
 		return "", nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s does not publish a log endpoint (status.daemonEndpoints.kubeletEndpoint.port)", node.Name))
 	}
-	data, err := os.ReadFile(filepath.Join(nt.CertDir, node.Name+".crt"))
+	data, err := s.loadNodeCert(ctx, node.Name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %s has no serving certificate from this cluster: its agent requests one when it starts", node.Name))
 	}
@@ -174,6 +183,41 @@ func (s *Server) nodeEndpoint(node *corev1.Node) (string, *tls.Config, error) {
 		},
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(port)), cfg, nil
+}
+
+// nodeCertKey is where the certificate issued to node is kept in etcd,
+// shared by every API server of the cluster (no API serves the key).
+func nodeCertKey(node string) string { return "/registry/allot.dev/nodeservingcerts/" + node }
+
+// storeNodeCert keeps the certificate issued to node in etcd, replacing
+// the one before.
+func (s *Server) storeNodeCert(ctx context.Context, node string, certPEM []byte) error {
+	key := nodeCertKey(node)
+	for range 5 {
+		_, err := s.store.Create(ctx, key, certPEM)
+		if !errors.Is(err, storage.ErrExists) {
+			return err
+		}
+		_, err = s.store.Update(ctx, key, certPEM, 0)
+		if !errors.Is(err, storage.ErrNotFound) { // deleted in between: create again
+			return err
+		}
+	}
+	return fmt.Errorf("store node %s's serving certificate: the key kept changing", node)
+}
+
+// loadNodeCert returns the certificate last issued to node by any API
+// server of the cluster (etcd), else the one this server issued before
+// certificates were shared (its CertDir), else fs.ErrNotExist.
+func (s *Server) loadNodeCert(ctx context.Context, node string) ([]byte, error) {
+	kv, err := s.store.Get(ctx, nodeCertKey(node))
+	switch {
+	case err == nil:
+		return kv.Value, nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, err
+	}
+	return os.ReadFile(filepath.Join(s.cfg.NodeTLS.CertDir, node+".crt"))
 }
 
 // nodeTransport is a one-request transport to a node agent.

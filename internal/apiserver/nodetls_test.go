@@ -23,10 +23,12 @@ import (
 // nodeTLSEnv is an API server with a cluster CA (NodeTLS) over the tests'
 // store, served on 127.0.0.1.
 type nodeTLSEnv struct {
-	t   *testing.T
-	url string
-	ca  *pki.CA
-	ns  string
+	t      *testing.T
+	url    string
+	ca     *pki.CA
+	ns     string
+	users  fakeAuthn
+	client tls.Certificate
 }
 
 var nodeTLSSeq atomic.Int64
@@ -42,21 +44,36 @@ func newNodeTLSEnv(t *testing.T, users fakeAuthn) *nodeTLSEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := &nodeTLSEnv{t: t, ca: ca, ns: newNamespace(t), users: users, client: client}
+	e.url = e.server(dir + "/nodes")
+	return e
+}
+
+// server starts an API server over the tests' store with the env's CA,
+// client certificate and users, keeping node certificates in certDir,
+// and returns its URL.
+func (e *nodeTLSEnv) server(certDir string) string {
+	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv := New(Config{Store: testStore, Authenticator: users, Logger: slog.New(slog.DiscardHandler),
-		NodeTLS: &NodeTLS{CA: ca, CertDir: dir + "/nodes", ClientCert: client}})
+	e.t.Cleanup(cancel)
+	srv := New(Config{Store: testStore, Authenticator: e.users, Logger: slog.New(slog.DiscardHandler),
+		NodeTLS: &NodeTLS{CA: e.ca, CertDir: certDir, ClientCert: e.client}})
 	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &nodeTLSEnv{t: t, url: hs.URL, ca: ca, ns: newNamespace(t)}
+	e.t.Cleanup(hs.Close)
+	return hs.URL
 }
 
 func (e *nodeTLSEnv) call(token, method, path string, body []byte) resp {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, bytes.NewReader(body))
+	return e.callAt(e.url, token, method, path, body)
+}
+
+func (e *nodeTLSEnv) callAt(url, token, method, path string, body []byte) resp {
+	e.t.Helper()
+	req, err := http.NewRequest(method, url+path, bytes.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -184,6 +201,21 @@ func TestNodeLogsOverTLS(t *testing.T) {
 		a := e.startAgent(listen(t, "127.0.0.1:0"), &goodCert)
 		e.node(good, "127.0.0.1", a.port)
 		expect(t, e.logs(good), 200, "log of /containerLogs/"+e.ns+"/on-"+good+"/c")
+	})
+
+	// API servers over one etcd share the certificates they issued: a
+	// second server, with the same CA and its own (empty) certificate
+	// directory, reaches the node whose certificate the first issued.
+	t.Run("shared between API servers", func(t *testing.T) {
+		name := good + "-shared"
+		c := e.certificate("admin", name) // issued by the first server
+		a := e.startAgent(listen(t, "127.0.0.1:0"), &c)
+		e.node(name, "127.0.0.1", a.port)
+		second := e.server(t.TempDir())
+		expect(t, e.callAt(second, "admin", "GET", "/api/v1/namespaces/"+e.ns+"/pods/on-"+name+"/log", nil), 200, "log of /containerLogs/")
+		if n := a.requests.Load(); n != 1 {
+			t.Fatalf("the agent saw %d requests, want 1", n)
+		}
 	})
 
 	t.Run("forged address not followed", func(t *testing.T) {
