@@ -1,8 +1,10 @@
 package validation
 
 import (
-	corev1 "allot.dev/allot/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 // Pod defaults, as in Kubernetes.
@@ -38,6 +40,59 @@ func ValidatePodStatusUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 	}
 	errs = append(errs, optional(path.Child("nominatedNodeName"), st.NominatedNodeName, dnsSubdomain)...)
 	errs = append(errs, validateClaimStatuses(st.ResourceClaimStatuses, newPod.Spec.ResourceClaims, path.Child("resourceClaimStatuses"))...)
+	if !apiequality.Semantic.DeepEqual(st.ExtendedResourceClaimStatus, oldPod.Status.ExtendedResourceClaimStatus) {
+		errs = append(errs, field.Forbidden(path.Child("extendedResourceClaimStatus"),
+			"is recorded by the pod's binding (pods/binding) and may not be changed by a status write"))
+	}
+	return errs
+}
+
+// ValidateExtendedResourceClaimStatus checks the record of the claim made
+// for a pod's extended resources served by DRA against the pod: a valid
+// claim name, and mappings, each of a container of the pod (init or
+// regular) to an extended resource that container requests and a request
+// name, at most one per container and resource. The request names are
+// the claim's to check.
+func ValidateExtendedResourceClaimStatus(st *corev1.PodExtendedResourceClaimStatus, pod *corev1.Pod, path *field.Path) field.ErrorList {
+	errs := required(path.Child("resourceClaimName"), st.ResourceClaimName, dnsSubdomain)
+	containers := map[string]*corev1.Container{}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			containers[cs[i].Name] = &cs[i]
+		}
+	}
+	mp := path.Child("requestMappings")
+	if len(st.RequestMappings) == 0 {
+		errs = append(errs, field.Required(mp, "the claim serves at least one container's extended resource"))
+	}
+	var pairs unique
+	for i, m := range st.RequestMappings {
+		p := mp.Index(i)
+		errs = append(errs, required(p.Child("requestName"), m.RequestName, dnsLabel)...)
+		c := containers[m.ContainerName]
+		switch {
+		case m.ContainerName == "":
+			errs = append(errs, field.Required(p.Child("containerName"), ""))
+			continue
+		case c == nil:
+			errs = append(errs, field.NotFound(p.Child("containerName"), m.ContainerName))
+			continue
+		}
+		name := corev1.ResourceName(m.ResourceName)
+		_, inRequests := c.Resources.Requests[name]
+		_, inLimits := c.Resources.Limits[name]
+		switch {
+		case m.ResourceName == "":
+			errs = append(errs, field.Required(p.Child("resourceName"), ""))
+		case !IsDRAExtendedResourceName(name):
+			errs = append(errs, field.Invalid(p.Child("resourceName"), m.ResourceName,
+				"must be an extended resource (example.com/gpu) or deviceclass.resource.kubernetes.io/CLASS"))
+		case !inRequests && !inLimits:
+			errs = append(errs, field.Invalid(p.Child("resourceName"), m.ResourceName,
+				"must be a resource container "+m.ContainerName+" requests"))
+		}
+		errs = append(errs, pairs.check(m.ContainerName+"\n"+m.ResourceName, p)...)
+	}
 	return errs
 }
 

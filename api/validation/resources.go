@@ -28,6 +28,18 @@ func isExtendedResource(name corev1.ResourceName) bool {
 	return !isNativeResource(name) && !strings.HasPrefix(string(name), "requests.")
 }
 
+// DeviceClassResourcePrefix names the extended resource every DeviceClass
+// offers implicitly: deviceclass.resource.kubernetes.io/CLASS.
+const DeviceClassResourcePrefix = "deviceclass.resource.kubernetes.io/"
+
+// IsDRAExtendedResourceName reports whether name is a resource DRA may
+// serve for a container: an extended resource (a DeviceClass's
+// extendedResourceName) or a DeviceClass's implicit
+// deviceclass.resource.kubernetes.io/CLASS.
+func IsDRAExtendedResourceName(name corev1.ResourceName) bool {
+	return isExtendedResource(name) || strings.HasPrefix(string(name), DeviceClassResourcePrefix)
+}
+
 func isStandardContainerResource(name corev1.ResourceName) bool {
 	return standardContainerResources[name] || strings.HasPrefix(string(name), "hugepages-")
 }

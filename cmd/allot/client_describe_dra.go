@@ -16,7 +16,7 @@ import (
 // scheduling context, in this order).
 func describePodDRA(ctx context.Context, s *session, w *describeWriter, u *unstructured.Unstructured) {
 	var pod corev1.Pod
-	if err := fromUnstructured(u, &pod); err != nil || len(pod.Spec.ResourceClaims) == 0 {
+	if err := fromUnstructured(u, &pod); err != nil || !pod.UsesResourceClaims() {
 		return
 	}
 	w.line(0, "Claim Status:")

@@ -147,7 +147,7 @@ func describeResourceList(w *describeWriter, level int, title string, rl corev1.
 // describePodClaims lists the pod's claims with the claim each one
 // resolved to (a template's generated claim comes from the status).
 func describePodClaims(w *describeWriter, pod *corev1.Pod) {
-	if len(pod.Spec.ResourceClaims) == 0 {
+	if !pod.UsesResourceClaims() {
 		return
 	}
 	generated := map[string]string{}
@@ -165,6 +165,11 @@ func describePodClaims(w *describeWriter, pod *corev1.Pod) {
 			w.line(1, "%s:\ttemplate %s, claim %s", rc.Name, *rc.ResourceClaimTemplateName, orNone(generated[rc.Name]))
 		default:
 			w.line(1, "%s:\t<none>", rc.Name)
+		}
+	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, m := range st.RequestMappings {
+			w.line(1, "%s (container %s):\tclaim %s, request %s", m.ResourceName, m.ContainerName, st.ResourceClaimName, m.RequestName)
 		}
 	}
 }

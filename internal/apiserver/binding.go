@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 
+	resourcev1 "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +20,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
+	"allot.dev/allot/api/validation"
 	"allot.dev/allot/internal/storage"
 )
 
@@ -136,6 +140,9 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	if err != nil {
 		return 0, err
 	}
+	if err := recordExtendedResourceClaim(gr, pod, b); err != nil {
+		return 0, err
+	}
 	ops, err := s.claimBindingOps(ctx, pod, nodeObj.(*corev1.Node), b)
 	if err != nil {
 		return 0, err
@@ -210,9 +217,75 @@ func (s *Server) claimBindingOps(ctx context.Context, pod *corev1.Pod, node *cor
 	return ops, nil
 }
 
+// recordExtendedResourceClaim puts the binding's extendedResourceClaimStatus
+// into the pod's status, after checking it against the pod and the
+// binding (the claim itself is checked when it is bound:
+// checkExtendedResourceClaim). A pod records one such claim, once.
+func recordExtendedResourceClaim(gr schema.GroupResource, pod *corev1.Pod, b *corev1.Binding) error {
+	st := b.ExtendedResourceClaimStatus
+	if st == nil {
+		return nil
+	}
+	if cur := pod.Status.ExtendedResourceClaimStatus; cur != nil {
+		if apiequality.Semantic.DeepEqual(cur, st) {
+			return nil
+		}
+		return apierrors.NewConflict(gr, pod.Name, fmt.Errorf("pod %s already records claim %s for its extended resources", pod.Name, cur.ResourceClaimName))
+	}
+	path := field.NewPath("extendedResourceClaimStatus")
+	errs := validation.ValidateExtendedResourceClaimStatus(st, pod, path)
+	if !slices.ContainsFunc(b.ResourceClaims, func(bc corev1.BindingResourceClaim) bool { return bc.Name == st.ResourceClaimName }) {
+		errs = append(errs, field.Invalid(path.Child("resourceClaimName"), st.ResourceClaimName, "must be one of the binding's resourceClaims"))
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, pod.Name, errs)
+	}
+	pod.Status.ExtendedResourceClaimStatus = st.DeepCopy()
+	return nil
+}
+
+// keepExtendedResourceClaim keeps a pod's record of its extended-resource
+// claim through a write that leaves it out (a writer built before the
+// field existed drops it): only a binding sets it, and nothing clears it.
+// A write that changes it is refused by validation.
+func keepExtendedResourceClaim(obj, cur runtime.Object) {
+	p, ok := obj.(*corev1.Pod)
+	old, ok2 := cur.(*corev1.Pod)
+	if ok && ok2 && p.Status.ExtendedResourceClaimStatus == nil {
+		p.Status.ExtendedResourceClaimStatus = old.Status.ExtendedResourceClaimStatus
+	}
+}
+
+// checkExtendedResourceClaim checks the claim a pod records for its
+// extended resources as it is bound: a v1 claim generated for the pod
+// (the pod is its controller, the annotation is set) with every request
+// the mappings name.
+func checkExtendedResourceClaim(pod *corev1.Pod, claim *resourcev1.ResourceClaim, path *field.Path) error {
+	ref := metav1.GetControllerOfNoCopy(claim)
+	switch {
+	case claim.Annotations[corev1.ExtendedResourceClaimAnnotation] != "true":
+		return apierrors.NewBadRequest(fmt.Sprintf("%s: claim %s is not made for extended resources: it lacks the annotation %s: \"true\"",
+			path.Child("name"), claim.Name, corev1.ExtendedResourceClaimAnnotation))
+	case ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID != pod.UID:
+		return apierrors.NewBadRequest(fmt.Sprintf("%s: claim %s is not generated for pod %s: its controller reference must be the pod",
+			path.Child("name"), claim.Name, pod.Name))
+	}
+	for _, m := range pod.Status.ExtendedResourceClaimStatus.RequestMappings {
+		if !slices.ContainsFunc(claim.Spec.Devices.Requests, func(r resourcev1.DeviceRequest) bool { return r.Name == m.RequestName }) {
+			return apierrors.NewBadRequest(fmt.Sprintf("extendedResourceClaimStatus: request %q (container %s, %s) is not a request of claim %s",
+				m.RequestName, m.ContainerName, m.ResourceName, claim.Name))
+		}
+	}
+	return nil
+}
+
 // podUsesClaim reports whether the pod references the claim by name,
-// directly or through a template's generated claim.
+// directly or through a template's generated claim, or records it as the
+// claim of its extended resources.
 func podUsesClaim(pod *corev1.Pod, claim string) bool {
+	if pod.ExtendedResourceClaimName() == claim {
+		return true
+	}
 	for _, rc := range pod.Spec.ResourceClaims {
 		if rc.ResourceClaimName != nil && *rc.ResourceClaimName == claim {
 			return true

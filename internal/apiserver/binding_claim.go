@@ -39,6 +39,9 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 			return s.bindClaimV1(ctx, pod, node, bc, path)
 		}
 	}
+	if old != nil && bc.Name == pod.ExtendedResourceClaimName() {
+		return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: claim %s is a resource.k8s.io/v1alpha2 claim; the claim of a pod's extended resources is a resource.k8s.io/v1 claim", path.Child("name"), bc.Name))
+	}
 	var claimObj runtime.Object
 	if old != nil {
 		claimObj = old

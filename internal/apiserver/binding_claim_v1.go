@@ -44,6 +44,11 @@ func (s *Server) bindClaimV1(ctx context.Context, pod *corev1.Pod, node *corev1.
 	if err != nil {
 		return storage.Op{}, nil, err
 	}
+	if bc.Name == pod.ExtendedResourceClaimName() {
+		if err := checkExtendedResourceClaim(pod, old, path); err != nil {
+			return storage.Op{}, nil, err
+		}
+	}
 	claim := old.DeepCopy()
 	var fenced [][2]string
 	if bc.Allocation != nil && len(bc.Allocation.Raw) > 0 {

@@ -203,6 +203,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *kind, ri *requestInfo, ob
 		k.prepareUpdate(obj, cur)
 	}
 	s.keepPreparedClaims(ctx, obj, cur)
+	keepExtendedResourceClaim(obj, cur)
 	acc, _ := meta.Accessor(obj)
 	old, _ := meta.Accessor(cur)
 	keepImmutableMeta(acc, old)

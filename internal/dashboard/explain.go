@@ -207,7 +207,7 @@ func (e *explainer) explain(ctx context.Context, c *client.Client, namespace, na
 // empty) once, when some pod uses claims, by namespace and name. A caller
 // who may not list them gets explanations without devices.
 func (e *explainer) claimsOf(ctx context.Context, c *client.Client, namespace string, pods []*corev1.Pod) map[string]*resourcev1.ResourceClaim {
-	if !slices.ContainsFunc(pods, func(p *corev1.Pod) bool { return len(p.Spec.ResourceClaims) > 0 }) {
+	if !slices.ContainsFunc(pods, (*corev1.Pod).UsesResourceClaims) {
 		return nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)

@@ -26,7 +26,20 @@ type Binding struct {
 	// if another structured allocation on that (node, driver) was committed
 	// after it, and otherwise bumps the revision.
 	AllocationFences []AllocationFence `json:"allocationFences,omitempty"`
+	// ExtendedResourceClaimStatus, when set, becomes the pod's
+	// status.extendedResourceClaimStatus with the binding: the claim made
+	// for the pod's extended resources that DRA serves on the target node.
+	// That claim must be one of ResourceClaims, a resource.k8s.io/v1 claim
+	// generated for the pod (its controller is the pod and it carries the
+	// annotation resource.kubernetes.io/extended-resource-claim: "true"),
+	// and each mapping must name a container of the pod, an extended
+	// resource it requests, and a request of the claim.
+	ExtendedResourceClaimStatus *PodExtendedResourceClaimStatus `json:"extendedResourceClaimStatus,omitempty"`
 }
+
+// ExtendedResourceClaimAnnotation marks a ResourceClaim the scheduler made
+// for a pod's extended resources (Kubernetes' annotation of that name).
+const ExtendedResourceClaimAnnotation = "resource.kubernetes.io/extended-resource-claim"
 
 // BindingResourceClaim is one claim to allocate and/or reserve for the pod.
 type BindingResourceClaim struct {

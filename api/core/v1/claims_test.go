@@ -21,6 +21,14 @@ func TestResourceClaimNames(t *testing.T) {
 	if got, want := pod.ResourceClaimNames(), []string{"shared", "p-gpu-x"}; !slices.Equal(got, want) {
 		t.Fatalf("ResourceClaimNames() = %v, want %v", got, want)
 	}
+	pod.Status.ExtendedResourceClaimStatus = &PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x",
+		RequestMappings: []ContainerExtendedResourceRequest{{ContainerName: "c", ResourceName: "example.com/gpu", RequestName: "container-0-request-0"}}}
+	if got, want := pod.ResourceClaimNames(), []string{"shared", "p-gpu-x", "p-extended-resources-x"}; !slices.Equal(got, want) {
+		t.Fatalf("ResourceClaimNames() with an extended-resource claim = %v, want %v", got, want)
+	}
+	if !(&Pod{Status: PodStatus{ExtendedResourceClaimStatus: pod.Status.ExtendedResourceClaimStatus}}).UsesResourceClaims() || (&Pod{}).UsesResourceClaims() {
+		t.Fatal("UsesResourceClaims: want true with only an extended-resource claim, false with none")
+	}
 	if got := (&Pod{}).ResourceClaimNames(); got != nil {
 		t.Fatalf("a pod without claims: %v", got)
 	}

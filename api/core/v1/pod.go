@@ -186,6 +186,30 @@ type PodStatus struct {
 	ContainerStatuses     []ContainerStatus        `json:"containerStatuses,omitempty"`
 	QOSClass              string                   `json:"qosClass,omitempty"`
 	ResourceClaimStatuses []PodResourceClaimStatus `json:"resourceClaimStatuses,omitempty" patchStrategy:"merge,retainKeys" patchMergeKey:"name"`
+	// ExtendedResourceClaimStatus names the ResourceClaim the scheduler
+	// made for the pod's extended resources that DRA serves on its node
+	// (a DeviceClass's extendedResourceName, or
+	// deviceclass.resource.kubernetes.io/CLASS), and which request of it
+	// serves which container's resource. Set when the pod is bound.
+	ExtendedResourceClaimStatus *PodExtendedResourceClaimStatus `json:"extendedResourceClaimStatus,omitempty"`
+}
+
+// PodExtendedResourceClaimStatus is the claim made for a pod's extended
+// resources served by DRA (Kubernetes' field of the same name).
+type PodExtendedResourceClaimStatus struct {
+	// RequestMappings says which request of the claim serves which
+	// container's extended resource.
+	RequestMappings []ContainerExtendedResourceRequest `json:"requestMappings"`
+	// ResourceClaimName is the claim's name, in the pod's namespace.
+	ResourceClaimName string `json:"resourceClaimName"`
+}
+
+// ContainerExtendedResourceRequest maps one container's extended resource
+// to the request of the pod's extended-resource claim that serves it.
+type ContainerExtendedResourceRequest struct {
+	ContainerName string `json:"containerName"`
+	ResourceName  string `json:"resourceName"`
+	RequestName   string `json:"requestName"`
 }
 
 // PodResourceClaimStatus records the name of the claim generated for a

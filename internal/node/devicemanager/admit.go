@@ -39,9 +39,18 @@ type need struct {
 
 // podNeeds lists the device requests of pod, init containers first, for
 // resources a plugin registered (now or before a restart); other
-// extended resources are not the device manager's.
+// extended resources are not the device manager's, nor are those the
+// pod's binding gave to DRA (status.extendedResourceClaimStatus maps the
+// container's resource to a request of its claim): one container never
+// gets a resource from both.
 func (m *Manager) podNeeds(pod *corev1.Pod) []need {
 	var out []need
+	byDRA := map[[2]string]bool{}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, mp := range st.RequestMappings {
+			byDRA[[2]string{mp.ContainerName, mp.ResourceName}] = true
+		}
+	}
 	add := func(cs []corev1.Container, init bool) {
 		for _, c := range cs {
 			names := make([]string, 0, len(c.Resources.Limits))
@@ -55,7 +64,7 @@ func (m *Manager) podNeeds(pod *corev1.Pod) []need {
 			}
 			sort.Strings(names)
 			for _, name := range names {
-				if _, ok := m.devices.resource(name); !ok {
+				if _, ok := m.devices.resource(name); !ok || byDRA[[2]string{c.Name, name}] {
 					continue
 				}
 				q, ok := c.Resources.Limits[corev1.ResourceName(name)]

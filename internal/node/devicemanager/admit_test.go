@@ -11,6 +11,7 @@ import (
 
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/pods"
 	"allot.dev/allot/internal/node/runtime"
 )
@@ -86,6 +87,26 @@ func TestAllocateFailureRejectsAndUndoes(t *testing.T) {
 func TestUnknownExtendedResourceIsNotOurs(t *testing.T) {
 	m := startManager(t, socketDir(t))
 	mustAdmit(t, m, makePod("p").ask("c", "example.com/dongle", 1).obj())
+}
+
+// A resource the pod's binding gave to DRA (a mapping in
+// status.extendedResourceClaimStatus) is not the device manager's, even
+// when a plugin serves the same name here: the container gets it from
+// one of them only. Its other containers still get plugin devices.
+func TestResourceGivenToDRAIsNotOurs(t *testing.T) {
+	m := startManager(t, socketDir(t))
+	newStub(t, m.dir, "gpu.sock", gpu, dev("a", true)).start()
+	m.waitServing(t, gpu, 1)
+	pod := makePod("p").ask("by-dra", gpu, 1).ask("by-plugin", gpu, 1).obj()
+	pod.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x",
+		RequestMappings: []corev1.ContainerExtendedResourceRequest{{ContainerName: "by-dra", ResourceName: gpu, RequestName: "container-0-request-0"}}}
+	mustAdmit(t, m, pod)
+	if got := m.ids("p", "by-dra", gpu); len(got) != 0 {
+		t.Fatalf("the container whose %s DRA serves got plugin devices %v", gpu, got)
+	}
+	if got := m.ids("p", "by-plugin", gpu); len(got) != 1 {
+		t.Fatalf("the other container got %v, want the one plugin device", got)
+	}
 }
 
 func TestPreferredAllocationHonoured(t *testing.T) {

@@ -46,7 +46,7 @@ const retryTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 // exponential back-off; the pod's worker is woken when the back-off ends
 // or one of its claims changes.
 func (m *Manager) Admit(ctx context.Context, pod *corev1.Pod) pods.Admission {
-	if len(pod.Spec.ResourceClaims) == 0 {
+	if !pod.UsesResourceClaims() {
 		return pods.Admitted()
 	}
 	if m.claims == nil {

@@ -87,6 +87,7 @@ type claimCheck struct {
 // (v1Form).
 func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[string]bool) claimCheck {
 	var out claimCheck
+	var names []string
 	for _, rc := range pod.Spec.ResourceClaims {
 		name, known := claimName(pod, rc)
 		switch {
@@ -96,6 +97,14 @@ func (m *Manager) checkClaims(ctx context.Context, pod *corev1.Pod, reread map[s
 		case name == "":
 			continue
 		}
+		names = append(names, name)
+	}
+	// The claim the scheduler made for the pod's extended resources is
+	// prepared as the others are (Kubernetes' kubelet does the same).
+	if name := pod.ExtendedResourceClaimName(); name != "" {
+		names = append(names, name)
+	}
+	for _, name := range names {
 		key := pod.Namespace + "/" + name
 		out.keys = append(out.keys, key)
 		claim, claimV1, err := m.readClaim(ctx, pod.Namespace, name, reread[key])

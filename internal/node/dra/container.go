@@ -38,5 +38,24 @@ func (m *Manager) ContainerOptions(_ context.Context, pod *corev1.Pod, c *corev1
 			}
 		}
 	}
+	// The extended resources DRA serves this container: the devices of
+	// the requests status.extendedResourceClaimStatus maps to it.
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, mp := range st.RequestMappings {
+			if mp.ContainerName != c.Name {
+				continue
+			}
+			rec, ok := m.store.find(pod.Namespace, st.ResourceClaimName, pod.UID)
+			if !ok || !rec.prepared() {
+				return pods.ContainerOptions{}, fmt.Errorf("container %s: claim %s/%s of its extended resource %s is not prepared for the pod",
+					c.Name, pod.Namespace, st.ResourceClaimName, mp.ResourceName)
+			}
+			for _, d := range rec.cdiDevices(mp.RequestName) {
+				if !slices.Contains(devices, d) {
+					devices = append(devices, d)
+				}
+			}
+		}
+	}
 	return pods.ContainerOptions{CDIDevices: devices}, nil
 }

@@ -16,7 +16,9 @@ import (
 // the Manager's records (memory, restored from the checkpoint after a
 // restart): one DynamicResource per claim the container names in
 // resources.claims and that is prepared for the pod, in the order the
-// container first names them, with the claim's name and namespace and one
+// container first names them, then the claim made for its extended
+// resources (status.extendedResourceClaimStatus, the requests mapped to
+// the container), with the claim's name and namespace and one
 // ClaimResource per device, as the kubelet reports them:
 //
 //   - an allot driver's handle: one per allocated instance, with pool the
@@ -58,6 +60,20 @@ func (m *Manager) ContainerDynamicResources(pod *corev1.Pod, container string) [
 			names = append(names, name)
 		}
 		requests[name] = append(requests[name], use.Request)
+	}
+	// The claim made for the container's extended resources, with the
+	// requests that serve them.
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		for _, mp := range st.RequestMappings {
+			if mp.ContainerName != container || mp.RequestName == "" {
+				continue
+			}
+			name := st.ResourceClaimName
+			if _, seen := requests[name]; !seen {
+				names = append(names, name)
+			}
+			requests[name] = append(requests[name], mp.RequestName)
+		}
 	}
 	var out []*podresourcesv1.DynamicResource
 	for _, name := range names {

@@ -100,7 +100,7 @@ func (m *Manager) Release(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	m.pods.forget(pod.UID)
-	if len(pod.Spec.ResourceClaims) == 0 {
+	if !pod.UsesResourceClaims() {
 		return nil
 	}
 	return m.markUnprepared(ctx, pod.Namespace, pod.Name, pod.UID)

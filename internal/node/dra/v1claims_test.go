@@ -317,11 +317,19 @@ func allocV1(t testing.TB, claim string, a *resourcev1.AllocationResult) corev1.
 // driver that gets devices.
 func (e *env) bind(pod *corev1.Pod, drivers []string, claims ...corev1.BindingResourceClaim) *corev1.Pod {
 	e.t.Helper()
+	return e.bindExtended(pod, drivers, nil, claims...)
+}
+
+// bindExtended is bind that also records the claim of the pod's extended
+// resources (ext), as the scheduler's binding does.
+func (e *env) bindExtended(pod *corev1.Pod, drivers []string, ext *corev1.PodExtendedResourceClaimStatus, claims ...corev1.BindingResourceClaim) *corev1.Pod {
+	e.t.Helper()
 	rev, _ := strconv.ParseInt(pod.ResourceVersion, 10, 64)
 	if last, ok := fenceRevs.Load(e.node); ok {
 		rev = max(rev, last.(int64))
 	}
-	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: e.node}, ResourceClaims: claims}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: e.node}, ResourceClaims: claims,
+		ExtendedResourceClaimStatus: ext}
 	for _, d := range drivers {
 		b.AllocationFences = append(b.AllocationFences, corev1.AllocationFence{NodeName: e.node, DriverName: d, Revision: strconv.FormatInt(rev, 10)})
 	}
