@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -39,7 +38,7 @@ type opaqueParams struct {
 // claimSpec builds the CDI spec of a claim's devices of this driver and the
 // result to return for it. node is the only pool the driver serves. A claim
 // with none of this driver's devices gets a nil spec and an empty result.
-func claimSpec(driver, node string, gpus int, claim *resourceapi.ResourceClaim) (*specs.Spec, []kubeletplugin.Device, error) {
+func claimSpec(driver, node string, inv inventory, claim *resourceapi.ResourceClaim) (*specs.Spec, []kubeletplugin.Device, error) {
 	if claim.Status.Allocation == nil {
 		return nil, nil, errors.New("not allocated")
 	}
@@ -54,27 +53,33 @@ func claimSpec(driver, node string, gpus int, claim *resourceapi.ResourceClaim) 
 		if r.Pool != node {
 			return nil, nil, fmt.Errorf("request %s: device %s/%s is not in this node's pool %q", r.Request, r.Pool, r.Device, node)
 		}
-		index, ok := deviceIndex(r.Device, gpus)
+		env, ok := inv.deviceEnv(node, r)
 		if !ok {
-			return nil, nil, fmt.Errorf("request %s: device %q is not one of this driver's %d GPUs", r.Request, r.Device, gpus)
+			return nil, nil, fmt.Errorf("request %s: device %q is not one this driver publishes (profile %s)", r.Request, r.Device, inv.profile)
 		}
 		extra, err := requestEnv(driver, alloc.Config, r.Request)
 		if err != nil {
 			return nil, nil, fmt.Errorf("request %s: %w", r.Request, err)
 		}
+		// One CDI device per allocated device, or per share of one: two
+		// requests of a claim may hold shares of the same device.
 		name := string(claim.UID) + "-" + r.Device
+		if r.ShareID != nil {
+			name += "-" + string(*r.ShareID)
+		}
 		if err := parser.ValidateDeviceName(name); err != nil {
 			return nil, nil, fmt.Errorf("CDI device name %q: %w", name, err)
 		}
 		spec.Devices = append(spec.Devices, specs.Device{
 			Name:           name,
-			ContainerEdits: specs.ContainerEdits{Env: deviceEnv(index, r.Device, extra)},
+			ContainerEdits: specs.ContainerEdits{Env: withExtra(env, extra)},
 		})
 		out = append(out, kubeletplugin.Device{
 			Requests:     []string{r.Request},
 			PoolName:     r.Pool,
 			DeviceName:   r.Device,
 			CDIDeviceIDs: []string{parser.QualifiedName(driver, cdiClass, name)},
+			ShareID:      r.ShareID,
 		})
 	}
 	if len(spec.Devices) == 0 {
@@ -86,10 +91,9 @@ func claimSpec(driver, node string, gpus int, claim *resourceapi.ResourceClaim) 
 	return spec, out, nil
 }
 
-// deviceEnv is a device's environment: GPU_DEVICE_<index>=<device>, then
-// the opaque config's variables in key order.
-func deviceEnv(index int, device string, extra map[string]string) []string {
-	env := []string{"GPU_DEVICE_" + strconv.Itoa(index) + "=" + device}
+// withExtra is a device's environment (inventory.deviceEnv), then the
+// opaque config's variables in key order.
+func withExtra(env []string, extra map[string]string) []string {
 	for _, k := range slices.Sorted(maps.Keys(extra)) {
 		env = append(env, k+"="+extra[k])
 	}

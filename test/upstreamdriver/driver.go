@@ -53,7 +53,7 @@ func (d *driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 }
 
 func (d *driver) prepareClaim(claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
-	spec, devs, err := claimSpec(d.cfg.driverName, d.cfg.nodeName, d.cfg.gpus, claim)
+	spec, devs, err := claimSpec(d.cfg.driverName, d.cfg.nodeName, d.cfg.inventory(), claim)
 	if err != nil {
 		return nil, err
 	}

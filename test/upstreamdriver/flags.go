@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -38,6 +39,19 @@ type config struct {
 	rollingUpdateUID string
 	publish          bool
 	serialize        bool
+
+	// The profile (see profiles.go) and its options.
+	profile                string
+	gpuPartitions          int
+	gpuMultipleAllocations bool
+	bindingConditions      bool
+	nics                   int
+	numaNodes, cpusPerNUMA int
+	// satisfyBindingConditions: after this delay, set the binding
+	// conditions of this node's devices in claims true (negative: never);
+	// failBinding sets the failure condition instead.
+	satisfyBindingConditions time.Duration
+	failBinding              bool
 }
 
 // parseFlags parses args (without the program name). getenv supplies
@@ -59,6 +73,15 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	fs.StringVar(&c.rollingUpdateUID, "rolling-update-uid", "", "enable rolling updates with this pod UID (kubeletplugin.RollingUpdate)")
 	fs.BoolVar(&c.publish, "publish", true, "publish the GPUs as a ResourceSlice pool named after the node")
 	fs.BoolVar(&c.serialize, "serialize", true, "let the library serialize prepare and unprepare calls (kubeletplugin.Serialize)")
+	fs.StringVar(&c.profile, "profile", profileGPU, "what to publish: gpu, net (shareable NICs) or cpu (shareable NUMA nodes), the shapes of the example driver's profiles")
+	fs.IntVar(&c.gpuPartitions, "gpu-partitions", 0, "gpu profile: publish each GPU as this many partitions and a full device sharing its counters")
+	fs.BoolVar(&c.gpuMultipleAllocations, "gpu-allow-multiple-allocations", false, "gpu profile: GPUs are shared by many claims (consumable memory and compute)")
+	fs.BoolVar(&c.bindingConditions, "binding-conditions", false, "gpu profile: devices wait for the binding condition "+bindingCondition+" (failure: "+bindingFailureCondition+")")
+	fs.DurationVar(&c.satisfyBindingConditions, "satisfy-binding-conditions", -1, "as the example driver's controller: this long after a claim is allocated this node's devices with binding conditions, set them true in its status (negative: never)")
+	fs.BoolVar(&c.failBinding, "fail-binding", false, "with --satisfy-binding-conditions: set the binding failure condition instead")
+	fs.IntVar(&c.nics, "nics", 2, "net profile: number of NICs (nic-0 .. nic-N-1)")
+	fs.IntVar(&c.numaNodes, "numa-nodes", 2, "cpu profile: number of NUMA nodes (numa-0 .. numa-N-1)")
+	fs.IntVar(&c.cpusPerNUMA, "cpus-per-numa-node", 4, "cpu profile: CPUs of each NUMA node")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -80,6 +103,28 @@ func (c config) validate() error {
 	}
 	if c.gpus < 0 || c.gpus > maxDevices {
 		errs = append(errs, fmt.Errorf("--gpus %d: must be 0..%d", c.gpus, maxDevices))
+	}
+	switch c.profile {
+	case profileGPU:
+		if c.gpuPartitions < 0 || c.gpus*(c.gpuPartitions+1) > maxDevices {
+			errs = append(errs, fmt.Errorf("--gpu-partitions %d: must be 0 or more, with at most %d devices in all (--gpus × (partitions + 1))", c.gpuPartitions, maxDevices))
+		}
+	case profileNet:
+		if c.nics < 0 || c.nics > maxDevices {
+			errs = append(errs, fmt.Errorf("--nics %d: must be 0..%d", c.nics, maxDevices))
+		}
+	case profileCPU:
+		if c.numaNodes < 0 || c.numaNodes > maxDevices {
+			errs = append(errs, fmt.Errorf("--numa-nodes %d: must be 0..%d", c.numaNodes, maxDevices))
+		}
+		if c.cpusPerNUMA < 1 {
+			errs = append(errs, fmt.Errorf("--cpus-per-numa-node %d: must be at least 1", c.cpusPerNUMA))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--profile %q: must be gpu, net or cpu", c.profile))
+	}
+	if c.profile != profileGPU && (c.gpuPartitions != 0 || c.gpuMultipleAllocations || c.bindingConditions) {
+		errs = append(errs, fmt.Errorf("--gpu-partitions, --gpu-allow-multiple-allocations and --binding-conditions belong to --profile gpu, not %s", c.profile))
 	}
 	for flagName, dir := range map[string]string{
 		"--kubelet-registrar-directory-path": c.registrarDir,

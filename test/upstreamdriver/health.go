@@ -77,12 +77,12 @@ func readHealth(path string) (map[string]deviceHealth, error) {
 	return parseHealth(data)
 }
 
-// healthReport covers every GPU of the node's pool: its line in the file,
-// else Healthy. Lines naming other devices are ignored.
-func healthReport(node string, gpus int, file map[string]deviceHealth, now time.Time) kubeletplugin.DeviceHealthReport {
-	report := kubeletplugin.DeviceHealthReport{Devices: make([]kubeletplugin.DeviceHealth, 0, gpus)}
-	for i := range gpus {
-		name := deviceName(i)
+// healthReport covers every device of the node's pool (names, in the
+// order published): its line in the file, else Healthy. Lines naming
+// other devices are ignored.
+func healthReport(node string, names []string, file map[string]deviceHealth, now time.Time) kubeletplugin.DeviceHealthReport {
+	report := kubeletplugin.DeviceHealthReport{Devices: make([]kubeletplugin.DeviceHealth, 0, len(names))}
+	for _, name := range names {
 		h, ok := file[name]
 		if !ok {
 			h = deviceHealth{health: kubeletplugin.HealthStatusHealthy}
@@ -126,7 +126,7 @@ func (d *driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletpl
 		default:
 			lastErr = ""
 			now := time.Now()
-			report := healthReport(d.cfg.nodeName, d.cfg.gpus, file, now)
+			report := healthReport(d.cfg.nodeName, d.cfg.inventory().deviceNames(d.cfg.nodeName), file, now)
 			if lastSent.IsZero() || !sameHealth(report, last) || now.Sub(lastSent) >= healthResend {
 				select {
 				case <-ctx.Done():

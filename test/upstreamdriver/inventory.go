@@ -4,11 +4,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
-	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/utils/ptr"
 )
 
@@ -22,19 +20,6 @@ const (
 // deviceName is the name of GPU index.
 func deviceName(index int) string {
 	return devicePrefix + strconv.Itoa(index)
-}
-
-// deviceIndex is the index of a device named gpu-INDEX among gpus GPUs.
-func deviceIndex(name string, gpus int) (int, bool) {
-	digits, ok := strings.CutPrefix(name, devicePrefix)
-	if !ok {
-		return 0, false
-	}
-	i, err := strconv.Atoi(digits)
-	if err != nil || i < 0 || i >= gpus || deviceName(i) != name {
-		return 0, false
-	}
-	return i, true
 }
 
 // deviceUUID is a stable, node-unique UUID (version 5 layout) for a GPU.
@@ -63,12 +48,4 @@ func devices(node string, gpus int) []resourceapi.Device {
 		})
 	}
 	return out
-}
-
-// driverResources is what the driver publishes: one pool, named after the
-// node, in one slice.
-func driverResources(node string, gpus int) resourceslice.DriverResources {
-	return resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{
-		node: {Slices: []resourceslice.Slice{{Devices: devices(node, gpus)}}},
-	}}
 }

@@ -65,7 +65,7 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 		return 1
 	}
 	log.Info("serving", "registrationSocket", cfg.registrationSocket(), "draSocket", cfg.draSocket(),
-		"cdiRoot", cfg.cdiRoot, "gpus", cfg.gpus)
+		"cdiRoot", cfg.cdiRoot, "profile", cfg.profile, "devices", len(cfg.inventory().deviceNames(cfg.nodeName)))
 	switch err := publish(ctx, cfg, helper); {
 	case err != nil && ctx.Err() == nil:
 		log.Error("publish", "err", err)
@@ -107,7 +107,7 @@ func publish(ctx context.Context, cfg config, helper *kubeletplugin.Helper) erro
 	if !cfg.publish {
 		return nil
 	}
-	return helper.PublishResources(ctx, driverResources(cfg.nodeName, cfg.gpus))
+	return helper.PublishResources(ctx, cfg.inventory().resources(cfg.nodeName))
 }
 
 // kubeClient builds a clientset from --kubeconfig (in-cluster config when

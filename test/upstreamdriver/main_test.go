@@ -50,6 +50,12 @@ func TestParseFlagsDefaults(t *testing.T) {
 		gpus:         2,
 		publish:      true,
 		serialize:    true,
+		profile:      profileGPU,
+		nics:         2,
+		numaNodes:    2,
+		cpusPerNUMA:  4,
+
+		satisfyBindingConditions: -1,
 	}
 	if c != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
@@ -70,13 +76,17 @@ func TestParseFlagsAll(t *testing.T) {
 		"--driver-name=gpu.test.io", "--node-name=n2", "--kubeconfig=/k", "--kubelet-registrar-directory-path=/r",
 		"--kubelet-plugins-directory-path=/p", "--cdi-root=/c", "--gpus=4", "--state-file=/s", "--prepare-hold-file=/h",
 		"--health-file=/hf", "--rolling-update-uid=uid-1", "--publish=false", "--serialize=false",
+		"--gpu-partitions=2", "--gpu-allow-multiple-allocations", "--binding-conditions", "--satisfy-binding-conditions=250ms",
+		"--fail-binding", "--nics=3", "--numa-nodes=4", "--cpus-per-numa-node=8",
 	}
 	c, err := parseFlags(args, env("NODE_NAME", "ignored"), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{driverName: "gpu.test.io", nodeName: "n2", kubeconfig: "/k", registrarDir: "/r", pluginsDir: "/p",
-		cdiRoot: "/c", gpus: 4, stateFile: "/s", prepareHoldFile: "/h", healthFile: "/hf", rollingUpdateUID: "uid-1"}
+		cdiRoot: "/c", gpus: 4, stateFile: "/s", prepareHoldFile: "/h", healthFile: "/hf", rollingUpdateUID: "uid-1",
+		profile: profileGPU, gpuPartitions: 2, gpuMultipleAllocations: true, bindingConditions: true,
+		satisfyBindingConditions: 250 * time.Millisecond, failBinding: true, nics: 3, numaNodes: 4, cpusPerNUMA: 8}
 	if c != want {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}
@@ -107,6 +117,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		"unknown flag":    {[]string{"--registrar-dir=/x"}, "flag provided but not defined"},
 		"bad bool":        {[]string{"--publish=maybe"}, "invalid boolean"},
 		"bad gpus number": {[]string{"--gpus=two"}, "invalid value"},
+		"bad profile":     {[]string{"--node-name=n", "--profile=tpu"}, `--profile "tpu": must be gpu, net or cpu`},
+		"gpu flag on net": {[]string{"--node-name=n", "--profile=net", "--binding-conditions"}, "belong to --profile gpu"},
+		"too many parts":  {[]string{"--node-name=n", "--gpus=64", "--gpu-partitions=2"}, "--gpu-partitions 2"},
+		"no cpus":         {[]string{"--node-name=n", "--profile=cpu", "--cpus-per-numa-node=0"}, "--cpus-per-numa-node 0"},
+		"too many nics":   {[]string{"--node-name=n", "--profile=net", "--nics=200"}, "--nics 200"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := parseFlags(tc.args, env(), io.Discard)
@@ -124,7 +139,7 @@ func TestParseFlagsErrors(t *testing.T) {
 }
 
 func TestInventory(t *testing.T) {
-	res := driverResources(testNode, 3)
+	res := gpuInv(3).resources(testNode)
 	pool, ok := res.Pools[testNode]
 	if !ok || len(res.Pools) != 1 || len(pool.Slices) != 1 {
 		t.Fatalf("want one pool %q with one slice, got %+v", testNode, res)
@@ -151,11 +166,14 @@ func TestInventory(t *testing.T) {
 		t.Errorf("uuids not stable, distinct and UUID-shaped: %v", uuids)
 	}
 	for name, want := range map[string]bool{"gpu-0": true, "gpu-2": true, "gpu-3": false, "gpu-01": false, "gpu--1": false, "cpu-0": false} {
-		if _, ok := deviceIndex(name, 3); ok != want {
-			t.Errorf("deviceIndex(%q, 3) ok=%v, want %v", name, ok, want)
+		if _, ok := gpuInv(3).envPrefix(testNode, name); ok != want {
+			t.Errorf("envPrefix(%q) of 3 GPUs ok=%v, want %v", name, ok, want)
 		}
 	}
 }
+
+// gpuInv is the default profile with n GPUs.
+func gpuInv(n int) inventory { return inventory{profile: profileGPU, gpus: n} }
 
 func opaque(driver string, params string, requests ...string) resourceapi.DeviceAllocationConfiguration {
 	return resourceapi.DeviceAllocationConfiguration{
@@ -190,7 +208,7 @@ func TestClaimSpec(t *testing.T) {
 		opaque(testDriver, `{"env":{"X":"b"}}`, "b"),
 		opaque(testDriver, `{"env":{"ONLY_A":"yes"}}`, "a/other", "a"),
 	)
-	spec, devs, err := claimSpec(testDriver, testNode, 2, claim)
+	spec, devs, err := claimSpec(testDriver, testNode, gpuInv(2), claim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,19 +275,19 @@ func TestClaimSpecErrors(t *testing.T) {
 			c := testClaim()
 			c.Status.Allocation.Devices.Results[1].Device = "gpu-7"
 			return c
-		}, `device "gpu-7" is not one of this driver's 2 GPUs`},
+		}, `device "gpu-7" is not one this driver publishes (profile gpu)`},
 		"bad config":   {func() *resourceapi.ResourceClaim { return testClaim(opaque(testDriver, `{"env":1}`)) }, "opaque config"},
 		"bad env name": {func() *resourceapi.ResourceClaim { return testClaim(opaque(testDriver, `{"env":{"A=B":"1"}}`)) }, "invalid env name"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := claimSpec(testDriver, testNode, 2, tc.claim())
+			_, _, err := claimSpec(testDriver, testNode, gpuInv(2), tc.claim())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
 
-	spec, devs, err := claimSpec("none.example.com", testNode, 2, testClaim())
+	spec, devs, err := claimSpec("none.example.com", testNode, gpuInv(2), testClaim())
 	if err != nil || spec != nil || devs == nil || len(devs) != 0 {
 		t.Errorf("a claim without this driver's devices: spec %v, devices %v, err %v; want nil spec and an empty result", spec, devs, err)
 	}
@@ -411,7 +429,7 @@ func TestParseHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1700000000, 0)
-	r := healthReport(testNode, 3, file, now)
+	r := healthReport(testNode, gpuInv(3).deviceNames(testNode), file, now)
 	var got []string
 	for _, d := range r.Devices {
 		if d.PoolName != testNode || !d.LastUpdated.Equal(now) {
@@ -423,7 +441,7 @@ func TestParseHealth(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("report:\n got %q\nwant %q", got, want)
 	}
-	if !sameHealth(r, healthReport(testNode, 3, file, now.Add(time.Hour))) || sameHealth(r, healthReport(testNode, 3, nil, now)) {
+	if !sameHealth(r, healthReport(testNode, gpuInv(3).deviceNames(testNode), file, now.Add(time.Hour))) || sameHealth(r, healthReport(testNode, gpuInv(3).deviceNames(testNode), nil, now)) {
 		t.Error("sameHealth must ignore time and see health")
 	}
 	for _, bad := range []string{"gpu-0\n", "gpu-0 Sick\n"} {
