@@ -1,0 +1,71 @@
+package hosts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"allot.dev/allot/test/internal/testproc"
+)
+
+// Set by TestMain.
+var (
+	allotBin string // the allot binary built from this module
+	// unavailable says why the suite cannot run here (not root, no ip
+	// netns); empty when it can.
+	unavailable string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	if err := canMakeHosts(); err != nil {
+		unavailable = err.Error()
+		return m.Run() // every test skips, or fails under CI
+	}
+	tmp, err := os.MkdirTemp("", "allot-hosts-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hosts: create temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if allotBin, err = testproc.BuildAllot(tmp); err != nil {
+		fmt.Fprintln(os.Stderr, "hosts:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// canMakeHosts checks what the suite needs: root, ip netns, nsenter and
+// runc.
+func canMakeHosts() error {
+	if os.Geteuid() != 0 {
+		return errors.New("network namespaces and runc containers need root")
+	}
+	for _, bin := range []string{"ip", "nsenter", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s not found: %w", bin, err)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns unavailable: %v: %s", err, out)
+	}
+	return nil
+}
+
+// requireHosts skips the test when the suite cannot run here; under CI
+// (CI=true, which runs as root) it fails instead.
+func requireHosts(t *testing.T) {
+	t.Helper()
+	if unavailable == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("separate-hosts suite: %s; CI runs as root with iproute2", unavailable)
+	}
+	t.Skipf("separate-hosts suite: %s", unavailable)
+}
