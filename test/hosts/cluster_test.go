@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +40,10 @@ type cluster struct {
 	fabricCtl  *component
 	nodes      []*node
 	all        []*component
+	// fenced is set when the binary has the self-fence: node agents run
+	// with --self-fence-after (fenceFlags).
+	fenced bool
+	fence  []string // the node agents' fence flags
 }
 
 // component is one process the test may kill and start again with the
@@ -47,7 +52,26 @@ type component struct {
 	name string
 	argv []string
 	log  string
-	p    *testproc.Proc
+
+	mu sync.Mutex
+	p  *testproc.Proc
+	// down is set while the test holds the component down (killed, its
+	// standby taking over); exits counts the times it exited on its own
+	// and the supervisor started it again.
+	down  bool
+	exits int
+}
+
+func (comp *component) restarts() int {
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	return comp.exits
+}
+
+func (comp *component) proc() *testproc.Proc {
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	return comp.p
 }
 
 // node is one host's node agent (runc runtime) with the example drivers
@@ -118,7 +142,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	listen := net2(c.net.gw, freePort(t, c.net.gw))
 	c.apiserver = c.start(t, "apiserver", allotBin, "apiserver", "--data-dir", c.data, "--listen", listen,
 		"--default-unreachable-toleration-seconds", "1", "--default-not-ready-toleration-seconds", "1")
-	line, _, err := c.apiserver.p.Stdout.WaitFor(0, time.Minute, func(s string) bool {
+	line, _, err := c.apiserver.proc().Stdout.WaitFor(0, time.Minute, func(s string) bool {
 		return strings.HasPrefix(s, "allot API server listening on ")
 	})
 	if err != nil {
@@ -132,6 +156,9 @@ func startCluster(t *testing.T, n int) *cluster {
 	model := c.writeFile(t, "model.yaml", gpuModel)
 	c.allot(t, "apply", "--kubeconfig", filepath.Join(c.data, "kubeconfig"), "-f", filepath.Join(moduleRoot(t), "examples/fabric-driver/deploy"))
 
+	var managerFence []string
+	c.fence, managerFence = fenceFlags(t)
+	c.fenced = len(c.fence) > 0
 	schedKC, cmKC := c.token(t, "scheduler", "scheduler"), c.token(t, "controller-manager", "controller-manager")
 	for i := range 2 {
 		c.schedulers = append(c.schedulers, c.start(t, fmt.Sprintf("scheduler-%d", i), allotBin, append([]string{"scheduler",
@@ -142,8 +169,9 @@ func startCluster(t *testing.T, n int) *cluster {
 			"--kubeconfig", cmKC, "--leader-elect-identity", fmt.Sprintf("controller-manager-%d", i),
 			"--node-monitor-grace-period", nodeGrace.String(), "--node-monitor-period", "100ms",
 			"--node-eviction-rate", "10", "--pod-gc-period", "100ms", "--pod-gc-orphan-quarantine", "100ms",
-			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, electionFlags...)...))
+			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, append(electionFlags, managerFence...)...)...))
 	}
+	c.supervise(t)
 	c.fabricCtl = c.start(t, "fabric-controller", allotBin, "example", "fabric-controller",
 		"--kubeconfig", c.token(t, "driver", "fabric.example.com"), "--config", c.pools,
 		"--resync", "2s", "--min-retry-delay", "100ms", "--max-retry-delay", "500ms")
@@ -172,16 +200,17 @@ func (c *cluster) startNode(t *testing.T, h *host, model string) *node {
 		}
 	}
 	kc := c.token(t, "node", name)
-	n.agent = c.start(t, name+"-agent", "nsenter", h.command(allotBin, "node", "--name", name, "--kubeconfig", kc,
+	args := []string{"node", "--name", name, "--kubeconfig", kc,
 		"--runtime", "runc", "--root-dir", root, "--listen", net2(h.ip, 0), "--node-ip", h.ip,
-		"--node-labels", hostLabel+"="+name+",fabric.example.com/rack=r1", "--capacity", "cpu=4,memory=8Gi",
+		"--node-labels", hostLabel + "=" + name + ",fabric.example.com/rack=r1", "--capacity", "cpu=4,memory=8Gi",
 		"--device-plugin-dir", filepath.Join(root, "dp"), "--plugins-registry-dir", reg,
 		"--pod-resources-socket", filepath.Join(root, "pr.sock"), "--cdi-spec-dir", cdi,
 		"--heartbeat-interval", "250ms", "--node-lease-duration", "1s", "--relist-interval", "200ms",
 		"--resync-interval", "2s", "--retry-interval", "200ms", "--api-timeout", "2s",
 		"--admit-retry-interval", "200ms", "--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
 		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "500ms", "--dra-prepare-timeout", "5s",
-		"--stop-containers-on-exit", "--shutdown-grace-period", "1s")...)
+		"--stop-containers-on-exit", "--shutdown-grace-period", "1s"}
+	n.agent = c.start(t, name+"-agent", "nsenter", h.command(allotBin, append(args, c.fence...)...)...)
 	n.gpu = c.start(t, name+"-gpu-driver", "nsenter", h.command(allotBin, "example", "gpu-driver", "--config", model,
 		"--plugins-registry-dir", reg, "--plugin-dir", filepath.Join(root, "gpu"), "--cdi-dir", cdi, "--state-file", n.state)...)
 	n.fabric = c.start(t, name+"-fabric-plugin", "nsenter", h.command(allotBin, "example", "fabric-plugin", "--config", c.pools,
@@ -201,18 +230,60 @@ func (c *cluster) start(t *testing.T, name, bin string, args ...string) *compone
 // restart starts a component's process again with the same flags.
 func (c *cluster) restart(t *testing.T, comp *component) {
 	t.Helper()
-	p, err := testproc.StartLogged(comp.name, c.env, comp.log, comp.argv[0], comp.argv[1:]...)
-	if err != nil {
+	if err := c.startProc(comp); err != nil {
 		t.Fatal(err)
 	}
-	comp.p = p
+}
+
+func (c *cluster) startProc(comp *component) error {
+	p, err := testproc.StartLogged(comp.name, c.env, comp.log, comp.argv[0], comp.argv[1:]...)
+	if err != nil {
+		return err
+	}
+	comp.mu.Lock()
+	comp.p, comp.down = p, false
+	comp.mu.Unlock()
+	return nil
+}
+
+// supervise starts again, as systemd would, a scheduler or controller
+// manager that exited on its own and is not held down: a leader that
+// cannot renew its Lease within the renew deadline (500ms here, which a
+// loaded machine can miss) exits by design.
+func (c *cluster) supervise(t *testing.T) {
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, comp := range append(append([]*component{}, c.schedulers...), c.managers...) {
+				comp.mu.Lock()
+				exited := !comp.down && comp.p != nil && comp.p.Exited()
+				if exited {
+					comp.exits++
+				}
+				comp.mu.Unlock()
+				if exited {
+					if err := c.startProc(comp); err != nil {
+						t.Errorf("restart %s: %v", comp.name, err)
+					}
+				}
+			}
+		}
+	}()
 }
 
 // stop ends every component, the last started first: nodes (they stop
 // their containers, --stop-containers-on-exit) before the control plane.
 func (c *cluster) stop() {
 	for i := len(c.all) - 1; i >= 0; i-- {
-		if p := c.all[i].p; p != nil {
+		if p := c.all[i].proc(); p != nil {
 			_, _ = p.Terminate(10 * time.Second)
 		}
 	}

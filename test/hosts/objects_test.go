@@ -285,26 +285,40 @@ func (n *node) containers(t *testing.T, pod string) []string {
 	return out
 }
 
-// attached is the fabric units the node's plugin holds attached, as
-// "UNIT claim UID" (the plugin's own record: a file per unit under a
+// attached is the fabric units the node's plugin holds attached, unit
+// to claim UID (the plugin's own record: a file per unit under a
 // directory per claim).
 func (n *node) attached(t *testing.T) map[string]string {
 	t.Helper()
+	out, err := n.readAttached()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// attachedNow is attached for a goroutine: what it can read.
+func (n *node) attachedNow() map[string]string {
+	out, _ := n.readAttached() // a claim's directory may go between the reads
+	return out
+}
+
+func (n *node) readAttached() (map[string]string, error) {
 	out := map[string]string{}
 	claims, err := os.ReadDir(n.attach)
 	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+		return out, err
 	}
 	for _, cl := range claims {
 		units, err := os.ReadDir(filepath.Join(n.attach, cl.Name()))
 		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
+			return out, err
 		}
 		for _, u := range units {
 			out[u.Name()] = cl.Name()
 		}
 	}
-	return out
+	return out, nil
 }
 
 // ctx is the test's context: requests end with the test.
