@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,7 +139,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		os.RemoveAll(dir)
 	})
 	c.net = newNetwork(t, n)
-	t.Cleanup(c.stop) // before the network goes (cleanups run last first)
+	t.Cleanup(func() { c.stop(t) }) // before the network goes (cleanups run last first)
 	listen := net2(c.net.gw, freePort(t, c.net.gw))
 	c.apiserver = c.start(t, "apiserver", allotBin, "apiserver", "--data-dir", c.data, "--listen", listen,
 		"--default-unreachable-toleration-seconds", "1", "--default-not-ready-toleration-seconds", "1")
@@ -281,10 +282,52 @@ func (c *cluster) supervise(t *testing.T) {
 
 // stop ends every component, the last started first: nodes (they stop
 // their containers, --stop-containers-on-exit) before the control plane.
-func (c *cluster) stop() {
+// Then, in case an agent could not (killed after the grace period), it
+// removes what is left in the nodes' own runc roots and mounts under
+// their root dirs.
+func (c *cluster) stop(t *testing.T) {
 	for i := len(c.all) - 1; i >= 0; i-- {
 		if p := c.all[i].proc(); p != nil {
 			_, _ = p.Terminate(10 * time.Second)
+		}
+	}
+	for _, n := range c.nodes {
+		n.removeLeftovers(t)
+	}
+}
+
+// removeLeftovers deletes, by force, the containers left in the node's
+// runc root (ROOT/runc, which only this node uses) and detaches the
+// mounts under its root dir. After a clean stop there are none.
+func (n *node) removeLeftovers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runcRoot := filepath.Join(n.root, "runc")
+	out, err := exec.CommandContext(ctx, "runc", "--root", runcRoot, "list", "-q").Output()
+	if err != nil {
+		t.Logf("cleanup: runc list on %s: %v", n.name, err)
+	}
+	for _, id := range strings.Fields(string(out)) {
+		t.Logf("cleanup: container %s left on %s", id, n.name)
+		if out, err := exec.CommandContext(ctx, "runc", "--root", runcRoot, "delete", "--force", id).CombinedOutput(); err != nil {
+			t.Logf("cleanup: runc delete --force %s: %v: %s", id, err, out)
+		}
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	var under []string
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[4], n.root+"/") {
+			under = append(under, f[4])
+		}
+	}
+	for i := len(under) - 1; i >= 0; i-- { // the last mounted first
+		t.Logf("cleanup: mount %s left on %s", under[i], n.name)
+		if err := syscall.Unmount(under[i], syscall.MNT_DETACH); err != nil {
+			t.Logf("cleanup: unmount %s: %v", under[i], err)
 		}
 	}
 }
