@@ -79,7 +79,7 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 	var fenced time.Duration
 	replaced := false
 	waitFor(t, 90*time.Second, "unit "+unit+" attached on "+spare.name+" for a replacement pod", func() bool {
-		if fenced == 0 && lost.attached(t)[unit] == "" && len(lost.containers(t, "fence-a")) == 0 {
+		if fenced == 0 && lost.attached(t)[unit] == "" && len(lost.running(t, "fence-a")) == 0 {
 			fenced = since()
 		}
 		got := c.pod(t, "fence-a")
@@ -101,7 +101,7 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 		return r.replacementRunning != 0 && spare.attached(t)[unit] != ""
 	})
 	if fenced == 0 {
-		t.Errorf("%s attached on %s for a pod elsewhere while %s had not fenced (fence-a's containers: %v)", unit, spare.name, lost.name, lost.containers(t, "fence-a"))
+		t.Errorf("%s attached on %s for a pod elsewhere while %s had not fenced (fence-a's running containers: %v, its units: %v)", unit, spare.name, lost.name, lost.running(t, "fence-a"), lost.attached(t))
 	}
 	t.Logf("fence: link cut -> %s fenced (fence-a stopped, %s detached) %v", lost.name, unit, fenced.Round(10*time.Millisecond))
 

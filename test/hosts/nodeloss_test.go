@@ -102,6 +102,11 @@ func loseNode(t *testing.T, c *cluster, lost, spare *node, deleteNode bool, pref
 		// point 1) its node-local claim stays with it while it is cut off.
 		r.claimKeptWhileCut = r.released == 0
 	}
+	// Cut off, the node keeps running the pod: only pods holding devices
+	// other nodes can reach are stopped there (the fence).
+	if got := lost.running(t, first); len(got) != 1 {
+		t.Errorf("%s's running containers on %s while it was cut off: %v, want its one container", first, lost.name, got)
+	}
 	if lost.lastStateLine(t, uid) != "prepare" {
 		t.Errorf("claim %s unprepared on %s while it was cut off: nothing reached it", claim, lost.name)
 	}

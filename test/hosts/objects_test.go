@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -283,6 +284,31 @@ func (n *node) containers(t *testing.T, pod string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// running lists the pod's containers runc shows running on the node.
+func (n *node) running(t *testing.T, pod string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "runc", "--root", filepath.Join(n.root, "runc"), "list", "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("runc list on %s: %v", n.name, err)
+	}
+	var list []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		t.Fatalf("runc list on %s: %v: %s", n.name, err, out)
+	}
+	var ids []string
+	for _, c := range list {
+		if strings.HasPrefix(c.ID, pod+"_") && c.Status == "running" {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
 }
 
 // attached is the fabric units the node's plugin holds attached, unit
