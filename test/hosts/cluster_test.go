@@ -141,8 +141,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	c.net = newNetwork(t, n)
 	t.Cleanup(func() { c.stop(t) }) // before the network goes (cleanups run last first)
 	listen := net2(c.net.gw, freePort(t, c.net.gw))
-	c.apiserver = c.start(t, "apiserver", allotBin, "apiserver", "--data-dir", c.data, "--listen", listen,
-		"--default-unreachable-toleration-seconds", "1", "--default-not-ready-toleration-seconds", "1")
+	c.apiserver = c.start(t, "apiserver", allotBin, "apiserver", "--data-dir", c.data, "--listen", listen)
 	line, _, err := c.apiserver.proc().Stdout.WaitFor(0, time.Minute, func(s string) bool {
 		return strings.HasPrefix(s, "allot API server listening on ")
 	})

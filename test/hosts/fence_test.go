@@ -58,7 +58,7 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 	}
 	r := recovery{scenario: "fence"}
 	c.createPod(t, newPod("fence-hold", fabricUnit, onNode(holder)))
-	c.createPod(t, newPod("fence-a", fabricUnit, onNode(lost)))
+	c.createPod(t, newPod("fence-a", fabricUnit, onNode(lost), tolerateLoss))
 	p := c.waitRunning(t, "fence-a")
 	c.waitRunning(t, "fence-hold")
 	claim, uid := c.claimOf(t, p)

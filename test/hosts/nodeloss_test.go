@@ -45,7 +45,7 @@ func loseNode(t *testing.T, c *cluster, lost, spare *node, deleteNode bool, pref
 	t.Helper()
 	r := recovery{scenario: prefix}
 	first, second := prefix+"-a", prefix+"-b"
-	c.createPod(t, newPod(first, onNode(lost)))
+	c.createPod(t, newPod(first, onNode(lost), tolerateLoss))
 	p := c.waitRunning(t, first)
 	claim, uid := c.claimOf(t, p)
 	waitFor(t, 30*time.Second, "claim "+claim+" prepared on "+lost.name, func() bool { return lost.lastStateLine(t, uid) == "prepare" })

@@ -68,26 +68,34 @@ spec:
 type podOpt func(*corev1.Pod)
 
 // newPod is a busybox pod holding one gpu.example.com device (a claim
-// from template gpu) that sleeps for an hour; it tolerates the loss of
-// its node for 1s, and has 1s to stop.
+// from template gpu) that sleeps for an hour, with 1s to stop. It gets
+// the API server's default tolerations of a lost node (300 s), so that a
+// healthy node missing heartbeats on a loaded machine evicts nothing;
+// the pods a scenario loses use tolerateLoss.
 func newPod(name string, opts ...podOpt) *corev1.Pod {
-	grace, tolerate := int64(1), int64(1)
+	grace := int64(1)
 	tmpl := gpuTemplate
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &grace,
 			Containers:     []corev1.Container{{Name: "main", Image: "busybox", Command: []string{"sleep", "3600"}}},
-			ResourceClaims: []corev1.PodResourceClaim{{Name: "dev", ResourceClaimTemplateName: &tmpl}},
-			Tolerations: []corev1.Toleration{
-				{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerate},
-				{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &tolerate},
-			}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: "dev", ResourceClaimTemplateName: &tmpl}}},
 	}
 	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "dev"}}
 	for _, o := range opts {
 		o(p)
 	}
 	return p
+}
+
+// tolerateLoss gives the pod its own tolerations of its node's loss:
+// it is evicted 1s after its node is tainted unreachable or not-ready.
+func tolerateLoss(p *corev1.Pod) {
+	secs := int64(1)
+	for _, key := range []string{corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady} {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs})
+	}
 }
 
 // onNode pins the pod to a node by its host label.
