@@ -51,8 +51,14 @@ func canMakeHosts() error {
 			return fmt.Errorf("%s not found: %w", bin, err)
 		}
 	}
-	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		return fmt.Errorf("ip netns unavailable: %v: %s", err, out)
+	// A namespace of our own, made and deleted: listing works where
+	// making one does not (no CAP_SYS_ADMIN, no /run/netns mount).
+	probe := fmt.Sprintf("allot-hosts-probe-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add unavailable: %v: %s", err, out)
+	}
+	if out, err := exec.Command("ip", "netns", "del", probe).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns del %s: %v: %s", probe, err, out)
 	}
 	return nil
 }
