@@ -96,6 +96,7 @@ var (
 	electionFlags = []string{"--leader-elect", "--leader-elect-lease-duration", "1s",
 		"--leader-elect-renew-deadline", "500ms", "--leader-elect-retry-period", "100ms"}
 	nodeGrace = 2 * time.Second
+	heartbeat = 250 * time.Millisecond
 )
 
 // hostLabel names the host a node runs on, for pods' node selectors.
@@ -205,7 +206,7 @@ func (c *cluster) startNode(t *testing.T, h *host, model string) *node {
 		"--node-labels", hostLabel + "=" + name + ",fabric.example.com/rack=r1", "--capacity", "cpu=4,memory=8Gi",
 		"--device-plugin-dir", filepath.Join(root, "dp"), "--plugins-registry-dir", reg,
 		"--pod-resources-socket", filepath.Join(root, "pr.sock"), "--cdi-spec-dir", cdi,
-		"--heartbeat-interval", "250ms", "--node-lease-duration", "1s", "--relist-interval", "200ms",
+		"--heartbeat-interval", heartbeat.String(), "--node-lease-duration", "1s", "--relist-interval", "200ms",
 		"--resync-interval", "2s", "--retry-interval", "200ms", "--api-timeout", "2s",
 		"--admit-retry-interval", "200ms", "--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
 		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "500ms", "--dra-prepare-timeout", "5s",

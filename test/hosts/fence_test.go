@@ -103,6 +103,12 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 	if fenced == 0 {
 		t.Errorf("%s attached on %s for a pod elsewhere while %s had not fenced (fence-a's running containers: %v, its units: %v)", unit, spare.name, lost.name, lost.running(t, "fence-a"), lost.attached(t))
 	}
+	// The node's last heartbeat came before the cut by at most its
+	// interval; its claim may be released only after the fence time
+	// (plus the margin) has passed since then.
+	if r.released != 0 && r.released < fenceAfter-heartbeat {
+		t.Errorf("claim %s released %v after %s's link was cut, before its fence time %v had passed since its last heartbeat", claim, r.released, lost.name, fenceAfter)
+	}
 	t.Logf("fence: link cut -> %s fenced (fence-a stopped, %s detached) %v", lost.name, unit, fenced.Round(10*time.Millisecond))
 
 	restored := time.Now()
@@ -114,9 +120,11 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 	})
 	r.clean = time.Since(restored)
 	c.deletePods(t, "fence-b", "fence-hold")
-	for _, v := range watch.stop() {
+	vs, samples := watch.stop()
+	for _, v := range vs {
 		t.Errorf("violation: %s", v)
 	}
+	t.Logf("the fabric plugins' attach directories read %d times: no unit attached on two nodes", samples)
 	t.Log(r)
 	return r
 }
@@ -126,10 +134,11 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 // reverse order, the lost node (index 0) last: a unit moving from it to
 // another node between two reads is seen on at most one of them.
 type unitWatch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	seen   []string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	seen    []string
+	samples int
 }
 
 func startUnitWatch(t *testing.T, nodes []*node) *unitWatch {
@@ -147,6 +156,9 @@ func startUnitWatch(t *testing.T, nodes []*node) *unitWatch {
 					where[u] = nodes[i].name + " (claim " + claim + ")"
 				}
 			}
+			w.mu.Lock()
+			w.samples++
+			w.mu.Unlock()
 			select {
 			case <-sctx.Done():
 			case <-time.After(20 * time.Millisecond):
@@ -168,8 +180,9 @@ func (w *unitWatch) record(v string) {
 	w.seen = append(w.seen, v)
 }
 
-func (w *unitWatch) stop() []string {
+// stop ends the watch: what it saw, and how many samples it took.
+func (w *unitWatch) stop() ([]string, int) {
 	w.cancel()
 	<-w.done
-	return w.seen
+	return w.seen, w.samples
 }

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,10 @@ import (
 
 	"allot.dev/allot/test/internal/testproc"
 )
+
+// allotFlag runs the suite against a given allot binary instead of one
+// built from this module (a release, or another tree's build).
+var allotFlag = flag.String("hosts.allot", "", "run this allot binary instead of building ./cmd/allot")
 
 // Set by TestMain.
 var (
@@ -23,9 +28,14 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	flag.Parse()
 	if err := canMakeHosts(); err != nil {
 		unavailable = err.Error()
 		return m.Run() // every test skips, or fails under CI
+	}
+	if *allotFlag != "" {
+		allotBin = *allotFlag
+		return m.Run()
 	}
 	tmp, err := os.MkdirTemp("", "allot-hosts-")
 	if err != nil {
