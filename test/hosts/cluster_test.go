@@ -89,16 +89,6 @@ type node struct {
 	fabric *component
 }
 
-// Timers: sub-second wherever a flag allows. Leader election uses the
-// shortest lease client-go takes (whole seconds); a node is NotReady
-// after 2s without a heartbeat (its heartbeat every 250ms).
-var (
-	electionFlags = []string{"--leader-elect", "--leader-elect-lease-duration", "1s",
-		"--leader-elect-renew-deadline", "500ms", "--leader-elect-retry-period", "100ms"}
-	nodeGrace = 2 * time.Second
-	heartbeat = 250 * time.Millisecond
-)
-
 // hostLabel names the host a node runs on, for pods' node selectors.
 const hostLabel = "hosts.allot.dev/host"
 
@@ -163,14 +153,10 @@ func startCluster(t *testing.T, n int) *cluster {
 	schedKC, cmKC := c.token(t, "scheduler", "scheduler"), c.token(t, "controller-manager", "controller-manager")
 	for i := range 2 {
 		c.schedulers = append(c.schedulers, c.start(t, fmt.Sprintf("scheduler-%d", i), allotBin, append([]string{"scheduler",
-			"--kubeconfig", schedKC, "--leader-elect-identity", fmt.Sprintf("scheduler-%d", i),
-			"--pod-initial-backoff", "100ms", "--pod-max-backoff", "500ms", "--unschedulable-timeout", "2s",
-			"--api-timeout", "5s", "--bind-timeout", "5s"}, electionFlags...)...))
+			"--kubeconfig", schedKC, "--leader-elect", "--leader-elect-identity", fmt.Sprintf("scheduler-%d", i)}, tm.scheduler...)...))
 		c.managers = append(c.managers, c.start(t, fmt.Sprintf("controller-manager-%d", i), allotBin, append([]string{"controller-manager",
-			"--kubeconfig", cmKC, "--leader-elect-identity", fmt.Sprintf("controller-manager-%d", i),
-			"--node-monitor-grace-period", nodeGrace.String(), "--node-monitor-period", "100ms",
-			"--node-eviction-rate", "10", "--pod-gc-period", "100ms", "--pod-gc-orphan-quarantine", "100ms",
-			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, append(electionFlags, managerFence...)...)...))
+			"--kubeconfig", cmKC, "--leader-elect", "--leader-elect-identity", fmt.Sprintf("controller-manager-%d", i)},
+			append(append([]string{}, tm.manager...), managerFence...)...)...))
 	}
 	c.supervise(t)
 	c.fabricCtl = c.start(t, "fabric-controller", allotBin, "example", "fabric-controller",
@@ -206,12 +192,9 @@ func (c *cluster) startNode(t *testing.T, h *host, model string) *node {
 		"--node-labels", hostLabel + "=" + name + ",fabric.example.com/rack=r1", "--capacity", "cpu=4,memory=8Gi",
 		"--device-plugin-dir", filepath.Join(root, "dp"), "--plugins-registry-dir", reg,
 		"--pod-resources-socket", filepath.Join(root, "pr.sock"), "--cdi-spec-dir", cdi,
-		"--heartbeat-interval", heartbeat.String(), "--node-lease-duration", "1s", "--relist-interval", "200ms",
-		"--resync-interval", "2s", "--retry-interval", "200ms", "--api-timeout", "2s",
-		"--admit-retry-interval", "200ms", "--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
-		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "500ms", "--dra-prepare-timeout", "5s",
-		"--stop-containers-on-exit", "--shutdown-grace-period", "1s"}
-	n.agent = c.start(t, name+"-agent", "nsenter", h.command(allotBin, append(args, c.fence...)...)...)
+		"--stop-containers-on-exit"}
+	args = append(append(args, tm.agent...), c.fence...)
+	n.agent = c.start(t, name+"-agent", "nsenter", h.command(allotBin, args...)...)
 	n.gpu = c.start(t, name+"-gpu-driver", "nsenter", h.command(allotBin, "example", "gpu-driver", "--config", model,
 		"--plugins-registry-dir", reg, "--plugin-dir", filepath.Join(root, "gpu"), "--cdi-dir", cdi, "--state-file", n.state)...)
 	n.fabric = c.start(t, name+"-fabric-plugin", "nsenter", h.command(allotBin, "example", "fabric-plugin", "--config", c.pools,

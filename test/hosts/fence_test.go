@@ -13,22 +13,19 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 )
 
-// fenceAfter is the nodes' --self-fence-after when the binary has it.
-const fenceAfter = time.Second
-
 // fenceFlags are the extra flags of node agents and controller managers
 // for the self-fence (issue 29 point 1), empty while the binary lacks
 // --self-fence-after: the node stops pods holding devices other nodes
-// can reach after fenceAfter without a heartbeat; the controller manager
+// can reach after tm.fenceAfter without a heartbeat; the controller manager
 // releases their claims after the fence time plus its margin.
 func fenceFlags(t *testing.T) (nodeFlags, managerFlags []string) {
 	t.Helper()
 	if !strings.Contains(help(t, "node"), "--self-fence-after") {
 		return nil, nil
 	}
-	nodeFlags = []string{"--self-fence-after", fenceAfter.String()}
+	nodeFlags = []string{"--self-fence-after", tm.fenceAfter.String()}
 	if m := regexp.MustCompile(`--[a-z-]*fence[a-z-]*margin[a-z-]*`).FindString(help(t, "controller-manager")); m != "" {
-		managerFlags = []string{m, "500ms"}
+		managerFlags = []string{m, tm.fenceMargin.String()}
 	}
 	return nodeFlags, managerFlags
 }
@@ -106,8 +103,8 @@ func fence(t *testing.T, c *cluster, lost, holder, spare *node) recovery {
 	// The node's last heartbeat came before the cut by at most its
 	// interval; its claim may be released only after the fence time
 	// (plus the margin) has passed since then.
-	if r.released != 0 && r.released < fenceAfter-heartbeat {
-		t.Errorf("claim %s released %v after %s's link was cut, before its fence time %v had passed since its last heartbeat", claim, r.released, lost.name, fenceAfter)
+	if r.released != 0 && r.released < tm.fenceAfter-tm.heartbeat {
+		t.Errorf("claim %s released %v after %s's link was cut, before its fence time %v had passed since its last heartbeat", claim, r.released, lost.name, tm.fenceAfter)
 	}
 	t.Logf("fence: link cut -> %s fenced (fence-a stopped, %s detached) %v", lost.name, unit, fenced.Round(10*time.Millisecond))
 

@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	flag.Parse()
+	if *defaultTimers {
+		tm = defaults
+	}
 	if err := canMakeHosts(); err != nil {
 		unavailable = err.Error()
 		return m.Run() // every test skips, or fails under CI

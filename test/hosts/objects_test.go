@@ -88,10 +88,15 @@ func newPod(name string, opts ...podOpt) *corev1.Pod {
 	return p
 }
 
-// tolerateLoss gives the pod its own tolerations of its node's loss:
-// it is evicted 1s after its node is tainted unreachable or not-ready.
+// tolerateLoss gives the pod its own tolerations of its node's loss,
+// tm.toleration seconds (with the default timers none: the API server's
+// 300 s): it is evicted that long after its node is tainted unreachable
+// or not-ready.
 func tolerateLoss(p *corev1.Pod) {
-	secs := int64(1)
+	if tm.toleration == 0 {
+		return
+	}
+	secs := tm.toleration
 	for _, key := range []string{corev1.TaintNodeUnreachable, corev1.TaintNodeNotReady} {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
 			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &secs})
@@ -359,9 +364,11 @@ func (n *node) readAttached() (map[string]string, error) {
 func ctx(t *testing.T) context.Context { return t.Context() }
 
 // waitFor polls cond every 50ms (recovery times are read off these
-// polls) until it holds, failing the test after timeout.
+// polls) until it holds, failing the test after timeout (plus the
+// timers' slack).
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	timeout += tm.slack
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
