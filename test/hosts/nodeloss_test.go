@@ -19,7 +19,6 @@ type recovery struct {
 	notReady, taint, evicted, gone, released time.Duration
 	replacementRunning                       time.Duration
 	back, clean                              time.Duration // since the link was restored: node Ready, its old pod's containers and claim gone
-	claimKeptWhileCut                        bool
 }
 
 func (r recovery) String() string {
@@ -97,11 +96,6 @@ func loseNode(t *testing.T, c *cluster, lost, spare *node, deleteNode bool, pref
 		// recorded if it comes within a second of the replacement.
 		return r.taint != 0 && r.evicted != 0 && r.replacementRunning != 0 && (r.released != 0 || since() > r.replacementRunning+time.Second)
 	})
-	if !deleteNode {
-		// The node may still run the pod: without the fence (issue 29
-		// point 1) its node-local claim stays with it while it is cut off.
-		r.claimKeptWhileCut = r.released == 0
-	}
 	// Cut off, the node keeps running the pod: only pods holding devices
 	// other nodes can reach are stopped there (the fence).
 	if got := lost.running(t, first); len(got) != 1 {
