@@ -280,8 +280,10 @@ func (c *cluster) stop(t *testing.T) {
 }
 
 // removeLeftovers deletes, by force, the containers left in the node's
-// runc root (ROOT/runc, which only this node uses) and detaches the
-// mounts under its root dir. After a clean stop there are none.
+// runc root (ROOT/runc, which only this node uses: an agent stopping with
+// --stop-containers-on-exit stops its containers and keeps their records
+// for its next start) and detaches the mounts under its root dir (none
+// after a clean stop).
 func (n *node) removeLeftovers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -291,7 +293,6 @@ func (n *node) removeLeftovers(t *testing.T) {
 		t.Logf("cleanup: runc list on %s: %v", n.name, err)
 	}
 	for _, id := range strings.Fields(string(out)) {
-		t.Logf("cleanup: container %s left on %s", id, n.name)
 		if out, err := exec.CommandContext(ctx, "runc", "--root", runcRoot, "delete", "--force", id).CombinedOutput(); err != nil {
 			t.Logf("cleanup: runc delete --force %s: %v: %s", id, err, out)
 		}
