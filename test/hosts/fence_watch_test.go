@@ -18,7 +18,7 @@ func TestUnitWatch(t *testing.T) {
 		units [2]string // the unit node i holds, for a claim of its own
 		want  string    // part of the one violation, "" for none
 	}{
-		{"one unit on two nodes", [2]string{"shared-0", "shared-0"}, "unit shared-0 attached on n0 (claim claim-0) and n1 (claim claim-1) at once"},
+		{"one unit on two nodes", [2]string{"shared-0", "shared-0"}, "unit shared-0 attached on n1 (claim claim-1) and n0 (claim claim-0) at once"},
 		{"two units", [2]string{"shared-0", "shared-1"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

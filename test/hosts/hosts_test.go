@@ -24,7 +24,10 @@ func TestSeparateHosts(t *testing.T) {
 		took = churnKillingLeaders(t, c)
 	})
 	t.Run("fabric units after the fence", func(t *testing.T) {
-		measured = append(measured, fence(t, c, c.nodes[0], c.nodes[1], c.nodes[2]))
+		measured = append(measured, fence(t, c, c.nodes[0], c.nodes[1], c.nodes[2], false, "fence"))
+	})
+	t.Run("fabric units after the fence, Node deleted", func(t *testing.T) {
+		measured = append(measured, fence(t, c, c.nodes[2], c.nodes[0], c.nodes[1], true, "fence-deleted"))
 	})
 	for _, r := range measured {
 		t.Log(r)
