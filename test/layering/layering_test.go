@@ -126,7 +126,7 @@ var rules = []rule{{
 		"which it pulls in, are test-only dependencies; the one exception is test/upstreamdriver, the proof driver built on " +
 		"the upstream kubeletplugin library, which no shipped binary imports",
 	dirs: []string{"api/...", "bench/...", "cmd/...", "examples/...", "internal/...", "pkg/...",
-		"test/chaos/...", "test/dradiff/...", "test/e2e/...", "test/internal/...", "test/layering/...", "test/setup/..."},
+		"test/chaos/...", "test/dradiff/...", "test/e2e/...", "test/hosts/...", "test/internal/...", "test/layering/...", "test/setup/..."},
 	forbid: []string{"k8s.io/dynamic-resource-allocation", "k8s.io/dynamic-resource-allocation/", "k8s.io/apiserver", "k8s.io/apiserver/"},
 }}
 
