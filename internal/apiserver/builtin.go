@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -97,6 +98,7 @@ func finishBuiltin(k *kind) {
 			keepStatus(obj, old)
 		}
 		keepNamespaceFinalizers(obj, old)
+		bumpRuleTaintTime(obj, old)
 		stampTaints(obj)
 		validation.Default(obj)
 	}
@@ -202,6 +204,21 @@ func stampTaints(obj runtime.Object) {
 	case *resourcev1.DeviceTaintRule:
 		stamp(&o.Spec.Taint)
 	}
+}
+
+// bumpRuleTaintTime restarts a DeviceTaintRule's timeAdded when an update
+// changes the effect and leaves the time as it was, as Kubernetes does:
+// the time says since when the effect applies, and NoExecute tolerations
+// count from it (a rule switched from None to NoExecute does not evict
+// pods at once because it was created long ago). Whole seconds, as the
+// encoding keeps them.
+func bumpRuleTaintTime(obj, old runtime.Object) {
+	r, ok1 := obj.(*resourcev1.DeviceTaintRule)
+	o, ok2 := old.(*resourcev1.DeviceTaintRule)
+	if !ok1 || !ok2 || r.Spec.Taint.Effect == o.Spec.Taint.Effect || !r.Spec.Taint.TimeAdded.Equal(o.Spec.Taint.TimeAdded) {
+		return
+	}
+	r.Spec.Taint.TimeAdded = &metav1.Time{Time: time.Now().Truncate(time.Second)}
 }
 
 // resourceSliceFields are the field selectors upstream clients use on
