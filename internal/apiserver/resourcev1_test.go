@@ -236,7 +236,8 @@ func TestResourceV1Discovery(t *testing.T) {
 	r := admin(t, "GET", "/apis/resource.k8s.io", nil)
 	expect(t, r, 200)
 	r.into(t, &g)
-	if g.PreferredVersion.Version != "v1" || len(g.Versions) != 2 || g.Versions[1].Version != "v1alpha2" {
+	// v1beta2 and v1alpha3 serve only DeviceTaintRule (versions_alias.go).
+	if g.PreferredVersion.Version != "v1" || len(g.Versions) != 4 || g.Versions[3].Version != "v1alpha2" {
 		t.Fatalf("resource.k8s.io group: %+v", g)
 	}
 	var list metav1.APIResourceList
