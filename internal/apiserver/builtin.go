@@ -99,6 +99,7 @@ func finishBuiltin(k *kind) {
 		}
 		keepNamespaceFinalizers(obj, old)
 		bumpRuleTaintTime(obj, old)
+		keepSliceTaintTimes(obj, old)
 		stampTaints(obj)
 		validation.Default(obj)
 	}
@@ -219,6 +220,37 @@ func bumpRuleTaintTime(obj, old runtime.Object) {
 		return
 	}
 	r.Spec.Taint.TimeAdded = &metav1.Time{Time: time.Now().Truncate(time.Second)}
+}
+
+// keepSliceTaintTimes gives a device taint republished without timeAdded
+// the time of the same taint (key, value, effect) of the same device in
+// the stored slice, so that a driver rewriting its slice does not restart
+// the NoExecute tolerations of the pods on a tainted device each time.
+func keepSliceTaintTimes(obj, old runtime.Object) {
+	s, ok1 := obj.(*resourcev1.ResourceSlice)
+	o, ok2 := old.(*resourcev1.ResourceSlice)
+	if !ok1 || !ok2 {
+		return
+	}
+	for i := range s.Spec.Devices {
+		d := &s.Spec.Devices[i]
+		j := slices.IndexFunc(o.Spec.Devices, func(od resourcev1.Device) bool { return od.Name == d.Name })
+		if j < 0 {
+			continue
+		}
+		for k := range d.Taints {
+			t := &d.Taints[k]
+			if t.TimeAdded != nil {
+				continue
+			}
+			for _, ot := range o.Spec.Devices[j].Taints {
+				if ot.Key == t.Key && ot.Value == t.Value && ot.Effect == t.Effect && ot.TimeAdded != nil {
+					t.TimeAdded = ot.TimeAdded.DeepCopy()
+					break
+				}
+			}
+		}
+	}
 }
 
 // resourceSliceFields are the field selectors upstream clients use on

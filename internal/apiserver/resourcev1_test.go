@@ -228,6 +228,17 @@ func TestResourceV1DeviceTaintRuleStatus(t *testing.T) {
 	if err != nil || created.Spec.Taint.TimeAdded == nil {
 		t.Fatalf("NoExecute taint rule: %v, %+v; want it created with timeAdded", err, created)
 	}
+	// Changing the effect and not the time restarts the time (NoExecute
+	// tolerations count from it), as in Kubernetes.
+	hourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	upd.Spec.Taint.TimeAdded = &hourAgo
+	if upd, err = c.Update(ctx, upd, metav1.UpdateOptions{}); err != nil || !upd.Spec.Taint.TimeAdded.Equal(&hourAgo) {
+		t.Fatalf("set timeAdded: %v, %+v", err, upd)
+	}
+	upd.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNoExecute
+	if upd, err = c.Update(ctx, upd, metav1.UpdateOptions{}); err != nil || !upd.Spec.Taint.TimeAdded.After(hourAgo.Add(30*time.Minute)) {
+		t.Fatalf("effect changed: %v, %+v; want timeAdded restarted", err, upd)
+	}
 }
 
 // Discovery prefers v1 for resource.k8s.io and still serves v1alpha2.
