@@ -141,8 +141,14 @@ func (v *versionWriter) WriteHeader(code int) {
 
 func (v *versionWriter) Write(p []byte) (int, error) {
 	buf := append(v.tail, p...)
+	// Hold back the longest end of buf that begins a match, after the
+	// last whole match (whose own end may look like a beginning).
+	after := 0
+	if i := bytes.LastIndex(buf, v.from); i >= 0 {
+		after = i + len(v.from)
+	}
 	keep := 0
-	for n := min(len(v.from)-1, len(buf)); n > 0; n-- {
+	for n := min(len(v.from)-1, len(buf)-after); n > 0; n-- {
 		if bytes.HasSuffix(buf, v.from[:n]) {
 			keep = n
 			break

@@ -137,6 +137,52 @@ func TestTaintRemovedCancelsEviction(t *testing.T) {
 	}
 }
 
+// TestSliceTaintRemovedCancelsEviction: a driver republishing its slice
+// without the taint before the toleration runs out cancels the eviction;
+// a taint republished without timeAdded keeps its time (the pod's
+// eviction is not postponed).
+func TestSliceTaintRemovedCancelsEviction(t *testing.T) {
+	e := newEnv(t)
+	s := e.slice(2)
+	e.podWithClaim("kept", "gpu-0", noExecuteTol(ptr(int64(3))))
+	e.podWithClaim("gone", "gpu-1", noExecuteTol(ptr(int64(2))))
+	e.start()
+	unhealthy := resourcev1.DeviceTaint{Key: "example.com/unhealthy", Effect: resourcev1.DeviceTaintEffectNoExecute}
+	s.Spec.Devices[0].Taints = []resourcev1.DeviceTaint{unhealthy}
+	s.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{unhealthy}
+	s, err := e.c.ResourceSlices().Update(e.ctx, s)
+	if err != nil {
+		t.Fatalf("taint the slice: %v", err)
+	}
+	added := s.Spec.Devices[1].Taints[0].TimeAdded
+	// The driver republishes: gpu-0 healthy again, gpu-1's taint without
+	// its time.
+	s.Spec.Devices[0].Taints = nil
+	s.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{unhealthy}
+	if s, err = e.c.ResourceSlices().Update(e.ctx, s); err != nil {
+		t.Fatalf("republish the slice: %v", err)
+	}
+	if !s.Spec.Devices[1].Taints[0].TimeAdded.Equal(added) {
+		t.Fatalf("republished taint's time %v, want %v kept", s.Spec.Devices[1].Taints[0].TimeAdded, added)
+	}
+	e.eventually("the pod on the still tainted device is evicted", e.evicted("gone"))
+	if p := e.pod("gone"); p != nil {
+		if at := disruption(p).LastTransitionTime; at.Time.Before(added.Add(2 * time.Second)) {
+			t.Errorf("evicted at %v, before timeAdded %v + 2 s", at, added)
+		}
+	}
+	// "kept" was pending (both pods were synced on the first update) and
+	// is cancelled, or was never pending if the controller saw only the
+	// republished slice; either way it stays past its due time.
+	due := added.Add(4 * time.Second)
+	for time.Now().Before(due) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p := e.pod("kept"); p == nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the pod whose device was untainted was evicted: %+v", p)
+	}
+}
+
 // TestRuleStatusOtherEffects: a None rule says what NoExecute would do;
 // a NoSchedule rule that eviction only happens for NoExecute. Neither
 // evicts.

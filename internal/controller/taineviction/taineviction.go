@@ -13,6 +13,10 @@
 // records a TaintManagerEviction event. The node lifecycle controller's
 // unreachable and not-ready taints are the usual cause; any NoExecute taint
 // an operator sets evicts the same way.
+//
+// Evictions go through evictor.go, shared with device taint eviction
+// (internal/controller/devicetainteviction): one Limiter paces both, and
+// EvictPod is what an eviction does.
 package taineviction
 
 import (
