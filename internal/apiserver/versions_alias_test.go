@@ -10,6 +10,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
 	resourcev1beta2 "k8s.io/api/resource/v1beta2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -198,4 +199,31 @@ spec:
 		}
 	}
 	run("", "delete", "devicetaintrules.v1alpha3.resource.k8s.io", name)
+}
+
+// A driver writes DeviceTaintRules for its own devices through v1alpha3,
+// as Intel's Gaudi driver does, and no other rule.
+func TestDriverTaintRuleThroughV1alpha3(t *testing.T) {
+	ctx := context.Background()
+	cfg := aliasConfig(false)
+	cfg.BearerToken = "driver" // gpu.example.com
+	c, err := resourcev1alpha3client.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(name, driver string) *resourcev1alpha3.DeviceTaintRule {
+		return &resourcev1alpha3.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: resourcev1alpha3.DeviceTaintRuleSpec{DeviceSelector: &resourcev1alpha3.DeviceTaintSelector{Driver: ptr.To(driver), Device: ptr.To("gpu-3")},
+				Taint: resourcev1alpha3.DeviceTaint{Key: "example.com/unhealthy", Effect: resourcev1alpha3.DeviceTaintEffectNoExecute}}}
+	}
+	name := fmt.Sprintf("driver-rule-%d", time.Now().UnixNano())
+	if _, err := c.DeviceTaintRules().Create(ctx, rule(name, "gpu.example.com"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the driver tainting its own device: %v", err)
+	}
+	if _, err := c.DeviceTaintRules().Create(ctx, rule(name+"-other", "nic.example.com"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the driver tainting another driver's device: %v, want 403", err)
+	}
+	if err := c.DeviceTaintRules().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("the driver deleting its rule: %v", err)
+	}
 }
