@@ -9,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 
+	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 )
@@ -30,15 +33,52 @@ import (
 // versions differ in schema): there a write through the other version
 // may change only metadata.
 
-// aliasVersion serves resource of Group through Alias by way of Version.
+// aliasVersion serves resource of Group through Alias by way of Version;
+// newObj makes the alias version's type (k8s.io/api's), for the OpenAPI
+// documents.
 type aliasVersion struct {
 	Group, Resource string
 	Alias, Version  string
+	newObj          func() runtime.Object
 }
 
 var aliasVersions = []aliasVersion{
-	{Group: "resource.k8s.io", Resource: "devicetaintrules", Alias: "v1beta2", Version: "v1"},
-	{Group: "resource.k8s.io", Resource: "devicetaintrules", Alias: "v1alpha3", Version: "v1"},
+	{Group: "resource.k8s.io", Resource: "devicetaintrules", Alias: "v1beta2", Version: "v1",
+		newObj: func() runtime.Object { return &resourcev1beta2.DeviceTaintRule{} }},
+	{Group: "resource.k8s.io", Resource: "devicetaintrules", Alias: "v1alpha3", Version: "v1",
+		newObj: func() runtime.Object { return &resourcev1alpha3.DeviceTaintRule{} }},
+}
+
+// aliasKinds describes the kinds an alias group version serves (every
+// alias version when gv is empty), for discovery's and OpenAPI's eyes
+// only: requests never reach them (serveAlias sends them to the stored
+// version's kind).
+func (s *Server) aliasKinds(gv schema.GroupVersion) []*kind {
+	var out []*kind
+	for _, a := range aliasVersions {
+		if !gv.Empty() && (a.Group != gv.Group || a.Alias != gv.Version) {
+			continue
+		}
+		k := s.reg.get(schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource})
+		if k == nil {
+			continue
+		}
+		out = append(out, &kind{gvk: schema.GroupVersionKind{Group: a.Group, Version: a.Alias, Kind: k.gvk.Kind},
+			resource: k.resource, singular: k.singular, shortNames: k.shortNames, categories: k.categories,
+			namespaced: k.namespaced, hasStatus: k.hasStatus, newObj: a.newObj})
+	}
+	return out
+}
+
+// aliasGroupVersions lists the alias group versions served.
+func (s *Server) aliasGroupVersions() []schema.GroupVersion {
+	var out []schema.GroupVersion
+	for _, k := range s.aliasKinds(schema.GroupVersion{}) {
+		if gv := k.gvk.GroupVersion(); !slices.Contains(out, gv) {
+			out = append(out, gv)
+		}
+	}
+	return out
 }
 
 func aliasFor(group, ver, resource string) *aliasVersion {
@@ -176,18 +216,10 @@ func (v *versionWriter) Flush() {
 	}
 }
 
-// aliasResources lists the resources an alias group version serves, as
-// their stored version's kinds describe them.
+// aliasResources lists the resources an alias group version serves.
 func (s *Server) aliasResources(gv schema.GroupVersion) []metav1.APIResource {
 	var out []metav1.APIResource
-	for _, a := range aliasVersions {
-		if a.Group != gv.Group || a.Alias != gv.Version {
-			continue
-		}
-		k := s.reg.get(schema.GroupVersionResource{Group: a.Group, Version: a.Version, Resource: a.Resource})
-		if k == nil {
-			continue
-		}
+	for _, k := range s.aliasKinds(gv) {
 		out = append(out, metav1.APIResource{Name: k.resource, SingularName: k.singular, Namespaced: k.namespaced, Kind: k.gvk.Kind,
 			Verbs: allVerbs, ShortNames: k.shortNames, Categories: k.categories})
 		if k.hasStatus {

@@ -199,6 +199,13 @@ spec:
 		}
 	}
 	run("", "delete", "devicetaintrules.v1alpha3.resource.k8s.io", name)
+	// The OpenAPI documents describe each version.
+	for _, ver := range []string{"v1beta2", "v1alpha3"} {
+		out := run("", "explain", "devicetaintrules.spec.taint", "--api-version=resource.k8s.io/"+ver)
+		if !strings.Contains(out, "VERSION:    "+ver) || !strings.Contains(out, "timeAdded") {
+			t.Errorf("kubectl explain in %s:\n%s", ver, out)
+		}
+	}
 }
 
 // A driver writes DeviceTaintRules for its own devices through v1alpha3,
