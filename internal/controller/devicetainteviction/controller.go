@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	resourcev1 "k8s.io/api/resource/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -286,7 +287,7 @@ func (d *Controller) ruleChanged(old, obj any) {
 	if n != nil {
 		d.ruleQ.Add(n.Name)
 	}
-	if o != nil && n != nil && o.Generation == n.Generation && o.Spec.Taint.TimeAdded.Equal(n.Spec.Taint.TimeAdded) &&
+	if o != nil && n != nil && apiequality.Semantic.DeepEqual(o.Spec, n.Spec) &&
 		(o.DeletionTimestamp == nil) == (n.DeletionTimestamp == nil) {
 		return // a status or metadata change
 	}

@@ -184,7 +184,7 @@ func TestSliceTaintRemovedCancelsEviction(t *testing.T) {
 
 // TestRuleStatusOtherEffects: a None rule says what NoExecute would do;
 // a NoSchedule rule that eviction only happens for NoExecute. Neither
-// evicts.
+// evicts; the None rule switched to NoExecute does.
 func TestRuleStatusOtherEffects(t *testing.T) {
 	e := newEnv(t)
 	e.slice(2)
@@ -199,4 +199,15 @@ func TestRuleStatusOtherEffects(t *testing.T) {
 	if p := e.pod("user"); p == nil || p.DeletionTimestamp != nil {
 		t.Fatalf("a None or NoSchedule rule evicted the pod: %+v", p)
 	}
+	// Switched to NoExecute, the None rule evicts, and says so.
+	cur, err := e.c.DeviceTaintRules().Get(e.ctx, none.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNoExecute
+	if _, err := e.c.DeviceTaintRules().Update(e.ctx, cur); err != nil {
+		t.Fatalf("switch the rule to NoExecute: %v", err)
+	}
+	e.eventually("the pod is evicted", e.evicted("user"))
+	e.eventually("the switched rule's status", e.ruleSays(none.Name, "Completed", "1 pod evicted since starting the controller."))
 }
