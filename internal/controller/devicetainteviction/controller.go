@@ -317,7 +317,7 @@ func (d *Controller) ruleChanged(old, obj any) {
 func selectsAny(rules []*resourcev1.DeviceTaintRule, uses []DeviceUse) bool {
 	for _, u := range uses {
 		for _, r := range rules {
-			if ruleSelects(r, u.Driver, u.Pool, u.Device) {
+			if useSelected(r, u) {
 				return true
 			}
 		}

@@ -211,3 +211,19 @@ func TestRuleStatusOtherEffects(t *testing.T) {
 	e.eventually("the pod is evicted", e.evicted("user"))
 	e.eventually("the switched rule's status", e.ruleSays(none.Name, "Completed", "1 pod evicted since starting the controller."))
 }
+
+// TestSeedInstanceHoldsLeavesBelow: a seed claim holding a whole
+// instance holds its partitions, which are the v1 devices rules select: a
+// rule on a partition evicts the pod holding the whole GPU, not the pod
+// holding another GPU.
+func TestSeedInstanceHoldsLeavesBelow(t *testing.T) {
+	e := newEnv(t)
+	e.seedPodWithClaim("whole", "gpu-0")
+	e.seedPodWithClaim("other", "gpu-1")
+	e.start()
+	e.rule("half", "gpu-0--halves--half-0", resourcev1.DeviceTaintEffectNoExecute)
+	e.eventually("the pod holding the whole GPU is evicted", e.evicted("whole"))
+	if p := e.pod("other"); p == nil || p.DeletionTimestamp != nil {
+		t.Fatalf("the pod on the other GPU was evicted: %+v", p)
+	}
+}

@@ -16,11 +16,14 @@ import (
 
 // DeviceUse is one device a pod's claim holds, with the tolerations the
 // device was allocated with (a v1 allocation result's; a seed claim has
-// none).
+// none). Seed marks an instance of a seed claim: Device is its projected
+// name, and it holds every leaf below it too (a whole GPU holds its
+// partitions, which are the v1 devices rules select).
 type DeviceUse struct {
 	Claim                types.NamespacedName
 	Driver, Pool, Device string
 	Tolerations          []resourcev1.DeviceToleration
+	Seed                 bool
 }
 
 // Taint is a taint on a device and where it comes from: a
@@ -76,8 +79,8 @@ func (d Due) HasRule(uid types.UID) bool {
 	return false
 }
 
-// TaintsOf returns the taints on one device, of every effect.
-type TaintsOf func(driver, pool, device string) []Taint
+// TaintsOf returns the taints on the device of a use, of every effect.
+type TaintsOf func(u DeviceUse) []Taint
 
 // EvictionTime is when a pod holding uses must go, and whether it must
 // at all, as Kubernetes' DeviceTaintEviction controller decides it per
@@ -90,7 +93,7 @@ type TaintsOf func(driver, pool, device string) []Taint
 func EvictionTime(uses []DeviceUse, taints TaintsOf, added time.Time) (Due, bool) {
 	var d Due
 	for _, u := range uses {
-		for _, t := range taints(u.Driver, u.Pool, u.Device) {
+		for _, t := range taints(u) {
 			if t.Effect != resourcev1.DeviceTaintEffectNoExecute {
 				continue
 			}

@@ -47,7 +47,7 @@ func TestEvictionTime(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			uses := []DeviceUse{{Driver: "d", Pool: "p", Device: "a", Tolerations: tc.tols["a"]}, {Driver: "d", Pool: "p", Device: "b", Tolerations: tc.tols["b"]}}
-			due, evict := EvictionTime(uses, func(_, _, device string) []Taint { return tc.taints[device] }, t0)
+			due, evict := EvictionTime(uses, func(u DeviceUse) []Taint { return tc.taints[u.Device] }, t0)
 			if evict == tc.never {
 				t.Fatalf("evict = %v, want %v (%v)", evict, !tc.never, due)
 			}

@@ -18,7 +18,8 @@
 //     for an extended resource. Claims of both resource.k8s.io/v1 and the
 //     seed's v1alpha2 count; a seed allocation has no tolerations, and its
 //     devices are the instances' projections (driver, the node as pool,
-//     allocator.SeedDeviceName).
+//     allocator.SeedDeviceName), each with the leaves below it (a rule on
+//     a partition reaches the pod holding the whole GPU).
 //   - An eviction is the DisruptionTarget condition (reason
 //     DeletionByDeviceTaintManager), a graceful delete with a UID
 //     precondition, a DeviceTaintManagerEviction event ("Marking for

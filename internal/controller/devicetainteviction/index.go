@@ -2,6 +2,7 @@ package devicetainteviction
 
 import (
 	"slices"
+	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -126,7 +127,7 @@ func usesSeed(c *resourcev1alpha2.ResourceClaim) []DeviceUse {
 			continue
 		}
 		for _, in := range sd.Partitionable.Instances {
-			out = append(out, DeviceUse{Claim: key, Driver: h.DriverName, Pool: sd.NodeName, Device: allocator.SeedDeviceName(in.ID)})
+			out = append(out, DeviceUse{Claim: key, Driver: h.DriverName, Pool: sd.NodeName, Device: allocator.SeedDeviceName(in.ID), Seed: true})
 		}
 	}
 	return out
@@ -206,18 +207,33 @@ func (c *Controller) taintsOf(override *resourcev1.DeviceTaintRule) TaintsOf {
 		}
 		return 0
 	})
-	return func(driver, pool, device string) []Taint {
+	return func(u DeviceUse) []Taint {
 		var out []Taint
-		for _, t := range c.deviceTaints(driver, pool, device) {
-			out = append(out, Taint{DeviceTaint: t})
+		if !u.Seed {
+			for _, t := range c.deviceTaints(u.Driver, u.Pool, u.Device) {
+				out = append(out, Taint{DeviceTaint: t})
+			}
 		}
 		for _, r := range rules {
-			if allocator.TaintRuleSelects(r, driver, pool, device) {
+			if r.DeletionTimestamp == nil && useSelected(r, u) {
 				out = append(out, Taint{DeviceTaint: r.Spec.Taint, Rule: r.Name, RuleUID: r.UID})
 			}
 		}
 		return out
 	}
+}
+
+// useSelected reports whether a rule selects the device of a use: the
+// device itself, or for a seed instance also a leaf below it (the rule
+// names the leaf's projection, "gpu-0--halves--half-0" below "gpu-0").
+// A rule being deleted still selects (its pods must be looked at again).
+func useSelected(r *resourcev1.DeviceTaintRule, u DeviceUse) bool {
+	if ruleSelects(r, u.Driver, u.Pool, u.Device) {
+		return true
+	}
+	sel := r.Spec.DeviceSelector
+	return u.Seed && sel != nil && sel.Device != nil && strings.HasPrefix(*sel.Device, u.Device+"--") &&
+		ruleSelects(r, u.Driver, u.Pool, *sel.Device)
 }
 
 // deviceTaints returns a device's own taints in the newest generation of

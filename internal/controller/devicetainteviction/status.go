@@ -155,7 +155,7 @@ func (d *Controller) simulate(rule *resourcev1.DeviceTaintRule) (published, allo
 	podSet := map[types.NamespacedName]bool{}
 	consider := func(uses []DeviceUse, reserved []types.NamespacedName) {
 		for _, u := range uses {
-			if ruleSelects(rule, u.Driver, u.Pool, u.Device) {
+			if useSelected(rule, u) {
 				allocated++
 			}
 		}
