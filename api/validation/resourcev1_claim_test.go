@@ -167,8 +167,14 @@ func TestValidateResourceClaimV1(t *testing.T) {
 		"key not label key": {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a b", Operator: "Exists"})), want: []string{ex0 + ".tolerations[0].key: Invalid value"}},
 		"unknown operator":  {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Operator: "In"})), want: []string{ex0 + ".tolerations[0].operator: Unsupported value"}},
 		"unknown effect":    {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "PreferNoSchedule"})), want: []string{ex0 + ".tolerations[0].effect: Unsupported value"}},
-		"NoExecute toleration": {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "NoExecute", TolerationSeconds: ptr(int64(60))})),
-			want: []string{ex0 + ".tolerations[0].effect: " + notInAllot}},
+		// NoExecute with tolerationSeconds; as in Kubernetes 1.37 any
+		// value is accepted (zero and negative evict at once) and seconds
+		// on another effect are ignored, not refused.
+		"NoExecute toleration":          {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "NoExecute", TolerationSeconds: ptr(int64(60))}))},
+		"NoExecute negative seconds":    {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "NoExecute", TolerationSeconds: ptr(int64(-5))}))},
+		"seconds on NoSchedule ignored": {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "NoSchedule", TolerationSeconds: ptr(int64(5))}))},
+		"seconds with a bad effect": {claim: v1Claim(tolerate(resourcev1.DeviceToleration{Key: "a", Effect: "NoExecut", TolerationSeconds: ptr(int64(5))})),
+			want: []string{ex0 + ".tolerations[0].effect: Unsupported value"}},
 
 		// Gated request fields.
 		"capacity (not in allot)": {claim: v1Claim(exactly(func(e *resourcev1.ExactDeviceRequest) {
@@ -201,8 +207,8 @@ func TestValidateResourceClaimV1(t *testing.T) {
 		"subrequest All with count": {claim: v1Claim(subrequest(func(s *resourcev1.DeviceSubRequest) { s.AllocationMode, s.Count = "All", 1 })),
 			want: []string{sub10 + ".count: Invalid value"}},
 		"subrequest NoExecute": {claim: v1Claim(subrequest(func(s *resourcev1.DeviceSubRequest) {
-			s.Tolerations = []resourcev1.DeviceToleration{{Operator: "Exists", Effect: "NoExecute"}}
-		})), want: []string{sub10 + ".tolerations[0].effect: " + notInAllot}},
+			s.Tolerations = []resourcev1.DeviceToleration{{Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr(int64(30))}}
+		}))},
 
 		// Constraints: "DeviceConstraint must have exactly one field set
 		// besides Requests"; requests name requests of the claim, as
@@ -519,8 +525,8 @@ func TestValidateResourceClaimV1StatusUpdate(t *testing.T) {
 			r.Tolerations = []resourcev1.DeviceToleration{{Key: "a", Effect: "NoSchedule"}}
 		}))},
 		"result NoExecute toleration": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
-			r.Tolerations = []resourcev1.DeviceToleration{{Key: "a", Operator: "Exists", Effect: "NoExecute"}}
-		})), want: []string{res0 + ".tolerations[0].effect: " + notInAllot}},
+			r.Tolerations = []resourcev1.DeviceToleration{{Key: "a", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr(int64(30))}}
+		}))},
 		"result adminAccess": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) { r.AdminAccess = ptr(true) }))},
 		"result shareID (not in allot)": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
 			r.ShareID = ptr(types.UID("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10"))

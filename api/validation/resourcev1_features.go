@@ -9,9 +9,9 @@ import (
 
 // V1Feature is a part of the resource.k8s.io/v1 API that Kubernetes puts
 // behind a feature gate. Most are a whole gate and carry its name; two gates
-// are split because allot implements only part of them: DRAConsumableCapacity
+// are split because allot implemented them in parts: DRAConsumableCapacity
 // (distinctAttribute yes, shared devices no) and DRADeviceTaints (the
-// NoSchedule and None effects yes, NoExecute no).
+// NoSchedule and None effects first, NoExecute with device taint eviction).
 type V1Feature string
 
 // The features of resource.k8s.io/v1 in Kubernetes 1.37.
@@ -68,8 +68,8 @@ var V1Features = map[V1Feature]V1FeatureState{
 		Fields: "slice sharedCounters, perDeviceNodeSelection; device consumesCounters, nodeName, nodeSelector, allNodes"},
 	V1FeatureDeviceTaints: {Gate: "DRADeviceTaints", Kubernetes: true, Allot: true,
 		Fields: "device taints, request and result tolerations"},
-	V1FeatureDeviceTaintNoExecute: {Gate: "DRADeviceTaints", Kubernetes: true, Allot: false,
-		Fields: "taints and tolerations with effect NoExecute (allot evicts nothing)"},
+	V1FeatureDeviceTaintNoExecute: {Gate: "DRADeviceTaints", Kubernetes: true, Allot: true,
+		Fields: "taints and tolerations with effect NoExecute (evicted by the controller manager's device taint eviction)"},
 	V1FeatureDeviceTaintRules: {Gate: "DRADeviceTaintRules", Kubernetes: true, Allot: true,
 		Fields: "the DeviceTaintRule kind"},
 	V1FeatureDistinctAttribute: {Gate: "DRAConsumableCapacity", Kubernetes: true, Allot: true,

@@ -26,7 +26,7 @@ func TestV1FeatureTable(t *testing.T) {
 		V1FeatureAdminAccess:              {"DRAAdminAccess", true, true},
 		V1FeaturePartitionableDevices:     {"DRAPartitionableDevices", true, true},
 		V1FeatureDeviceTaints:             {"DRADeviceTaints", true, true},
-		V1FeatureDeviceTaintNoExecute:     {"DRADeviceTaints", true, false},
+		V1FeatureDeviceTaintNoExecute:     {"DRADeviceTaints", true, true},
 		V1FeatureDeviceTaintRules:         {"DRADeviceTaintRules", true, true},
 		V1FeatureDistinctAttribute:        {"DRAConsumableCapacity", true, true},
 		V1FeatureConsumableCapacity:       {"DRAConsumableCapacity", true, false},
@@ -78,10 +78,15 @@ func TestV1FeatureFlip(t *testing.T) {
 	withV1Features(t, V1FeatureListTypeAttributes)
 	expectErrs(t, ValidateResourceSlice(s))
 
+	// NoExecute is accepted; turned off, it is refused naming the field.
 	r := v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "NoExecute" })
-	expectErrs(t, ValidateDeviceTaintRule(r), "spec.taint.effect: "+notInAllot)
-	withV1Features(t, V1FeatureDeviceTaintNoExecute)
 	expectErrs(t, ValidateDeviceTaintRule(r))
+	savedNoExec := V1Features[V1FeatureDeviceTaintNoExecute]
+	noExecOff := savedNoExec
+	noExecOff.Allot = false
+	V1Features[V1FeatureDeviceTaintNoExecute] = noExecOff
+	expectErrs(t, ValidateDeviceTaintRule(r), "spec.taint.effect: "+notInAllot)
+	V1Features[V1FeatureDeviceTaintNoExecute] = savedNoExec
 
 	saved := V1Features[V1FeatureDeviceTaintRules]
 	off := saved
@@ -225,14 +230,14 @@ func TestValidateDeviceTaintRule(t *testing.T) {
 		"taint value invalid":  {rule: v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Value = strings.Repeat("v", 64) }), want: []string{"spec.taint.value: Invalid value"}},
 		"taint without effect": {rule: v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "" }), want: []string{"spec.taint.effect: Required value"}},
 		"taint unknown effect": {rule: v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "Evict" }), want: []string{"spec.taint.effect: Unsupported value"}},
-		"taint NoExecute":      {rule: v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "NoExecute" }), want: []string{"spec.taint.effect: " + notInAllot}},
+		"taint NoExecute":      {rule: v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "NoExecute" })},
 	} {
 		t.Run(name, func(t *testing.T) { expectErrs(t, ValidateDeviceTaintRule(tc.rule), tc.want...) })
 	}
 
 	old := v1TaintRule(nil)
 	expectErrs(t, ValidateDeviceTaintRuleUpdate(v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "None"; r.Spec.DeviceSelector = nil }), old))
-	expectErrs(t, ValidateDeviceTaintRuleUpdate(v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "NoExecute" }), old), "spec.taint.effect: "+notInAllot)
+	expectErrs(t, ValidateDeviceTaintRuleUpdate(v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Effect = "NoExecute" }), old))
 	expectErrs(t, ValidateDeviceTaintRuleUpdate(v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Spec.Taint.Key = "" }), old), "spec.taint.key: Required value")
 	expectErrs(t, ValidateDeviceTaintRuleUpdate(v1TaintRule(func(r *resourcev1.DeviceTaintRule) { r.Name = "other" }), old), "metadata.name: Invalid value")
 	// "Validation must be prepared to allow unknown enums in stored objects".

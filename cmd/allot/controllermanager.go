@@ -13,6 +13,7 @@ import (
 	"allot.dev/allot/internal/controller/nodelifecycle"
 	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
+	"allot.dev/allot/internal/controller/taineviction"
 	"allot.dev/allot/internal/leaderelect"
 )
 
@@ -23,7 +24,7 @@ func newControllerManagerCommand() *cobra.Command {
 	var apiServers []string
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle and taint eviction, pod garbage collection, resource claims",
+		Short: "Run the controllers: garbage collection, namespace deletion, node lifecycle, node and device taint eviction, pod garbage collection, resource claims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := election.Validate(); err != nil {
@@ -70,6 +71,10 @@ func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
 		"share of a zone's nodes (and more than two) unhealthy at which tainting slows to --secondary-node-eviction-rate")
 	f.IntVar(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", nodelifecycle.DefaultLargeClusterSizeThreshold,
 		"zones of at most this many nodes stop tainting when partially disrupted")
+	f.Float64Var(&cfg.PodEvictionQPS, "pod-eviction-qps", taineviction.DefaultEvictionQPS,
+		"pods per second that node and device NoExecute taint eviction delete together, at most; 0 or less: no limit")
+	f.IntVar(&cfg.PodEvictionBurst, "pod-eviction-burst", taineviction.DefaultEvictionBurst,
+		"pods that taint eviction may delete at once before --pod-eviction-qps paces it")
 	f.IntVar(&cfg.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedThreshold,
 		"terminated pods (Succeeded or Failed) kept before the oldest are deleted; negative keeps all")
 	f.DurationVar(&cfg.PodGCPeriod, "pod-gc-period", podgc.DefaultPeriod, "how often the pod garbage collector runs")

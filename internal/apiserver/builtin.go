@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -97,6 +98,8 @@ func finishBuiltin(k *kind) {
 			keepStatus(obj, old)
 		}
 		keepNamespaceFinalizers(obj, old)
+		bumpRuleTaintTime(obj, old)
+		keepSliceTaintTimes(obj, old)
 		stampTaints(obj)
 		validation.Default(obj)
 	}
@@ -201,6 +204,52 @@ func stampTaints(obj runtime.Object) {
 		}
 	case *resourcev1.DeviceTaintRule:
 		stamp(&o.Spec.Taint)
+	}
+}
+
+// bumpRuleTaintTime restarts a DeviceTaintRule's timeAdded when an update
+// changes the effect and leaves the time as it was, as Kubernetes does:
+// the time says since when the effect applies, and NoExecute tolerations
+// count from it (a rule switched from None to NoExecute does not evict
+// pods at once because it was created long ago). Whole seconds, as the
+// encoding keeps them.
+func bumpRuleTaintTime(obj, old runtime.Object) {
+	r, ok1 := obj.(*resourcev1.DeviceTaintRule)
+	o, ok2 := old.(*resourcev1.DeviceTaintRule)
+	if !ok1 || !ok2 || r.Spec.Taint.Effect == o.Spec.Taint.Effect || !r.Spec.Taint.TimeAdded.Equal(o.Spec.Taint.TimeAdded) {
+		return
+	}
+	r.Spec.Taint.TimeAdded = &metav1.Time{Time: time.Now().Truncate(time.Second)}
+}
+
+// keepSliceTaintTimes gives a device taint republished without timeAdded
+// the time of the same taint (key, value, effect) of the same device in
+// the stored slice, so that a driver rewriting its slice does not restart
+// the NoExecute tolerations of the pods on a tainted device each time.
+func keepSliceTaintTimes(obj, old runtime.Object) {
+	s, ok1 := obj.(*resourcev1.ResourceSlice)
+	o, ok2 := old.(*resourcev1.ResourceSlice)
+	if !ok1 || !ok2 {
+		return
+	}
+	for i := range s.Spec.Devices {
+		d := &s.Spec.Devices[i]
+		j := slices.IndexFunc(o.Spec.Devices, func(od resourcev1.Device) bool { return od.Name == d.Name })
+		if j < 0 {
+			continue
+		}
+		for k := range d.Taints {
+			t := &d.Taints[k]
+			if t.TimeAdded != nil {
+				continue
+			}
+			for _, ot := range o.Spec.Devices[j].Taints {
+				if ot.Key == t.Key && ot.Value == t.Value && ot.Effect == t.Effect && ot.TimeAdded != nil {
+					t.TimeAdded = ot.TimeAdded.DeepCopy()
+					break
+				}
+			}
+		}
 	}
 }
 

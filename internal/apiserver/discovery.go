@@ -68,7 +68,7 @@ func (s *Server) apiGroups() []metav1.APIGroup {
 		}
 		groups[i].Versions = append(groups[i].Versions, gvd)
 	}
-	return groups
+	return withAliasVersions(groups)
 }
 
 var (
@@ -108,6 +108,10 @@ func (s *Server) serveResourceList(w http.ResponseWriter, gv schema.GroupVersion
 			list.APIResources = append(list.APIResources,
 				metav1.APIResource{Name: "namespaces/finalize", Kind: "Namespace", Verbs: []string{"update"}})
 		}
+	}
+	if alias := s.aliasResources(gv); len(alias) > 0 {
+		found = true
+		list.APIResources = append(list.APIResources, alias...)
 	}
 	if !found {
 		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group}, gv.Version))

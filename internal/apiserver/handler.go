@@ -45,6 +45,9 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+	if s.serveAlias(w, r) {
+		return
+	}
 	ri := parseRequest(r)
 	if !ri.isResource {
 		s.serveDiscovery(w, r, ri)

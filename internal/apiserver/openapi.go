@@ -66,7 +66,7 @@ func gvPathOf(gv schema.GroupVersion) string {
 
 func (s *Server) openAPIv3Index() map[string]any {
 	paths := map[string]any{}
-	for _, gv := range s.reg.groupVersions() {
+	for _, gv := range append(s.reg.groupVersions(), s.aliasGroupVersions()...) {
 		doc, _ := json.Marshal(s.openAPIv3(gv))
 		sum := sha256.Sum256(doc)
 		paths[gvPathOf(gv)] = map[string]string{
@@ -79,7 +79,7 @@ func (s *Server) openAPIv3Index() map[string]any {
 func (s *Server) openAPIv3(gv schema.GroupVersion) map[string]any {
 	b := newSchemaBuilder("#/components/schemas/")
 	paths := map[string]any{}
-	for _, k := range s.reg.all() {
+	for _, k := range append(s.reg.all(), s.aliasKinds(gv)...) {
 		if k.gvk.GroupVersion() != gv {
 			continue
 		}
@@ -99,7 +99,7 @@ func (s *Server) openAPIv3(gv schema.GroupVersion) map[string]any {
 func (s *Server) openAPIv2() map[string]any {
 	b := newSchemaBuilder("#/definitions/")
 	paths := map[string]any{}
-	for _, k := range s.reg.all() {
+	for _, k := range append(s.reg.all(), s.aliasKinds(schema.GroupVersion{})...) {
 		ref := kindSchema(b, k)
 		for p, item := range kindPaths(k, ref, "v2") {
 			paths[p] = item

@@ -9,6 +9,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1alpha3 "k8s.io/api/resource/v1alpha3"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -18,12 +20,13 @@ import (
 // kubectl sends it for some commands (create namespace, for example).
 const protobufType = "application/vnd.kubernetes.protobuf"
 
-// protoScheme knows Kubernetes' own core/v1, resource.k8s.io/v1 and
-// coordination.k8s.io/v1 types, which carry the protobuf encoding; allot's own types are JSON
-// only.
+// protoScheme knows Kubernetes' own core/v1, resource.k8s.io/v1 (and the
+// v1beta2 and v1alpha3 of its DeviceTaintRule, versions_alias.go) and
+// coordination.k8s.io/v1 types, which carry the protobuf encoding; allot's
+// own types are JSON only.
 var protoScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{kcorev1.AddToScheme, resourcev1.AddToScheme, coordinationv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{kcorev1.AddToScheme, resourcev1.AddToScheme, resourcev1beta2.AddToScheme, resourcev1alpha3.AddToScheme, coordinationv1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(fmt.Sprintf("register Kubernetes types for protobuf: %v", err))
 		}

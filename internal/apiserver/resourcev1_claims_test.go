@@ -279,16 +279,35 @@ func TestV1ClaimAdmission(t *testing.T) {
 	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), bad), 422, "selectors[0].cel.expression")
 }
 
-// Device taints get their timeAdded from the server.
+// Device taints get their timeAdded from the server. A slice rewritten
+// with the same taint without timeAdded keeps the stored time (NoExecute
+// tolerations count from it); a new taint gets the time of the update.
 func TestV1TaintsStamped(t *testing.T) {
+	ctx := context.Background()
+	c := v1Client(t, "admin", true).ResourceSlices()
 	s := gpuSlice(fmt.Sprintf("tainted-%d", time.Now().UnixNano()), "n-taint", "gpu.example.com", 1)
-	s.Spec.Devices[0].Taints = []resourcev1.DeviceTaint{{Key: "example.com/broken", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
-	got, err := v1Client(t, "admin", true).ResourceSlices().Create(context.Background(), s, metav1.CreateOptions{})
+	s.Spec.Devices[0].Taints = []resourcev1.DeviceTaint{{Key: "example.com/broken", Effect: resourcev1.DeviceTaintEffectNoExecute}}
+	got, err := c.Create(ctx, s, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Devices[0].Taints[0].TimeAdded == nil {
+	first := got.Spec.Devices[0].Taints[0].TimeAdded
+	if first == nil {
 		t.Fatalf("taint without timeAdded: %+v", got.Spec.Devices[0].Taints[0])
+	}
+	old := metav1.NewTime(first.Add(-time.Hour))
+	got.Spec.Devices[0].Taints = []resourcev1.DeviceTaint{
+		{Key: "example.com/broken", Effect: resourcev1.DeviceTaintEffectNoExecute},
+		{Key: "example.com/hot", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &old},
+		{Key: "example.com/new", Effect: resourcev1.DeviceTaintEffectNoExecute},
+	}
+	upd, err := c.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := upd.Spec.Devices[0].Taints
+	if !ts[0].TimeAdded.Equal(first) || !ts[1].TimeAdded.Equal(&old) || ts[2].TimeAdded == nil || ts[2].TimeAdded.Before(first) {
+		t.Fatalf("taints after the update: %+v; want the first kept at %v, the second as sent, the third stamped", ts, first)
 	}
 }
 

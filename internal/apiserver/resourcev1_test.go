@@ -224,8 +224,20 @@ func TestResourceV1DeviceTaintRuleStatus(t *testing.T) {
 	noExec := rule.DeepCopy()
 	noExec.Name += "-noexec"
 	noExec.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNoExecute
-	if _, err := c.Create(ctx, noExec, metav1.CreateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.taint.effect") {
-		t.Fatalf("NoExecute taint rule: %v, want 422 naming spec.taint.effect", err)
+	created, err := c.Create(ctx, noExec, metav1.CreateOptions{})
+	if err != nil || created.Spec.Taint.TimeAdded == nil {
+		t.Fatalf("NoExecute taint rule: %v, %+v; want it created with timeAdded", err, created)
+	}
+	// Changing the effect and not the time restarts the time (NoExecute
+	// tolerations count from it), as in Kubernetes.
+	hourAgo := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	upd.Spec.Taint.TimeAdded = &hourAgo
+	if upd, err = c.Update(ctx, upd, metav1.UpdateOptions{}); err != nil || !upd.Spec.Taint.TimeAdded.Equal(&hourAgo) {
+		t.Fatalf("set timeAdded: %v, %+v", err, upd)
+	}
+	upd.Spec.Taint.Effect = resourcev1.DeviceTaintEffectNoExecute
+	if upd, err = c.Update(ctx, upd, metav1.UpdateOptions{}); err != nil || !upd.Spec.Taint.TimeAdded.After(hourAgo.Add(30*time.Minute)) {
+		t.Fatalf("effect changed: %v, %+v; want timeAdded restarted", err, upd)
 	}
 }
 
@@ -235,7 +247,8 @@ func TestResourceV1Discovery(t *testing.T) {
 	r := admin(t, "GET", "/apis/resource.k8s.io", nil)
 	expect(t, r, 200)
 	r.into(t, &g)
-	if g.PreferredVersion.Version != "v1" || len(g.Versions) != 2 || g.Versions[1].Version != "v1alpha2" {
+	// v1beta2 and v1alpha3 serve only DeviceTaintRule (versions_alias.go).
+	if g.PreferredVersion.Version != "v1" || len(g.Versions) != 4 || g.Versions[3].Version != "v1alpha2" {
 		t.Fatalf("resource.k8s.io group: %+v", g)
 	}
 	var list metav1.APIResourceList

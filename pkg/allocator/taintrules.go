@@ -21,7 +21,7 @@ import (
 //     have no tolerations, so a seed leaf with such a taint is not
 //     allocatable to seed claims (explain names the taint and the rule).
 //     Claims already allocated keep their devices: eviction (NoExecute)
-//     is not done here.
+//     is the controller manager's (internal/controller/devicetainteviction).
 //   - None, and effects this allocator does not know: shown on the
 //     device (V1Pool devices' Taints), no effect on allocation, as
 //     Kubernetes treats unknown effects.
@@ -51,6 +51,14 @@ func TaintRuleSelects(rule *resourcev1.DeviceTaintRule, driver, pool, device str
 	return (sel.Driver == nil || *sel.Driver == driver) &&
 		(sel.Pool == nil || *sel.Pool == pool) &&
 		(sel.Device == nil || *sel.Device == device)
+}
+
+// ToleratesTaint reports whether a v1 toleration matches a taint by
+// Kubernetes' rule (the allocator's own check): an empty effect or key
+// matches any, Exists any value, Equal the same value. What the effect
+// means is the caller's: device taint eviction uses it for NoExecute.
+func ToleratesTaint(tol resourcev1.DeviceToleration, t resourcev1.DeviceTaint) bool {
+	return v1Tolerates(tol, &t)
 }
 
 // blocksScheduling reports whether a taint keeps a device from requests

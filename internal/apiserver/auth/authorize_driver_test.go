@@ -9,6 +9,7 @@ const (
 	claimParamsRes = "resourceclaimparameters.resource.k8s.io"
 	classParamsRes = "resourceclassparameters.resource.k8s.io"
 	resourceSlices = "resourceslices.resource.k8s.io"
+	taintRules     = "devicetaintrules.resource.k8s.io"
 )
 
 var fpgaClaim = makeClaim("fpga-claim", "fpga")
@@ -27,6 +28,15 @@ var driverCases = map[string]authCase{
 	"delete other driver's slice":        {attrs: req(gpuDrv, "delete", resourceSlices).cluster().oldObject(makeResourceSlice("n1", "fpga.example.com"))},
 	"node creates slice for all nodes":   {attrs: req(node1, "create", resourceSlices).cluster().object(makeResourceSlice("", "gpu.example.com")), reason: `spec.nodeName "n1", not ""`},
 	"node moves its slice to other node": {attrs: req(node1, "update", resourceSlices).cluster().object(makeResourceSlice("n2", "gpu.example.com")).oldObject(makeResourceSlice("n1", "gpu.example.com"))},
+
+	// DeviceTaintRules: a driver taints its own devices, never another
+	// driver's or every device.
+	"create rule for own devices":     {attrs: req(gpuDrv, "create", taintRules).cluster().object(makeTaintRule("gpu.example.com")), allowed: true},
+	"create rule for other driver":    {attrs: req(gpuDrv, "create", taintRules).cluster().object(makeTaintRule("fpga.example.com")), reason: `spec.deviceSelector.driver "gpu.example.com", not "fpga.example.com"`},
+	"create rule for every device":    {attrs: req(gpuDrv, "create", taintRules).cluster().object(makeTaintRule("")), reason: `not ""`},
+	"widen own rule to every device":  {attrs: req(gpuDrv, "update", taintRules).cluster().object(makeTaintRule("")).oldObject(makeTaintRule("gpu.example.com"))},
+	"delete other driver's rule":      {attrs: req(gpuDrv, "delete", taintRules).cluster().oldObject(makeTaintRule("fpga.example.com"))},
+	"rule status is not the driver's": {attrs: req(gpuDrv, "update", taintRules+"/status").cluster().object(makeTaintRule("gpu.example.com")).oldObject(makeTaintRule("gpu.example.com")), reason: "drivers write only"},
 
 	// v1 claims: a driver owns those allocated a device of its own.
 	"status of v1 claim with own device": {attrs: req(gpuDrv, "update", claimStatus).named("v1").oldObject(v1ClaimOf("gpu.example.com")).object(v1ClaimOf("gpu.example.com")), allowed: true},

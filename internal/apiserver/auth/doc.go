@@ -77,7 +77,8 @@
 //     (equals NAME, or NAME ends in "."+apiGroup and apiGroup has a dot);
 //     writes v1 ResourceSlices whose spec.driver is NAME before and after
 //     the write, per node or not (nodeSelector, allNodes,
-//     perDeviceNodeSelection); of
+//     perDeviceNodeSelection); writes DeviceTaintRules whose
+//     spec.deviceSelector.driver is NAME before and after the write; of
 //     resource.k8s.io/v1 claims allocated a device of driver NAME, writes
 //     the finalizers and the status.devices entries of its own driver,
 //     nothing else of their status.
@@ -95,7 +96,8 @@
 //     claims, changing only the status.devices entries of DRIVER; writes
 //     events. Nothing else, reads included.
 //
-// DeviceClasses and DeviceTaintRules are admins' to write; v1 ResourceSlices
+// DeviceClasses are admins' to write, DeviceTaintRules admins' and (for
+// their own devices) their driver's; v1 ResourceSlices
 // for several nodes (nodeSelector, allNodes, perDeviceNodeSelection) are
 // admins' and their driver's.
 //

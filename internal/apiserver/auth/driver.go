@@ -31,10 +31,35 @@ func authorizeDriver(a Attributes, lk Lookup) Decision {
 		return driverParameters(a)
 	case a.is(grResourceSlices, "") && slices.Contains(crudVerbs, a.Verb):
 		return ownResourceSlice(a, sliceField{"spec.driver", a.User.Name, func(s *resourcev1.ResourceSlice) string { return s.Spec.Driver }})
+	case a.is(grDeviceTaintRules, "") && slices.Contains(crudVerbs, a.Verb):
+		return driverTaintRule(a)
 	}
 	return deny("%s may not %s %s: drivers write only events, status and finalizers of claims of their classes, "+
-		"status of scheduling contexts of their pods, parameters generated from their API group, and their ResourceSlices",
+		"status of scheduling contexts of their pods, parameters generated from their API group, their ResourceSlices "+
+		"and DeviceTaintRules selecting their devices",
 		a.User, a.Verb, a.resourceString())
+}
+
+// driverTaintRule allows a write of a DeviceTaintRule whose
+// spec.deviceSelector.driver is the driver, as stored and as written:
+// drivers taint their own devices this way (Intel's Gaudi driver writes
+// NoExecute rules for unhealthy devices), never another driver's, and
+// never every device (a rule without a driver).
+func driverTaintRule(a Attributes) Decision {
+	for _, obj := range a.judgedObjects() {
+		r, err := as[resourcev1.DeviceTaintRule](obj)
+		if err != nil {
+			return deny("%s: read DeviceTaintRule: %v", a.User, err)
+		}
+		var got string
+		if sel := r.Spec.DeviceSelector; sel != nil && sel.Driver != nil {
+			got = *sel.Driver
+		}
+		if got != a.User.Name {
+			return deny("%s may only write DeviceTaintRules with spec.deviceSelector.driver %q, not %q", a.User, a.User.Name, got)
+		}
+	}
+	return allow("%s may write DeviceTaintRules selecting devices of driver %q", a.User, a.User.Name)
 }
 
 // driverClaim allows a write of a claim whose class names the driver. When

@@ -191,6 +191,18 @@ func makeSlice(name, node string) *resourcev1alpha2.NodeResourceSlice {
 
 // makeResourceSlice returns a v1 ResourceSlice of one node ("" for a
 // slice with allNodes) and driver.
+// makeTaintRule is a DeviceTaintRule selecting the driver's devices
+// (every device when driver is "").
+func makeTaintRule(driver string) *resourcev1.DeviceTaintRule {
+	r := &resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: "rule"},
+		Spec: resourcev1.DeviceTaintRuleSpec{DeviceSelector: &resourcev1.DeviceTaintSelector{},
+			Taint: resourcev1.DeviceTaint{Key: "example.com/unhealthy", Effect: resourcev1.DeviceTaintEffectNoExecute}}}
+	if driver != "" {
+		r.Spec.DeviceSelector.Driver = ptr.To(driver)
+	}
+	return r
+}
+
 func makeResourceSlice(node, driver string) *resourcev1.ResourceSlice {
 	s := &resourcev1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + driver},

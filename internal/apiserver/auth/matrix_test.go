@@ -62,7 +62,8 @@ var roleMatrix = map[string]map[Role]string{
 		RoleDriver:            "create update patch delete if driver-resourceslice",
 		RoleNodeDriver:        "get; list watch if node-driver-selector; create update patch delete if node-driver-resourceslice",
 		RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
-	"devicetaintrules.resource.k8s.io":                      {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
+	"devicetaintrules.resource.k8s.io": {RoleControllerManager: "delete deletecollection; update patch if metadata-only",
+		RoleDriver: "create update patch delete if driver-taintrule"},
 	"devicetaintrules.resource.k8s.io/status":               {RoleControllerManager: "update patch"},
 	"customresourcedefinitions.apiextensions.k8s.io":        {RoleControllerManager: "delete deletecollection; update patch if metadata-only"},
 	"customresourcedefinitions.apiextensions.k8s.io/status": {},
@@ -279,6 +280,9 @@ func conditionFixtures(t *testing.T, cond string, a attrs) (good, bad attrs) {
 	case "driver-resourceslice":
 		return withObjects(a, makeResourceSlice("n2", "gpu.example.com"), makeResourceSlice("n2", "gpu.example.com")),
 			withObjects(a, makeResourceSlice("n2", "fpga.example.com"), makeResourceSlice("n2", "fpga.example.com"))
+	case "driver-taintrule":
+		return withObjects(a, makeTaintRule("gpu.example.com"), makeTaintRule("gpu.example.com")),
+			withObjects(a, makeTaintRule("fpga.example.com"), makeTaintRule(""))
 	case "node-driver-selector":
 		return a.selecting("spec.driver=gpu.example.com,spec.nodeName=n1"), a.selecting("spec.nodeName=n1")
 	case "node-driver-resourceslice":

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/internal/controller/devicetainteviction"
 	"allot.dev/allot/internal/controller/gc"
 	"allot.dev/allot/internal/controller/namespace"
 	"allot.dev/allot/internal/controller/nodelifecycle"
@@ -40,6 +41,11 @@ type Config struct {
 	SecondaryNodeEvictionRate float64
 	UnhealthyZoneThreshold    float64
 	LargeClusterSizeThreshold int
+	// PodEvictionQPS and PodEvictionBurst pace the pod deletions of node
+	// and device taint eviction together (taineviction.Limiter); QPS <= 0
+	// is no limit.
+	PodEvictionQPS   float64
+	PodEvictionBurst int
 	// GCWorkers, NamespaceWorkers and ClaimWorkers size the work queues'
 	// worker pools (ClaimWorkers: the ResourceClaim controller's, default
 	// resourceclaim.DefaultWorkers).
@@ -106,11 +112,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("create node lifecycle controller: %w", err)
 	}
+	limiter := taineviction.NewLimiter(cfg.PodEvictionQPS, cfg.PodEvictionBurst)
 	evictions, err := taineviction.New(c, factory, taineviction.Options{
-		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "taint-eviction"),
+		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "taint-eviction"), Limiter: limiter,
 	})
 	if err != nil {
 		return fmt.Errorf("create taint eviction controller: %w", err)
+	}
+	deviceEvictions, err := devicetainteviction.New(c, factory, devicetainteviction.Options{
+		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "device-taint-eviction"), Limiter: limiter,
+	})
+	if err != nil {
+		return fmt.Errorf("create device taint eviction controller: %w", err)
 	}
 	pgc, err := podgc.New(c, factory, podgc.Options{
 		TerminatedThreshold: cfg.TerminatedPodGCThreshold, Period: cfg.PodGCPeriod, OrphanQuarantine: cfg.PodGCOrphanQuarantine,
@@ -129,7 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	factory.Start(ctx)
 	var wg sync.WaitGroup
-	errs := make(chan error, 6)
+	errs := make(chan error, 7)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
@@ -145,6 +158,7 @@ func Run(ctx context.Context, cfg Config) error {
 	run("node lifecycle controller", func() error { nodes.Run(ctx); return nil })
 	run("pod garbage collector", func() error { pgc.Run(ctx); return nil })
 	run("taint eviction controller", func() error { return evictions.Run(ctx, 2) })
+	run("device taint eviction controller", func() error { return deviceEvictions.Run(ctx, 2) })
 	run("resourceclaim controller", func() error { return claims.Run(ctx, cfg.ClaimWorkers) })
 	wg.Wait()
 	factory.Shutdown()

@@ -13,6 +13,10 @@
 // records a TaintManagerEviction event. The node lifecycle controller's
 // unreachable and not-ready taints are the usual cause; any NoExecute taint
 // an operator sets evicts the same way.
+//
+// Evictions go through evictor.go, shared with device taint eviction
+// (internal/controller/devicetainteviction): one Limiter paces both, and
+// EvictPod is what an eviction does.
 package taineviction
 
 import (
@@ -26,7 +30,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -52,6 +55,9 @@ type Options struct {
 	QueueMetrics workqueue.MetricsProvider
 	Logger       *slog.Logger
 	Now          func() time.Time
+	// Limiter paces evictions; the controller manager shares one with the
+	// device taint eviction controller (nil: no limit).
+	Limiter *Limiter
 }
 
 // Controller evicts pods from NoExecute-tainted nodes.
@@ -253,6 +259,10 @@ func (t *Controller) sync(ctx context.Context, key types.NamespacedName) error {
 		t.queue.AddAfter(key, wait)
 		return nil
 	}
+	if wait := t.opts.Limiter.Take(t.opts.Now()); wait > 0 {
+		t.queue.AddAfter(key, wait)
+		return nil
+	}
 	return t.evict(ctx, pod, node)
 }
 
@@ -265,27 +275,9 @@ func (t *Controller) evict(ctx context.Context, pod *corev1.Pod, node *corev1.No
 		keys = append(keys, tn.Key)
 	}
 	msg := fmt.Sprintf("Taint manager: deleting due to NoExecute taint %v of node %s", keys, node.Name)
-	q := pod.DeepCopy()
-	cond := corev1.PodCondition{Type: ConditionDisruptionTarget, Status: corev1.ConditionTrue, Reason: ReasonDeletionByTaintManager,
-		Message: msg, LastTransitionTime: metav1.NewTime(t.opts.Now())}
-	if i := slices.IndexFunc(q.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == ConditionDisruptionTarget }); i >= 0 {
-		q.Status.Conditions[i] = cond
-	} else {
-		q.Status.Conditions = append(q.Status.Conditions, cond)
-	}
-	if _, err := t.c.Pods(pod.Namespace).UpdateStatus(cctx, q); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("mark pod %s/%s for eviction: %w", pod.Namespace, pod.Name, err)
-	}
-	uid := pod.UID
-	err := t.c.Pods(pod.Namespace).Delete(cctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	deleted, err := EvictPod(cctx, t.c, pod, Eviction{Reason: ReasonDeletionByTaintManager, Message: msg}, t.opts.Now())
+	if err != nil || !deleted {
+		return err
 	}
 	t.deleted.Inc()
 	t.events.Eventf(pod, corev1.EventTypeNormal, EventReasonEviction, "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
