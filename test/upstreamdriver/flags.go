@@ -52,6 +52,9 @@ type config struct {
 	// failBinding sets the failure condition instead.
 	satisfyBindingConditions time.Duration
 	failBinding              bool
+	// controllerKubeconfig: the credentials of the binding-condition
+	// controller (a driver-wide token); empty: kubeconfig.
+	controllerKubeconfig string
 }
 
 // parseFlags parses args (without the program name). getenv supplies
@@ -79,6 +82,7 @@ func parseFlags(args []string, getenv func(string) string, out io.Writer) (confi
 	fs.BoolVar(&c.bindingConditions, "binding-conditions", false, "gpu profile: devices wait for the binding condition "+bindingCondition+" (failure: "+bindingFailureCondition+")")
 	fs.DurationVar(&c.satisfyBindingConditions, "satisfy-binding-conditions", -1, "as the example driver's controller: this long after a claim is allocated this node's devices with binding conditions, set them true in its status (negative: never)")
 	fs.BoolVar(&c.failBinding, "fail-binding", false, "with --satisfy-binding-conditions: set the binding failure condition instead")
+	fs.StringVar(&c.controllerKubeconfig, "controller-kubeconfig", "", "kubeconfig of the binding-condition controller, which writes claims not yet bound to a node (a driver token on allot; empty: --kubeconfig)")
 	fs.IntVar(&c.nics, "nics", 2, "net profile: number of NICs (nic-0 .. nic-N-1)")
 	fs.IntVar(&c.numaNodes, "numa-nodes", 2, "cpu profile: number of NUMA nodes (numa-0 .. numa-N-1)")
 	fs.IntVar(&c.cpusPerNUMA, "cpus-per-numa-node", 4, "cpu profile: CPUs of each NUMA node")

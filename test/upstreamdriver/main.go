@@ -66,6 +66,20 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	}
 	log.Info("serving", "registrationSocket", cfg.registrationSocket(), "draSocket", cfg.draSocket(),
 		"cdiRoot", cfg.cdiRoot, "profile", cfg.profile, "devices", len(cfg.inventory().deviceNames(cfg.nodeName)))
+	if cfg.satisfyBindingConditions >= 0 {
+		kc := cfg.controllerKubeconfig
+		if kc == "" {
+			kc = cfg.kubeconfig
+		}
+		cc, err := kubeClient(kc)
+		if err != nil {
+			log.Error("start", "err", err)
+			helper.Stop()
+			return 1
+		}
+		b := &bindingSatisfier{client: cc, driver: cfg.driverName, node: cfg.nodeName, delay: cfg.satisfyBindingConditions, fail: cfg.failBinding, log: log}
+		go b.run(ctx)
+	}
 	switch err := publish(ctx, cfg, helper); {
 	case err != nil && ctx.Err() == nil:
 		log.Error("publish", "err", err)

@@ -77,7 +77,7 @@ func TestParseFlagsAll(t *testing.T) {
 		"--kubelet-plugins-directory-path=/p", "--cdi-root=/c", "--gpus=4", "--state-file=/s", "--prepare-hold-file=/h",
 		"--health-file=/hf", "--rolling-update-uid=uid-1", "--publish=false", "--serialize=false",
 		"--gpu-partitions=2", "--gpu-allow-multiple-allocations", "--binding-conditions", "--satisfy-binding-conditions=250ms",
-		"--fail-binding", "--nics=3", "--numa-nodes=4", "--cpus-per-numa-node=8",
+		"--fail-binding", "--nics=3", "--numa-nodes=4", "--cpus-per-numa-node=8", "--controller-kubeconfig=/ck",
 	}
 	c, err := parseFlags(args, env("NODE_NAME", "ignored"), io.Discard)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestParseFlagsAll(t *testing.T) {
 	want := config{driverName: "gpu.test.io", nodeName: "n2", kubeconfig: "/k", registrarDir: "/r", pluginsDir: "/p",
 		cdiRoot: "/c", gpus: 4, stateFile: "/s", prepareHoldFile: "/h", healthFile: "/hf", rollingUpdateUID: "uid-1",
 		profile: profileGPU, gpuPartitions: 2, gpuMultipleAllocations: true, bindingConditions: true,
-		satisfyBindingConditions: 250 * time.Millisecond, failBinding: true, nics: 3, numaNodes: 4, cpusPerNUMA: 8}
+		satisfyBindingConditions: 250 * time.Millisecond, failBinding: true, nics: 3, numaNodes: 4, cpusPerNUMA: 8, controllerKubeconfig: "/ck"}
 	if c != want {
 		t.Errorf("\n got %+v\nwant %+v", c, want)
 	}
