@@ -65,6 +65,13 @@ type upstreamCluster struct {
 
 func newUpstreamCluster(t *testing.T, nodeName string, nodeArgs ...string) *upstreamCluster {
 	t.Helper()
+	return newUpstreamClusterWith(t, nodeName, nil, nodeArgs...)
+}
+
+// newUpstreamClusterWith is newUpstreamCluster whose first driver gets
+// driverArgs too.
+func newUpstreamClusterWith(t *testing.T, nodeName string, driverArgs []string, nodeArgs ...string) *upstreamCluster {
+	t.Helper()
 	requireRoot(t)
 	buildUpstreamDriver(t)
 	c := newCluster(t)
@@ -102,7 +109,7 @@ func newUpstreamCluster(t *testing.T, nodeName string, nodeArgs ...string) *upst
 			_, _ = p.Terminate(stopGrace)
 		}
 	})
-	u.startDriver(t)
+	u.startDriver(t, driverArgs...)
 	waitFor(t, "the driver registered with the node agent", func() bool {
 		for _, l := range strings.Split(u.node.Stderr.String(), "\n") {
 			if strings.Contains(l, `msg="DRA driver registered"`) && strings.Contains(l, "driver="+upstreamDriverName+" ") &&
