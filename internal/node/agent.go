@@ -44,6 +44,7 @@ type Agent struct {
 	events     *client.EventRecorder
 	devices    *devicemanager.Manager // nil without DevicePluginDir
 	dra        *dra.Manager           // nil without PluginsRegistryDir
+	fence      *selfFence             // nil when disabled
 }
 
 // New validates cfg and creates an agent.
@@ -59,6 +60,7 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.newDeviceManager(); err != nil {
 		return nil, err
 	}
+	a.newSelfFence()
 	cfg = a.cfg
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
@@ -306,6 +308,9 @@ func (a *Agent) serve(ctx context.Context, firstBeat time.Duration) {
 	if a.listener != nil {
 		a.serveLogs(ctx)
 	}
+	if a.fence != nil {
+		go a.fence.loop(ctx)
+	}
 	a.heartbeatLoop(ctx, firstBeat) // returns when ctx ends
 	<-done
 	a.disp.wait()
@@ -439,6 +444,31 @@ func (a *Agent) newDRAManager() error {
 	h.Configurers = append(h.Configurers, m)
 	a.addHealth(m, m)
 	return nil
+}
+
+// newSelfFence creates the self-fence unless disabled and adds it to the
+// hooks: a Monitor that fails fenced pods while the fence is raised, and
+// a configurer that gives their containers the fence. It comes after the
+// DRA manager, which says which pods hold multi-node claims.
+func (a *Agent) newSelfFence() {
+	if a.cfg.SelfFenceAfter <= 0 {
+		return
+	}
+	f := &selfFence{after: a.cfg.SelfFenceAfter, poke: func() {
+		if a.disp != nil {
+			a.disp.pokeAll()
+		}
+	}, log: a.cfg.Logger.With("component", "self-fence").Warn}
+	if a.cfg.RootDir != "" {
+		f.file = filepath.Join(a.cfg.RootDir, HeartbeatFile)
+	}
+	if a.dra != nil {
+		f.multi = a.dra.HoldsMultiNode
+	}
+	a.fence = f
+	h := &a.cfg.Hooks
+	h.Monitors = append(h.Monitors, f)
+	h.Configurers = append(h.Configurers, f)
 }
 
 // addHealth adds a manager's device health to the hooks: always to the

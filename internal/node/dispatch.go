@@ -123,6 +123,17 @@ func (d *dispatcher) poke(uid types.UID) bool {
 	return true
 }
 
+// pokeAll wakes every live worker.
+func (d *dispatcher) pokeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.workers {
+		if !e.exited {
+			e.w.Poke()
+		}
+	}
+}
+
 // has reports whether uid has a live worker.
 func (d *dispatcher) has(uid types.UID) bool {
 	d.mu.Lock()
