@@ -45,6 +45,7 @@ type Agent struct {
 	devices    *devicemanager.Manager // nil without DevicePluginDir
 	dra        *dra.Manager           // nil without PluginsRegistryDir
 	fence      *selfFence             // nil when disabled
+	gate       *returnGate
 }
 
 // New validates cfg and creates an agent.
@@ -54,6 +55,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.setDefaults()
 	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
+	a.gate = newReturnGate(a)
 	if err := a.newDRAManager(); err != nil {
 		return nil, err
 	}
@@ -64,7 +66,7 @@ func New(cfg Config) (*Agent, error) {
 	cfg = a.cfg
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
-		API: pods.ClientAPI(cfg.Client), Hooks: withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
+		API: pods.ClientAPI(cfg.Client), Hooks: a.withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
 		Logger: cfg.Logger.With("node", cfg.NodeName), StatusUpdates: !cfg.DisableStatusUpdates,
 		Timing: cfg.Pods,
 	}
@@ -379,9 +381,10 @@ func (a *Agent) renewServingCert(ctx context.Context) {
 	}
 }
 
-// withDefaultHooks adds the hooks every agent has: CDI devices requested by
-// pod annotations.
-func withDefaultHooks(h pods.Hooks) pods.Hooks {
+// withDefaultHooks adds the hooks every agent has: the return gate before
+// every other admitter, and CDI devices requested by pod annotations.
+func (a *Agent) withDefaultHooks(h pods.Hooks) pods.Hooks {
+	h.Admitters = append([]pods.Admitter{a.gate}, h.Admitters...)
 	h.Configurers = append([]pods.ContainerConfigurer{pods.CDIAnnotations{}}, h.Configurers...)
 	return h
 }

@@ -134,6 +134,19 @@ func (d *dispatcher) pokeAll() {
 	}
 }
 
+// liveUIDs returns the UIDs of the pods whose workers have not ended.
+func (d *dispatcher) liveUIDs() []types.UID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]types.UID, 0, len(d.workers))
+	for uid, e := range d.workers {
+		if !e.exited {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
 // has reports whether uid has a live worker.
 func (d *dispatcher) has(uid types.UID) bool {
 	d.mu.Lock()

@@ -325,6 +325,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context, first time.Duration) {
 			return
 		}
 		if err := a.heartbeat(ctx, force); err != nil {
+			a.gate.arm() // the node may be evicted before it is back
 			a.cfg.Metrics.Heartbeats.WithLabelValues("error").Inc()
 			level := slog.LevelWarn
 			if client.IsInsufficientStorage(err) {

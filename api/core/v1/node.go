@@ -117,9 +117,11 @@ type NodeStatus struct {
 	// from it). Only the node itself (or an admin) writes it; the API
 	// server keeps it as stored in everyone else's writes. The claim controller drops a
 	// reservation of a pod that is gone only while no node lists the
-	// claim for that pod, unless the node is deleted or carries the
-	// node.kubernetes.io/out-of-service taint (allot's own field;
-	// Kubernetes has none, see docs/decisions.md).
+	// claim for that pod, unless the node is deleted, carries the
+	// node.kubernetes.io/out-of-service taint, or is unreachable with the
+	// pod evicted, and then for a claim on devices other nodes can reach
+	// only once the node's recorded fence time has passed (the fencing
+	// rule; allot's own field, Kubernetes has none, see docs/decisions.md).
 	PreparedResourceClaims []PreparedResourceClaim `json:"preparedResourceClaims,omitempty"`
 }
 

@@ -53,3 +53,14 @@ func (m *Manager) HoldsMultiNode(podUID types.UID) bool {
 	}
 	return false
 }
+
+// PreparedPods returns the UIDs of the pods the Manager holds prepared
+// claims for (from its checkpoint).
+func (m *Manager) PreparedPods() []types.UID {
+	keys := m.store.pods()
+	out := make([]types.UID, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.UID)
+	}
+	return out
+}
