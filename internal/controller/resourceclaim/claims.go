@@ -126,7 +126,7 @@ func (c *Controller) obsoleteReservations(ctx context.Context, k key, claim runt
 			}
 			retryAt = earliest(retryAt, v.At)
 			if v.Release {
-				c.log.Info("fencing rule releases reservation", "claim", ns+"/"+claim.GetName(), "pod", ref.Name, "node", pod.Spec.NodeName, "multiNode", multi)
+				c.noteFenced(claim, ns+"/"+ref.Name, pod.Spec.NodeName, multi)
 				drop[ref.UID] = true
 			}
 			continue
@@ -178,11 +178,29 @@ func (c *Controller) goneReleased(ctx context.Context, claim runtimeObject, ref 
 		return false, time.Time{}, err
 	}
 	if v.Release {
-		c.log.Info("fencing rule releases reservation", "claim", ns+"/"+claim.GetName(), "pod", ref.Name, "node", node, "multiNode", multi)
+		c.noteFenced(claim, ns+"/"+ref.Name, node, multi)
 		return true, time.Time{}, nil
 	}
 	c.noteWait(claim, ns+"/"+ref.Name, ref.UID, node, v.Why)
 	return false, v.At, nil
+}
+
+// noteFenced logs and records (a Normal event on the claim) that the
+// fencing rule releases the reservation of pod on node.
+func (c *Controller) noteFenced(claim runtimeObject, pod, node string, multi bool) {
+	c.log.Info("fencing rule releases reservation", "claim", claim.GetNamespace()+"/"+claim.GetName(), "pod", pod, "node", node, "multiNode", multi)
+	if c.events == nil {
+		return
+	}
+	if node == "" {
+		node = "(unknown)"
+	}
+	what := "holds only node-local devices"
+	if multi {
+		what = "holds devices other nodes can reach, and the node's fence time plus margin has passed since its last heartbeat"
+	}
+	c.events.Eventf(claim, corev1.EventTypeNormal, ReasonFencedRelease,
+		"reservation of pod %s released without node %s: the node is unreachable, out of service or deleted, and the claim %s", pod, node, what)
 }
 
 // evicting reports whether the reservation's pod is being deleted and

@@ -25,6 +25,10 @@ import (
 // A node that records no fence time never has a multi-node claim released
 // this way: its agent may not stop the pods that hold it.
 
+// ReasonFencedRelease is the event reason on a claim whose reservation the
+// fencing rule released.
+const ReasonFencedRelease = "FencedRelease"
+
 // NodeView is what the fencing rule knows of a consumer pod's node.
 type NodeView struct {
 	// Node is the node as last seen; nil when it is deleted.

@@ -8,6 +8,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -142,6 +143,18 @@ func TestEvictedFromUnreachableNodeMultiNode(t *testing.T) {
 	held("the multi-node claim stays reserved while the node's last heartbeat is recent")
 	e.renewLease(node, time.Now().Add(-time.Hour))
 	e.eventually("the multi-node claim is released once the fence has acted", e.releasedV1("c1"))
+	e.eventually("the claim has a FencedRelease event", func() bool {
+		evs, err := e.c.Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", "c1").String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == ReasonFencedRelease {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestDeletedNodeMultiNode: deleting the Node releases a force-deleted
