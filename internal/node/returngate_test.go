@@ -35,11 +35,18 @@ func (l *callLog) snapshot() []string {
 	return slices.Clone(l.calls)
 }
 
-// TestReturningNodeStopsEvictedPodsFirst: a node cut from the API server
-// while its pod is evicted (deleted) and a new pod is bound to it stops
-// the evicted pod and unprepares its claim before it prepares anything
-// for the new pod.
+// TestReturningNodeStopsEvictedPodsFirst: a node away from the API server
+// while its pod is evicted (deleted) and a new pod is bound to it stops the
+// evicted pod and unprepares its claim before it prepares anything for
+// the new pod: when its network comes back (reconnect), and when its
+// agent starts again (restart).
 func TestReturningNodeStopsEvictedPodsFirst(t *testing.T) {
+	for _, how := range []string{"reconnect", "restart"} {
+		t.Run(how, func(t *testing.T) { testReturningNode(t, how == "restart") })
+	}
+}
+
+func testReturningNode(t *testing.T, restart bool) {
 	needCluster(t)
 	c := newClient(t)
 	ns := newNamespace(t, c)
@@ -50,7 +57,7 @@ func TestReturningNodeStopsEvictedPodsFirst(t *testing.T) {
 	cfg.PluginsRegistryDir = registry
 	cfg.DRAPrepareBackoffInitial, cfg.DRAPrepareBackoffMax = 100*time.Millisecond, 400*time.Millisecond
 	cfg.Metrics = metrics.New(nil)
-	startAgent(t, cfg)
+	stop := startAgent(t, cfg)
 	waitNodeReady(t, c, name)
 	plugin := dratest.Start(t, dratest.Options{Name: draDriver, RegistryDir: registry,
 		Model: []byte(`{"partitionable":{"resourceInstances":[{"name":"gpu-0"}]}}`)})
@@ -83,14 +90,18 @@ func TestReturningNodeStopsEvictedPodsFirst(t *testing.T) {
 	allocate(t, c, ns, "old-claim", old, local)
 	waitPod(t, c, ns, "old", "old Running", running)
 
-	proxy.cut()
-	eventually(t, 30*time.Second, "a heartbeat failed", func() (bool, string) {
-		var m dto.Metric
-		if err := cfg.Metrics.Heartbeats.WithLabelValues("error").Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue() > 0, ""
-	})
+	if restart {
+		stop() // containers keep running for the next agent
+	} else {
+		proxy.cut()
+		eventually(t, 30*time.Second, "a heartbeat failed", func() (bool, string) {
+			var m dto.Metric
+			if err := cfg.Metrics.Heartbeats.WithLabelValues("error").Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			return m.GetCounter().GetValue() > 0, ""
+		})
+	}
 	// Meanwhile the control plane evicts the old pod, and a new pod with
 	// the device is bound to the node.
 	if err := c.Pods(ns).Delete(callContext(t), "old", metav1.DeleteOptions{}); err != nil {
@@ -99,7 +110,12 @@ func TestReturningNodeStopsEvictedPodsFirst(t *testing.T) {
 	createClaim(t, c, ns, "new-claim")
 	newPod := claimPod(ns, "new", name, "new-claim").create(t, c)
 	allocate(t, c, ns, "new-claim", newPod, local)
-	proxy.restore()
+	if restart {
+		cfg.Metrics = metrics.New(nil)
+		startAgent(t, cfg)
+	} else {
+		proxy.restore()
+	}
 
 	waitPod(t, c, ns, "new", "the new pod Running", running)
 	waitPodGone(t, c, ns, "old")

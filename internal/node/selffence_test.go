@@ -183,15 +183,15 @@ func TestSelfFence(t *testing.T) {
 	ac, proxy := proxiedClient(t)
 	root := t.TempDir()
 	cfg := agentConfig(t, ac, name, root)
-	cfg.SelfFenceAfter = time.Second
+	cfg.SelfFenceAfter = 800 * time.Millisecond
 	registry := dratest.ShortTempDir(t)
 	cfg.PluginsRegistryDir = registry
 	cfg.DRAPrepareBackoffInitial, cfg.DRAPrepareBackoffMax = 100*time.Millisecond, 400*time.Millisecond
 	rt := cfg.Runtime
 	startAgent(t, cfg)
 	n := waitNodeReady(t, c, name)
-	if got := n.Annotations[fence.AnnotationSelfFenceAfter]; got != "1s" {
-		t.Fatalf("Node annotation %s = %q, want 1s", fence.AnnotationSelfFenceAfter, got)
+	if got := n.Annotations[fence.AnnotationSelfFenceAfter]; got != "800ms" {
+		t.Fatalf("Node annotation %s = %q, want 800ms", fence.AnnotationSelfFenceAfter, got)
 	}
 	plugin := dratest.Start(t, dratest.Options{Name: draDriver, RegistryDir: registry,
 		Model: []byte(`{"partitionable":{"resourceInstances":[{"name":"gpu-0"}]}}`)})
