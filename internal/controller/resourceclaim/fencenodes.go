@@ -37,7 +37,50 @@ func (c *Controller) fenced(ctx context.Context, pod *corev1.Pod, nodeName strin
 	if err != nil {
 		return Verdict{}, err
 	}
-	return FencedRelease(pod, view, multi, c.opts.FenceMargin, now), nil
+	v := FencedRelease(pod, view, multi, c.opts.FenceMargin, now)
+	if !v.Release || !multi {
+		return v, nil
+	}
+	// The caches may lag behind a heartbeat the node did write (a watch
+	// of this controller broken while the node beats on): before a
+	// multi-node claim goes, its last heartbeat is read from the API
+	// server.
+	if view, err = c.liveHeartbeat(ctx, nodeName, view); err != nil {
+		return Verdict{}, err
+	}
+	return FencedRelease(pod, view, multi, c.opts.FenceMargin, c.opts.Now()), nil
+}
+
+// liveHeartbeat is view with the node's fence time and last heartbeat
+// read again from the API server: the later of what view says and what
+// the Node and its Lease say now.
+func (c *Controller) liveHeartbeat(ctx context.Context, name string, view NodeView) (NodeView, error) {
+	gctx, cancel := c.apiContext(ctx)
+	defer cancel()
+	n, err := c.c.Nodes().Get(gctx, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		n = nil
+	case err != nil:
+		return NodeView{}, fmt.Errorf("read node %s: %w", name, err)
+	}
+	lease, err := c.c.Leases(corev1.NamespaceNodeLease).Get(gctx, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = nil
+	case err != nil:
+		return NodeView{}, fmt.Errorf("read lease of node %s: %w", name, err)
+	}
+	if n != nil {
+		view.Node, view.Gone = n, false
+		view.FenceAfter, _ = fence.FenceAfter(n)
+	}
+	if n != nil || lease != nil {
+		if last := fence.LastHeartbeat(n, lease); last.After(view.LastHeartbeat) {
+			view.LastHeartbeat = last
+		}
+	}
+	return view, nil
 }
 
 // nodeView is the fencing rule's view of a node: from the cache, else
