@@ -64,9 +64,13 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.newSelfFence()
 	cfg = a.cfg
+	api := pods.ClientAPI(cfg.Client)
+	if a.fence != nil {
+		api = fencedAPI{API: api, f: a.fence}
+	}
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
-		API: pods.ClientAPI(cfg.Client), Hooks: a.withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
+		API: api, Hooks: a.withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
 		Logger: cfg.Logger.With("node", cfg.NodeName), StatusUpdates: !cfg.DisableStatusUpdates,
 		Timing: cfg.Pods,
 	}
@@ -457,11 +461,13 @@ func (a *Agent) newSelfFence() {
 	if a.cfg.SelfFenceAfter <= 0 {
 		return
 	}
-	f := &selfFence{after: a.cfg.SelfFenceAfter, poke: func() {
+	f := newSelfFence(a.cfg.SelfFenceAfter)
+	f.poke = func() {
 		if a.disp != nil {
 			a.disp.pokeAll()
 		}
-	}, log: a.cfg.Logger.With("component", "self-fence").Warn}
+	}
+	f.log = a.cfg.Logger.With("component", "self-fence").Warn
 	if a.cfg.RootDir != "" {
 		f.file = filepath.Join(a.cfg.RootDir, HeartbeatFile)
 	}

@@ -53,6 +53,19 @@ type selfFence struct {
 	mu     sync.Mutex
 	lastOK time.Time
 	fenced bool
+	// epoch ends when the fence is raised (a new one begins when it is
+	// lowered): the pod workers' API calls end with it (fencedAPI).
+	epoch    context.Context
+	endEpoch context.CancelFunc
+}
+
+// errFenced ends the pod workers' API calls when the fence is raised.
+var errFenced = errors.New("the node's fence is raised: no heartbeat reached the API server for the fence time")
+
+func newSelfFence(after time.Duration) *selfFence {
+	f := &selfFence{after: after}
+	f.epoch, f.endEpoch = context.WithCancel(context.Background())
+	return f
 }
 
 // renewed records a heartbeat, stamped now, that reached the API server.
@@ -66,6 +79,9 @@ func (f *selfFence) renewed(now time.Time) {
 	}
 	was := f.fenced
 	f.fenced = false
+	if was {
+		f.epoch, f.endEpoch = context.WithCancel(context.Background())
+	}
 	f.mu.Unlock()
 	if was {
 		f.log("heartbeat renewed: the fence is lifted for new pods")
@@ -88,6 +104,7 @@ func (f *selfFence) check(now time.Time) {
 	raise := !f.fenced && !f.lastOK.IsZero() && now.Sub(f.lastOK) > f.after
 	if raise {
 		f.fenced = true
+		f.endEpoch()
 	}
 	last := f.lastOK
 	f.mu.Unlock()
@@ -129,7 +146,45 @@ func (f *selfFence) ContainerOptions(_ context.Context, pod *corev1.Pod, _ *core
 var (
 	_ pods.Monitor             = (*selfFence)(nil)
 	_ pods.ContainerConfigurer = (*selfFence)(nil)
+	_ pods.API                 = fencedAPI{}
 )
+
+// fencedAPI is the pod workers' API with calls that end when the fence is
+// raised (and fail at once while it is): a worker waiting on an API call
+// cut by a partition (up to the API timeout) would not stop its fenced
+// pod and unprepare its claims within the fence time plus the control
+// plane's margin.
+type fencedAPI struct {
+	pods.API
+	f *selfFence
+}
+
+func (a fencedAPI) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	a.f.mu.Lock()
+	epoch := a.f.epoch
+	a.f.mu.Unlock()
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(epoch, func() { cancel(errFenced) })
+	return cctx, func() { stop(); cancel(nil) }
+}
+
+func (a fencedAPI) UpdatePodStatus(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	ctx, done := a.call(ctx)
+	defer done()
+	return a.API.UpdatePodStatus(ctx, pod)
+}
+
+func (a fencedAPI) GetPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	ctx, done := a.call(ctx)
+	defer done()
+	return a.API.GetPod(ctx, ns, name)
+}
+
+func (a fencedAPI) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
+	ctx, done := a.call(ctx)
+	defer done()
+	return a.API.DeletePod(ctx, ns, name, uid)
+}
 
 // fenceLoop checks the fence every tenth of the fence time (at most a
 // second) until ctx ends.
