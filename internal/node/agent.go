@@ -136,6 +136,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	sel := client.WithFieldSelector("spec.nodeName=" + a.cfg.NodeName)
 	f := client.NewFactory(a.cfg.Client, 0, client.WithTweakFor("pods", sel))
 	inf := f.Pods()
+	a.gate.useCache(func() ([]*corev1.Pod, bool, error) {
+		pods, err := inf.Lister().List(labels.Everything())
+		return pods, inf.HasSynced(), err
+	})
 	if _, err := inf.AddEventHandler(a.disp.handler()); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
