@@ -39,8 +39,9 @@ const ReasonFenced = "NodeFenced"
 // stops: the claim controller's margin (5 s by default) must cover it.
 const FenceStopGrace = 2 * time.Second
 
-// selfFence is the agent's fence. renewed and check run on the heartbeat
-// goroutine; PodFailure and ContainerOptions on pod workers.
+// selfFence is the agent's fence. renewed runs on the goroutine that
+// registers and heartbeats, check on the fence's loop, PodFailure,
+// ContainerOptions and fencedAPI on pod workers; mu guards the state.
 type selfFence struct {
 	after time.Duration
 	file  string // "" without a root directory
