@@ -30,12 +30,12 @@ const (
 	// ("20s"). A Node without it (or with a value that does not parse as
 	// a positive duration) records no fence time: the claim controller
 	// then never releases its multi-node claims before the node
-	// unprepares them or is deleted with a known fence time.
-	AnnotationSelfFenceAfter = "allot.dev/self-fence-after"
+	// unprepares them.
+	AnnotationSelfFenceAfter = corev1.AnnotationSelfFenceAfter
 	// AnnotationPodFence set to "true" on a pod opts all its containers
 	// into the fence: the agent stops the pod when it cannot reach the
 	// API server for its fence time, whatever devices it holds.
-	AnnotationPodFence = "allot.dev/fence"
+	AnnotationPodFence = corev1.AnnotationFence
 
 	// DefaultSelfFenceAfter is the agent's default fence time
 	// (--self-fence-after).

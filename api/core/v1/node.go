@@ -134,6 +134,19 @@ const (
 	MaxPreparedClaimPods = 256
 )
 
+// AnnotationSelfFenceAfter is the Node annotation in which the node agent
+// records its fence time at registration, as a Go duration ("20s"): when
+// no heartbeat of the node has reached the API server for that long, its
+// agent stops the pods holding devices other nodes can reach. Validation
+// accepts only a positive duration. A Node without it records no fence
+// time (docs/decisions.md, "Fencing").
+const AnnotationSelfFenceAfter = "allot.dev/self-fence-after"
+
+// AnnotationFence on a pod, "true", has the node agent's fence stop the
+// pod whatever devices it holds (a boolean as strconv.ParseBool reads
+// it).
+const AnnotationFence = "allot.dev/fence"
+
 // TaintNodeOutOfService is the taint an operator puts on a node to say it
 // is down for good (Kubernetes' non-graceful node shutdown): the claims
 // its agent listed as prepared are released without waiting for it.
