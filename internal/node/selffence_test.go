@@ -187,6 +187,8 @@ func TestSelfFence(t *testing.T) {
 	registry := dratest.ShortTempDir(t)
 	cfg.PluginsRegistryDir = registry
 	cfg.DRAPrepareBackoffInitial, cfg.DRAPrepareBackoffMax = 100*time.Millisecond, 400*time.Millisecond
+	rec := &recordingRuntime{Runtime: cfg.Runtime}
+	cfg.Runtime = rec
 	rt := cfg.Runtime
 	startAgent(t, cfg)
 	n := waitNodeReady(t, c, name)
@@ -217,6 +219,19 @@ func TestSelfFence(t *testing.T) {
 	if _, err := os.Stat(hb); err != nil {
 		t.Fatalf("local heartbeat: %v", err)
 	}
+	// The fenced pods' containers carry their fence to the runtime (whose
+	// shims enforce it while the agent is down); the others none.
+	rec.mu.Lock()
+	for _, sp := range rec.specs {
+		fenced := sp.PodName == "multi" || sp.PodName == "opt-in"
+		switch {
+		case fenced && (sp.Fence == nil || sp.Fence.HeartbeatFile != hb || sp.Fence.After != cfg.SelfFenceAfter):
+			t.Errorf("container of %s: fence %+v, want %s after %s", sp.PodName, sp.Fence, hb, cfg.SelfFenceAfter)
+		case !fenced && sp.Fence != nil:
+			t.Errorf("container of %s carries a fence %+v", sp.PodName, sp.Fence)
+		}
+	}
+	rec.mu.Unlock()
 
 	proxy.cut()
 	eventually(t, 30*time.Second, "the fenced pods stopped", func() (bool, string) {
