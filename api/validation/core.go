@@ -1,7 +1,9 @@
 package validation
 
 import (
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -59,6 +61,7 @@ func DefaultNamespace(ns *corev1.Namespace) {
 // at registration.
 func ValidateNode(node *corev1.Node) field.ErrorList {
 	errs := validateObjectMeta(&node.ObjectMeta, nameIsDNSSubdomain, metaPath)
+	errs = append(errs, validateFenceAnnotation(node.Annotations, nil, corev1.AnnotationSelfFenceAfter, metaPath.Child("annotations"))...)
 	errs = append(errs, validateTaints(node.Spec.Taints, field.NewPath("spec", "taints"))...)
 	return append(errs, validateNodeStatus(&node.Status, field.NewPath("status"))...)
 }
@@ -66,6 +69,7 @@ func ValidateNode(node *corev1.Node) field.ErrorList {
 // ValidateNodeUpdate checks a write to a node.
 func ValidateNodeUpdate(newNode, oldNode *corev1.Node) field.ErrorList {
 	errs := validateObjectMetaUpdate(&newNode.ObjectMeta, &oldNode.ObjectMeta, nameIsDNSSubdomain, metaPath)
+	errs = append(errs, validateFenceAnnotation(newNode.Annotations, oldNode.Annotations, corev1.AnnotationSelfFenceAfter, metaPath.Child("annotations"))...)
 	errs = append(errs, validateTaints(newNode.Spec.Taints, field.NewPath("spec", "taints"))...)
 	return append(errs, validateNodeStatus(&newNode.Status, field.NewPath("status"))...)
 }
@@ -210,6 +214,32 @@ func validateQuotaResourceName(name string, path *field.Path) field.ErrorList {
 	hugePages := strings.HasPrefix(name, "hugepages-") || strings.HasPrefix(name, "requests.hugepages-")
 	if !strings.Contains(name, "/") && !standardQuotaResources[name] && !hugePages {
 		return field.ErrorList{field.Invalid(path, name, "must be a standard quota resource (pods, cpu, requests.memory, ...), count/<resource>[.<group>], <class>.resourceclass.resource.k8s.io/resourceclaims, or an extended resource with a domain")}
+	}
+	return nil
+}
+
+// validateFenceAnnotation checks a fence annotation (key) when present: a
+// Node's fence time must be a positive Go duration, a pod's opt-in a
+// boolean. A value the stored object (old; nil on create) already has is
+// kept, so an object stored before the check can still be written.
+func validateFenceAnnotation(annotations, old map[string]string, key string, path *field.Path) field.ErrorList {
+	v, ok := annotations[key]
+	if !ok {
+		return nil
+	}
+	if ov, had := old[key]; had && ov == v {
+		return nil
+	}
+	p := path.Key(key)
+	switch key {
+	case corev1.AnnotationSelfFenceAfter:
+		if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+			return field.ErrorList{field.Invalid(p, v, "must be a positive duration such as 20s (the node's fence time)")}
+		}
+	case corev1.AnnotationFence:
+		if _, err := strconv.ParseBool(v); err != nil {
+			return field.ErrorList{field.Invalid(p, v, `must be "true" or "false"`)}
+		}
 	}
 	return nil
 }

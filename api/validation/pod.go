@@ -21,6 +21,7 @@ var (
 // ValidatePod checks a pod being created.
 func ValidatePod(pod *corev1.Pod) field.ErrorList {
 	errs := validateObjectMeta(&pod.ObjectMeta, nameIsDNSSubdomain, metaPath)
+	errs = append(errs, validateFenceAnnotation(pod.Annotations, nil, corev1.AnnotationFence, metaPath.Child("annotations"))...)
 	return append(errs, validatePodSpec(&pod.Spec, field.NewPath("spec"))...)
 }
 
@@ -174,6 +175,7 @@ func validateNodeSelectorLabels(sel map[string]string, path *field.Path) field.E
 func ValidatePodUpdate(newPod, oldPod *corev1.Pod) field.ErrorList {
 	specPath := field.NewPath("spec")
 	errs := validateObjectMetaUpdate(&newPod.ObjectMeta, &oldPod.ObjectMeta, nameIsDNSSubdomain, metaPath)
+	errs = append(errs, validateFenceAnnotation(newPod.Annotations, oldPod.Annotations, corev1.AnnotationFence, metaPath.Child("annotations"))...)
 	errs = append(errs, validatePodSpec(&newPod.Spec, specPath)...)
 	newAD, oldAD := newPod.Spec.ActiveDeadlineSeconds, oldPod.Spec.ActiveDeadlineSeconds
 	if oldAD != nil && (newAD == nil || *newAD > *oldAD) {

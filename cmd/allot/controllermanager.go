@@ -14,6 +14,8 @@ import (
 	"allot.dev/allot/internal/controller/podgc"
 	"allot.dev/allot/internal/controller/resourceclaim"
 	"allot.dev/allot/internal/controller/taineviction"
+
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/internal/leaderelect"
 )
 
@@ -80,6 +82,8 @@ func addControllerFlags(f *pflag.FlagSet, cfg *manager.Config) {
 	f.DurationVar(&cfg.PodGCPeriod, "pod-gc-period", podgc.DefaultPeriod, "how often the pod garbage collector runs")
 	f.DurationVar(&cfg.PodGCOrphanQuarantine, "pod-gc-orphan-quarantine", podgc.DefaultOrphanQuarantine,
 		"how long a node must be gone before the pods bound to it are deleted")
+	f.DurationVar(&cfg.FenceMargin, "fence-margin", fence.DefaultMargin,
+		"added to a node's recorded fence time (allot node --self-fence-after) before the claims of its evicted pods that hold devices other nodes can reach are released")
 	f.IntVar(&cfg.ClaimWorkers, "concurrent-resource-claim-syncs", 0,
 		fmt.Sprintf("pods and claims the ResourceClaim controller syncs at once (default %d)", resourceclaim.DefaultWorkers))
 }

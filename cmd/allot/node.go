@@ -16,6 +16,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	drav1alpha1 "allot.dev/allot/api/dra/v1alpha1"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/internal/node"
 	"allot.dev/allot/internal/node/dra"
 	"allot.dev/allot/internal/node/runtime"
@@ -103,6 +104,9 @@ func addNodeTimerFlags(f *pflag.FlagSet, cfg *node.Config) {
 	f.DurationVar(&cfg.NodeLeaseDuration, "node-lease-duration", node.DefaultNodeLeaseDuration, "the heartbeat Lease's leaseDurationSeconds (whole seconds)")
 	f.DurationVar(&cfg.NodeStatusReportFrequency, "node-status-report-frequency", node.DefaultNodeStatusReportFrequency,
 		"how often the Node's status is written when nothing in it changed (a change is written at the next heartbeat)")
+	f.DurationVar(&cfg.SelfFenceAfter, "self-fence-after", fence.DefaultSelfFenceAfter,
+		"when no heartbeat has reached the API server for this long, stop the pods holding devices other nodes can reach (and pods annotated "+
+			fence.AnnotationPodFence+"=true) and unprepare their claims; recorded on the Node as "+fence.AnnotationSelfFenceAfter+"; 0 disables")
 	f.DurationVar(&cfg.RelistInterval, "relist-interval", node.DefaultRelistInterval, "how often the runtime's containers are listed to notice exits")
 	f.DurationVar(&cfg.APITimeout, "api-timeout", node.DefaultAPITimeout, "deadline of every API call")
 	f.DurationVar(&cfg.Pods.Resync, "resync-interval", 0, "periodic sync of a pod without news (default 10s)")

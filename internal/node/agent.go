@@ -44,6 +44,8 @@ type Agent struct {
 	events     *client.EventRecorder
 	devices    *devicemanager.Manager // nil without DevicePluginDir
 	dra        *dra.Manager           // nil without PluginsRegistryDir
+	fence      *selfFence             // nil when disabled
+	gate       *returnGate
 }
 
 // New validates cfg and creates an agent.
@@ -53,16 +55,22 @@ func New(cfg Config) (*Agent, error) {
 	}
 	cfg.setDefaults()
 	a := &Agent{cfg: cfg, beatNow: make(chan struct{}, 1)}
+	a.gate = newReturnGate(a)
 	if err := a.newDRAManager(); err != nil {
 		return nil, err
 	}
 	if err := a.newDeviceManager(); err != nil {
 		return nil, err
 	}
+	a.newSelfFence()
 	cfg = a.cfg
+	api := pods.ClientAPI(cfg.Client)
+	if a.fence != nil {
+		api = fencedAPI{API: api, f: a.fence}
+	}
 	a.podCfg = pods.Config{
 		NodeName: cfg.NodeName, RootDir: cfg.RootDir, Runtime: cfg.Runtime,
-		API: pods.ClientAPI(cfg.Client), Hooks: withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
+		API: api, Hooks: a.withDefaultHooks(cfg.Hooks), Metrics: cfg.Metrics,
 		Logger: cfg.Logger.With("node", cfg.NodeName), StatusUpdates: !cfg.DisableStatusUpdates,
 		Timing: cfg.Pods,
 	}
@@ -128,6 +136,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	sel := client.WithFieldSelector("spec.nodeName=" + a.cfg.NodeName)
 	f := client.NewFactory(a.cfg.Client, 0, client.WithTweakFor("pods", sel))
 	inf := f.Pods()
+	a.gate.useCache(func() ([]*corev1.Pod, bool, error) {
+		pods, err := inf.Lister().List(labels.Everything())
+		return pods, inf.HasSynced(), err
+	})
 	if _, err := inf.AddEventHandler(a.disp.handler()); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
@@ -306,6 +318,9 @@ func (a *Agent) serve(ctx context.Context, firstBeat time.Duration) {
 	if a.listener != nil {
 		a.serveLogs(ctx)
 	}
+	if a.fence != nil {
+		go a.fence.loop(ctx)
+	}
 	a.heartbeatLoop(ctx, firstBeat) // returns when ctx ends
 	<-done
 	a.disp.wait()
@@ -374,9 +389,10 @@ func (a *Agent) renewServingCert(ctx context.Context) {
 	}
 }
 
-// withDefaultHooks adds the hooks every agent has: CDI devices requested by
-// pod annotations.
-func withDefaultHooks(h pods.Hooks) pods.Hooks {
+// withDefaultHooks adds the hooks every agent has: the return gate before
+// every other admitter, and CDI devices requested by pod annotations.
+func (a *Agent) withDefaultHooks(h pods.Hooks) pods.Hooks {
+	h.Admitters = append([]pods.Admitter{a.gate}, h.Admitters...)
 	h.Configurers = append([]pods.ContainerConfigurer{pods.CDIAnnotations{}}, h.Configurers...)
 	return h
 }
@@ -439,6 +455,33 @@ func (a *Agent) newDRAManager() error {
 	h.Configurers = append(h.Configurers, m)
 	a.addHealth(m, m)
 	return nil
+}
+
+// newSelfFence creates the self-fence unless disabled and adds it to the
+// hooks: a Monitor that fails fenced pods while the fence is raised, and
+// a configurer that gives their containers the fence. It comes after the
+// DRA manager, which says which pods hold multi-node claims.
+func (a *Agent) newSelfFence() {
+	if a.cfg.SelfFenceAfter <= 0 {
+		return
+	}
+	f := newSelfFence(a.cfg.SelfFenceAfter)
+	f.poke = func() {
+		if a.disp != nil {
+			a.disp.pokeAll()
+		}
+	}
+	f.log = a.cfg.Logger.With("component", "self-fence").Warn
+	if a.cfg.RootDir != "" {
+		f.file = filepath.Join(a.cfg.RootDir, HeartbeatFile)
+	}
+	if a.dra != nil {
+		f.multi = a.dra.HoldsMultiNode
+	}
+	a.fence = f
+	h := &a.cfg.Hooks
+	h.Monitors = append(h.Monitors, f)
+	h.Configurers = append(h.Configurers, f)
 }
 
 // addHealth adds a manager's device health to the hooks: always to the

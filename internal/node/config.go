@@ -141,6 +141,17 @@ type Config struct {
 	NodeStatusReportFrequency time.Duration
 	RelistInterval            time.Duration
 	APITimeout                time.Duration
+	// SelfFenceAfter is the fence time: when the agent has not renewed its
+	// heartbeat Lease for this long, it stops the pods that hold devices
+	// other nodes can reach (and pods annotated allot.dev/fence=true) and
+	// unprepares their claims, and the runc shims of their containers kill
+	// them once ROOT/heartbeat is this old (selffence.go). The agent
+	// records it on its Node (annotation allot.dev/self-fence-after) at
+	// registration. Zero (or negative) disables the fence and records
+	// none: the control plane then never releases the node's multi-node
+	// claims before the node unprepares them. `allot node` defaults it to
+	// fence.DefaultSelfFenceAfter (20s). It must exceed HeartbeatInterval.
+	SelfFenceAfter time.Duration
 	// Pods are the pod workers' timers: restart back-off, resync, grace
 	// period cap, cleanup of finished pods.
 	Pods pods.Timing
@@ -216,9 +227,19 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: a runtime is required", ErrInvalidConfig)
 	case c.LogListen != "" && c.RootDir == "":
 		return fmt.Errorf("%w: a log server needs a root directory", ErrInvalidConfig)
+	case c.SelfFenceAfter > 0 && c.SelfFenceAfter <= c.heartbeatInterval():
+		return fmt.Errorf("%w: self-fence-after %v must exceed the heartbeat interval %v", ErrInvalidConfig, c.SelfFenceAfter, c.heartbeatInterval())
 	case c.UnhealthyDevicePolicy != "" && c.UnhealthyDevicePolicy != UnhealthyDeviceFailPod && c.UnhealthyDevicePolicy != UnhealthyDeviceReport:
 		return fmt.Errorf("%w: unhealthy device policy %q: want %s or %s", ErrInvalidConfig,
 			c.UnhealthyDevicePolicy, UnhealthyDeviceFailPod, UnhealthyDeviceReport)
 	}
 	return nil
+}
+
+// heartbeatInterval is HeartbeatInterval or its default.
+func (c *Config) heartbeatInterval() time.Duration {
+	if c.HeartbeatInterval <= 0 {
+		return DefaultHeartbeatInterval
+	}
+	return c.HeartbeatInterval
 }

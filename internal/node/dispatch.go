@@ -123,6 +123,30 @@ func (d *dispatcher) poke(uid types.UID) bool {
 	return true
 }
 
+// pokeAll wakes every live worker.
+func (d *dispatcher) pokeAll() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.workers {
+		if !e.exited {
+			e.w.Poke()
+		}
+	}
+}
+
+// liveUIDs returns the UIDs of the pods whose workers have not ended.
+func (d *dispatcher) liveUIDs() []types.UID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]types.UID, 0, len(d.workers))
+	for uid, e := range d.workers {
+		if !e.exited {
+			out = append(out, uid)
+		}
+	}
+	return out
+}
+
 // has reports whether uid has a live worker.
 func (d *dispatcher) has(uid types.UID) bool {
 	d.mu.Lock()

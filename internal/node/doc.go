@@ -25,6 +25,11 @@
 //     every Config.NodeStatusReportFrequency; marking nodes NotReady is
 //     the controller manager's job), relist the runtime every Config.RelistInterval to
 //     wake the workers of pods whose containers changed, and serve logs.
+//     With Config.SelfFenceAfter, fence: stop the pods holding devices
+//     other nodes can reach once no heartbeat reached the API server for
+//     that long (README.md, "The fence and the return gate"). After the
+//     start and after a failed heartbeat, admit no new pod until the pods
+//     deleted meanwhile are stopped and their claims unprepared.
 //  5. When ctx ends, return, leaving containers running for the next agent.
 //
 // Writes the agent makes, all within the node authorizer's rules: its own

@@ -58,6 +58,22 @@ func (f *Fleet) Run(ctx context.Context) error {
 		}
 	}()
 	inf := client.NewInformer(f.c.Pods(""), 0, nil, client.WithFieldSelector("spec.nodeName!="))
+	if err := inf.AddIndexers(cache.Indexers{podNodeIndex: podNode}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
+	for _, a := range f.order {
+		name := a.cfg.NodeName
+		a.gate.useCache(func() ([]*corev1.Pod, bool, error) {
+			objs, err := inf.GetIndexer().ByIndex(podNodeIndex, name)
+			pods := make([]*corev1.Pod, 0, len(objs))
+			for _, o := range objs {
+				if p, ok := o.(*corev1.Pod); ok {
+					pods = append(pods, p)
+				}
+			}
+			return pods, inf.HasSynced(), err
+		})
+	}
 	if _, err := inf.AddEventHandler(f.handler()); err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
@@ -79,6 +95,17 @@ func (f *Fleet) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// podNodeIndex indexes the fleet's pods by node, for the agents' return
+// gates.
+const podNodeIndex = "node"
+
+func podNode(obj any) ([]string, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return []string{p.Spec.NodeName}, nil
+	}
+	return nil, nil
 }
 
 // prepareAll registers the nodes, a few at a time.

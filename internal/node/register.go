@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -67,6 +68,14 @@ func (a *Agent) desiredNode(cur *corev1.Node, now time.Time) *corev1.Node {
 	n.Labels[LabelOS] = goruntime.GOOS
 	n.Labels[LabelArch] = goruntime.GOARCH
 	n.Labels[LabelCDI] = strconv.FormatBool(a.cfg.Runtime.SupportsCDI())
+	if a.cfg.SelfFenceAfter > 0 {
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[fence.AnnotationSelfFenceAfter] = a.cfg.SelfFenceAfter.String()
+	} else {
+		delete(n.Annotations, fence.AnnotationSelfFenceAfter)
+	}
 
 	h := host()
 	capacity := a.cfg.capacity()
@@ -119,12 +128,16 @@ func readyCondition(conds []corev1.NodeCondition, now time.Time) []corev1.NodeCo
 // are merged and its status replaced.
 func (a *Agent) register(ctx context.Context) error {
 	nodes := a.cfg.Client.Nodes()
-	want := a.desiredNode(nil, time.Now())
+	// The Ready condition's heartbeat is now to the second: the fence
+	// counts from it, as the claim controller does.
+	now := time.Now()
+	want := a.desiredNode(nil, now)
 	actx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
 	defer cancel()
 	out, err := nodes.Create(actx, want)
 	if err == nil {
 		a.node.last, a.node.statusAt = out, time.Now()
+		a.fence.renewed(now.Truncate(time.Second))
 		a.cfg.Logger.Info("registered node", "node", a.cfg.NodeName)
 		return nil
 	}
@@ -135,15 +148,16 @@ func (a *Agent) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", a.cfg.NodeName, err)
 	}
-	want = a.desiredNode(cur, time.Now())
+	want = a.desiredNode(cur, now)
 	if out, err = nodes.Update(actx, want); err != nil {
 		return fmt.Errorf("update node %s: %w", a.cfg.NodeName, err)
 	}
-	want = a.desiredNode(out, time.Now())
+	want = a.desiredNode(out, now)
 	if out, err = nodes.UpdateStatus(actx, want); err != nil {
 		return fmt.Errorf("update status of node %s: %w", a.cfg.NodeName, err)
 	}
 	a.node.last, a.node.statusAt = out, time.Now()
+	a.fence.renewed(now.Truncate(time.Second))
 	a.cfg.Logger.Info("took over existing node", "node", a.cfg.NodeName)
 	return nil
 }
@@ -174,6 +188,9 @@ func (a *Agent) registerUntilDone(ctx context.Context) error {
 func (a *Agent) heartbeat(ctx context.Context, force bool) error {
 	now := time.Now()
 	leaseErr := a.renewLease(ctx, now)
+	if leaseErr == nil {
+		a.fence.renewed(now)
+	}
 	desired := a.desiredNode(a.node.last, now)
 	due := force || a.node.failed || leaseErr != nil || a.node.last == nil ||
 		now.Sub(a.node.statusAt) >= a.cfg.NodeStatusReportFrequency || statusChanged(desired, a.node.last)
@@ -308,6 +325,7 @@ func (a *Agent) heartbeatLoop(ctx context.Context, first time.Duration) {
 			return
 		}
 		if err := a.heartbeat(ctx, force); err != nil {
+			a.gate.arm() // the node may be evicted before it is back
 			a.cfg.Metrics.Heartbeats.WithLabelValues("error").Inc()
 			level := slog.LevelWarn
 			if client.IsInsufficientStorage(err) {
@@ -320,7 +338,12 @@ func (a *Agent) heartbeatLoop(ctx context.Context, first time.Duration) {
 		} else {
 			a.cfg.Metrics.Heartbeats.WithLabelValues("ok").Inc()
 		}
+		next := a.cfg.HeartbeatInterval
+		if a.node.failed && a.fence != nil {
+			// Retry sooner: a few failed renewals must not raise the fence.
+			next = min(next, a.fence.after/4)
+		}
 		t.Stop()
-		t.Reset(a.cfg.HeartbeatInterval)
+		t.Reset(next)
 	}
 }

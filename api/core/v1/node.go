@@ -117,9 +117,11 @@ type NodeStatus struct {
 	// from it). Only the node itself (or an admin) writes it; the API
 	// server keeps it as stored in everyone else's writes. The claim controller drops a
 	// reservation of a pod that is gone only while no node lists the
-	// claim for that pod, unless the node is deleted or carries the
-	// node.kubernetes.io/out-of-service taint (allot's own field;
-	// Kubernetes has none, see docs/decisions.md).
+	// claim for that pod, unless the node is deleted, carries the
+	// node.kubernetes.io/out-of-service taint, or is unreachable with the
+	// pod evicted, and then for a claim on devices other nodes can reach
+	// only once the node's recorded fence time has passed (the fencing
+	// rule; allot's own field, Kubernetes has none, see docs/decisions.md).
 	PreparedResourceClaims []PreparedResourceClaim `json:"preparedResourceClaims,omitempty"`
 }
 
@@ -131,6 +133,19 @@ const (
 	// Kubernetes bounds a claim's reservedFor.
 	MaxPreparedClaimPods = 256
 )
+
+// AnnotationSelfFenceAfter is the Node annotation in which the node agent
+// records its fence time at registration, as a Go duration ("20s"): when
+// no heartbeat of the node has reached the API server for that long, its
+// agent stops the pods holding devices other nodes can reach. Validation
+// accepts only a positive duration. A Node without it records no fence
+// time (docs/decisions.md, "Fencing").
+const AnnotationSelfFenceAfter = "allot.dev/self-fence-after"
+
+// AnnotationFence on a pod, "true", has the node agent's fence stop the
+// pod whatever devices it holds (a boolean as strconv.ParseBool reads
+// it).
+const AnnotationFence = "allot.dev/fence"
 
 // TaintNodeOutOfService is the taint an operator puts on a node to say it
 // is down for good (Kubernetes' non-graceful node shutdown): the claims

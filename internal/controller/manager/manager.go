@@ -61,6 +61,10 @@ type Config struct {
 	TerminatedPodGCThreshold int
 	PodGCPeriod              time.Duration
 	PodGCOrphanQuarantine    time.Duration
+	// FenceMargin is what the ResourceClaim controller adds to a node's
+	// recorded fence time before it releases the node's claims on devices
+	// other nodes can reach (resourceclaim.Options.FenceMargin; zero: 5s).
+	FenceMargin time.Duration
 	// Registry receives the controllers' metrics: the work queues'
 	// workqueue_* and the ResourceClaim controller's resource_controller_*.
 	// The caller serves it; nil keeps them in a private registry. One
@@ -134,6 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	claims, err := resourceclaim.New(c, factory, resourceclaim.Options{
 		Registry: cfg.Registry, QueueMetrics: queues, Logger: cfg.Logger.With("controller", "resourceclaim"),
+		FenceMargin: cfg.FenceMargin,
 	})
 	if err != nil {
 		return fmt.Errorf("create resourceclaim controller: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/fence"
 )
 
 // syncClaim drops obsolete reservations, then deallocates the claim and
@@ -33,7 +35,8 @@ func (c *Controller) syncClaim(ctx context.Context, ns, name string) error {
 		// event syncs the claim again.
 		return nil
 	}
-	drop, err := c.obsoleteReservations(ctx, claim, claim.Status.ReservedFor)
+	drop, err := c.obsoleteReservations(ctx, key{kindClaim, ns, name}, claim, claim.Status.ReservedFor,
+		fence.AllocationReachesOtherNodes(claim.Status.Allocation))
 	if err != nil {
 		return err
 	}
@@ -92,13 +95,19 @@ func (c *Controller) class(name string) *resourcev1alpha2.ResourceClass {
 }
 
 // obsoleteReservations returns the UIDs of the pods whose reservations
-// (the reservedFor of claim) may go. A pod missing from the cache (or
-// replaced under the same name) is confirmed gone with a live read, and
-// its reservation then goes only once no node still holds the claim
-// prepared for it (preparedOn; the release rule in release.go).
-func (c *Controller) obsoleteReservations(ctx context.Context, claim runtimeObject, reservedFor []resourcev1alpha2.ResourceClaimConsumerReference) (map[types.UID]bool, error) {
+// (the reservedFor of claim, synced under key k) may go. A pod missing
+// from the cache (or replaced under the same name) is confirmed gone with
+// a live read, and its reservation then goes only once no node still
+// holds the claim prepared for it (preparedOn; the release rule in
+// release.go) or the fencing rule releases it (FencedRelease; multi says
+// the claim holds devices other nodes can reach). A pod being deleted on
+// a node that is unreachable, out of service or deleted is judged by the
+// fencing rule too. A wait the rule can date re-enqueues k for then.
+func (c *Controller) obsoleteReservations(ctx context.Context, k key, claim runtimeObject,
+	reservedFor []resourcev1alpha2.ResourceClaimConsumerReference, multi bool) (map[types.UID]bool, error) {
 	ns := claim.GetNamespace()
 	drop := map[types.UID]bool{}
+	var retryAt time.Time
 	for _, ref := range reservedFor {
 		pod, err := c.pods.Lister().Get(ns, ref.Name)
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -108,6 +117,18 @@ func (c *Controller) obsoleteReservations(ctx context.Context, claim runtimeObje
 			pod = nil
 		}
 		if !ReservationObsolete(ref, pod) {
+			if !evicting(ref, pod) {
+				continue
+			}
+			v, err := c.fenced(ctx, pod, pod.Spec.NodeName, false, multi)
+			if err != nil {
+				return nil, err
+			}
+			retryAt = earliest(retryAt, v.At)
+			if v.Release {
+				c.noteFenced(claim, ns+"/"+ref.Name, pod.Spec.NodeName, multi)
+				drop[ref.UID] = true
+			}
 			continue
 		}
 		if pod == nil || pod.UID != ref.UID {
@@ -118,22 +139,83 @@ func (c *Controller) obsoleteReservations(ctx context.Context, claim runtimeObje
 				continue
 			}
 			if pod == nil || pod.UID != ref.UID {
-				node, err := c.preparedOn(ctx, claim.GetUID(), ref.UID)
+				release, at, err := c.goneReleased(ctx, claim, ref, multi)
 				if err != nil {
 					return nil, err
 				}
-				if node != "" {
-					c.noteWait(claim, ns+"/"+ref.Name, ref.UID, node)
+				retryAt = earliest(retryAt, at)
+				if !release {
 					continue
 				}
-				c.mu.Lock()
-				delete(c.waitNoted, string(claim.GetUID())+"/"+string(ref.UID))
-				c.mu.Unlock()
 			}
 		}
 		drop[ref.UID] = true
 	}
+	if !retryAt.IsZero() {
+		c.queue.AddAfter(k, time.Until(retryAt)+10*time.Millisecond)
+	}
 	return drop, nil
+}
+
+// goneReleased decides the reservation of a pod confirmed gone: released
+// once no node lists the claim for it, or by the fencing rule when the
+// node that lists it (or last held the pod) is unreachable, out of
+// service or deleted. at is when to look again (zero: on news).
+func (c *Controller) goneReleased(ctx context.Context, claim runtimeObject, ref resourcev1alpha2.ResourceClaimConsumerReference, multi bool) (bool, time.Time, error) {
+	ns := claim.GetNamespace()
+	node, gone, err := c.preparedOn(ctx, claim.GetUID(), ref.UID)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if node == "" && !gone && (!multi || c.nodeKnown(ref.UID)) {
+		c.mu.Lock()
+		delete(c.waitNoted, string(claim.GetUID())+"/"+string(ref.UID))
+		c.mu.Unlock()
+		return true, time.Time{}, nil
+	}
+	v, err := c.fenced(ctx, nil, node, node == "", multi)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if v.Release {
+		c.noteFenced(claim, ns+"/"+ref.Name, node, multi)
+		return true, time.Time{}, nil
+	}
+	c.noteWait(claim, ns+"/"+ref.Name, ref.UID, node, v.Why)
+	return false, v.At, nil
+}
+
+// noteFenced logs and records (a Normal event on the claim) that the
+// fencing rule releases the reservation of pod on node.
+func (c *Controller) noteFenced(claim runtimeObject, pod, node string, multi bool) {
+	c.log.Info("fencing rule releases reservation", "claim", claim.GetNamespace()+"/"+claim.GetName(), "pod", pod, "node", node, "multiNode", multi)
+	if c.events == nil {
+		return
+	}
+	if node == "" {
+		node = "(unknown)"
+	}
+	what := "holds only node-local devices"
+	if multi {
+		what = "holds devices other nodes can reach, and the node's fence time plus margin has passed since its last heartbeat"
+	}
+	c.events.Eventf(claim, corev1.EventTypeNormal, ReasonFencedRelease,
+		"reservation of pod %s released without node %s: the node is unreachable, out of service or deleted, and the claim %s", pod, node, what)
+}
+
+// evicting reports whether the reservation's pod is being deleted and
+// still running as far as the API knows: the fencing rule's case.
+func evicting(ref resourcev1alpha2.ResourceClaimConsumerReference, pod *corev1.Pod) bool {
+	return ref.APIGroup == "" && ref.Resource == "pods" && pod != nil && pod.UID == ref.UID &&
+		pod.DeletionTimestamp != nil && pod.Spec.NodeName != ""
+}
+
+// earliest is the earlier of two times, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // livePod reads a pod from the server; nil when it does not exist.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +20,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -33,6 +35,13 @@ type Options struct {
 	MaxRetryDelay time.Duration
 	// APITimeout bounds every API call (default 30s).
 	APITimeout time.Duration
+	// FenceMargin is added to a node's recorded fence time before the
+	// fencing rule trusts that the node stopped the pods holding devices
+	// other nodes can reach (default fence.DefaultMargin, 5s;
+	// --fence-margin). Negative is refused by New.
+	FenceMargin time.Duration
+	// Now returns the current time (tests; default time.Now).
+	Now func() time.Time
 	// Registry receives the controller's metrics (default: a new one, see
 	// Controller.Registry).
 	Registry *prometheus.Registry
@@ -54,6 +63,12 @@ func (o *Options) defaults() {
 	}
 	if o.APITimeout == 0 {
 		o.APITimeout = 30 * time.Second
+	}
+	if o.FenceMargin == 0 {
+		o.FenceMargin = fence.DefaultMargin
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.Registry == nil {
 		o.Registry = prometheus.NewRegistry()
@@ -106,6 +121,7 @@ type Controller struct {
 	classes  client.Informer[*resourcev1alpha2.ResourceClass]
 	contexts client.Informer[*resourcev1alpha2.PodSchedulingContext]
 	nodes    client.Informer[*corev1.Node]
+	leases   client.Informer[*coordinationv1.Lease]
 	queue    workqueue.TypedRateLimitingInterface[key]
 	events   *client.EventRecorder
 	opts     Options
@@ -126,16 +142,24 @@ type Controller struct {
 	// for, by "claim UID/pod UID" (noteWait).
 	podNodes  map[types.UID]podPlace
 	waitNoted map[string]string
+	// goneNodes are deleted nodes' fence times and last heartbeats
+	// (rememberGoneNode); startedAt is when the controller was created,
+	// the latest heartbeat a node deleted before then can have had.
+	goneNodes map[string]goneNode
+	startedAt time.Time
 }
 
 // New creates a controller over the factory's pod, claim and claim
 // template (of both resource.k8s.io versions), class and
 // PodSchedulingContext informers. Call it before the factory is started.
 func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error) {
+	if opts.FenceMargin < 0 {
+		return nil, fmt.Errorf("fence margin %v: must not be negative", opts.FenceMargin)
+	}
 	opts.defaults()
 	ctrl := &Controller{
 		c: c, pods: f.Pods(), claims: f.ResourceClaims(), tmpls: f.ResourceClaimTemplates(), classes: f.ResourceClasses(), contexts: f.PodSchedulingContexts(),
-		claimsV1: f.ResourceClaimsV1(), tmplsV1: f.ResourceClaimTemplatesV1(), nodes: f.Nodes(),
+		claimsV1: f.ResourceClaimsV1(), tmplsV1: f.ResourceClaimTemplatesV1(), nodes: f.Nodes(), leases: f.NodeLeases(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](opts.MinRetryDelay, opts.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[key]{Name: "resource_claim", MetricsProvider: opts.QueueMetrics}),
@@ -148,6 +172,7 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 		}),
 		expected: map[types.UID]map[string]string{}, written: map[types.UID]uint64{},
 		podNodes: map[types.UID]podPlace{}, waitNoted: map[string]string{},
+		goneNodes: map[string]goneNode{}, startedAt: opts.Now(),
 	}
 	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
 		if err := opts.Registry.Register(m); err != nil {
@@ -245,7 +270,10 @@ func (c *Controller) onPod(obj any) {
 	if len(ClaimsToCreate(pod)) > 0 || c.needsContext(pod) {
 		c.queue.Add(key{kindPod, pod.Namespace, pod.Name})
 	}
-	if podTerminal(pod) && podConditionTrue(pod, corev1.PodResourceClaimsUnprepared) {
+	if (podTerminal(pod) && podConditionTrue(pod, corev1.PodResourceClaimsUnprepared)) ||
+		(pod.DeletionTimestamp != nil && len(pod.Spec.ResourceClaims) > 0) {
+		// Released, or being deleted: the fencing rule may release it if
+		// its node is unreachable.
 		c.enqueueReservedClaims(pod.Namespace, pod.UID)
 	}
 }
@@ -362,7 +390,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}()
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.pods.HasSynced, c.claims.HasSynced, c.tmpls.HasSynced, c.classes.HasSynced, c.contexts.HasSynced,
-		c.claimsV1.HasSynced, c.tmplsV1.HasSynced, c.nodes.HasSynced) {
+		c.claimsV1.HasSynced, c.tmplsV1.HasSynced, c.nodes.HasSynced, c.leases.HasSynced) {
 		return fmt.Errorf("sync caches of the resourceclaim controller: %w", context.Cause(ctx))
 	}
 	controllerutil.ShutDownOnDone(ctx, c.queue)

@@ -348,15 +348,22 @@ func (e *env) updatePodStatus(p *corev1.Pod) *corev1.Pod {
 // bind allocates the claim on the node for the pod, as the scheduler does.
 func (e *env) bind(pod *corev1.Pod, node, claim string) {
 	e.t.Helper()
+	e.bindAvailable(pod, node, claim, node, &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+	}}})
+}
+
+// bindAvailable binds with an allocation available on the nodes sel
+// selects, its handle naming handleNode ("" for none).
+func (e *env) bindAvailable(pod *corev1.Pod, node, claim, handleNode string, sel *corev1.NodeSelector) {
+	e.t.Helper()
 	const driver = "gpu.example.com"
 	alloc := &resourcev1alpha2.AllocationResult{
 		ResourceHandles: []resourcev1alpha2.ResourceHandle{{DriverName: driver, StructuredData: &resourcev1alpha2.StructuredResourceHandle{
-			NodeName:      node,
+			NodeName:      handleNode,
 			Partitionable: &resourcev1alpha2.PartitionableAllocationResult{Instances: []resourcev1alpha2.AllocatedResourceInstance{{ID: "gpu-0"}}},
 		}}},
-		AvailableOnNodes: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
-		}}},
+		AvailableOnNodes: sel,
 	}
 	raw, err := json.Marshal(alloc)
 	if err != nil {

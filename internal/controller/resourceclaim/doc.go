@@ -20,13 +20,24 @@
 //     or once it is gone (its absence from the cache confirmed by a live
 //     read) and no node lists the claim as prepared for it in
 //     status.preparedResourceClaims (the pod's node read from the API
-//     server, or every node when the controller never saw the pod), or
-//     that node is deleted or tainted node.kubernetes.io/out-of-service;
-//     never while a node may still have the claim prepared. A force
+//     server, or every node when the controller never saw the pod); never
+//     while a node may still have the claim prepared, except by the
+//     fencing rule (fence.go): a claim of a pod gone, or being deleted with
+//     its toleration of the node's unreachable taint run out, on a node
+//     tainted node.kubernetes.io/unreachable, or of a pod on a node deleted
+//     or tainted node.kubernetes.io/out-of-service, is released at once
+//     when it holds only node-local devices, and when it holds devices
+//     other nodes can reach (fence.AllocationReachesOtherNodes) only once
+//     the node's last heartbeat is older than the fence time it records
+//     (annotation allot.dev/self-fence-after) plus Options.FenceMargin; a
+//     node that records none never has such a claim released this way.
+//     A deleted node's fence time and heartbeat are remembered; a pod's
+//     node the controller never knew is judged as deleted when the
+//     controller started, with the largest fence time known. A force
 //     deletion therefore waits for the node to stop the containers and
-//     unprepare; the claim gets a ReleaseWaitsForNode event saying so
-//     (release.go has the argument why no agent prepares after the
-//     controller looked).
+//     unprepare, or for the fence; the claim gets a ReleaseWaitsForNode
+//     event saying so (release.go has the argument why no agent prepares
+//     after the controller looked).
 //  3. Deallocation. A structured claim (delete-protection finalizer, no
 //     control-plane controller) that nobody reserves is deallocated when its
 //     allocation mode is WaitForFirstConsumer or it is being deleted: the

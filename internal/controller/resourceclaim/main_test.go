@@ -84,18 +84,22 @@ func newEnv(t *testing.T) *env {
 }
 
 // startController runs a controller until the returned stop is called or
-// the test ends.
-func (e *env) startController() (*Controller, func()) {
+// the test ends; tune changes its options.
+func (e *env) startController(tune ...func(*Options)) (*Controller, func()) {
 	e.t.Helper()
 	f := client.NewFactory(e.c, 0)
-	ctrl, err := New(e.c, f, Options{
+	opts := Options{
 		ResyncInterval: 200 * time.Millisecond,
 		MinRetryDelay:  20 * time.Millisecond,
 		MaxRetryDelay:  200 * time.Millisecond,
 		APITimeout:     10 * time.Second,
 		Registry:       prometheus.NewRegistry(),
 		Logger:         slog.New(slog.NewTextHandler(testWriter{e.t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	}
+	for _, t := range tune {
+		t(&opts)
+	}
+	ctrl, err := New(e.c, f, opts)
 	if err != nil {
 		e.t.Fatalf("New: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -47,16 +49,16 @@ func preparedClaimKeys(obj any) ([]string, error) {
 	return out, nil
 }
 
-// HoldsPrepared reports whether node keeps a claim's reservation for a
-// pod that is gone: it lists the claim as prepared for the pod and is not
-// out of service.
-func HoldsPrepared(node *corev1.Node, claimUID, podUID types.UID) bool {
-	return node != nil && !node.OutOfService() && node.Status.PreparedFor(claimUID, podUID)
+// listsPrepared reports whether node lists the claim with claimUID as
+// prepared for the pod with podUID.
+func listsPrepared(node *corev1.Node, claimUID, podUID types.UID) bool {
+	return node != nil && node.Status.PreparedFor(claimUID, podUID)
 }
 
 // addNodeHandlers indexes the nodes' prepared claims and enqueues the
-// claims a node stops holding (its list shrank, it was tainted out of
-// service, or it was deleted).
+// claims a node stops holding or may be released from by the fencing rule
+// (its list shrank, its taints changed, or it was deleted; a deleted
+// node's fence time and last heartbeat are remembered).
 func (c *Controller) addNodeHandlers() error {
 	if err := c.nodes.AddIndexers(cache.Indexers{preparedClaimIndex: preparedClaimKeys}); err != nil {
 		return fmt.Errorf("index nodes by prepared claims: %w", err)
@@ -68,9 +70,10 @@ func (c *Controller) addNodeHandlers() error {
 			if !ok1 || !ok2 {
 				return
 			}
+			tainted := !slices.Equal(old.Spec.Taints, cur.Spec.Taints)
 			for _, pc := range old.Status.PreparedResourceClaims {
 				now := cur.Status.PreparedClaim(pc.UID)
-				if now == nil || cur.OutOfService() || !slices.Equal(now.Pods, pc.Pods) {
+				if now == nil || tainted || !slices.Equal(now.Pods, pc.Pods) {
 					c.enqueueClaimNamed(pc.Namespace, pc.Name)
 				}
 			}
@@ -80,6 +83,7 @@ func (c *Controller) addNodeHandlers() error {
 				obj = t.Obj
 			}
 			if n, ok := obj.(*corev1.Node); ok {
+				c.rememberGoneNode(n)
 				for _, pc := range n.Status.PreparedResourceClaims {
 					c.enqueueClaimNamed(pc.Namespace, pc.Name)
 				}
@@ -120,8 +124,16 @@ func (c *Controller) rememberNode(pod *corev1.Pod) {
 }
 
 // forgetNodes drops the remembered nodes of pods that are neither in the
-// cache nor reserved by a claim of either version any more (at resync).
+// cache nor reserved by a claim of either version any more, and deleted
+// nodes whose fence acted an hour ago (at resync).
 func (c *Controller) forgetNodes() {
+	c.mu.Lock()
+	for name, g := range c.goneNodes {
+		if acted, _ := fence.Acted(g.fenceAfter, c.opts.FenceMargin+time.Hour, g.last, c.opts.Now()); acted {
+			delete(c.goneNodes, name)
+		}
+	}
+	c.mu.Unlock()
 	c.mu.Lock()
 	places := maps.Clone(c.podNodes)
 	c.mu.Unlock()
@@ -143,20 +155,21 @@ func (c *Controller) forgetNodes() {
 	}
 }
 
-// preparedOn returns the node that still holds the claim with claimUID
-// prepared for the gone pod with podUID, "" when none does. The watch
-// cache answers when it shows a node holding it (waiting longer is safe);
-// that no node does is confirmed by reads from the API server, made after
-// the pod was seen gone: the pod's node when it is known (a pod's node
-// never changes), otherwise every node.
-func (c *Controller) preparedOn(ctx context.Context, claimUID, podUID types.UID) (string, error) {
+// preparedOn returns the node that lists the claim with claimUID as
+// prepared for the gone pod with podUID, "" when none does; gone says the
+// pod's node (returned) is deleted. The watch cache answers when it shows
+// a node listing it (waiting longer is safe); that no node does is
+// confirmed by reads from the API server, made after the pod was seen
+// gone: the pod's node when it is known (a pod's node never changes),
+// otherwise every node.
+func (c *Controller) preparedOn(ctx context.Context, claimUID, podUID types.UID) (node string, gone bool, err error) {
 	cached, err := c.nodes.GetIndexer().ByIndex(preparedClaimIndex, string(claimUID))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	for _, obj := range cached {
-		if n, ok := obj.(*corev1.Node); ok && HoldsPrepared(n, claimUID, podUID) {
-			return n.Name, nil
+		if n, ok := obj.(*corev1.Node); ok && listsPrepared(n, claimUID, podUID) {
+			return n.Name, false, nil
 		}
 	}
 	c.mu.Lock()
@@ -168,43 +181,46 @@ func (c *Controller) preparedOn(ctx context.Context, claimUID, podUID types.UID)
 	if known {
 		n, err := c.c.Nodes().Get(gctx, nodeName)
 		if apierrors.IsNotFound(err) {
-			return "", nil
+			return nodeName, true, nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("read node %s: %w", nodeName, err)
+			return "", false, fmt.Errorf("read node %s: %w", nodeName, err)
 		}
-		if HoldsPrepared(n, claimUID, podUID) {
-			return n.Name, nil
+		if listsPrepared(n, claimUID, podUID) {
+			return n.Name, false, nil
 		}
-		return "", nil
+		return "", false, nil
 	}
 	list, err := c.c.Nodes().List(gctx, metav1.ListOptions{})
 	if err != nil {
-		return "", fmt.Errorf("list nodes: %w", err)
+		return "", false, fmt.Errorf("list nodes: %w", err)
 	}
 	for i := range list.Items {
-		if HoldsPrepared(&list.Items[i], claimUID, podUID) {
-			return list.Items[i].Name, nil
+		if listsPrepared(&list.Items[i], claimUID, podUID) {
+			return list.Items[i].Name, false, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
 }
 
-// noteWait records, once per claim, pod and node, a Normal event on the
-// claim saying what the release of a gone pod's reservation waits for
-// (describe claim shows it).
-func (c *Controller) noteWait(claim runtimeObject, ref string, podUID types.UID, node string) {
+// noteWait records, once per claim, pod, node and reason, a Normal event
+// on the claim saying what the release of a gone pod's reservation waits
+// for (describe claim shows it).
+func (c *Controller) noteWait(claim runtimeObject, ref string, podUID types.UID, node, why string) {
 	k := string(claim.GetUID()) + "/" + string(podUID)
 	c.mu.Lock()
-	seen := c.waitNoted[k] == node
-	c.waitNoted[k] = node
+	seen := c.waitNoted[k] == node+"/"+why
+	c.waitNoted[k] = node + "/" + why
 	c.mu.Unlock()
 	if seen || c.events == nil {
 		return
 	}
+	if node == "" {
+		node = "(unknown)"
+	}
 	c.events.Eventf(claim, corev1.EventTypeNormal, ReasonReleaseWaits,
-		"pod %s is gone; its reservation is released once node %s has unprepared the claim (or the node is deleted or tainted %s)",
-		ref, node, corev1.TaintNodeOutOfService)
+		"pod %s is gone; its reservation is released once node %s has unprepared the claim (or the node is deleted or tainted %s, subject to the fencing rule: %s)",
+		ref, node, corev1.TaintNodeOutOfService, why)
 }
 
 // runtimeObject is a claim of either version.

@@ -15,6 +15,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/controller/controllerutil"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/pkg/allocator"
 	"allot.dev/allot/pkg/client"
 )
@@ -175,7 +176,8 @@ func (c *Controller) syncClaimV1(ctx context.Context, ns, name string) error {
 	if resourcev1alpha2.IsView(claim) || c.cacheBehind(claim) {
 		return nil
 	}
-	drop, err := c.obsoleteReservations(ctx, claim, consumersV1(claim.Status.ReservedFor))
+	drop, err := c.obsoleteReservations(ctx, key{kindClaimV1, ns, name}, claim, consumersV1(claim.Status.ReservedFor),
+		fence.AllocationV1ReachesOtherNodes(claim.Status.Allocation))
 	if err != nil {
 		return err
 	}

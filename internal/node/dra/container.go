@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/node/pods"
 )
@@ -58,4 +60,26 @@ func (m *Manager) ContainerOptions(_ context.Context, pod *corev1.Pod, c *corev1
 		}
 	}
 	return pods.ContainerOptions{CDIDevices: devices}, nil
+}
+
+// HoldsMultiNode reports whether the pod uses a claim prepared here that
+// holds devices other nodes can reach: the node agent fences such pods.
+func (m *Manager) HoldsMultiNode(podUID types.UID) bool {
+	for _, rec := range m.store.podRecords(podUID) {
+		if rec.MultiNode {
+			return true
+		}
+	}
+	return false
+}
+
+// PreparedPods returns the UIDs of the pods the Manager holds prepared
+// claims for (from its checkpoint).
+func (m *Manager) PreparedPods() []types.UID {
+	keys := m.store.pods()
+	out := make([]types.UID, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k.UID)
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	drapb "allot.dev/allot/api/dra/v1alpha1"
 	"allot.dev/allot/api/resource/resourceconv"
+	"allot.dev/allot/internal/fence"
 )
 
 // podRef names a pod that uses a prepared claim; its namespace is the
@@ -84,6 +85,11 @@ type claimRecord struct {
 	Version string         `json:"version,omitempty"`
 	Handles []handleRecord `json:"handles"`
 	Pods    []podRef       `json:"pods"`
+	// MultiNode: the allocation holds devices other nodes can reach
+	// (fence.AllocationReachesOtherNodes of its v1alpha2 form), so the
+	// pods using it are fenced. Records of agents before the fence lack
+	// it (false).
+	MultiNode bool `json:"multiNode,omitempty"`
 }
 
 func (r *claimRecord) clone() claimRecord {
@@ -187,7 +193,8 @@ func (s *claimStore) attach(ns, podName string, podUID types.UID, ready []readyC
 		c := rc.claim
 		rec := s.claims[c.UID]
 		if rec == nil {
-			rec = &claimRecord{UID: c.UID, Namespace: c.Namespace, Name: c.Name, Version: rc.version}
+			rec = &claimRecord{UID: c.UID, Namespace: c.Namespace, Name: c.Name, Version: rc.version,
+				MultiNode: len(rc.handles) > 0 && fence.AllocationReachesOtherNodes(c.Status.Allocation)}
 			s.claims[c.UID] = rec
 			changed = true
 		}

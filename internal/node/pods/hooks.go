@@ -101,6 +101,9 @@ type ContainerOptions struct {
 	Devices     []runtime.Device
 	Annotations map[string]string
 	CDIDevices  []string
+	// Fence, when any configurer sets it, is the container's fence
+	// (runtime.ContainerSpec.Fence).
+	Fence *runtime.Fence
 }
 
 // ContainerConfigurer adds options to a container just before it is
@@ -122,10 +125,13 @@ type HealthReporter interface {
 const ReasonDeviceUnhealthy = "DeviceUnhealthy"
 
 // Failure is why a Monitor fails a pod: Reason (CamelCase) becomes the
-// pod's status.reason, Message (a sentence) its status.message.
+// pod's status.reason, Message (a sentence) its status.message. Grace,
+// when set, caps the grace period its containers are stopped with (the
+// node's fence must stop them within a bound).
 type Failure struct {
 	Reason  string
 	Message string
+	Grace   *time.Duration
 }
 
 // Monitor watches what a pod holds while it lives: it is asked on every

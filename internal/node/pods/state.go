@@ -52,6 +52,9 @@ type final struct {
 	// fromAPI: the pod had finished before this worker started; its
 	// status in the API is left as it is.
 	fromAPI bool
+	// grace caps the grace period of the containers' stop (a Monitor's
+	// Failure.Grace); nil: none.
+	grace *time.Duration
 }
 
 // ctr is a worker's memory of one container of its pod.

@@ -210,6 +210,7 @@ func (w *Worker) monitor(now time.Time) {
 		w.log.Warn("pod failed by a monitor", "reason", f.Reason, "message", f.Message)
 		w.event(corev1.EventTypeWarning, f.Reason, "%s", f.Message)
 		w.fail(now, f.Reason, f.Message)
+		w.final.grace = f.Grace
 		return
 	}
 }
@@ -270,6 +271,9 @@ func (w *Worker) containerSpec(ctx context.Context, c *ctr) (runtime.ContainerSp
 		rs.CDIDevices = append(rs.CDIDevices, o.CDIDevices...)
 		for k, v := range o.Annotations {
 			rs.Annotations[k] = v
+		}
+		if o.Fence != nil {
+			rs.Fence = o.Fence
 		}
 	}
 	if w.cfg.RootDir != "" {

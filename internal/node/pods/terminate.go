@@ -28,6 +28,9 @@ func (w *Worker) gracePeriod() time.Duration {
 	if m := w.cfg.Timing.MaxGracePeriod; m > 0 && d > m {
 		d = m
 	}
+	if w.final != nil && w.final.grace != nil && *w.final.grace < d {
+		d = max(*w.final.grace, 0)
+	}
 	return d
 }
 

@@ -60,6 +60,21 @@ type ContainerSpec struct {
 
 	// LogPath is the file the container's stdout and stderr go to.
 	LogPath string
+
+	// Fence, when set, asks the runtime to stop the container on its own
+	// once the node agent's local heartbeat is older than Fence.After,
+	// also while the agent is not running (runc: the container's shim
+	// does it). Runtimes without a process of their own per container
+	// (fake) ignore it: the agent's self-fence stops such containers.
+	Fence *Fence
+}
+
+// Fence is a container's fence: HeartbeatFile is a file the node agent
+// touches while it reaches the API server; once its modification time is
+// older than After, the container is killed.
+type Fence struct {
+	HeartbeatFile string
+	After         time.Duration
 }
 
 // State is a container's state.

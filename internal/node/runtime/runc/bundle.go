@@ -49,6 +49,11 @@ type record struct {
 	// Runc and RuncRoot are the binary and its --root, for the shim.
 	Runc     string `json:"runc"`
 	RuncRoot string `json:"runcRoot"`
+	// FenceFile and FenceAfter are the container's fence
+	// (runtime.ContainerSpec.Fence): the shim kills the container once
+	// FenceFile's modification time is older than FenceAfter.
+	FenceFile  string        `json:"fenceFile,omitempty"`
+	FenceAfter time.Duration `json:"fenceAfter,omitempty"`
 }
 
 // started is written by the shim once `runc start` succeeded.

@@ -214,6 +214,12 @@ func (r *Runtime) fillBundle(b bundle, id string, cs rt.ContainerSpec, img image
 		return fmt.Errorf("resolve log path: %w", err)
 	}
 	rec.LogPath = logPath
+	if f := cs.Fence; f != nil && f.HeartbeatFile != "" && f.After > 0 {
+		if rec.FenceFile, err = filepath.Abs(f.HeartbeatFile); err != nil {
+			return fmt.Errorf("resolve fence heartbeat file: %w", err)
+		}
+		rec.FenceAfter = f.After
+	}
 	if err := atomicfile.WriteJSON(b.path(recordFile), rec); err != nil {
 		return fmt.Errorf("write record: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,7 +114,52 @@ func runShim(b bundle, ready *os.File) error {
 		return err
 	}
 	report(ready, nil)
-	return atomicfile.WriteJSON(b.path(exitFile), waitInit(pid))
+	var fenced atomic.Bool
+	if rec.FenceFile != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchFence(rec.FenceFile, rec.FenceAfter, pid, &fenced, stop)
+	}
+	exit := waitInit(pid)
+	if fenced.Load() {
+		exit.Reason = ReasonFenced
+		exit.Message = fmt.Sprintf("killed by its shim: the node agent's heartbeat %s was older than the fence time %s", rec.FenceFile, rec.FenceAfter)
+	}
+	return atomicfile.WriteJSON(b.path(exitFile), exit)
+}
+
+// ReasonFenced is the reason of a container its shim killed because the
+// node agent's local heartbeat was older than the container's fence time.
+const ReasonFenced = "NodeFenced"
+
+// watchFence kills the container's init (and so its PID namespace) once
+// the heartbeat file is older than after (or gone), checking every tenth
+// of after (at most a second), until stop closes. The agent touches the
+// file while it reaches the API server; this holds the fence while the
+// agent is not running.
+func watchFence(file string, after time.Duration, pid int, fenced *atomic.Bool, stop <-chan struct{}) {
+	t := time.NewTicker(min(max(after/10, 10*time.Millisecond), time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			fi, err := os.Stat(file)
+			if err == nil && now.Sub(fi.ModTime()) <= after {
+				continue
+			}
+			why := fmt.Sprintf("it is %s old", now.Sub(fi.ModTime()).Round(time.Millisecond))
+			if err != nil {
+				why = err.Error()
+			}
+			fmt.Fprintf(os.Stderr, "%s runc-shim: fence: killing the container: heartbeat %s: %s (fence time %s)\n",
+				now.Format(time.RFC3339), file, why, after)
+			fenced.Store(true)
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return
+		}
+	}
 }
 
 // lockShim takes the bundle's shim lock for the shim's whole life; its
