@@ -47,14 +47,20 @@ func BenchmarkWrite(b *testing.B) {
 	)
 	claims := path1("default", "resourceclaims")
 	// Each run of a sub-benchmark (Go runs each more than once) writes
-	// objects of its own: obj names them.
+	// objects of its own, obj(name, i) for its i-th write: a ring of
+	// them, so that the watch cache has seen a write before the next
+	// write of the same object reads it (a stale read would retry, and
+	// the numbers would depend on timing).
+	const ring = 32
 	var seq int
-	obj := func(name string) string { return fmt.Sprintf("%s-%d", name, seq) }
-	run := func(name string, setup func(b *testing.B), op func(b *testing.B, i int)) {
+	obj := func(name string, i int) string { return fmt.Sprintf("%s-%d-%d", name, seq, i%ring) }
+	run := func(name string, setup func(b *testing.B, i int), op func(b *testing.B, i int)) {
 		b.Run(name, func(b *testing.B) {
 			seq++
 			if setup != nil {
-				setup(b)
+				for i := range ring {
+					setup(b, i)
+				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -69,46 +75,47 @@ func BenchmarkWrite(b *testing.B) {
 		return string(mustJSONb(p))
 	}
 	run("pod/create", nil, func(b *testing.B, i int) {
-		serve(b, "POST", pods, js, podJSON(fmt.Sprintf("%s-%d", obj("c"), i), i), 201)
+		serve(b, "POST", pods, js, podJSON(fmt.Sprintf("c-%d-%d", seq, i), i), 201)
 	})
-	run("pod/update", func(b *testing.B) {
-		serve(b, "POST", pods, js, podJSON(obj("u"), 0), 201)
+	run("pod/update", func(b *testing.B, i int) {
+		serve(b, "POST", pods, js, podJSON(obj("u", i), 0), 201)
 	}, func(b *testing.B, i int) {
-		serve(b, "PUT", pods+"/"+obj("u"), js, podJSON(obj("u"), i+1), 200)
+		serve(b, "PUT", pods+"/"+obj("u", i), js, podJSON(obj("u", i), i+1), 200)
 	})
-	run("pod/patch", func(b *testing.B) {
-		serve(b, "POST", pods, js, podJSON(obj("p"), 0), 201)
+	run("pod/patch", func(b *testing.B, i int) {
+		serve(b, "POST", pods, js, podJSON(obj("p", i), 0), 201)
 	}, func(b *testing.B, i int) {
-		serve(b, "PATCH", pods+"/"+obj("p"), merge, fmt.Sprintf(`{"metadata":{"labels":{"i":"%d"}}}`, i+1), 200)
+		serve(b, "PATCH", pods+"/"+obj("p", i), merge, fmt.Sprintf(`{"metadata":{"labels":{"i":"%d"}}}`, i+1), 200)
 	})
-	run("pod/status", func(b *testing.B) {
-		serve(b, "POST", pods, js, podJSON(obj("s"), 0), 201)
+	run("pod/status", func(b *testing.B, i int) {
+		serve(b, "POST", pods, js, podJSON(obj("s", i), 0), 201)
 	}, func(b *testing.B, i int) {
-		serve(b, "PATCH", pods+"/"+obj("s")+"/status", merge, fmt.Sprintf(
+		serve(b, "PATCH", pods+"/"+obj("s", i)+"/status", merge, fmt.Sprintf(
 			`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","message":"%d"}]}}`, i), 200)
 	})
-	run("pod/apply", nil, func(b *testing.B, i int) {
-		serve(b, "PATCH", pods+"/"+obj("a")+"?fieldManager=bench", apply, fmt.Sprintf(
-			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"i":"%d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, obj("a"), i), ifFirst(i, 201, 200))
-	})
+	applyPod := func(b *testing.B, i, label, code int) {
+		serve(b, "PATCH", pods+"/"+obj("a", i)+"?fieldManager=bench", apply, fmt.Sprintf(
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"i":"%d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, obj("a", i), label), code)
+	}
+	run("pod/apply", func(b *testing.B, i int) { applyPod(b, i, 0, 201) }, func(b *testing.B, i int) { applyPod(b, i, i+1, 200) })
 	claimJSON := func(name string, i int) string {
 		c := v1Claim(name)
 		c.Labels["i"] = fmt.Sprint(i)
 		return string(mustJSONb(c))
 	}
 	run("claim/create", nil, func(b *testing.B, i int) {
-		serve(b, "POST", claims, js, claimJSON(fmt.Sprintf("%s-%d", obj("c"), i), i), 201)
+		serve(b, "POST", claims, js, claimJSON(fmt.Sprintf("c-%d-%d", seq, i), i), 201)
 	})
-	run("claim/update", func(b *testing.B) {
-		serve(b, "POST", claims, js, claimJSON(obj("u"), 0), 201)
+	run("claim/update", func(b *testing.B, i int) {
+		serve(b, "POST", claims, js, claimJSON(obj("u", i), 0), 201)
 	}, func(b *testing.B, i int) {
-		serve(b, "PUT", claims+"/"+obj("u"), js, claimJSON(obj("u"), i+1), 200)
+		serve(b, "PUT", claims+"/"+obj("u", i), js, claimJSON(obj("u", i), i+1), 200)
 	})
 	// allocated creates a claim and allocates it on node n1 through a
 	// pod's binding, as the scheduler does.
-	allocated := func(base string) func(b *testing.B) {
-		return func(b *testing.B) {
-			name := obj(base)
+	allocated := func(base string) func(b *testing.B, i int) {
+		return func(b *testing.B, i int) {
+			name := obj(base, i)
 			serve(b, "POST", claims, js, claimJSON(name, 0), 201)
 			pod := makePod(name).claim(name).obj()
 			serve(b, "POST", pods, js, string(mustJSONb(pod)), 201)
@@ -131,20 +138,13 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	serve(b, "POST", "/api/v1/nodes", js, string(mustJSONb(makeNode("n1", nil))), 201)
 	run("claim/status", allocated("s"), func(b *testing.B, i int) {
-		serve(b, "PATCH", claims+"/"+obj("s")+"/status", merge, fmt.Sprintf(
+		serve(b, "PATCH", claims+"/"+obj("s", i)+"/status", merge, fmt.Sprintf(
 			`{"status":{"devices":[{"driver":"gpu.example.com","pool":"n1","device":"gpu-0","conditions":[{"type":"Ready","status":"True","reason":"Up","message":"%d","lastTransitionTime":"2026-01-01T00:00:00Z"}]}]}}`, i), 200)
 	})
 	run("claim/applystatus", allocated("as"), func(b *testing.B, i int) {
-		serve(b, "PATCH", claims+"/"+obj("as")+"/status?fieldManager=gpu.example.com&force=true", apply, fmt.Sprintf(
-			`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"%s"},"status":{"devices":[{"driver":"gpu.example.com","pool":"n1","device":"gpu-0","conditions":[{"type":"Ready","status":"True","reason":"Up","message":"%d","lastTransitionTime":"2026-01-01T00:00:00Z"}]}]}}`, obj("as"), i), 200)
+		serve(b, "PATCH", claims+"/"+obj("as", i)+"/status?fieldManager=gpu.example.com&force=true", apply, fmt.Sprintf(
+			`{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"%s"},"status":{"devices":[{"driver":"gpu.example.com","pool":"n1","device":"gpu-0","conditions":[{"type":"Ready","status":"True","reason":"Up","message":"%d","lastTransitionTime":"2026-01-01T00:00:00Z"}]}]}}`, obj("as", i), i), 200)
 	})
-}
-
-func ifFirst(i, first, then int) int {
-	if i == 0 {
-		return first
-	}
-	return then
 }
 
 // writeBenchPod is bench's benchPod: one container with requests.
