@@ -345,7 +345,12 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 	default:
 		unchanged = "Status"
 	}
-	l, o := comparedParts(live, obj, unchanged)
+	l, o := live, obj
+	if acc, err := meta.Accessor(live); err == nil && acc.GetUID() != "" {
+		// An update: a create's live object is empty, nothing in it
+		// equal to leave out.
+		l, o = comparedParts(live, obj, unchanged)
+	}
 	out := fm.UpdateNoErrors(l, o, manager)
 	from, err := meta.Accessor(out)
 	if err != nil {

@@ -64,9 +64,11 @@ func BenchmarkWrite(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
+			c0 := processCPU()
 			for i := range b.N {
 				op(b, i)
 			}
+			reportCPU(b, c0)
 		})
 	}
 	podJSON := func(name string, i int) string {
