@@ -28,6 +28,7 @@ func TestComparedPartsGiveTheSameManagedFields(t *testing.T) {
 	pods := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
 	claims := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
 	leases := testAPI.reg.get(gvrOf(coordinationv1.SchemeGroupVersion, "leases"))
+	events := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "events"))
 	widgets := listMapKind(t, "things")
 
 	pod := storedPod(t, pods)
@@ -39,6 +40,11 @@ func TestComparedPartsGiveTheSameManagedFields(t *testing.T) {
 		"metadata": map[string]any{"name": "w", "namespace": "default", "uid": "u2", "labels": map[string]any{"a": "1", "b": "2"}},
 		"spec":     map[string]any{"ports": []any{map[string]any{"name": "http", "port": int64(80)}}, "selector": map[string]any{"x": "1"}, "size": "s"},
 	}})
+	event := stored(t, events, "", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: "default", UID: "u3"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default", UID: "p1"},
+		Reason:         "Scheduled", Message: "on n1", Count: 1, Type: corev1.EventTypeNormal,
+		FirstTimestamp: metav1.Unix(100, 0), LastTimestamp: metav1.Unix(100, 0), ReportingController: "scheduler"})
+	e := func(f func(e *corev1.Event)) runtime.Object { x := event.DeepCopy(); f(x); return x }
 	untracked := pod.DeepCopy()
 	untracked.ManagedFields = nil
 
@@ -101,6 +107,12 @@ func TestComparedPartsGiveTheSameManagedFields(t *testing.T) {
 			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Unix(110, 0)}
 			return l
 		}()},
+		{"event repeated", events, "", event, e(func(e *corev1.Event) { e.Count = 2; e.LastTimestamp = metav1.Unix(110, 0) })},
+		{"event object's field path", events, "", event, e(func(e *corev1.Event) { e.InvolvedObject.FieldPath = "spec" })},
+		{"event related and message", events, "", event, e(func(e *corev1.Event) {
+			e.Related = &corev1.ObjectReference{Kind: "Node", Name: "n1"}
+			e.Message = ""
+		})},
 		{"custom resource entry added", widgets, "", widget, w(func(m map[string]any) {
 			spec := m["spec"].(map[string]any)
 			spec["ports"] = append(spec["ports"].([]any), map[string]any{"name": "https", "port": int64(443)})
