@@ -250,10 +250,8 @@ func ValidateQuantitiesAsWritten(obj any, data []byte) field.ErrorList {
 	if !found {
 		return nil // most writes: no quantity set, no second decode
 	}
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
+	raw, err := writtenParts(reflect.TypeOf(obj), data)
+	if err != nil {
 		return nil // the decoder that made obj accepted it; nothing to compare
 	}
 	var errs field.ErrorList
@@ -272,6 +270,89 @@ func ValidateQuantitiesAsWritten(obj any, data []byte) field.ErrorList {
 	})
 	return errs
 }
+
+// writtenParts decodes data, a JSON object of type t, generically, but
+// only its top-level fields that can hold a quantity (walkWritten reads
+// no other): the rest, metadata with its managedFields above all, is
+// only scanned, not turned into maps.
+func writtenParts(t reflect.Type, data []byte) (any, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return decodeNumbers(data)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		// A Decoder takes the first value and leaves what follows, as
+		// the whole body's decode did; Unmarshal saves it a copy.
+		top = nil
+		if err := json.NewDecoder(bytes.NewReader(data)).Decode(&top); err != nil {
+			return nil, err
+		}
+	}
+	if top == nil {
+		return nil, nil
+	}
+	names := quantityFieldNames(t)
+	if names[""] { // an inline map or list: every key may hold one
+		return decodeNumbers(data)
+	}
+	out := map[string]any{}
+	for name := range names {
+		r, ok := top[name]
+		if !ok {
+			continue
+		}
+		v, err := decodeNumbers(r)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func decodeNumbers(data []byte) (any, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// quantityFieldNames are the JSON names of struct type t's fields, its
+// inline structs' included, whose types can hold a quantity.
+func quantityFieldNames(t reflect.Type) map[string]bool {
+	if v, ok := quantityNames.Load(t); ok {
+		return v.(map[string]bool)
+	}
+	names := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, inline := jsonName(f)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case name == "-":
+		case inline && ft.Kind() == reflect.Struct:
+			for n := range quantityFieldNames(ft) {
+				names[n] = true
+			}
+		case typeHoldsQuantity(f.Type):
+			names[name] = true
+		}
+	}
+	quantityNames.Store(t, names)
+	return names
+}
+
+var quantityNames sync.Map // reflect.Type → map[string]bool
 
 // walkWritten walks a decoded object and its generic JSON side by side.
 func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *resource.Quantity, string)) {

@@ -114,3 +114,33 @@ func TestQuantityTextsBeforeDecoding(t *testing.T) {
 		t.Fatalf("long text: %v", errs)
 	}
 }
+
+// The as-written check decodes only the top-level fields that can hold a
+// quantity (writtenParts); it answers as a decode of the whole body:
+// metadata with managedFields, a status, fields in another case, a
+// duplicate key and trailing text change nothing.
+func TestQuantitiesAsWrittenReadsOnlyQuantityFields(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0.0000000001")}}}}}}
+	const spec = `"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"0.0000000001"}}}]}`
+	for name, body := range map[string]string{
+		"plain":          `{` + spec + `}`,
+		"managedFields":  `{"metadata":{"name":"p","managedFields":[{"manager":"m","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:containers":{}}}}]},` + spec + `,"status":{"phase":"Running"}}`,
+		"duplicate spec": `{"spec":{"containers":[]},` + spec + `}`,
+		"trailing text":  `{` + spec + `} trailing`,
+	} {
+		errs := ValidateQuantitiesAsWritten(pod, []byte(body))
+		if len(errs) != 1 || errs[0].Field != "spec.containers[0].resources.requests[cpu]" {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	for name, body := range map[string]string{
+		"spec in another case": `{"Spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"0.0000000001"}}}]}}`,
+		"not an object":        `[` + `{` + spec + `}]`,
+		"null":                 `null`,
+	} {
+		if errs := ValidateQuantitiesAsWritten(pod, []byte(body)); len(errs) != 0 {
+			t.Errorf("%s: %v, want none (as a decode of the whole body reads it)", name, errs)
+		}
+	}
+}

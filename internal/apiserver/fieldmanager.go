@@ -3,9 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -219,8 +217,12 @@ func (c kindConvertor) ConvertToVersion(in runtime.Object, target runtime.GroupV
 		return nil, runtime.NewNotRegisteredGVKErrForTarget("allot", in.GetObjectKind().GroupVersionKind(), target)
 	}
 	u, isU := in.(*unstructured.Unstructured)
+	if !isU {
+		in.GetObjectKind().SetGroupVersionKind(c.k.gvk)
+		return in, nil
+	}
 	out := c.k.newObj()
-	if _, typed := out.(*unstructured.Unstructured); !isU || typed {
+	if _, custom := out.(*unstructured.Unstructured); custom {
 		in.GetObjectKind().SetGroupVersionKind(c.k.gvk)
 		return in, nil
 	}
@@ -318,11 +320,13 @@ func parseForce(v string) (bool, error) {
 // manager changed from live (an empty object for a create), in obj's
 // metadata.managedFields.
 //
-// For a kind with a status subresource the comparison leaves out the
-// part the write cannot change, which prepareUpdate copied from live and
-// the field manager ignores (resetFields): status for the main resource,
-// spec for status. The result is the same; the comparison of, say, a
-// pod's status write no longer walks its spec.
+// The field manager compares copies of both objects without the parts
+// that cannot add a field to its sets (comparedParts,
+// fieldmanager_compare.go): for a kind with a status subresource the
+// part the write cannot change (status for the main resource, spec for
+// status), and the fields equal in both. The result is the same; the
+// comparison of, say, a pod's status write walks neither its spec nor
+// its unchanged container statuses.
 func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, manager string) (runtime.Object, error) {
 	fm, err := k.fieldManager(sub)
 	if err != nil {
@@ -333,18 +337,21 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
 	live.GetObjectKind().SetGroupVersionKind(k.gvk)
-	if !k.hasStatus {
-		out := fm.UpdateNoErrors(live, obj, manager)
-		if reflect.TypeOf(out) != reflect.TypeOf(obj) {
-			return kindConvertor{k}.ConvertToVersion(out, k.gvk.GroupVersion())
-		}
-		return out, nil
-	}
-	unchanged := "Status"
-	if sub == "status" {
+	unchanged := ""
+	switch {
+	case !k.hasStatus:
+	case sub == "status":
 		unchanged = "Spec"
+	default:
+		unchanged = "Status"
 	}
-	out := fm.UpdateNoErrors(without(live, unchanged), without(obj, unchanged), manager)
+	l, o := live, obj
+	if acc, err := meta.Accessor(live); err == nil && acc.GetUID() != "" {
+		// An update: a create's live object is empty, nothing in it
+		// equal to leave out.
+		l, o = comparedParts(live, obj, unchanged)
+	}
+	out := fm.UpdateNoErrors(l, o, manager)
 	from, err := meta.Accessor(out)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -355,33 +362,4 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 	}
 	to.SetManagedFields(from.GetManagedFields())
 	return obj, nil
-}
-
-// without returns a copy of obj without its top-level field (Go name;
-// JSON name in lower case for custom resources), sharing the rest.
-// Metadata is copied one level deep: the field manager replaces the
-// copy's managedFields.
-func without(obj runtime.Object, field string) runtime.Object {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		m := make(map[string]any, len(u.Object))
-		for key, v := range u.Object {
-			if key != strings.ToLower(field) {
-				m[key] = v
-			}
-		}
-		if md, ok := m["metadata"].(map[string]any); ok {
-			m["metadata"] = maps.Clone(md)
-		}
-		return &unstructured.Unstructured{Object: m}
-	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return obj
-	}
-	c := reflect.New(v.Elem().Type())
-	c.Elem().Set(v.Elem())
-	if f := c.Elem().FieldByName(field); f.IsValid() && f.CanSet() {
-		f.Set(reflect.Zero(f.Type()))
-	}
-	return c.Interface().(runtime.Object)
 }
