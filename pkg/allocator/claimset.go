@@ -48,19 +48,10 @@ var claimSetGen atomic.Uint64
 
 // NodeClaims are the claims allocated on one node, by their structured
 // handles, in no particular order. A ClaimSet derived by Update shares
-// the entries of the nodes whose claims did not change, and with them
-// the state remembered with SetState.
+// the entries of the nodes whose claims did not change.
 type NodeClaims struct {
 	Claims []*resourceapi.ResourceClaim
-	state  atomic.Pointer[NodeState]
 }
-
-// State returns the state remembered for the node, or nil.
-func (n *NodeClaims) State() *NodeState { return n.state.Load() }
-
-// SetState remembers a state built from n.Claims, for State. Whoever
-// reads it checks it still fits (model, node object).
-func (n *NodeClaims) SetState(st *NodeState) { n.state.Store(st) }
 
 // NewClaimSet indexes claims. nodes are the slices by node: every node
 // there has an entry in the allocated index (Allocated), claims or
@@ -136,6 +127,15 @@ func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
 // claim. The claims allocated per node are updated for the claims that
 // changed instead of indexed again, and the result's Parent is s.
 func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
+	return s.UpdateTouching(upd, nil)
+}
+
+// UpdateTouching is Update, and also lists the nodes among the ones the
+// result touched (Touched): nodes whose allocations changed through
+// claims the set does not hold, such as resource.k8s.io/v1 claims on
+// seed devices, so that what reads the ancestry (a scheduler's answer
+// reuse) sees them change.
+func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, nodes []string) *ClaimSet {
 	s.once.Do(s.indexAllocated)
 	out := &ClaimSet{nodes: s.nodes, gen: claimSetGen.Add(1)}
 	// Per node touched: the claims that leave its list and those that join.
@@ -165,6 +165,9 @@ func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
 		for _, n := range AllocatedNodes(c) {
 			at(n).add = append(at(n).add, c)
 		}
+	}
+	for _, n := range nodes {
+		at(n)
 	}
 	out.claims = s.claims.with(setClaims, delClaims)
 	out.generated = s.generatedWith(setClaims, delClaims)

@@ -18,7 +18,7 @@ import (
 // devices of both APIs (the nodes' NodeResourceSlices and the v1
 // ResourceSlices, tainted by Snapshot.TaintRules) and one V1State that
 // counts the claims of both versions; v1 claims holding seed devices
-// count on the seed NodeStates through V1Inventory.SeedAllocations. A pod
+// count on the seed NodeStates through seedAllocations. A pod
 // with claims of both versions fits a node when both parts do, the v1
 // part after the seed part's choice. Seed-only simulations build none of
 // this.
@@ -127,7 +127,7 @@ func (s *Simulation) inventory() *V1Inventory {
 // for the seed NodeStates, by node.
 func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
-	for _, v := range inv.SeedAllocations(claims...) {
+	for _, v := range seedAllocations(inv, claims...) {
 		for _, n := range AllocatedNodes(v) {
 			out[n] = append(out[n], v)
 		}
@@ -347,6 +347,50 @@ func v1AllocatedNodes(a *resourcev1.AllocationResult) []string {
 				out = append(out, f.Values...)
 			}
 		}
+	}
+	return out
+}
+
+// seedAllocations is what the v1 claims hold of projected seed devices
+// as v1alpha2 allocations: the bridge the scheduler used before the one
+// device-use state, kept for the Simulation's seed NodeStates until it
+// counts on the one state too (docs/decisions.md, "Still to do after
+// (b)"): for each claim with such devices, a claim of the same namespace
+// and name whose allocation has a structured handle per driver and node
+// listing the instances. Admin-access results are left out.
+func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		var handles []resourceapi.ResourceHandle
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			if !ok || inv.devs[x].d.SeedInstance == "" {
+				continue
+			}
+			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
+				return h.DriverName == r.Driver && h.StructuredData.NodeName == r.Pool
+			})
+			if i < 0 {
+				i = len(handles)
+				handles = append(handles, resourceapi.ResourceHandle{DriverName: r.Driver, StructuredData: &resourceapi.StructuredResourceHandle{
+					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
+			}
+			p := handles[i].StructuredData.Partitionable
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+		}
+		if len(handles) == 0 {
+			continue
+		}
+		sc := &resourceapi.ResourceClaim{}
+		sc.Namespace, sc.Name, sc.UID = c.Namespace, c.Name, c.UID
+		sc.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: handles}
+		out = append(out, sc)
 	}
 	return out
 }

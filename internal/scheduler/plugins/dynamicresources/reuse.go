@@ -28,7 +28,9 @@ import (
 //	   WithClaims start a new line (allocator.ClaimSet.Gen numbers every
 //	   Objects in the process) [TestReuseNeedsAnAncestor]
 //	R4 no WithClaimUpdates link since then touched the node (changed its
-//	   allocated claims) [TestReuseSkipsTouchedNodes]
+//	   allocated claims) [TestReuseSkipsTouchedNodes], nor a
+//	   WithClaimChanges link through a v1 claim on the node's seed
+//	   devices [TestReuseSkipsNodesTouchedByV1Claims]
 //	R5 the node has no claims of pods in flight in this cycle: such nodes
 //	   are neither answered from nor remembered [TestReuseSkipsNodesWithPodsInFlight]
 //	R6 the ancestry is kept maxAncestry links long (WithClaimUpdates cuts

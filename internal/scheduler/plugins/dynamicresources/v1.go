@@ -26,9 +26,10 @@ import (
 // part with allocator.AllocateV1 over one device inventory: v1
 // ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
 // both in memory, and the binding carries both, fenced per (node,
-// driver) alike. A v1 claim allocated on a seed slice's devices counts on
-// the seed side as its v1alpha2 view (resourceconv), so neither API hands
-// out a device the other one did.
+// driver) alike. Device use is one state for both versions
+// (allocator.V1State, the v1Objects' base state): the seed side reads a
+// node's state from it (V1State.SeedNodeState), so neither API hands out
+// a device the other one did.
 
 // v1Objects are the v1 part of Objects. The inventory is shared by the
 // Objects of one listing; the base state, which counts the seed claims
@@ -51,6 +52,13 @@ type v1Shared struct {
 type v1Inventory struct {
 	slices []*resourcev1.ResourceSlice
 	seed   []*resourceapi.NodeResourceSlice
+	// seedless leaves the seed slices out of the inventory while no v1
+	// claim is known: only v1 claims allocate seed devices as v1 devices,
+	// and the one state counts v1alpha2 claims by their instance IDs
+	// without the inventory, so a seed-only cluster does not project its
+	// slices. The first v1 claim event brings a full inventory
+	// (WithClaimChanges).
+	seedless bool
 	// model is the Objects' compiled Model of a node's seed slices: the
 	// inventory's seed devices come from the same Model the seed path
 	// allocates on, compiled once.
@@ -66,12 +74,19 @@ type v1StateHolder struct {
 	once       sync.Once
 	state      atomic.Pointer[allocator.V1State] // set once built
 	seedClaims func() []*resourceapi.ResourceClaim
-	// from, when set, is the built state of the Objects this one follows
-	// and delta the claims that changed since: the state is derived from
-	// it instead of counting every claim again.
-	from  *allocator.V1State
-	delta claimDelta
+	// from, when set, is the built state of an Objects this one follows
+	// and deltas the claim changes since, in order: the state is derived
+	// from it instead of counting every claim again. Never modified once
+	// the holder is shared, so that following may read them while the
+	// state is being built.
+	from   *allocator.V1State
+	deltas []claimDelta
 }
+
+// maxPendingDeltas bounds the claim changes a chain of Objects whose
+// state nobody asked for (answer reuse took every node) carries: at the
+// bound the state is derived at once.
+const maxPendingDeltas = 16
 
 // claimDelta is what changed between two Objects' claims, for their v1
 // base states: the claims counted before (removed) and after (added).
@@ -96,17 +111,33 @@ func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
 
 // following returns the holder of the Objects that follow v after the
 // claim changes delta, with these seed claims: its state is derived from
-// v's when v's was built, and built afresh otherwise.
+// the last built state of v's line, and built afresh when there is none.
 func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, delta claimDelta) *v1StateHolder {
 	h := &v1StateHolder{seedClaims: seedClaims}
-	if from := v.st.built(); from != nil {
-		h.from, h.delta = from, delta
+	switch from := v.st.built(); {
+	case from != nil:
+		h.from, h.deltas = from, []claimDelta{delta}
+	case v.st.from != nil:
+		h.from, h.deltas = v.st.from, append(slices.Clip(v.st.deltas), delta)
+		if len(h.deltas) >= maxPendingDeltas {
+			h.state.Store(h.derive())
+			h.from, h.deltas = nil, nil
+		}
 	}
 	return h
 }
 
+// derive applies the pending deltas to from.
+func (h *v1StateHolder) derive() *allocator.V1State {
+	st := h.from
+	for _, d := range h.deltas {
+		st = st.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed)
+	}
+	return st
+}
+
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules}, classes: map[string]*resourcev1.DeviceClass{},
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules, seedless: len(l.V1Claims) == 0}, classes: map[string]*resourcev1.DeviceClass{},
 		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
 	for _, c := range l.DeviceClasses {
 		v.classes[c.Name] = c
@@ -129,7 +160,7 @@ func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClai
 // keepInventory hands prev's inventory on to v when the slices are the
 // same objects.
 func (v *v1Objects) keepInventory(prev *v1Objects) {
-	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) && sameSet(prev.inv.rules, v.inv.rules) {
+	if prev != nil && prev.inv.seedless == v.inv.seedless && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) && sameSet(prev.inv.rules, v.inv.rules) {
 		v.inv = prev.inv
 	}
 }
@@ -137,7 +168,11 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 func (v *v1Shared) inventory() *allocator.V1Inventory {
 	h := v.inv
 	h.once.Do(func() {
-		h.inv = allocator.NewV1InventoryTainted(h.slices, h.seed, h.model, h.rules)
+		seed := h.seed
+		if h.seedless {
+			seed = nil
+		}
+		h.inv = allocator.NewV1InventoryTainted(h.slices, seed, h.model, h.rules)
 		h.local = map[[2]string]bool{}
 		for _, p := range h.inv.Pools() {
 			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
@@ -154,11 +189,12 @@ func (v *v1Shared) localPool(driver, pool string) bool {
 
 func (v *v1Objects) baseState() *allocator.V1State {
 	h := v.st
+	if st := h.built(); st != nil {
+		return st
+	}
 	h.once.Do(func() {
 		if h.from != nil {
-			d := h.delta
-			h.state.Store(h.from.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed))
-			h.from, h.delta = nil, claimDelta{}
+			h.state.Store(h.derive())
 			return
 		}
 		inv := v.inventory()
@@ -198,84 +234,16 @@ func generatedKeyV1(c *resourcev1.ResourceClaim) string {
 // V1GeneratedKey is generatedKeyV1, for the scheduler's v1 claim informer.
 func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(c) }
 
-// seedViews are the v1alpha2 views of the v1 claims allocated devices of
-// seed slices (a pool named after a node with seed slices of the
-// driver), holding only those devices: the seed side's node states count
-// them as used.
-func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice, cache *viewCache) []*resourceapi.ResourceClaim {
-	var out []*resourceapi.ResourceClaim
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		if v, ok := cache.get(c); ok {
-			if v != nil {
-				out = append(out, v)
-			}
-			continue
-		}
-		var keep []resourcev1.DeviceRequestAllocationResult
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue // admin access does not use the device up
-			}
-			if slices.ContainsFunc(seed[r.Pool], func(s *resourceapi.NodeResourceSlice) bool { return s.Spec.DriverName == r.Driver }) {
-				keep = append(keep, r)
-			}
-		}
-		var view *resourceapi.ResourceClaim
-		if len(keep) > 0 {
-			cp := c.DeepCopy()
-			cp.Status.Allocation.Devices.Results = keep
-			view = resourceconv.ClaimToV1alpha2(cp)
-			out = append(out, view)
-		}
-		cache.put(c, view)
-	}
-	return out
-}
-
-// viewCache remembers the seed view of each v1 claim object (nil: none),
-// so that a relist converts only the claims that changed. Next hands the
-// entries of the claims still listed on while the seed slices are the
-// same objects.
-type viewCache struct {
-	prev, cur map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim
-}
-
-func newViewCache(prev *viewCache) *viewCache {
-	c := &viewCache{cur: map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim{}}
-	if prev != nil {
-		c.prev = prev.cur
-	}
-	return c
-}
-
-func (c *viewCache) get(claim *resourcev1.ResourceClaim) (*resourceapi.ResourceClaim, bool) {
-	v, ok := c.prev[claim]
-	if ok {
-		c.cur[claim] = v
-	}
-	return v, ok
-}
-
-func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.ResourceClaim) {
-	c.cur[claim] = view
-}
-
 // WithClaimChanges returns the Objects that follow o after claim events
 // of both versions: upd maps namespace/name to the claim as the v1alpha2
 // informer now holds it (nil: gone from it), updV1 likewise for the v1
-// informer. A key is stored in one version at a time; the claim set gets,
-// per key, the v1alpha2 claim, else the seed view of the v1 claim (its
-// devices on seed slices), else nothing, and an unchanged v1alpha2 claim
-// is never replaced by a v1 event of its name. (So a name that moves to
-// v1 gets its view when the v1alpha2 claim's deletion is seen, whichever
-// event comes first.) The v1 claims and their
-// generated index are copied with the changes; the inventory and classes
-// are shared with o. Like WithClaimUpdates, a steady rate of v1 claim
-// events costs the events and one copy of the v1 claim maps, not a
-// listing of every DRA object.
+// informer. The claim set gets upd; the v1 claims and their generated
+// index are copied with updV1's changes; the one device-use state follows
+// both; the inventory and classes are shared with o. The seed nodes where
+// a changed v1 claim held or holds devices count as touched in the claim
+// set's ancestry (answer reuse reads it). Like WithClaimUpdates, a steady
+// rate of v1 claim events costs the events and one copy of the v1 claim
+// maps, not a listing of every DRA object.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
 	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
@@ -285,11 +253,15 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 		v.claims = maps.Clone(o.v1.claims)
 		v.generated = maps.Clone(o.v1.generated)
 	}
+	var delta claimDelta
+	var touched []string
 	for k, c := range updV1 {
 		if old := v.claims[k]; old != nil {
 			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
 				delete(v.generated, g)
 			}
+			delta.removeV1 = append(delta.removeV1, old)
+			touched = o.seedNodesOf(old, touched)
 		}
 		if c == nil {
 			delete(v.claims, k)
@@ -299,54 +271,45 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 		if g := generatedKeyV1(c); g != "" {
 			v.generated[g] = c.Name
 		}
+		delta.addV1 = append(delta.addV1, c)
+		touched = o.seedNodesOf(c, touched)
 	}
-	set := make(map[string]*resourceapi.ResourceClaim, len(upd)+len(updV1))
 	for k, c := range upd {
-		set[k] = c
-	}
-	for k := range updV1 {
-		if c, changed := upd[k]; changed && c != nil {
-			continue // stored as v1alpha2 now
-		}
-		if _, changed := upd[k]; !changed {
-			ns, name, _ := strings.Cut(k, "/")
-			if cur, ok := o.claims.Claim(ns, name); ok && !resourceapi.IsView(cur) {
-				continue // an unchanged v1alpha2 claim of that name stays
-			}
-		}
-		set[k] = nil
-	}
-	for k, c := range set {
-		if c != nil {
-			continue
-		}
-		if c1 := v.claims[k]; c1 != nil {
-			// A fresh cache: the incremental path must not grow the
-			// listing's cache with every claim version.
-			if views := seedViews([]*resourcev1.ResourceClaim{c1}, o.slices, newViewCache(nil)); len(views) > 0 {
-				set[k] = views[0]
-			}
-		}
-	}
-	var delta claimDelta
-	for k, c := range updV1 {
-		if old := o.v1.claims[k]; old != nil {
-			delta.removeV1 = append(delta.removeV1, old)
-		}
-		if c != nil {
-			delta.addV1 = append(delta.addV1, c)
-		}
-	}
-	for k, c := range set {
 		ns, name, _ := strings.Cut(k, "/")
 		old, _ := o.claims.Claim(ns, name)
 		delta.seed(old, c)
 	}
 	out := *o
 	out.revision = revision
-	out.claims = o.claims.Update(set)
+	out.claims = o.claims.UpdateTouching(upd, touched)
+	if v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil }) {
+		// The first v1 claim: the seed slices join the inventory, and
+		// the one state is counted afresh over it.
+		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
+		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{seedClaims: out.claims.Claims}}
+		return &out
+	}
 	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
 	return &out
+}
+
+// seedNodesOf appends to nodes the nodes with seed slices among the
+// pools of the v1 claim's allocated devices (a projected seed pool is
+// named after its node), admin access aside: the nodes whose seed state
+// the claim changes.
+func (o *Objects) seedNodesOf(c *resourcev1.ResourceClaim, nodes []string) []string {
+	if c.Status.Allocation == nil {
+		return nodes
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		if _, ok := o.slices[r.Pool]; ok && !slices.Contains(nodes, r.Pool) {
+			nodes = append(nodes, r.Pool)
+		}
+	}
+	return nodes
 }
 
 // V1Claim returns the v1 claim namespace/name.
@@ -364,11 +327,7 @@ func (o *Objects) ClaimAnyVersion(namespace, name string) (*resourceapi.Resource
 	if c, ok := o.V1Claim(namespace, name); ok {
 		return resourceconv.ClaimToV1alpha2(c), true
 	}
-	c, ok := o.Claim(namespace, name)
-	if ok && resourceapi.IsView(c) {
-		return nil, false
-	}
-	return c, ok
+	return o.Claim(namespace, name)
 }
 
 // memClaimV1 is memClaim for a v1 claim.
@@ -380,17 +339,13 @@ type memClaimV1 struct {
 
 // v1Part is the v1 side of one cycle's state.
 type v1Part struct {
-	claims []allocator.V1Claim
-	req    *allocator.V1Request
-	extra  []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
-	// seedExtra are the in-memory v1alpha2 allocations of pods in flight
-	// (their seed devices are v1 devices too).
-	seedExtra []*resourceapi.ResourceClaim
-	results   []*allocator.V1Result // by snapshot position
-	mu        sync.Mutex
-	chosen    []*resourcev1.ResourceClaim
-	newly     []bool
-	node      string // Reserve's
+	claims  []allocator.V1Claim
+	req     *allocator.V1Request
+	results []*allocator.V1Result // by snapshot position
+	mu      sync.Mutex
+	chosen  []*resourcev1.ResourceClaim
+	newly   []bool
+	node    string // Reserve's
 }
 
 // v1Node is the node Reserve chose for the v1 claims ("" without).
@@ -401,28 +356,10 @@ func (s *stateData) v1Node() string {
 	return s.v1.node
 }
 
-// inflightSeedAllocationsV1 returns the seed allocations (v1alpha2 form,
-// allocator.V1Inventory.SeedAllocations) of the in-memory v1 claims of
-// pods in flight whose allocation the objects do not show yet, in key
-// order.
-func (o *Objects) inflightSeedAllocationsV1(overlayV1 map[string]*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
-	if o.v1 == nil || len(overlayV1) == 0 {
-		return nil
-	}
-	var inflight []*resourcev1.ResourceClaim
-	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
-		if cur, ok := o.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
-			continue // counted on its node already
-		}
-		inflight = append(inflight, overlayV1[k])
-	}
-	return o.v1.inventory().SeedAllocations(inflight...)
-}
-
-// ownSeedAllocations are the pod's v1alpha2 claims as Reserve allocates
-// them on node i of the snapshot (nil when they were not checked there,
-// do not fit, or there are none).
-func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
+// ownSeedResults are the allocations Reserve makes for the pod's
+// v1alpha2 claims on node i of the snapshot (nil when they were not
+// checked there, do not fit, or there are none).
+func (s *stateData) ownSeedResults(i int) []*resourceapi.AllocationResult {
 	if s.req == nil || len(s.req.Claims()) == 0 || i < 0 {
 		return nil
 	}
@@ -430,16 +367,7 @@ func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
 	if res == nil || !res.Fits {
 		return nil
 	}
-	allocs := res.For(s.req).Build()
-	var out []*resourceapi.ResourceClaim
-	for j, c := range s.req.Claims() {
-		if j < len(allocs) && allocs[j] != nil {
-			claim := c.Claim.DeepCopy()
-			claim.Status.Allocation = allocs[j]
-			out = append(out, claim)
-		}
-	}
-	return out
+	return res.For(s.req).Build()
 }
 
 // overlayV1 returns the in-memory v1 claims of other pods in flight,
@@ -526,15 +454,11 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 		return r, nil
 	}
 	v.mu.Unlock()
-	st := s.objects.v1.baseState()
-	seed := v.seedExtra
-	if own := s.ownSeedAllocations(i); len(own) > 0 {
+	st := s.cycle.state()
+	if own := s.ownSeedResults(i); len(own) > 0 {
 		// The pod's own v1alpha2 claims, as Reserve will allocate them
 		// on this node, hold their devices for its v1 claims.
-		seed = append(slices.Clone(seed), own...)
-	}
-	if len(v.extra) > 0 || len(seed) > 0 {
-		st = st.WithChanges(nil, v.extra, nil, seed)
+		st = st.WithSeedResults(own...)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
@@ -643,7 +567,7 @@ func (v *v1Part) clone() *v1Part {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, seedExtra: v.seedExtra, results: slices.Clone(v.results),
+	return &v1Part{claims: v.claims, req: v.req, results: slices.Clone(v.results),
 		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
 }
 
