@@ -78,9 +78,10 @@ func (l *layered[K, V]) keys() []K {
 }
 
 // clone returns an independent copy in O(1): both maps copy the shared
-// delta on their next write.
+// delta on their next write. A delta map is shared even when it is empty
+// (its keys set, then deleted): a write into it would show in both.
 func (l *layered[K, V]) clone() *layered[K, V] {
-	if len(l.delta) > 0 {
+	if l.delta != nil {
 		l.shared = true
 	}
 	out := *l
@@ -128,7 +129,7 @@ func (l *layered[K, V]) fold() {
 // is: it copies l's delta on its first write. For maps that are never
 // written again once another version is derived from them (V1State's).
 func (l *layered[K, V]) derived() *layered[K, V] {
-	return &layered[K, V]{base: l.base, delta: l.delta, n: l.n, shared: len(l.delta) > 0}
+	return &layered[K, V]{base: l.base, delta: l.delta, n: l.n, shared: l.delta != nil}
 }
 
 // with returns the version with set's keys set and del's keys removed
