@@ -110,6 +110,7 @@ func TestReuseNeedsAnAncestor(t *testing.T) {
 		held bool
 	}{
 		{"WithClaimUpdates (the parent)", func(o *Objects) *Objects { return update(o) }, true},
+		{"WithClaimChanges (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", nil, nil) }, true},
 		{"WithClaims, which starts a new line", func(o *Objects) *Objects { return o.WithClaims() }, false},
 		{"Next, which starts a new line", func(o *Objects) *Objects { return o.Next(Lists{}) }, false},
 		{"unrelated Objects", func(*Objects) *Objects { return NewObjects(Lists{}) }, false},
