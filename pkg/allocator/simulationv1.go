@@ -23,12 +23,6 @@ import (
 // part after the seed part's choice. Seed-only simulations build none of
 // this.
 
-// simV1 is what a Simulation and its clones share of the v1 objects.
-type simV1 struct {
-	classes   map[string]*resourcev1.DeviceClass
-	templates map[string]*resourcev1.ResourceClaimTemplate // namespace/name
-}
-
 // simDerived is the inventory and base v1 state of one version of a
 // simulation's nodes, slices and claims, built on first use (Filter may
 // run concurrently) and replaced, never changed, when they change: after
@@ -45,17 +39,6 @@ type simDerived struct {
 type simInv struct {
 	once sync.Once
 	inv  *V1Inventory
-}
-
-func newSimV1(snap *Snapshot) *simV1 {
-	v := &simV1{classes: map[string]*resourcev1.DeviceClass{}, templates: map[string]*resourcev1.ResourceClaimTemplate{}}
-	for _, c := range snap.DeviceClasses {
-		v.classes[c.Name] = c
-	}
-	for _, t := range snap.V1ClaimTemplates {
-		v.templates[t.Namespace+"/"+t.Name] = t
-	}
-	return v
 }
 
 func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
@@ -184,7 +167,7 @@ func (s *Simulation) prepareV1(pod *corev1.Pod, names []string) *V1Request {
 		c, _ := s.v1claims.get(pod.Namespace + "/" + n)
 		claims = append(claims, V1Claim{Claim: c})
 	}
-	return PrepareV1(pod, claims, func(name string) *resourcev1.DeviceClass { return s.v1.classes[name] })
+	return PrepareV1(pod, claims, s.cat.DeviceClass)
 }
 
 // filterBoth is filter for a pod with claims of both versions: the seed
@@ -303,7 +286,7 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 // (and no v1alpha2 template has its name): a v1 claim named POD-ENTRY
 // (NewClaimFromTemplateV1). It reports whether it recorded the entry.
 func (s *Simulation) generateV1(out *corev1.Pod, pc corev1.PodResourceClaim) bool {
-	tmpl := s.v1.templates[out.Namespace+"/"+*pc.ResourceClaimTemplateName]
+	tmpl := s.cat.V1ClaimTemplate(out.Namespace, *pc.ResourceClaimTemplateName)
 	if tmpl == nil {
 		return false
 	}

@@ -57,12 +57,12 @@ type Lists struct {
 type Objects struct {
 	revision string
 	slices   map[string][]*resourceapi.NodeResourceSlice  // by node
-	catalog  *allocator.Catalog                           // classes, parameters, vendor objects; carried over by Next while they are unchanged
+	catalog  *allocator.Catalog                           // classes (both versions), parameters, vendor objects; carried over by Next while they are unchanged
 	claims   *allocator.ClaimSet                          // with the claims allocated per node and the ancestry answer reuse reads (reuse.go)
 	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
-	v1       *v1Objects                                   // v1 slices, classes and claims, and the one device-use state (v1.go)
+	v1       *v1Objects                                   // v1 slices and claims, and the one device-use state (v1.go)
 }
 
 // maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
@@ -78,7 +78,7 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	if cat == nil {
 		cat = allocator.NewCatalog(&allocator.Snapshot{
 			Classes: l.Classes, ClassParameters: l.ClassParameters, ClaimParameters: l.ClaimParameters,
-			VendorParameters: l.Vendor,
+			VendorParameters: l.Vendor, DeviceClasses: l.DeviceClasses,
 		})
 	}
 	o := &Objects{
@@ -319,7 +319,8 @@ func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stat
 func (o *Objects) Next(l Lists) *Objects {
 	var cat *allocator.Catalog
 	if in := o.catalog.Inputs(); sameSet(in.Classes, l.Classes) && sameSet(in.ClassParameters, l.ClassParameters) &&
-		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) {
+		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) &&
+		sameSet(in.DeviceClasses, l.DeviceClasses) {
 		cat = o.catalog
 	}
 	n := newObjects(l, cat, o)

@@ -41,7 +41,6 @@ type v1Objects struct {
 
 type v1Shared struct {
 	inv       *v1Inventory
-	classes   map[string]*resourcev1.DeviceClass
 	claims    map[string]*resourcev1.ResourceClaim // namespace/name
 	generated map[string]string                    // podUID/entry -> claim name
 	admin     map[string]bool                      // namespaces allowing admin access
@@ -137,11 +136,8 @@ func (h *v1StateHolder) derive() *allocator.V1State {
 }
 
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules, seedless: len(l.V1Claims) == 0}, classes: map[string]*resourcev1.DeviceClass{},
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules, seedless: len(l.V1Claims) == 0},
 		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
-	for _, c := range l.DeviceClasses {
-		v.classes[c.Name] = c
-	}
 	for _, c := range l.V1Claims {
 		v.claims[c.Namespace+"/"+c.Name] = c
 		if k := generatedKeyV1(c); k != "" {
@@ -407,7 +403,7 @@ func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
 	var waiting []string
 	for _, c := range v.claims {
 		for _, class := range deviceClassesOf(c.Claim) {
-			if _, ok := s.objects.v1.classes[class]; !ok {
+			if s.objects.catalog.DeviceClass(class) == nil {
 				waiting = append(waiting, s.wait(allocator.ReasonClassNotFound, claimKeyV1(c.Claim),
 					fmt.Sprintf("device class %s of claim %s", class, claimKeyV1(c.Claim))))
 			}
@@ -416,7 +412,7 @@ func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
 	if len(waiting) > 0 {
 		return framework.NewStatus(framework.Wait, waiting...)
 	}
-	v.req = allocator.PrepareV1(pod, v.claims, func(name string) *resourcev1.DeviceClass { return s.objects.v1.classes[name] })
+	v.req = allocator.PrepareV1(pod, v.claims, s.objects.catalog.DeviceClass)
 	if rs := v.req.Unresolvable(); len(rs) > 0 {
 		s.reasons = append(s.reasons, rs...)
 		return podLevelStatus(rs)
