@@ -69,9 +69,11 @@
 //     ResourceSlices and the seed slices as v1 devices) and the claims of
 //     both versions; Score averages both parts; Reserve, the binding and
 //     the fences carry both. DeviceClasses are in the Objects' catalog
-//     with the seed classes (allocator.Catalog.DeviceClass). A v1 claim
-//     event touches, for answer reuse, the nodes whose seed devices it
-//     holds or held. Answer reuse is off for pods with v1 claims (R10).
+//     with the seed classes (allocator.Catalog.DeviceClass), v1 claims in
+//     its claim set with the seed claims (allocator.ClaimSet.V1Claim). A
+//     v1 claim event touches, for answer reuse, the nodes whose seed
+//     devices it holds or held. Answer reuse is off for pods with v1
+//     claims (R10).
 //   - DeviceTaintRules (Lists.TaintRules) taint the devices of both
 //     versions they select: the nodes' models are compiled with them
 //     (allocator.NewModelTainted) and so is the inventory

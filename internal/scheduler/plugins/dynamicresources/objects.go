@@ -108,8 +108,8 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 		o.v1.keepInventory(prev.v1)
 	}
 	claims := l.Claims
-	o.claims = allocator.NewClaimSet(claims, o.slices)
-	o.v1 = o.v1.withSeedClaims(o.claims.Claims)
+	o.claims = allocator.NewClaimSet(claims, o.slices, l.V1Claims...)
+	o.v1 = o.v1.withClaims(o.claims)
 	return o
 }
 
@@ -125,7 +125,7 @@ func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 		old, _ := o.claims.Claim(c.Namespace, c.Name)
 		delta.seed(old, c)
 	}
-	out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims.Claims, delta)}
+	out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
 	return &out
 }
 
@@ -147,7 +147,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 			old, _ := o.claims.Claim(ns, name)
 			delta.seed(old, c)
 		}
-		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims.Claims, delta)}
+		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
 	}
 	return &out
 }

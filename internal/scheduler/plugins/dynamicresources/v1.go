@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -31,19 +30,18 @@ import (
 // node's state from it (V1State.SeedNodeState), so neither API hands out
 // a device the other one did.
 
-// v1Objects are the v1 part of Objects. The inventory is shared by the
-// Objects of one listing; the base state, which counts the seed claims
-// too, belongs to one Objects (WithClaimUpdates changes those claims).
+// v1Objects are the v1 part of Objects (the v1 claims are in the Objects'
+// claim set). The inventory is shared by the Objects of one listing; the
+// base state, which counts the claims of both versions, belongs to one
+// Objects (claim events change those claims).
 type v1Objects struct {
 	*v1Shared
 	st *v1StateHolder
 }
 
 type v1Shared struct {
-	inv       *v1Inventory
-	claims    map[string]*resourcev1.ResourceClaim // namespace/name
-	generated map[string]string                    // podUID/entry -> claim name
-	admin     map[string]bool                      // namespaces allowing admin access
+	inv   *v1Inventory
+	admin map[string]bool // namespaces allowing admin access
 }
 
 // v1Inventory is the device inventory of one set of slices, built once on
@@ -70,9 +68,9 @@ type v1Inventory struct {
 }
 
 type v1StateHolder struct {
-	once       sync.Once
-	state      atomic.Pointer[allocator.V1State] // set once built
-	seedClaims func() []*resourceapi.ResourceClaim
+	once   sync.Once
+	state  atomic.Pointer[allocator.V1State] // set once built
+	claims *allocator.ClaimSet               // what a state built afresh counts
 	// from, when set, is the built state of an Objects this one follows
 	// and deltas the claim changes since, in order: the state is derived
 	// from it instead of counting every claim again. Never modified once
@@ -109,10 +107,10 @@ func (d *claimDelta) seed(old, cur *resourceapi.ResourceClaim) {
 func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
 
 // following returns the holder of the Objects that follow v after the
-// claim changes delta, with these seed claims: its state is derived from
-// the last built state of v's line, and built afresh when there is none.
-func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, delta claimDelta) *v1StateHolder {
-	h := &v1StateHolder{seedClaims: seedClaims}
+// claim changes delta, with these claims: its state is derived from the
+// last built state of v's line, and built afresh when there is none.
+func (v *v1Objects) following(claims *allocator.ClaimSet, delta claimDelta) *v1StateHolder {
+	h := &v1StateHolder{claims: claims}
 	switch from := v.st.built(); {
 	case from != nil:
 		h.from, h.deltas = from, []claimDelta{delta}
@@ -137,20 +135,13 @@ func (h *v1StateHolder) derive() *allocator.V1State {
 
 func newV1Objects(l Lists) *v1Objects {
 	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules, seedless: len(l.V1Claims) == 0},
-		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
-	for _, c := range l.V1Claims {
-		v.claims[c.Namespace+"/"+c.Name] = c
-		if k := generatedKeyV1(c); k != "" {
-			v.generated[k] = c.Name
-		}
-	}
+		admin: l.AdminNamespaces}
 	return &v1Objects{v1Shared: v, st: &v1StateHolder{}}
 }
 
-// withSeedClaims is v with a base state to be built from these seed
-// claims.
-func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClaim) *v1Objects {
-	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{seedClaims: seedClaims}}
+// withClaims is v with a base state to be built from these claims.
+func (v *v1Objects) withClaims(claims *allocator.ClaimSet) *v1Objects {
+	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{claims: claims}}
 }
 
 // keepInventory hands prev's inventory on to v when the slices are the
@@ -195,80 +186,50 @@ func (v *v1Objects) baseState() *allocator.V1State {
 		}
 		inv := v.inventory()
 		var seed []*resourceapi.ResourceClaim
-		if h.seedClaims != nil {
-			for _, c := range h.seedClaims() {
+		var all []*resourcev1.ResourceClaim
+		if h.claims != nil {
+			for _, c := range h.claims.Claims() {
 				if !resourceapi.IsView(c) {
 					seed = append(seed, c)
 				}
 			}
+			all = h.claims.V1Claims()
 		}
-		all := make([]*resourcev1.ResourceClaim, 0, len(v.claims))
-		for _, c := range v.claims {
-			all = append(all, c)
-		}
-		slices.SortFunc(all, func(a, b *resourcev1.ResourceClaim) int {
-			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-		})
 		h.state.Store(allocator.NewV1State(inv, all, seed))
 	})
 	return h.state.Load()
 }
 
-// generatedKeyV1 is allocator.GeneratedKey for a v1 claim.
-func generatedKeyV1(c *resourcev1.ResourceClaim) string {
-	if c.DeletionTimestamp != nil {
-		return ""
-	}
-	entry, ok := c.Annotations[resourceapi.PodClaimNameAnnotation]
-	ref := controllerOf(c.OwnerReferences)
-	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID == "" {
-		return ""
-	}
-	return allocator.EntryKey(ref.UID, entry)
-}
-
-// V1GeneratedKey is generatedKeyV1, for the scheduler's v1 claim informer.
-func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(c) }
+// V1GeneratedKey is allocator.GeneratedKeyV1, for the scheduler's v1
+// claim informer.
+var V1GeneratedKey = allocator.GeneratedKeyV1
 
 // WithClaimChanges returns the Objects that follow o after claim events
 // of both versions: upd maps namespace/name to the claim as the v1alpha2
 // informer now holds it (nil: gone from it), updV1 likewise for the v1
-// informer. The claim set gets upd; the v1 claims and their generated
-// index are copied with updV1's changes; the one device-use state follows
-// both; the inventory and classes are shared with o. The seed nodes where
-// a changed v1 claim held or holds devices count as touched in the claim
-// set's ancestry (answer reuse reads it). Like WithClaimUpdates, a steady
-// rate of v1 claim events costs the events and one copy of the v1 claim
-// maps, not a listing of every DRA object.
+// informer. The claim set gets both (allocator.ClaimSet.UpdateTouching);
+// the one device-use state follows them; the inventory and catalog are
+// shared with o. The seed nodes where a changed v1 claim held or holds
+// devices count as touched in the claim set's ancestry (answer reuse
+// reads it). Like WithClaimUpdates, a steady rate of claim events of
+// either version costs the events, not a listing of every DRA object nor
+// a copy of every claim.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
 	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
 	}
 	v := *o.v1.v1Shared
-	if len(updV1) > 0 {
-		v.claims = maps.Clone(o.v1.claims)
-		v.generated = maps.Clone(o.v1.generated)
-	}
 	var delta claimDelta
 	var touched []string
 	for k, c := range updV1 {
-		if old := v.claims[k]; old != nil {
-			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
-				delete(v.generated, g)
-			}
+		if old, ok := o.claims.V1Claim(k); ok {
 			delta.removeV1 = append(delta.removeV1, old)
 			touched = o.seedNodesOf(old, touched)
 		}
-		if c == nil {
-			delete(v.claims, k)
-			continue
+		if c != nil {
+			delta.addV1 = append(delta.addV1, c)
+			touched = o.seedNodesOf(c, touched)
 		}
-		v.claims[k] = c
-		if g := generatedKeyV1(c); g != "" {
-			v.generated[g] = c.Name
-		}
-		delta.addV1 = append(delta.addV1, c)
-		touched = o.seedNodesOf(c, touched)
 	}
 	for k, c := range upd {
 		ns, name, _ := strings.Cut(k, "/")
@@ -277,15 +238,15 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 	}
 	out := *o
 	out.revision = revision
-	out.claims = o.claims.UpdateTouching(upd, touched)
+	out.claims = o.claims.UpdateTouching(upd, updV1, touched)
 	if v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil }) {
 		// The first v1 claim: the seed slices join the inventory, and
 		// the one state is counted afresh over it.
 		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
-		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{seedClaims: out.claims.Claims}}
+		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{claims: out.claims}}
 		return &out
 	}
-	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
+	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims, delta)}
 	return &out
 }
 
@@ -310,11 +271,7 @@ func (o *Objects) seedNodesOf(c *resourcev1.ResourceClaim, nodes []string) []str
 
 // V1Claim returns the v1 claim namespace/name.
 func (o *Objects) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
-	if o.v1 == nil {
-		return nil, false
-	}
-	c, ok := o.v1.claims[namespace+"/"+name]
-	return c, ok
+	return o.claims.V1Claim(namespace + "/" + name)
 }
 
 // ClaimAnyVersion returns a claim of either version, a v1 claim as its
@@ -386,11 +343,7 @@ func (p *DynamicResources) overlayV1(objs *Objects, self string) map[string]*res
 }
 
 func (o *Objects) v1ClaimByKey(key string) (*resourcev1.ResourceClaim, bool) {
-	if o.v1 == nil {
-		return nil, false
-	}
-	c, ok := o.v1.claims[key]
-	return c, ok
+	return o.claims.V1Claim(key)
 }
 
 // prepareV1 resolves the v1 claims PreFilter found: their classes must
@@ -536,24 +489,10 @@ func (s *stateData) fenceKeysV1(node string) [][2]string {
 // local to one node (internal/apiserver.SharedFenceNode).
 const SharedFenceNode = "_shared"
 
-// controllerOf returns the controlling owner reference, or nil.
-func controllerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	for i := range refs {
-		if refs[i].Controller != nil && *refs[i].Controller {
-			return &refs[i]
-		}
-	}
-	return nil
-}
-
 // GeneratedClaimV1 returns the name of the v1 claim generated for the
 // entry of the pod with that UID, if there is one.
 func (o *Objects) GeneratedClaimV1(podUID types.UID, entry string) (string, bool) {
-	if o.v1 == nil {
-		return "", false
-	}
-	n, ok := o.v1.generated[allocator.EntryKey(podUID, entry)]
-	return n, ok
+	return o.claims.GeneratedV1(podUID, entry)
 }
 
 // clone copies the part for a cloned cycle state.
