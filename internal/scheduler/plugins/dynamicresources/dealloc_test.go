@@ -17,14 +17,14 @@ import (
 // v1GPUs is a resource.k8s.io/v1 slice of driver's two GPUs on node n1
 // (pool n1), as a kubelet plugin publishes them, with class gpu-v1 and
 // the v1 claims; no seed slices.
-func v1GPUs(t *testing.T, claims ...*resourcev1.ResourceClaim) dynamicresources.Lists {
+func v1GPUs(claims ...*resourcev1.ResourceClaim) dynamicresources.Lists {
 	node := "n1"
 	return dynamicresources.Lists{
 		V1Slices: []*resourcev1.ResourceSlice{{ObjectMeta: metav1.ObjectMeta{Name: "n1-gpus"},
 			Spec: resourcev1.ResourceSliceSpec{Driver: driver, NodeName: &node,
 				Pool:    resourcev1.ResourcePool{Name: "n1", Generation: 1, ResourceSliceCount: 1},
 				Devices: []resourcev1.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}},
-		DeviceClasses: mixedLists(t, nil).DeviceClasses,
+		DeviceClasses: []*resourcev1.DeviceClass{gpuV1Class()},
 		V1Claims:      claims,
 		Revision:      "7",
 	}
@@ -53,7 +53,7 @@ func TestV1ClaimDeallocatedBeforeAPodNeedsItsDevice(t *testing.T) {
 	ctx := context.Background()
 	p := dynamicresources.New()
 	n1 := schedtest.MakeNode("n1").Obj()
-	objs := dynamicresources.NewObjects(v1GPUs(t, v1Claim("a"), v1Claim("shared"), v1Pair("pair")))
+	objs := dynamicresources.NewObjects(v1GPUs(v1Claim("a"), v1Claim("shared"), v1Pair("pair")))
 	rev := 10
 	snap := func() *framework.Snapshot {
 		return framework.NewSnapshot([]*corev1.Node{n1}, nil).WithExtension(dynamicresources.Name, objs)
@@ -130,7 +130,7 @@ func TestV1ClaimDeallocatedBeforeAPodNeedsItsDevice(t *testing.T) {
 	}
 	schedule(podUsing("pair", "pair"))
 
-	fresh := dynamicresources.NewObjects(v1GPUs(t, freed, v1Pair("pair")))
+	fresh := dynamicresources.NewObjects(v1GPUs(freed, v1Pair("pair")))
 	for _, d := range []string{"gpu-0", "gpu-1"} {
 		if got, want := dynamicresources.V1InUse(objs, driver, "n1", d), dynamicresources.V1InUse(fresh, driver, "n1", d); got != want {
 			t.Errorf("%s in use %v after the events, %v counted afresh", d, got, want)

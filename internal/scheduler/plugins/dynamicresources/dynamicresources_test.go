@@ -566,10 +566,15 @@ func v1Claim(name string) *resourcev1.ResourceClaim {
 // for them, and the claims of both versions.
 func mixedLists(t *testing.T, claims []*resourceapi.ResourceClaim, v1Claims ...*resourcev1.ResourceClaim) dynamicresources.Lists {
 	l := baseLists(t, claims...)
-	l.DeviceClasses = []*resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v1"},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}}
+	l.DeviceClasses = []*resourcev1.DeviceClass{gpuV1Class()}
 	l.V1Claims = v1Claims
 	return l
+}
+
+// gpuV1Class is DeviceClass gpu-v1: every device of the driver.
+func gpuV1Class() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v1"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
 }
 
 // A seed GPU is one device for both APIs: what pods in flight hold in

@@ -55,7 +55,7 @@ func TestTaintRulesReachTheModels(t *testing.T) {
 func TestTaintRulesBeforeTheFirstV1Claim(t *testing.T) {
 	for name, lists := range map[string]func() dynamicresources.Lists{
 		"seed GPUs": func() dynamicresources.Lists { return mixedLists(t, nil) },
-		"v1 GPUs":   func() dynamicresources.Lists { return v1GPUs(t) },
+		"v1 GPUs":   func() dynamicresources.Lists { return v1GPUs() },
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := lists()
