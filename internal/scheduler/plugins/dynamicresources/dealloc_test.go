@@ -3,6 +3,8 @@ package dynamicresources_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -134,6 +136,87 @@ func TestV1ClaimDeallocatedBeforeAPodNeedsItsDevice(t *testing.T) {
 	for _, d := range []string{"gpu-0", "gpu-1"} {
 		if got, want := dynamicresources.V1InUse(objs, driver, "n1", d), dynamicresources.V1InUse(fresh, driver, "n1", d); got != want {
 			t.Errorf("%s in use %v after the events, %v counted afresh", d, got, want)
+		}
+	}
+}
+
+// TestV1StateFollowsEventsLikeARecount applies random v1 claim events
+// (created, allocated, freed, deleted) to a line of Objects, building the
+// base state after some of them and not others (pending deltas), and runs
+// cycles with another pod's claim held in memory in between (their cycle
+// states derive from the base state): after every step the derived state
+// counts each GPU as in use exactly when indexing the claims afresh does.
+func TestV1StateFollowsEventsLikeARecount(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	gpus := []string{"gpu-0", "gpu-1"}
+	claims := map[string]*resourcev1.ResourceClaim{} // the truth, by name
+	lists := func() dynamicresources.Lists {
+		var l []*resourcev1.ResourceClaim
+		for _, c := range claims {
+			l = append(l, c)
+		}
+		return v1GPUs(l...)
+	}
+	n1 := schedtest.MakeNode("n1").Obj()
+	objs := dynamicresources.NewObjects(lists())
+	p := dynamicresources.New()
+	for step := range 400 {
+		name := fmt.Sprintf("c-%d", rng.IntN(4))
+		cur, exists := claims[name]
+		var next *resourcev1.ResourceClaim
+		switch {
+		case !exists:
+			next = v1Claim(name)
+		case cur.Status.Allocation == nil && rng.IntN(2) == 0:
+			free := slices.DeleteFunc(slices.Clone(gpus), func(g string) bool {
+				for _, c := range claims {
+					if c.Status.Allocation != nil && c.Status.Allocation.Devices.Results[0].Device == g {
+						return true
+					}
+				}
+				return false
+			})
+			if len(free) == 0 {
+				next = cur
+				break
+			}
+			next = v1OnGPU(name, "n1", free[rng.IntN(len(free))], "")
+		case cur.Status.Allocation != nil && rng.IntN(2) == 0:
+			next = v1Claim(name) // freed
+		}
+		if next != nil {
+			next = next.DeepCopy()
+			next.ResourceVersion = fmt.Sprint(100 + step)
+			claims[name] = next
+		} else {
+			delete(claims, name)
+		}
+		objs = objs.WithClaimChanges(fmt.Sprint(100+step), nil, map[string]*resourcev1.ResourceClaim{"default/" + name: next})
+		if rng.IntN(3) == 0 {
+			continue // state not built: the next Objects carries a pending delta
+		}
+		if c, ok := claims["c-3"]; ok && c.Status.Allocation == nil && rng.IntN(2) == 0 {
+			// A pod holds c-3 in memory while another pod's cycle runs.
+			snap := framework.NewSnapshot([]*corev1.Node{n1}, nil).WithExtension(dynamicresources.Name, objs)
+			holder := podUsing("holder", "c-3")
+			state := framework.NewCycleState()
+			if st := p.PreFilter(ctx, state, holder, snap); st.IsSuccess() {
+				ni, _ := snap.Get("n1")
+				if p.Filter(ctx, state, holder, ni).IsSuccess() && p.Reserve(ctx, state, holder, "n1").IsSuccess() {
+					other := framework.NewCycleState()
+					if st := p.PreFilter(ctx, other, podUsing("other", "c-3"), snap); st.IsSuccess() {
+						p.Filter(ctx, other, podUsing("other", "c-3"), ni)
+					}
+					p.Unreserve(ctx, state, holder, "n1")
+				}
+			}
+		}
+		fresh := dynamicresources.NewObjects(lists())
+		for _, g := range gpus {
+			if got, want := dynamicresources.V1InUse(objs, driver, "n1", g), dynamicresources.V1InUse(fresh, driver, "n1", g); got != want {
+				t.Fatalf("step %d (%s): %s in use %v after the events, %v counted afresh", step, name, g, got, want)
+			}
 		}
 	}
 }
