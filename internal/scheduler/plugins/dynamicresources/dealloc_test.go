@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/internal/scheduler/schedtest"
@@ -140,63 +141,109 @@ func TestV1ClaimDeallocatedBeforeAPodNeedsItsDevice(t *testing.T) {
 	}
 }
 
-// TestV1StateFollowsEventsLikeARecount applies random v1 claim events
+// TestOneStateFollowsEventsLikeARecount applies random claim events
 // (created, allocated, freed, deleted) to a line of Objects, building the
 // base state after some of them and not others (pending deltas), and runs
 // cycles with another pod's claim held in memory in between (their cycle
 // states derive from the base state): after every step the derived state
-// counts each GPU as in use exactly when indexing the claims afresh does.
-func TestV1StateFollowsEventsLikeARecount(t *testing.T) {
+// counts each GPU as in use exactly when indexing the claims afresh does,
+// for the v1 side (V1InUse) and the seed side (the node's seed state).
+// Variants: a v1 slice's GPUs with v1 claims; the seed GPUs with claims of
+// both versions on them (one device-use state).
+func TestOneStateFollowsEventsLikeARecount(t *testing.T) {
+	for name, mixed := range map[string]bool{"v1 GPUs": false, "seed GPUs, claims of both versions": true} {
+		for seed := range uint64(8) {
+			t.Run(fmt.Sprintf("%s/seed %d", name, seed), func(t *testing.T) { testOneStateFollowsEvents(t, mixed, seed) })
+		}
+	}
+}
+
+func testOneStateFollowsEvents(t *testing.T, mixed bool, seed uint64) {
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(3, 4))
+	rng := rand.New(rand.NewPCG(seed, 4))
 	gpus := []string{"gpu-0", "gpu-1"}
-	claims := map[string]*resourcev1.ResourceClaim{} // the truth, by name
+	// The truth, by name: "c-*" are v1 claims, "s-*" v1alpha2 ones.
+	v1Claims := map[string]*resourcev1.ResourceClaim{}
+	seedClaims := map[string]*resourceapi.ResourceClaim{}
 	lists := func() dynamicresources.Lists {
 		var l []*resourcev1.ResourceClaim
-		for _, c := range claims {
+		for _, c := range v1Claims {
 			l = append(l, c)
 		}
-		return v1GPUs(l...)
+		if !mixed {
+			return v1GPUs(l...)
+		}
+		var sl []*resourceapi.ResourceClaim
+		for _, c := range seedClaims {
+			sl = append(sl, c)
+		}
+		return mixedLists(t, sl, l...)
+	}
+	held := func(g string) bool {
+		for _, c := range v1Claims {
+			if c.Status.Allocation != nil && c.Status.Allocation.Devices.Results[0].Device == g {
+				return true
+			}
+		}
+		for _, c := range seedClaims {
+			if c.Status.Allocation != nil && c.Status.Allocation.ResourceHandles[0].StructuredData.Partitionable.Instances[0].ID == g {
+				return true
+			}
+		}
+		return false
 	}
 	n1 := schedtest.MakeNode("n1").Obj()
 	objs := dynamicresources.NewObjects(lists())
 	p := dynamicresources.New()
+	names := []string{"c-0", "c-1", "c-2", "c-3"}
+	if mixed {
+		names = append(names, "s-0", "s-1")
+	}
 	for step := range 400 {
-		name := fmt.Sprintf("c-%d", rng.IntN(4))
-		cur, exists := claims[name]
-		var next *resourcev1.ResourceClaim
-		switch {
-		case !exists:
-			next = v1Claim(name)
-		case cur.Status.Allocation == nil && rng.IntN(2) == 0:
-			free := slices.DeleteFunc(slices.Clone(gpus), func(g string) bool {
-				for _, c := range claims {
-					if c.Status.Allocation != nil && c.Status.Allocation.Devices.Results[0].Device == g {
-						return true
-					}
-				}
-				return false
-			})
-			if len(free) == 0 {
-				next = cur
-				break
+		name := names[rng.IntN(len(names))]
+		rev := fmt.Sprint(100 + step)
+		free := slices.DeleteFunc(slices.Clone(gpus), held)
+		if name[0] == 's' {
+			cur, exists := seedClaims[name]
+			var next *resourceapi.ResourceClaim
+			switch {
+			case !exists:
+				next = claim(name, "small")
+			case cur.Status.Allocation == nil && len(free) > 0 && rng.IntN(2) == 0:
+				next = onGPU(claim(name, "small"), "n1", free[rng.IntN(len(free))])
+			case cur.Status.Allocation != nil && rng.IntN(2) == 0:
+				next = claim(name, "small")
 			}
-			next = v1OnGPU(name, "n1", free[rng.IntN(len(free))], "")
-		case cur.Status.Allocation != nil && rng.IntN(2) == 0:
-			next = v1Claim(name) // freed
-		}
-		if next != nil {
-			next = next.DeepCopy()
-			next.ResourceVersion = fmt.Sprint(100 + step)
-			claims[name] = next
+			if next != nil {
+				next.ResourceVersion = rev
+				seedClaims[name] = next
+			} else {
+				delete(seedClaims, name)
+			}
+			objs = objs.WithClaimChanges(rev, map[string]*resourceapi.ResourceClaim{"default/" + name: next}, nil)
 		} else {
-			delete(claims, name)
+			cur, exists := v1Claims[name]
+			var next *resourcev1.ResourceClaim
+			switch {
+			case !exists:
+				next = v1Claim(name)
+			case cur.Status.Allocation == nil && len(free) > 0 && rng.IntN(2) == 0:
+				next = v1OnGPU(name, "n1", free[rng.IntN(len(free))], "")
+			case cur.Status.Allocation != nil && rng.IntN(2) == 0:
+				next = v1Claim(name) // freed
+			}
+			if next != nil {
+				next.ResourceVersion = rev
+				v1Claims[name] = next
+			} else {
+				delete(v1Claims, name)
+			}
+			objs = objs.WithClaimChanges(rev, nil, map[string]*resourcev1.ResourceClaim{"default/" + name: next})
 		}
-		objs = objs.WithClaimChanges(fmt.Sprint(100+step), nil, map[string]*resourcev1.ResourceClaim{"default/" + name: next})
 		if rng.IntN(3) == 0 {
 			continue // state not built: the next Objects carries a pending delta
 		}
-		if c, ok := claims["c-3"]; ok && c.Status.Allocation == nil && rng.IntN(2) == 0 {
+		if c, ok := v1Claims["c-3"]; ok && c.Status.Allocation == nil && rng.IntN(2) == 0 {
 			// A pod holds c-3 in memory while another pod's cycle runs.
 			snap := framework.NewSnapshot([]*corev1.Node{n1}, nil).WithExtension(dynamicresources.Name, objs)
 			holder := podUsing("holder", "c-3")
@@ -214,8 +261,18 @@ func TestV1StateFollowsEventsLikeARecount(t *testing.T) {
 		}
 		fresh := dynamicresources.NewObjects(lists())
 		for _, g := range gpus {
+			if mixed && len(v1Claims) == 0 {
+				// Listed without v1 claims, the inventory leaves the seed
+				// slices out (TestSeedOnlyInventory): nothing asks it.
+				break
+			}
 			if got, want := dynamicresources.V1InUse(objs, driver, "n1", g), dynamicresources.V1InUse(fresh, driver, "n1", g); got != want {
 				t.Fatalf("step %d (%s): %s in use %v after the events, %v counted afresh", step, name, g, got, want)
+			}
+		}
+		if mixed {
+			if got, want := objs.NodeState(n1).Capacity(), fresh.NodeState(n1).Capacity(); got != want {
+				t.Fatalf("step %d (%s): n1's seed capacity %d after the events, %d counted afresh", step, name, got, want)
 			}
 		}
 	}
