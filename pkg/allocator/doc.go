@@ -44,7 +44,8 @@
 //     step 1) once per change of the slices of either version;
 //  2. NewV1State with the allocated claims of both versions, then
 //     WithChanges as claims change;
-//  3. PrepareV1(pod, claims, class) once per pod;
+//  3. PrepareV1(pod, claims, class) once per pod (a Catalog's
+//     DeviceClass is such a class function);
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
 //     ErrDeadline.
 //
@@ -56,6 +57,12 @@
 // objects owned by the caller. Model, NodeState and Request are safe for
 // concurrent use. Simulation is not safe for concurrent mutation; see its
 // documentation.
+//
+// Catalog and ClaimSet index a cluster's DRA objects of both versions
+// once for every caller: classes (ResourceClasses and DeviceClasses),
+// parameters and templates in the Catalog; claims in an immutable
+// ClaimSet, derived from the previous one by claim events of either
+// version (UpdateTouching).
 //
 // CompileSelector checks a selector exactly as Allocate will run it, for
 // admission. README.md describes the model, the CEL variables, the search
