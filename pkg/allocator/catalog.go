@@ -6,16 +6,18 @@ import (
 	"strings"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Catalog indexes the DRA objects that claims are resolved against:
 // classes, class and claim parameters (by name, and by the vendor object
-// they were generated from), claim templates and vendor parameter objects.
-// It is the one place that knows how a claim finds its class and
-// parameters; the simulation and the scheduler's plugin both read it. A
-// Catalog is immutable and safe for concurrent use.
+// they were generated from), claim templates and vendor parameter objects,
+// and resource.k8s.io/v1 DeviceClasses and claim templates. It is the one
+// place that knows how a claim finds its class and parameters; the
+// simulation and the scheduler's plugin both read it. A Catalog is
+// immutable and safe for concurrent use.
 //
 // Parameter references follow seed 002: kind ResourceClaimParameters
 // (group resource.k8s.io, or "") is looked up by name in the claim's
@@ -34,6 +36,8 @@ type Catalog struct {
 	claimParamsGen map[claimGenKey]*resourceapi.ResourceClaimParameters
 	templates      map[string]*resourceapi.ResourceClaimTemplate // namespace/name
 	vendor         map[vendorKey]*unstructured.Unstructured
+	deviceClasses  map[string]*resourcev1.DeviceClass
+	v1Templates    map[string]*resourcev1.ResourceClaimTemplate // namespace/name
 }
 
 type claimGenKey struct {
@@ -46,15 +50,18 @@ type vendorKey struct {
 }
 
 // NewCatalog indexes the classes, parameters, claim templates and vendor
-// parameters of s; its nodes, slices and claims are not read. The lists
-// are not copied; callers must not modify them or their objects
-// afterwards.
+// parameters of s, and its DeviceClasses and v1 claim templates; its
+// nodes, slices, claims and taint rules are not read. The lists are not
+// copied; callers must not modify them or their objects afterwards.
 func NewCatalog(s *Snapshot) *Catalog {
 	c := &Catalog{
 		in: Snapshot{
 			Classes: s.Classes, ClassParameters: s.ClassParameters, ClaimParameters: s.ClaimParameters,
 			ClaimTemplates: s.ClaimTemplates, VendorParameters: s.VendorParameters,
+			DeviceClasses: s.DeviceClasses, V1ClaimTemplates: s.V1ClaimTemplates,
 		},
+		deviceClasses:  make(map[string]*resourcev1.DeviceClass, len(s.DeviceClasses)),
+		v1Templates:    make(map[string]*resourcev1.ResourceClaimTemplate, len(s.V1ClaimTemplates)),
 		classes:        make(map[string]*resourceapi.ResourceClass, len(s.Classes)),
 		classParams:    make(map[string]*resourceapi.ResourceClassParameters, len(s.ClassParameters)),
 		classParamsGen: map[resourceapi.ResourceClassParametersReference]*resourceapi.ResourceClassParameters{},
@@ -99,17 +106,34 @@ func NewCatalog(s *Snapshot) *Catalog {
 		gvk := o.GroupVersionKind()
 		c.vendor[vendorKey{group: gvk.Group, kind: gvk.Kind, namespace: o.GetNamespace(), name: o.GetName()}] = o
 	}
+	for _, o := range s.DeviceClasses {
+		c.deviceClasses[o.Name] = o
+	}
+	for _, o := range s.V1ClaimTemplates {
+		c.v1Templates[o.Namespace+"/"+o.Name] = o
+	}
 	return c
 }
 
 // Inputs returns the lists c was built from: its Classes,
-// ClassParameters, ClaimParameters, ClaimTemplates and VendorParameters
-// (the other fields are nil). A caller that lists the objects again can
-// keep c when they are the same objects. Do not modify them.
+// ClassParameters, ClaimParameters, ClaimTemplates, VendorParameters,
+// DeviceClasses and V1ClaimTemplates (the other fields are nil). A caller
+// that lists the objects again can keep c when they are the same objects.
+// Do not modify them.
 func (c *Catalog) Inputs() Snapshot { return c.in }
 
 // Class returns the class of that name, or nil.
 func (c *Catalog) Class(name string) *resourceapi.ResourceClass { return c.classes[name] }
+
+// DeviceClass returns the resource.k8s.io/v1 DeviceClass of that name, or
+// nil; it is PrepareV1's class function.
+func (c *Catalog) DeviceClass(name string) *resourcev1.DeviceClass { return c.deviceClasses[name] }
+
+// V1ClaimTemplate returns the resource.k8s.io/v1 ResourceClaimTemplate
+// namespace/name, or nil.
+func (c *Catalog) V1ClaimTemplate(namespace, name string) *resourcev1.ResourceClaimTemplate {
+	return c.v1Templates[namespace+"/"+name]
+}
 
 // ClaimParameters returns the ResourceClaimParameters a claim in namespace
 // refers to with ref (nil when there is none) and, for a vendor

@@ -3,6 +3,7 @@ package allocator_test
 import (
 	"testing"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -26,5 +27,27 @@ func TestCatalogInputs(t *testing.T) {
 	in := allocator.NewCatalog(s).Inputs()
 	if &in.Classes[0] != &s.Classes[0] || &in.ClaimParameters[0] != &s.ClaimParameters[0] || in.Claims != nil || in.Nodes != nil {
 		t.Errorf("Inputs = %+v, want the snapshot's classes and parameters only", in)
+	}
+}
+
+// The catalog indexes resource.k8s.io/v1 DeviceClasses and claim
+// templates too, and gives them back among its Inputs; v1 claims, slices
+// and taint rules are not its business.
+func TestCatalogV1Classes(t *testing.T) {
+	s := &allocator.Snapshot{
+		DeviceClasses:    []*resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}}},
+		V1ClaimTemplates: []*resourcev1.ResourceClaimTemplate{{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "one-gpu"}}},
+		V1Claims:         []*resourcev1.ResourceClaim{{ObjectMeta: metav1.ObjectMeta{Name: "c"}}},
+	}
+	c := allocator.NewCatalog(s)
+	if c.DeviceClass("gpu") != s.DeviceClasses[0] || c.DeviceClass("other") != nil {
+		t.Error("DeviceClass does not find the class by name, or finds one that is not there")
+	}
+	if c.V1ClaimTemplate("default", "one-gpu") != s.V1ClaimTemplates[0] || c.V1ClaimTemplate("other", "one-gpu") != nil {
+		t.Error("V1ClaimTemplate does not find the template by namespace and name, or finds one elsewhere")
+	}
+	in := c.Inputs()
+	if &in.DeviceClasses[0] != &s.DeviceClasses[0] || &in.V1ClaimTemplates[0] != &s.V1ClaimTemplates[0] || in.V1Claims != nil {
+		t.Errorf("Inputs = %+v, want the snapshot's DeviceClasses and v1 templates, no claims", in)
 	}
 }

@@ -8,13 +8,16 @@ import (
 	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
 // ClaimSet is an immutable version of a cluster's ResourceClaims: by
 // namespace/name, the claims generated for pods' template entries by
 // podUID/entry (GeneratedKey), and the claims allocated on each node by
-// their structured handles. Update derives the version that follows a
+// their structured handles; and the claims stored as resource.k8s.io/v1,
+// by namespace/name and by the entry they were generated for
+// (V1Claim, GeneratedV1). Update derives the version that follows a
 // batch of claim events at the cost of the events, sharing the rest
 // (copy-on-write); the versions derived that way form an ancestry that
 // says which nodes' allocated claims changed since an earlier version,
@@ -26,6 +29,9 @@ type ClaimSet struct {
 	generated *layered[string, string]                     // podUID/entry -> name of the claim generated for it
 	// nodes have an entry in allocated even without claims.
 	nodes map[string][]*resourceapi.NodeResourceSlice
+
+	v1          *layered[string, *resourcev1.ResourceClaim] // namespace/name
+	v1generated *layered[string, string]                    // podUID/entry -> name
 
 	once      sync.Once
 	allocated *layered[string, *NodeClaims] // by node with slices or structured handles; see Allocated
@@ -48,24 +54,16 @@ var claimSetGen atomic.Uint64
 
 // NodeClaims are the claims allocated on one node, by their structured
 // handles, in no particular order. A ClaimSet derived by Update shares
-// the entries of the nodes whose claims did not change, and with them
-// the state remembered with SetState.
+// the entries of the nodes whose claims did not change.
 type NodeClaims struct {
 	Claims []*resourceapi.ResourceClaim
-	state  atomic.Pointer[NodeState]
 }
 
-// State returns the state remembered for the node, or nil.
-func (n *NodeClaims) State() *NodeState { return n.state.Load() }
-
-// SetState remembers a state built from n.Claims, for State. Whoever
-// reads it checks it still fits (model, node object).
-func (n *NodeClaims) SetState(st *NodeState) { n.state.Store(st) }
-
-// NewClaimSet indexes claims. nodes are the slices by node: every node
-// there has an entry in the allocated index (Allocated), claims or
-// not. Neither is copied; callers must not modify them afterwards.
-func NewClaimSet(claims []*resourceapi.ResourceClaim, nodes map[string][]*resourceapi.NodeResourceSlice) *ClaimSet {
+// NewClaimSet indexes claims, and the claims stored as
+// resource.k8s.io/v1. nodes are the slices by node: every node there has
+// an entry in the allocated index (Allocated), claims or not. Nothing is
+// copied; callers must not modify them afterwards.
+func NewClaimSet(claims []*resourceapi.ResourceClaim, nodes map[string][]*resourceapi.NodeResourceSlice, v1Claims ...*resourcev1.ResourceClaim) *ClaimSet {
 	byKey := make(map[string]*resourceapi.ResourceClaim, len(claims))
 	generated := map[string]string{}
 	for _, c := range claims {
@@ -74,7 +72,16 @@ func NewClaimSet(claims []*resourceapi.ResourceClaim, nodes map[string][]*resour
 			generated[k] = c.Name
 		}
 	}
-	return &ClaimSet{claims: newLayered(byKey), generated: newLayered(generated), nodes: nodes, gen: claimSetGen.Add(1)}
+	v1 := make(map[string]*resourcev1.ResourceClaim, len(v1Claims))
+	v1generated := map[string]string{}
+	for _, c := range v1Claims {
+		v1[c.Namespace+"/"+c.Name] = c
+		if k := GeneratedKeyV1(c); k != "" {
+			v1generated[k] = c.Name
+		}
+	}
+	return &ClaimSet{claims: newLayered(byKey), generated: newLayered(generated), nodes: nodes, gen: claimSetGen.Add(1),
+		v1: newLayered(v1), v1generated: newLayered(v1generated)}
 }
 
 // Gen numbers s among all ClaimSets of the process.
@@ -113,6 +120,29 @@ func (s *ClaimSet) Generated(podUID types.UID, entry string) (string, bool) {
 	return s.generated.get(EntryKey(podUID, entry))
 }
 
+// V1Claim returns the resource.k8s.io/v1 claim of key namespace/name.
+func (s *ClaimSet) V1Claim(key string) (*resourcev1.ResourceClaim, bool) { return s.v1.get(key) }
+
+// V1Len is the number of resource.k8s.io/v1 claims.
+func (s *ClaimSet) V1Len() int { return s.v1.len() }
+
+// V1Claims returns every resource.k8s.io/v1 claim, sorted by namespace and
+// name.
+func (s *ClaimSet) V1Claims() []*resourcev1.ResourceClaim {
+	out := make([]*resourcev1.ResourceClaim, 0, s.v1.len())
+	s.v1.each(func(_ string, c *resourcev1.ResourceClaim) { out = append(out, c) })
+	slices.SortFunc(out, func(a, b *resourcev1.ResourceClaim) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// GeneratedV1 returns the name of the resource.k8s.io/v1 claim generated
+// for the entry of the pod with that UID, if there is one.
+func (s *ClaimSet) GeneratedV1(podUID types.UID, entry string) (string, bool) {
+	return s.v1generated.get(EntryKey(podUID, entry))
+}
+
 // Allocated returns the claims allocated on node, nil when there are
 // none and the node has no slices.
 func (s *ClaimSet) Allocated(node string) *NodeClaims {
@@ -128,7 +158,8 @@ func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
 	for _, c := range claims {
 		set[claimKey(c)] = c
 	}
-	return &ClaimSet{claims: s.claims.with(set, nil), generated: s.generatedWith(set, nil), nodes: s.nodes, gen: claimSetGen.Add(1)}
+	return &ClaimSet{claims: s.claims.with(set, nil), generated: s.generatedWith(set, nil), nodes: s.nodes, gen: claimSetGen.Add(1),
+		v1: s.v1, v1generated: s.v1generated}
 }
 
 // Update returns the set that follows s after claim events: upd maps
@@ -136,8 +167,19 @@ func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
 // claim. The claims allocated per node are updated for the claims that
 // changed instead of indexed again, and the result's Parent is s.
 func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
+	return s.UpdateTouching(upd, nil, nil)
+}
+
+// UpdateTouching is Update with the resource.k8s.io/v1 claim events too
+// (updV1, likewise by namespace/name, nil for a deleted claim), and it
+// also lists nodes among the ones the result touched (Touched): nodes
+// whose allocations changed in ways the structured handles do not show,
+// such as v1 claims on seed devices, so that what reads the ancestry (a
+// scheduler's answer reuse) sees them change.
+func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim, nodes []string) *ClaimSet {
 	s.once.Do(s.indexAllocated)
 	out := &ClaimSet{nodes: s.nodes, gen: claimSetGen.Add(1)}
+	out.v1, out.v1generated = s.v1WithChanges(updV1)
 	// Per node touched: the claims that leave its list and those that join.
 	type change struct{ drop, add []*resourceapi.ResourceClaim }
 	touched := map[string]*change{}
@@ -165,6 +207,9 @@ func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
 		for _, n := range AllocatedNodes(c) {
 			at(n).add = append(at(n).add, c)
 		}
+	}
+	for _, n := range nodes {
+		at(n)
 	}
 	out.claims = s.claims.with(setClaims, delClaims)
 	out.generated = s.generatedWith(setClaims, delClaims)
@@ -311,6 +356,50 @@ func (s *ClaimSet) generatedWith(set map[string]*resourceapi.ResourceClaim, del 
 	}
 	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
 	return s.generated.with(put, drop)
+}
+
+// v1WithChanges is s's v1 claims and their generated index after the
+// v1 claim events upd.
+func (s *ClaimSet) v1WithChanges(upd map[string]*resourcev1.ResourceClaim) (*layered[string, *resourcev1.ResourceClaim], *layered[string, string]) {
+	if len(upd) == 0 {
+		return s.v1, s.v1generated
+	}
+	set := map[string]*resourcev1.ResourceClaim{}
+	var del []string
+	put := map[string]string{}
+	var drop []string
+	for key, c := range upd {
+		if old, ok := s.v1.get(key); ok {
+			if k := GeneratedKeyV1(old); k != "" {
+				if name, _ := s.v1generated.get(k); name == old.Name {
+					drop = append(drop, k)
+				}
+			}
+		}
+		if c == nil {
+			del = append(del, key)
+			continue
+		}
+		set[key] = c
+		if k := GeneratedKeyV1(c); k != "" {
+			put[k] = c.Name
+		}
+	}
+	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
+	return s.v1.with(set, del), s.v1generated.with(put, drop)
+}
+
+// GeneratedKeyV1 is GeneratedKey for a resource.k8s.io/v1 claim (the same
+// owner reference and annotation).
+func GeneratedKeyV1(c *resourcev1.ResourceClaim) string {
+	if c.DeletionTimestamp != nil {
+		return ""
+	}
+	uid, entry, ok := resourceapi.GeneratedFor(&resourceapi.ResourceClaim{ObjectMeta: c.ObjectMeta})
+	if !ok {
+		return ""
+	}
+	return EntryKey(uid, entry)
 }
 
 // GeneratedKey is "podUID/entry" of the pod and entry a claim was

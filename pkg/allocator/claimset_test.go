@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -107,5 +108,67 @@ func TestClaimSetUpdate(t *testing.T) {
 	}
 	if n > MaxAncestry {
 		t.Fatalf("the ancestry is %d sets long, want at most %d", n, MaxAncestry)
+	}
+}
+
+// TestClaimSetV1Claims: the set holds the resource.k8s.io/v1 claims beside
+// the v1alpha2 ones: by key, sorted, and by the pod entry they were
+// generated for; UpdateTouching applies v1 events as indexing the final
+// claims afresh would, Update and With keep them, and earlier sets stay
+// as they were.
+func TestClaimSetV1Claims(t *testing.T) {
+	v1c := func(name string, podUID types.UID) *resourcev1.ResourceClaim {
+		c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: "2"}}
+		if podUID != "" {
+			c.Annotations = map[string]string{resourceapi.PodClaimNameAnnotation: "gpu"}
+			c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: podUID, Controller: new(true)}}
+		}
+		return c
+	}
+	a, g := v1c("a", ""), v1c("g-1", "uid-p")
+	s0 := NewClaimSet([]*resourceapi.ResourceClaim{onNode("seed", "n1")}, nil, a, g)
+	if c, ok := s0.V1Claim("default/a"); !ok || c != a {
+		t.Fatal("V1Claim does not find a")
+	}
+	if name, ok := s0.GeneratedV1("uid-p", "gpu"); !ok || name != "g-1" {
+		t.Fatalf("GeneratedV1 = %q, %v; want g-1", name, ok)
+	}
+	if _, ok := s0.Generated("uid-p", "gpu"); ok {
+		t.Fatal("a v1 claim shows in the v1alpha2 generated index")
+	}
+	// The pod's claim is replaced by g-2 (g-1 deleted), a is deleted, b
+	// is created; the v1alpha2 claim is untouched.
+	b, g2 := v1c("b", ""), v1c("g-2", "uid-p")
+	s1 := s0.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/a": nil, "default/g-1": nil, "default/g-2": g2, "default/b": b}, nil)
+	fresh := NewClaimSet([]*resourceapi.ResourceClaim{onNode("seed", "n1")}, nil, b, g2)
+	names := func(s *ClaimSet) []string {
+		var out []string
+		for _, c := range s.V1Claims() {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	if got, want := names(s1), names(fresh); !slices.Equal(got, want) || s1.V1Len() != 2 {
+		t.Fatalf("v1 claims after the events %q (%d), indexed afresh %q", got, s1.V1Len(), want)
+	}
+	if name, ok := s1.GeneratedV1("uid-p", "gpu"); !ok || name != "g-2" {
+		t.Fatalf("after the events GeneratedV1 = %q, %v; want g-2", name, ok)
+	}
+	if _, ok := s1.Claim("default", "seed"); !ok || s1.Parent() != s0 {
+		t.Fatal("a v1 event lost the v1alpha2 claim or the ancestry link")
+	}
+	if got := names(s0); !slices.Equal(got, []string{"a", "g-1"}) {
+		t.Fatalf("the earlier set changed: %q", got)
+	}
+	gone := v1c("g-2", "uid-p")
+	gone.DeletionTimestamp = &metav1.Time{}
+	s2 := s1.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/g-2": gone}, nil)
+	if _, ok := s2.GeneratedV1("uid-p", "gpu"); ok {
+		t.Fatal("a claim being deleted still answers for its pod's entry")
+	}
+	for name, s := range map[string]*ClaimSet{"Update": s1.Update(map[string]*resourceapi.ResourceClaim{"default/x": onNode("x", "n2")}), "With": s1.With(onNode("y", "n2"))} {
+		if got := names(s); !slices.Equal(got, names(s1)) {
+			t.Errorf("%s lost the v1 claims: %q", name, got)
+		}
 	}
 }

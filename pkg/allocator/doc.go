@@ -3,8 +3,9 @@
 // v1alpha2 (KEP-4381: drivers publish partitionable resources in
 // NodeResourceSlices, claims ask with CEL selectors over typed attribute
 // maps) and Kubernetes' v1 (ResourceSlices, DeviceClasses, device
-// requests). A seed device is one device for both: each path counts the
-// other's claims (README.md, "resource.k8s.io/v1 claims"), so no device
+// requests). A seed device is one device for both, and device use is one
+// state (V1State) that counts the claims of both versions; the seed path
+// reads a node's NodeState from it (V1State.SeedNodeState), so no device
 // is handed out twice whichever API asks. The
 // scheduler and `allot simulate` both use it. The CEL values of both
 // selector environments are in package celenv.
@@ -19,7 +20,13 @@
 //     is immutable and shared by every pod and scheduling cycle.
 //  2. NewNodeState(model, node, allocatedClaims) with the claims already
 //     allocated on the node, or derive it from the previous state with
-//     WithAllocated and WithoutAllocated.
+//     WithAllocated and WithoutAllocated. A caller that also has v1
+//     claims (the scheduler) instead keeps one V1State (step 2 below)
+//     and reads each node's state from it with
+//     V1State.SeedNodeState(model, node, prev...), passing the states it
+//     read before: one of them comes back while the node's instances in
+//     use are the same, so caches keyed by a state's identity keep
+//     answering.
 //  3. Prepare(pod, claims) once per pod, with each claim's class,
 //     parameters and vendor snapshots resolved (Simulation does this for
 //     you). Pod-level problems come back in Request.Unresolvable.
@@ -37,7 +44,8 @@
 //     step 1) once per change of the slices of either version;
 //  2. NewV1State with the allocated claims of both versions, then
 //     WithChanges as claims change;
-//  3. PrepareV1(pod, claims, class) once per pod;
+//  3. PrepareV1(pod, claims, class) once per pod (a Catalog's
+//     DeviceClass is such a class function);
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
 //     ErrDeadline.
 //
@@ -49,6 +57,12 @@
 // objects owned by the caller. Model, NodeState and Request are safe for
 // concurrent use. Simulation is not safe for concurrent mutation; see its
 // documentation.
+//
+// Catalog and ClaimSet index a cluster's DRA objects of both versions
+// once for every caller: classes (ResourceClasses and DeviceClasses),
+// parameters and templates in the Catalog; claims in an immutable
+// ClaimSet, derived from the previous one by claim events of either
+// version (UpdateTouching).
 //
 // CompileSelector checks a selector exactly as Allocate will run it, for
 // admission. README.md describes the model, the CEL variables, the search

@@ -13,22 +13,34 @@ import (
 // from old versions, and clones written in place, must not see each
 // other's changes.
 func TestLayeredMatchesMap(t *testing.T) {
+	t.Run("large", func(t *testing.T) { testLayeredMatchesMap(t, 500, 700, 8) })
+	// Few keys, mostly outside the base: deltas often empty again (set,
+	// then deleted), the case a fork must not share.
+	t.Run("small", func(t *testing.T) { testLayeredMatchesMap(t, 1, 4, 3) })
+}
+
+// testLayeredMatchesMap runs TestLayeredMatchesMap over a base of
+// baseKeys keys, writing up to perStep of keys 0..keys-1 per step.
+func testLayeredMatchesMap(t *testing.T, baseKeys, keys, perStep int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := map[string]int{}
-	for i := range 500 {
+	for i := range baseKeys {
 		start[strconv.Itoa(i)] = i
 	}
 	type version struct {
 		l    *layered[string, int]
 		want map[string]int
+		// forked: a version was derived from l (layered.derived), so l
+		// must not be written in place any more.
+		forked bool
 	}
-	versions := []version{{newLayered(maps.Clone(start)), start}}
+	versions := []*version{{l: newLayered(maps.Clone(start)), want: start}}
 	for step := range 2000 {
 		from := versions[rng.IntN(len(versions))]
 		set := map[string]int{}
 		var del []string
-		for range 1 + rng.IntN(8) {
-			k := strconv.Itoa(rng.IntN(700))
+		for range 1 + rng.IntN(perStep) {
+			k := strconv.Itoa(rng.IntN(keys))
 			if rng.IntN(3) == 0 {
 				del = append(del, k)
 			} else {
@@ -41,24 +53,30 @@ func TestLayeredMatchesMap(t *testing.T) {
 			delete(want, k)
 		}
 		var l *layered[string, int]
-		switch rng.IntN(3) {
-		case 0: // a derived version
+		switch op := rng.IntN(4); {
+		case op == 0: // a derived version
 			l = from.l.with(set, del)
-		case 1: // a clone written in place
+		case op == 1: // a clone written in place
 			l = from.l.clone()
 			applyLayered(l, set, del)
-		default: // the version itself written in place, after a clone that keeps its old state
+		case op == 2: // a version for writing in place, its source kept as it is
+			l = from.l.derived()
+			from.forked = true
+			applyLayered(l, set, del)
+		case !from.forked: // the version itself written in place, after a clone that keeps its old state
 			old := from.l.clone()
 			l = from.l
 			applyLayered(l, set, del)
-			for i := range versions {
-				if versions[i].l == from.l {
-					versions[i].l = old
+			for _, v := range versions {
+				if v.l == from.l {
+					v.l = old
 				}
 			}
+		default:
+			continue
 		}
 		checkLayered(t, step, l, want)
-		versions = append(versions, version{l, want})
+		versions = append(versions, &version{l: l, want: want})
 	}
 	for i, v := range versions {
 		checkLayered(t, -i, v.l, v.want)
@@ -92,9 +110,35 @@ func checkLayered(t *testing.T, step int, l *layered[string, int], want map[stri
 			t.Fatalf("step %d: get(%s) = %d, %v; want %d", step, k, g, ok, v)
 		}
 	}
-	for _, k := range []string{"x", "700", "-1"} {
+	for _, k := range []string{"x", "-1"} {
 		if _, ok := l.get(k); ok {
 			t.Fatalf("step %d: get(%s) found a key never set", step, k)
 		}
+	}
+}
+
+// TestLayeredEmptiedDeltaIsNotShared: a version whose own part emptied
+// again (a key set, then deleted) still holds its delta map; a clone or a
+// derived version must not write into it. (A derived V1State once did:
+// a cycle's in-memory allocation landed in the scheduler's base state,
+// whose device stayed in use after its claim was deallocated.)
+func TestLayeredEmptiedDeltaIsNotShared(t *testing.T) {
+	for name, fork := range map[string]func(*layered[string, int]) *layered[string, int]{
+		"clone":   (*layered[string, int]).clone,
+		"derived": (*layered[string, int]).derived,
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLayered(map[string]int{"a": 1})
+			l.set("b", 2)
+			l.del("b")
+			f := fork(l)
+			f.set("c", 3)
+			if _, ok := l.get("c"); ok || l.len() != 1 {
+				t.Errorf("the source sees its fork's write: get(c) %v, len %d, want absent and 1", ok, l.len())
+			}
+			if v, ok := f.get("c"); !ok || v != 3 || f.len() != 2 {
+				t.Errorf("the fork: get(c) = %d, %v, len %d; want 3, true, 2", v, ok, f.len())
+			}
+		})
 	}
 }

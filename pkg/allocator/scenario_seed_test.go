@@ -6,6 +6,7 @@ package allocator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,21 +23,27 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 	return all[*resourceapi.NodeResourceSlice](w)
 }
 
-// seedState is the node's seed state: its Model, with the allocated
-// v1alpha2 claims and what allocated v1 claims hold of projected seed
-// pools (V1Inventory.SeedAllocations). state=derived derives it from an
-// empty state instead: WithAllocated with those claims and the v1alpha2
-// ones deallocate released, then WithoutAllocated with the released ones.
+// seedState is the node's seed state: the seed view of one node of the
+// one device-use state (V1State.SeedNodeState) of the world's slices with
+// every allocated v1alpha2 and v1 claim. state=derived derives that state
+// from an empty one instead: WithChanges adding those claims and the ones
+// deallocate released, then removing the released ones.
+// (TestSeedNodeStateMatchesClaims checks the view against a NodeState
+// counting the claims themselves.)
 func (w *world) seedState(d *datadriven.TestData, nodeName string) *allocator.NodeState {
 	model := allocator.NewModel(nodeName, w.seedSlices())
 	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
-	used := append(w.allocatedSeed(), inv.SeedAllocations(w.allocatedV1()...)...)
 	node := w.node(nodeName)
+	v1, seed := w.allocatedV1(), w.allocatedSeed()
+	var st *allocator.V1State
 	if stringArg(d, "state", "") == "derived" {
-		return allocator.NewNodeState(model, node, nil).WithAllocated(append(used, w.releasedSeed...)...).
-			WithoutAllocated(w.releasedSeed...)
+		st = allocator.NewV1State(inv, nil, nil).
+			WithChanges(nil, append(slices.Clip(v1), w.released...), nil, append(slices.Clip(seed), w.releasedSeed...)).
+			WithChanges(w.released, nil, w.releasedSeed, nil)
+	} else {
+		st = allocator.NewV1State(inv, v1, seed)
 	}
-	return allocator.NewNodeState(model, node, used)
+	return st.SeedNodeState(model, node, nil)
 }
 
 // cmdAllocateSeed: allocate-seed node=NAME claims=(a, b) [state=derived] [commit]

@@ -57,7 +57,6 @@ type Simulation struct {
 	claims *layered[string, *resourceapi.ResourceClaim]
 
 	// resource.k8s.io/v1 (simulationv1.go)
-	v1       *simV1
 	v1claims *layered[string, *resourcev1.ResourceClaim]
 	v1slices *layered[string, *resourcev1.ResourceSlice] // by name
 	derived  *simDerived
@@ -76,7 +75,6 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 		opts:    opts,
 		rules:   snap.TaintRules,
 		cat:     NewCatalog(snap),
-		v1:      newSimV1(snap),
 		derived: newSimDerived(),
 	}
 	claims := make(map[string]*resourceapi.ResourceClaim, len(snap.Claims))
@@ -132,7 +130,7 @@ func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 // Clone returns an independent copy in O(1).
 func (s *Simulation) Clone() *Simulation {
 	return &Simulation{opts: s.opts, rules: s.rules, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone(),
-		v1: s.v1, v1claims: s.v1claims.clone(), v1slices: s.v1slices.clone(), derived: s.derived}
+		v1claims: s.v1claims.clone(), v1slices: s.v1slices.clone(), derived: s.derived}
 }
 
 // Nodes returns the names of the nodes, sorted.
@@ -251,7 +249,7 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 	for _, name := range podClaimNames(pod) {
 		if name.template != "" {
 			msg := fmt.Sprintf("claim for entry %s not generated yet", name.name)
-			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.v1.templates[pod.Namespace+"/"+name.template] == nil {
+			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.cat.V1ClaimTemplate(pod.Namespace, name.template) == nil {
 				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
 			}
 			reasons = append(reasons, newReason(ReasonClaimNotFound, "", "", nil, "", msg))

@@ -18,16 +18,10 @@ import (
 // devices of both APIs (the nodes' NodeResourceSlices and the v1
 // ResourceSlices, tainted by Snapshot.TaintRules) and one V1State that
 // counts the claims of both versions; v1 claims holding seed devices
-// count on the seed NodeStates through V1Inventory.SeedAllocations. A pod
+// count on the seed NodeStates through seedAllocations. A pod
 // with claims of both versions fits a node when both parts do, the v1
 // part after the seed part's choice. Seed-only simulations build none of
 // this.
-
-// simV1 is what a Simulation and its clones share of the v1 objects.
-type simV1 struct {
-	classes   map[string]*resourcev1.DeviceClass
-	templates map[string]*resourcev1.ResourceClaimTemplate // namespace/name
-}
 
 // simDerived is the inventory and base v1 state of one version of a
 // simulation's nodes, slices and claims, built on first use (Filter may
@@ -45,17 +39,6 @@ type simDerived struct {
 type simInv struct {
 	once sync.Once
 	inv  *V1Inventory
-}
-
-func newSimV1(snap *Snapshot) *simV1 {
-	v := &simV1{classes: map[string]*resourcev1.DeviceClass{}, templates: map[string]*resourcev1.ResourceClaimTemplate{}}
-	for _, c := range snap.DeviceClasses {
-		v.classes[c.Name] = c
-	}
-	for _, t := range snap.V1ClaimTemplates {
-		v.templates[t.Namespace+"/"+t.Name] = t
-	}
-	return v
 }
 
 func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
@@ -127,7 +110,7 @@ func (s *Simulation) inventory() *V1Inventory {
 // for the seed NodeStates, by node.
 func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
-	for _, v := range inv.SeedAllocations(claims...) {
+	for _, v := range seedAllocations(inv, claims...) {
 		for _, n := range AllocatedNodes(v) {
 			out[n] = append(out[n], v)
 		}
@@ -184,7 +167,7 @@ func (s *Simulation) prepareV1(pod *corev1.Pod, names []string) *V1Request {
 		c, _ := s.v1claims.get(pod.Namespace + "/" + n)
 		claims = append(claims, V1Claim{Claim: c})
 	}
-	return PrepareV1(pod, claims, func(name string) *resourcev1.DeviceClass { return s.v1.classes[name] })
+	return PrepareV1(pod, claims, s.cat.DeviceClass)
 }
 
 // filterBoth is filter for a pod with claims of both versions: the seed
@@ -303,7 +286,7 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 // (and no v1alpha2 template has its name): a v1 claim named POD-ENTRY
 // (NewClaimFromTemplateV1). It reports whether it recorded the entry.
 func (s *Simulation) generateV1(out *corev1.Pod, pc corev1.PodResourceClaim) bool {
-	tmpl := s.v1.templates[out.Namespace+"/"+*pc.ResourceClaimTemplateName]
+	tmpl := s.cat.V1ClaimTemplate(out.Namespace, *pc.ResourceClaimTemplateName)
 	if tmpl == nil {
 		return false
 	}
@@ -347,6 +330,50 @@ func v1AllocatedNodes(a *resourcev1.AllocationResult) []string {
 				out = append(out, f.Values...)
 			}
 		}
+	}
+	return out
+}
+
+// seedAllocations is what the v1 claims hold of projected seed devices
+// as v1alpha2 allocations: the bridge the scheduler used before the one
+// device-use state, kept for the Simulation's seed NodeStates until it
+// counts on the one state too (docs/decisions.md, "Still to do after
+// (b)"): for each claim with such devices, a claim of the same namespace
+// and name whose allocation has a structured handle per driver and node
+// listing the instances. Admin-access results are left out.
+func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+	var out []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c == nil || c.Status.Allocation == nil {
+			continue
+		}
+		var handles []resourceapi.ResourceHandle
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			if !ok || inv.devs[x].d.SeedInstance == "" {
+				continue
+			}
+			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
+				return h.DriverName == r.Driver && h.StructuredData.NodeName == r.Pool
+			})
+			if i < 0 {
+				i = len(handles)
+				handles = append(handles, resourceapi.ResourceHandle{DriverName: r.Driver, StructuredData: &resourceapi.StructuredResourceHandle{
+					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
+			}
+			p := handles[i].StructuredData.Partitionable
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+		}
+		if len(handles) == 0 {
+			continue
+		}
+		sc := &resourceapi.ResourceClaim{}
+		sc.Namespace, sc.Name, sc.UID = c.Namespace, c.Name, c.UID
+		sc.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: handles}
+		out = append(out, sc)
 	}
 	return out
 }

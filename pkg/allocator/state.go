@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,15 @@ type NodeState struct {
 	capTotal int
 
 	memo atomic.Pointer[checkMemo] // see CheckReusing
+
+	// from, for a state derived from the one device-use state
+	// (V1State.SeedNodeState), is the entries of the node it was read
+	// from, one per driver of the model: it answers for any V1State
+	// whose entries of this node hold the same instance IDs, at once
+	// when they are the same slices. Swapped for the slices of the last
+	// state found to hold the same IDs. nil for any other state
+	// (WithAllocated's results included).
+	from atomic.Pointer[[]seedEntry]
 }
 
 // driverState counts allocations in one driver's forest.
@@ -37,6 +47,102 @@ type driverState struct {
 func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.ResourceClaim) *NodeState {
 	s := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
 	return s.apply(allocated, 1)
+}
+
+// SeedNodeState returns the seed front end's view of one node of the
+// state: node's Model (its slices as the inventory projected them) with
+// the seed instances that claims of both API versions hold on it, as
+// NewNodeState counts v1alpha2 allocations. Only "in use" and "locked"
+// matter to allocation, so a device held twice counts as it does here,
+// once.
+//
+// prev are states this method returned earlier, nil ones skipped: the
+// first of them derived for the same model and node object from the same
+// instance IDs of the node is returned itself, so that caches keyed by a
+// state's identity (CheckReusing's memo, a scheduler's per-node caches)
+// keep answering for nodes whose allocations did not change, across
+// states derived from one another (a few pointer comparisons: the state
+// replaces an entry only when it changes) and states built afresh (the
+// IDs compared once, then the prev state takes the new entries).
+func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeState) *NodeState {
+	for _, p := range prev {
+		if p != nil && p.model == model && p.node == node && s.holdsSeedEntries(p) {
+			return p
+		}
+	}
+	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
+	from := make([]seedEntry, 0, len(model.drivers))
+	for name, dm := range model.drivers {
+		key := name + "\x00" + model.node
+		ids, _ := s.seedUsed.get(key)
+		from = append(from, seedEntry{key: key, ids: ids})
+		if len(ids) == 0 {
+			continue
+		}
+		ds := newDriverState(dm)
+		for _, id := range ids {
+			groups, in := dm.resolve(id)
+			ds.add(groups, in, 1)
+		}
+		out.drivers[name] = ds
+	}
+	out.from.Store(&from)
+	return out
+}
+
+// seedEntry is one entry of V1State.seedUsed as a NodeState was derived
+// from it.
+type seedEntry struct {
+	key string   // driver\x00node
+	ids []string // nil when none
+}
+
+// holdsSeedEntries reports whether the node's entries of s hold the
+// instance IDs p was derived from. An entry is never modified in place (a
+// change stores a new slice), so the same slices answer at once; other
+// slices are compared as multisets, and when they hold the same IDs p
+// takes them, so that the next check with s is quick again.
+func (s *V1State) holdsSeedEntries(p *NodeState) bool {
+	fp := p.from.Load()
+	if fp == nil {
+		return false
+	}
+	from := *fp
+	same := true
+	for _, e := range from {
+		ids, _ := s.seedUsed.get(e.key)
+		if len(ids) != len(e.ids) {
+			return false
+		}
+		if len(ids) > 0 && &ids[0] != &e.ids[0] {
+			same = false
+		}
+	}
+	if same {
+		return true
+	}
+	now := make([]seedEntry, len(from))
+	for i, e := range from {
+		ids, _ := s.seedUsed.get(e.key)
+		if !sameIDs(ids, e.ids) {
+			return false
+		}
+		now[i] = seedEntry{key: e.key, ids: ids}
+	}
+	p.from.Store(&now)
+	return true
+}
+
+// sameIDs reports whether a and b, of equal length, hold the same IDs as
+// multisets.
+func sameIDs(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 // Model returns the node's model.

@@ -361,51 +361,6 @@ func (inv *V1Inventory) Pools() []V1Pool { return inv.pools }
 // Problems returns what the inventory could not take as it is.
 func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
 
-// SeedAllocations returns what the v1 claims hold of projected seed
-// devices as v1alpha2 allocations: for each claim with such devices, a
-// claim of the same namespace and name whose allocation has a structured
-// handle per driver and node listing the instances. Adding them to a seed
-// NodeState (NewNodeState, WithAllocated) keeps v1alpha2 allocation away
-// from those leaves and the partitions they lock, as NewV1State keeps v1
-// allocation away from the leaves of v1alpha2 claims. Admin-access results
-// are left out: they do not make a device used.
-func (inv *V1Inventory) SeedAllocations(claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
-	var out []*resourceapi.ResourceClaim
-	for _, c := range claims {
-		if c == nil || c.Status.Allocation == nil {
-			continue
-		}
-		var handles []resourceapi.ResourceHandle
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue
-			}
-			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
-			if !ok || inv.devs[x].d.SeedInstance == "" {
-				continue
-			}
-			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
-				return h.DriverName == r.Driver && h.StructuredData.NodeName == r.Pool
-			})
-			if i < 0 {
-				i = len(handles)
-				handles = append(handles, resourceapi.ResourceHandle{DriverName: r.Driver, StructuredData: &resourceapi.StructuredResourceHandle{
-					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
-			}
-			p := handles[i].StructuredData.Partitionable
-			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
-		}
-		if len(handles) == 0 {
-			continue
-		}
-		sc := &resourceapi.ResourceClaim{}
-		sc.Namespace, sc.Name, sc.UID = c.Namespace, c.Name, c.UID
-		sc.Status.Allocation = &resourceapi.AllocationResult{ResourceHandles: handles}
-		out = append(out, sc)
-	}
-	return out
-}
-
 // nodeDevices returns the devices that can be allocated on the node
 // (usable pools, available on the node, no binding conditions), in
 // inventory order, and the unusable pools that reach the node.

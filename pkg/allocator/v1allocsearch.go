@@ -121,7 +121,8 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		used, _ := st.used.get(d.key)
 		p.inUse[l] = used > 0
 		if d.d.SeedInstance != "" && !p.inUse[l] {
-			p.seedLock[l] = st.seedLocked(pool.Driver, pool.Name, d.d.SeedInstance)
+			held, locked := st.seedHeld(pool.Driver, pool.Name, d.d.SeedInstance)
+			p.inUse[l], p.seedLock[l] = held, locked && !held
 		}
 		if len(d.uses) > 0 {
 			if ctrLocal == nil {

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"iter"
 	"slices"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -16,12 +17,12 @@ import (
 // and the shared counters the allocated devices consume.
 //
 // Admin-access results do not count as in use. A device allocated twice
-// (inconsistent input) counts once for counters and partition locks, and
-// stays in use until both allocations are removed.
+// (inconsistent input) counts once for counters, and stays in use (and
+// its partitions locked) until both allocations are removed.
 //
 // A V1State is immutable; WithAllocated and WithoutAllocated return new
 // states sharing the rest (copy-on-write maps whose own part is folded
-// into a new shared base once it outgrows a sixteenth of it).
+// into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
 type V1State struct {
 	inv      *V1Inventory
@@ -96,68 +97,130 @@ func (s *V1State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, remov
 
 // InUse reports whether the device is allocated (admin access aside).
 func (s *V1State) InUse(driver, pool, device string) bool {
-	n, _ := s.used.get(v1Key(driver, pool, device))
+	key := v1Key(driver, pool, device)
+	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
+		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
+		return held
+	}
+	n, _ := s.used.get(key)
 	return n > 0
 }
 
-// clone returns a state to change in place. It copies the small deltas
-// of the maps (layered.with), never touching s, which other goroutines may
-// be reading or deriving from at the same time.
+// clone returns a state to change in place. Its maps copy s's small
+// deltas on their first write (layered.derived), never touching s, which
+// other goroutines may be reading or deriving from at the same time (a
+// V1State is never written once published).
 func (s *V1State) clone() *V1State {
-	return &V1State{inv: s.inv, used: s.used.with(nil, nil), consumed: s.consumed.with(nil, nil), seedUsed: s.seedUsed.with(nil, nil)}
+	return &V1State{inv: s.inv, used: s.used.derived(), consumed: s.consumed.derived(), seedUsed: s.seedUsed.derived()}
 }
 
 func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
 	if c == nil || c.Status.Allocation == nil {
 		return
 	}
-	for _, r := range c.Status.Allocation.Devices.Results {
-		if r.AdminAccess != nil && *r.AdminAccess {
-			continue
-		}
-		s.apply(r.Driver, r.Pool, r.Device, "", sign)
+	for u := range v1Devices(c.Status.Allocation) {
+		s.apply(u.driver, u.pool, u.device, u.instance, sign)
 	}
 }
 
 func (s *V1State) applySeed(c *resourceapi.ResourceClaim, sign int32) {
-	if c == nil || c.Status.Allocation == nil {
+	if c == nil {
 		return
 	}
-	for _, h := range c.Status.Allocation.ResourceHandles {
-		sd := h.StructuredData
-		if sd == nil || sd.Partitionable == nil {
-			continue
+	for u := range seedAllocDevices(c.Status.Allocation) {
+		s.apply(u.driver, u.pool, u.device, u.instance, sign)
+	}
+}
+
+// WithSeedResults returns the state with v1alpha2 allocation results
+// added that no claim holds yet, such as the results Allocate gives a
+// pod's claims on a node before they are written.
+func (s *V1State) WithSeedResults(results ...*resourceapi.AllocationResult) *V1State {
+	out := s.clone()
+	for _, a := range results {
+		for u := range seedAllocDevices(a) {
+			out.apply(u.driver, u.pool, u.device, u.instance, 1)
 		}
-		for _, in := range sd.Partitionable.Instances {
-			s.apply(h.DriverName, sd.NodeName, SeedDeviceName(in.ID), in.ID, sign)
+	}
+	return out
+}
+
+// deviceUse is one device an allocation holds, as the one state counts
+// it: driver, pool and device name, and the seed instance ID when the
+// allocation names one.
+type deviceUse struct{ driver, pool, device, instance string }
+
+// v1Devices is the v1 front end's devices of an allocation: its results,
+// admin access left out (it does not use a device up).
+func v1Devices(a *resourcev1.AllocationResult) iter.Seq[deviceUse] {
+	return func(yield func(deviceUse) bool) {
+		for _, r := range a.Devices.Results {
+			if r.AdminAccess != nil && *r.AdminAccess {
+				continue
+			}
+			if !yield(deviceUse{driver: r.Driver, pool: r.Pool, device: r.Device}) {
+				return
+			}
+		}
+	}
+}
+
+// seedAllocDevices is the seed front end's devices of an allocation (nil:
+// none): the instances of its structured handles, each a device of the
+// projected pool of the handle's node.
+func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[deviceUse] {
+	return func(yield func(deviceUse) bool) {
+		if a == nil {
+			return
+		}
+		for _, h := range a.ResourceHandles {
+			sd := h.StructuredData
+			if sd == nil || sd.Partitionable == nil {
+				continue
+			}
+			for _, in := range sd.Partitionable.Instances {
+				if !yield(deviceUse{driver: h.DriverName, pool: sd.NodeName, device: SeedDeviceName(in.ID), instance: in.ID}) {
+					return
+				}
+			}
 		}
 	}
 }
 
 // apply counts one allocation of a device in or out. instance is the seed
 // instance ID when the allocation names one (v1alpha2); for a device of
-// the inventory the inventory's is used. Counters and seed locks change
-// when the device goes from unused to used and back.
+// the inventory the inventory's is used. Counters change when the device
+// goes from unused to used and back; the seed instances in use are kept
+// per allocation, as a seed NodeState counts them, so that the seed view
+// of a node (SeedNodeState) is the same whichever claims of a device
+// allocated twice are counted first.
+//
+// A seed device that consumes no counters (every projected seed leaf) is
+// counted only by its instance ID: in use when an allocation holds that
+// instance (seedHeld), so a seed claim event writes one map.
 func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 	key := v1Key(driver, pool, device)
+	x, known := s.inv.byKey[key]
+	if known && s.inv.devs[x].d.SeedInstance != "" {
+		instance = s.inv.devs[x].d.SeedInstance
+	}
+	if instance != "" && (!known || s.inv.devs[x].seedOnly()) {
+		s.applySeedInstance(driver, pool, instance, sign)
+		return
+	}
 	n, _ := s.used.get(key)
 	switch {
 	case sign > 0:
 		s.used.set(key, n+1)
-		if n > 0 {
-			return
-		}
 	case n == 0:
-		return
+		return // not counted
 	case n > 1:
 		s.used.set(key, n-1)
-		return
 	default:
 		s.used.del(key)
 	}
-	if x, ok := s.inv.byKey[key]; ok {
-		dev := &s.inv.devs[x]
-		for _, u := range dev.uses {
+	if known && ((sign > 0 && n == 0) || (sign < 0 && n == 1)) {
+		for _, u := range s.inv.devs[x].uses {
 			v, _ := s.consumed.get(u.ctr)
 			v = v1AddSat(v, int64(sign)*u.amount) // see v1ctr
 			if v == 0 {
@@ -166,13 +229,14 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 				s.consumed.set(u.ctr, v)
 			}
 		}
-		if dev.d.SeedInstance != "" {
-			instance = dev.d.SeedInstance
-		}
 	}
-	if instance == "" {
-		return
+	if instance != "" {
+		s.applySeedInstance(driver, pool, instance, sign)
 	}
+}
+
+// applySeedInstance counts one allocation of a seed instance in or out.
+func (s *V1State) applySeedInstance(driver, pool, instance string, sign int32) {
 	pk := driver + "\x00" + pool
 	ids, _ := s.seedUsed.get(pk)
 	if sign > 0 {
@@ -187,6 +251,25 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 			s.seedUsed.set(pk, ids)
 		}
 	}
+}
+
+// seedOnly reports whether the device is counted by its seed instance
+// alone: a projected seed leaf, which consumes no counters.
+func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) == 0 }
+
+// seedHeld reports whether an allocation holds the seed instance itself,
+// and whether one conflicts with it (itself included).
+func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
+	ids, _ := s.seedUsed.get(driver + "\x00" + pool)
+	for _, id := range ids {
+		if id == instance {
+			return true, true
+		}
+		if !locked && SeedLeavesConflict(instance, id) {
+			locked = true
+		}
+	}
+	return false, locked
 }
 
 // seedLocked reports whether a seed leaf conflicts with an instance in

@@ -55,17 +55,25 @@
 //     unrecorded template entry to the claim generated for it
 //     (Objects.GeneratedClaim), and the binding records it in the pod's
 //     status.
+//   - Device use is one state for both versions (allocator.V1State, built
+//     once per Objects lineage and derived through claim events); a
+//     node's base NodeState is its seed view (V1State.SeedNodeState), and
+//     a cycle's in-memory allocations of pods in flight, of both
+//     versions, go into one cycle state that both checks read.
 //   - Objects.Next rebuilds the view after events, keeping each node's
 //     compiled model while its slices are the same objects, and its base
-//     NodeState while the node object and its allocated claims are too.
+//     NodeState while the node object and its instances in use are too.
 //   - resource.k8s.io/v1 claims (v1.go) take the same path: PreFilter
 //     splits the pod's claims by the version they are stored in; Filter
 //     judges the v1 part with allocator.AllocateV1 over one inventory (v1
 //     ResourceSlices and the seed slices as v1 devices) and the claims of
 //     both versions; Score averages both parts; Reserve, the binding and
-//     the fences carry both. A v1 claim allocated on seed devices counts
-//     on the seed side as its v1alpha2 view. Answer reuse is off for pods
-//     with v1 claims.
+//     the fences carry both. DeviceClasses are in the Objects' catalog
+//     with the seed classes (allocator.Catalog.DeviceClass), v1 claims in
+//     its claim set with the seed claims (allocator.ClaimSet.V1Claim). A
+//     v1 claim event touches, for answer reuse, the nodes whose seed
+//     devices it holds or held. Answer reuse is off for pods with v1
+//     claims (R10).
 //   - DeviceTaintRules (Lists.TaintRules) taint the devices of both
 //     versions they select: the nodes' models are compiled with them
 //     (allocator.NewModelTainted) and so is the inventory

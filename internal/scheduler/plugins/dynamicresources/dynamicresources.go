@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -86,30 +86,47 @@ func (c *perNode[V]) store(node string, v V) {
 	c.m[node] = v
 }
 
-// derivedCache remembers, per node, the node state with the in-memory
-// allocations of pods in flight applied (NodeState.WithAllocated), with
-// the base state and claims it was derived from. While bindings are in
-// flight every cycle needs the same derived states; rebuilding them per
-// cycle cost more than checking the nodes, and a derived state that is
-// the same object lets allocator.CheckReusing answer for its node too.
-type derivedCache struct{ perNode[derivedState] }
+// derivedCache remembers, per node, the node's seed state with the
+// in-memory allocations of pods in flight (the seed view of the cycle's
+// one device-use state, cycleState). While bindings are in flight every
+// cycle needs the same derived states; a derived state that stays the
+// same object (allocator.V1State.SeedNodeState keeps it while the node's
+// instances in use are the same) lets allocator.CheckReusing answer for
+// its node too.
+type derivedCache struct{ perNode[*allocator.NodeState] }
 
-type derivedState struct {
-	base  *allocator.NodeState
-	extra []*resourceapi.ResourceClaim
-	state *allocator.NodeState
+// view returns the seed view of node in the cycle's state st: base (the
+// node's state without pods in flight) or the cached view when either
+// still holds, else a new one, which the cache keeps.
+func (c *derivedCache) view(st *allocator.V1State, node *corev1.Node, base *allocator.NodeState) *allocator.NodeState {
+	e, _ := c.load(node.Name)
+	v := st.SeedNodeState(base.Model(), node, base, e)
+	if v != e && v != base {
+		c.store(node.Name, v)
+	}
+	return v
 }
 
-// withAllocated returns base with the claims extra (in-memory claims,
-// which are not modified while in flight) applied.
-func (c *derivedCache) withAllocated(node string, base *allocator.NodeState, extra []*resourceapi.ResourceClaim) *allocator.NodeState {
-	if e, ok := c.load(node); ok && e.base == base && len(e.extra) == len(extra) &&
-		!slices.ContainsFunc(extra, func(x *resourceapi.ResourceClaim) bool { return !slices.Contains(e.extra, x) }) {
-		return e.state
-	}
-	st := base.WithAllocated(extra...)
-	c.store(node, derivedState{base: base, extra: slices.Clone(extra), state: st})
-	return st
+// cycleState is one cycle's device-use state: the Objects' base state
+// with the in-memory allocations of other pods in flight, of both
+// versions, that the Objects do not show yet. Built once, on first use;
+// the clones of a cycle's stateData share it.
+type cycleState struct {
+	once    sync.Once
+	base    func() *allocator.V1State
+	addV1   []*resourcev1.ResourceClaim  // by key
+	addSeed []*resourceapi.ResourceClaim // by key
+	st      *allocator.V1State
+}
+
+func (c *cycleState) state() *allocator.V1State {
+	c.once.Do(func() {
+		c.st = c.base()
+		if len(c.addV1) > 0 || len(c.addSeed) > 0 {
+			c.st = c.st.WithChanges(nil, c.addV1, nil, c.addSeed)
+		}
+	})
+	return c.st
 }
 
 // ticket is one reserved pod's pending binding on a (node, driver): later
@@ -155,13 +172,14 @@ func (*DynamicResources) Name() string { return Name }
 type stateData struct {
 	objects *Objects
 	req     *allocator.Request
-	sig     string                                  // req.Signature()
-	reused  *atomic.Int64                           // the plugin's count of reused answers; nil when not counting
-	derived *derivedCache                           // the plugin's, shared across cycles
-	base    map[string]string                       // claim key -> resourceVersion decided on
-	extra   map[string][]*resourceapi.ResourceClaim // by node: in-memory allocations
-	reasons []allocator.Reason                      // pod-level rejection
-	unseen  int                                     // of reasons: template claims recorded in the pod's status, not in Objects
+	sig     string             // req.Signature()
+	reused  *atomic.Int64      // the plugin's count of reused answers; nil when not counting
+	derived *derivedCache      // the plugin's, shared across cycles
+	base    map[string]string  // claim key -> resourceVersion decided on
+	cycle   *cycleState        // the one device-use state with pods in flight
+	extra   map[string]bool    // nodes whose seed state in-memory allocations change
+	reasons []allocator.Reason // pod-level rejection
+	unseen  int                // of reasons: template claims recorded in the pod's status, not in Objects
 	results *nodeResults
 	chosen  []*resourceapi.ResourceClaim // Reserve: the claims after binding
 	newly   []bool                       // per chosen: allocated by this pod
@@ -201,41 +219,40 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
-	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string][]*resourceapi.ResourceClaim{}, results: newNodeResults(snap),
-		context: ownContext(objs, pod), derived: &p.derived}
+	s := &stateData{objects: objs, base: map[string]string{}, extra: map[string]bool{}, results: newNodeResults(snap),
+		context: ownContext(objs, pod), derived: &p.derived, cycle: &cycleState{base: objs.v1.baseState}}
 	if p.countReused {
 		s.reused = &p.reused
 	}
 	state.Write(stateKey, s)
+	// In-memory allocations of other pods that objs does not show yet
+	// count in the cycle's one state, for the claims of both versions: a
+	// seed device is one device for both APIs.
 	overlay := p.overlay(objs, podKey(pod))
-	var inflight []*resourceapi.ResourceClaim // allocated in memory, not in objs yet
-	for k, c := range overlay {
-		if c, ok := objs.claims.Get(k); ok && c.Status.Allocation != nil {
+	for _, k := range slices.Sorted(maps.Keys(overlay)) {
+		c := overlay[k]
+		if cur, ok := objs.claims.Get(k); ok && cur.Status.Allocation != nil {
 			continue // counted on its node already; the overlay adds reservations only
 		}
-		inflight = append(inflight, c)
+		s.cycle.addSeed = append(s.cycle.addSeed, c)
 		for _, n := range allocator.AllocatedNodes(c) {
-			s.extra[n] = append(s.extra[n], c)
+			s.extra[n] = true
 		}
 	}
 	overlayV1 := p.overlayV1(objs, podKey(pod))
+	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
+		c := overlayV1[k]
+		if cur, ok := objs.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
+			continue
+		}
+		s.cycle.addV1 = append(s.cycle.addV1, c)
+		for _, n := range objs.seedNodesOf(c, nil) {
+			s.extra[n] = true
+		}
+	}
 	claims, st := s.resolveClaims(pod, overlay, overlayV1)
 	if st != nil {
 		return st
-	}
-	// A seed device is one device for both APIs: the in-memory
-	// allocations of pods in flight count for this pod's claims of the
-	// other version too.
-	if len(claims) > 0 {
-		for _, c := range objs.inflightSeedAllocationsV1(overlayV1) {
-			for _, n := range allocator.AllocatedNodes(c) {
-				s.extra[n] = append(s.extra[n], c)
-			}
-		}
-	}
-	if s.v1 != nil && len(inflight) > 0 {
-		slices.SortFunc(inflight, func(a, b *resourceapi.ResourceClaim) int { return strings.Compare(claimKey(a), claimKey(b)) })
-		s.v1.seedExtra = inflight
 	}
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()
@@ -244,10 +261,6 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		return podLevelStatus(rs)
 	}
 	if s.v1 != nil {
-		for _, c := range overlayV1 {
-			s.v1.extra = append(s.v1.extra, c)
-		}
-		slices.SortFunc(s.v1.extra, func(a, b *resourcev1.ResourceClaim) int { return strings.Compare(claimKeyV1(a), claimKeyV1(b)) })
 		s.v1.results = make([]*allocator.V1Result, snap.Len())
 		if st := s.prepareV1(pod); st != nil {
 			return st
@@ -491,8 +504,8 @@ func (s *stateData) result(ctx context.Context, node *corev1.Node, i int) (*allo
 // a request of the same signature was checked on takes that answer
 // (allocator.CheckReusing).
 func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.NodeState, i int) (*allocator.Result, error) {
-	if extra := s.extra[node.Name]; len(extra) > 0 {
-		st = s.derived.withAllocated(node.Name, st, extra)
+	if s.extra[node.Name] {
+		st = s.derived.view(s.cycle.state(), node, st)
 	}
 	res, reused, err := allocator.CheckReusing(ctx, s.req, st)
 	if err != nil {

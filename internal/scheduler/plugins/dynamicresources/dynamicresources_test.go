@@ -566,10 +566,15 @@ func v1Claim(name string) *resourcev1.ResourceClaim {
 // for them, and the claims of both versions.
 func mixedLists(t *testing.T, claims []*resourceapi.ResourceClaim, v1Claims ...*resourcev1.ResourceClaim) dynamicresources.Lists {
 	l := baseLists(t, claims...)
-	l.DeviceClasses = []*resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v1"},
-		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}}
+	l.DeviceClasses = []*resourcev1.DeviceClass{gpuV1Class()}
 	l.V1Claims = v1Claims
 	return l
+}
+
+// gpuV1Class is DeviceClass gpu-v1: every device of the driver.
+func gpuV1Class() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu-v1"},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "` + driver + `"`}}}}}
 }
 
 // A seed GPU is one device for both APIs: what pods in flight hold in
@@ -634,5 +639,30 @@ func TestInFlightAcrossVersions(t *testing.T) {
 				t.Fatalf("a third GPU claim: %s %q, want Unschedulable", st.Code(), st.Message())
 			}
 		})
+	}
+}
+
+// TestReuseNeedsNoV1Claims (R10 in reuse.go): a cycle takes earlier
+// cycles' answers only when the pod has no resource.k8s.io/v1 claim.
+func TestReuseNeedsNoV1Claims(t *testing.T) {
+	l := mixedLists(t, []*resourceapi.ResourceClaim{claim("a", "small")}, v1Claim("v1-b"))
+	l.Classes[0].ResourceVersion = "3" // a signature needs versioned classes
+	snap := snapshotOf(l, "n1")
+	prefilter := func(pod *corev1.Pod) *framework.CycleState {
+		t.Helper()
+		state := framework.NewCycleState()
+		if st := dynamicresources.New().PreFilter(context.Background(), state, pod, snap); !st.IsSuccess() {
+			t.Fatalf("PreFilter(%s) = %v", pod.Name, st.Message())
+		}
+		return state
+	}
+	if !dynamicresources.Reuses(prefilter(podUsing("seed", "a"))) {
+		t.Fatal("a v1alpha2 claim's cycle does not reuse: the cases below prove nothing")
+	}
+	if dynamicresources.Reuses(prefilter(podUsing("mixed", "a", "v1-b"))) {
+		t.Error("R10: a cycle with a v1 claim reuses answers")
+	}
+	if dynamicresources.Reuses(prefilter(podUsing("v1", "v1-b"))) {
+		t.Error("R10: a cycle with only a v1 claim reuses answers")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -122,6 +123,59 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 			}
 			q.OnEvent(tc.ev, oldObj, newObj)
 			if moved := q.Where(tc.pod.UID) != queue.Unschedulable; moved != tc.moved {
+				t.Fatalf("%s moved the pod: %v, want %v", tc.ev, moved, tc.moved)
+			}
+		})
+	}
+}
+
+// TestV1ClaimEventsMovePodsTheyCanHelp: the same rules for
+// resource.k8s.io/v1 claim events, for a pod parked on a v1 claim (test/e2e
+// TestUpstreamDriver's pod pair): another claim's deallocation or
+// deletion while allocated moves it; that claim's creation, allocation or
+// dropped reservation does not.
+func TestV1ClaimEventsMovePodsTheyCanHelp(t *testing.T) {
+	shared := v1Claim("shared")
+	allocatedV1 := v1OnGPU("shared", "n1", "gpu-0", "")
+	allocatedV1.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "s1", UID: "uid-s1"}}
+	released := allocatedV1.DeepCopy()
+	released.Status.ReservedFor = nil
+	ev := func(a framework.ActionType) framework.ClusterEvent {
+		return framework.ClusterEvent{Resource: framework.ResourceClaimV1, ActionType: a}
+	}
+	for name, tc := range map[string]struct {
+		ev       framework.ClusterEvent
+		old, new *resourcev1.ResourceClaim
+		moved    bool
+	}{
+		"own claim allocated":               {ev: ev(framework.Update), old: v1Claim("pair"), new: v1OnGPU("pair", "n1", "gpu-1", ""), moved: true},
+		"other claim deallocated":           {ev: ev(framework.Update), old: released, new: shared, moved: true},
+		"other allocated claim deleted":     {ev: ev(framework.Delete), old: allocatedV1, moved: true},
+		"other claim created":               {ev: ev(framework.Add), new: shared},
+		"other claim allocated":             {ev: ev(framework.Update), old: shared, new: allocatedV1},
+		"other claim's reservation dropped": {ev: ev(framework.Update), old: allocatedV1, new: released},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := podUsing("p", "pair")
+			q := queue.New(queue.Options{
+				InitialBackoff: time.Second, MaxBackoff: time.Second,
+				Events: map[string][]framework.ClusterEventWithHint{dynamicresources.Name: dynamicresources.New().EventsToRegister()},
+			})
+			q.Add(pod)
+			qp, err := q.Pop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Unschedulable(qp, []string{dynamicresources.Name}, true)
+			var oldObj, newObj any
+			if tc.old != nil {
+				oldObj = tc.old
+			}
+			if tc.new != nil {
+				newObj = tc.new
+			}
+			q.OnEvent(tc.ev, oldObj, newObj)
+			if moved := q.Where(pod.UID) != queue.Unschedulable; moved != tc.moved {
 				t.Fatalf("%s moved the pod: %v, want %v", tc.ev, moved, tc.moved)
 			}
 		})

@@ -57,13 +57,12 @@ type Lists struct {
 type Objects struct {
 	revision string
 	slices   map[string][]*resourceapi.NodeResourceSlice  // by node
-	catalog  *allocator.Catalog                           // classes, parameters, vendor objects; carried over by Next while they are unchanged
+	catalog  *allocator.Catalog                           // classes (both versions), parameters, vendor objects; carried over by Next while they are unchanged
 	claims   *allocator.ClaimSet                          // with the claims allocated per node and the ancestry answer reuse reads (reuse.go)
 	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
 	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
 	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
-	v1       *v1Objects                                   // v1 slices, classes and claims (v1.go)
-	views    *viewCache                                   // seed views of v1 claims, carried over by Next
+	v1       *v1Objects                                   // v1 slices and claims, and the one device-use state (v1.go)
 }
 
 // maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
@@ -79,7 +78,7 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	if cat == nil {
 		cat = allocator.NewCatalog(&allocator.Snapshot{
 			Classes: l.Classes, ClassParameters: l.ClassParameters, ClaimParameters: l.ClaimParameters,
-			VendorParameters: l.Vendor,
+			VendorParameters: l.Vendor, DeviceClasses: l.DeviceClasses,
 		})
 	}
 	o := &Objects{
@@ -105,31 +104,28 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	o.v1.inv.model = func(node string, _ []*resourceapi.NodeResourceSlice) *allocator.Model {
 		return models.get(node, byNode[node])
 	}
-	var prevViews *viewCache
 	if prev != nil && prev.v1 != nil {
 		o.v1.keepInventory(prev.v1)
-		if o.v1.inv == prev.v1.inv { // the same seed slices: the views still hold
-			prevViews = prev.views
-		}
 	}
-	o.views = newViewCache(prevViews)
 	claims := l.Claims
-	if views := seedViews(l.V1Claims, o.slices, o.views); len(views) > 0 {
-		claims = append(slices.Clip(claims), views...)
-	}
-	o.claims = allocator.NewClaimSet(claims, o.slices)
-	o.v1 = o.v1.withSeedClaims(o.claims.Claims)
+	o.claims = allocator.NewClaimSet(claims, o.slices, l.V1Claims...)
+	o.v1 = o.v1.withClaims(o.claims)
 	return o
 }
 
 // WithClaims returns Objects in which the given claims replace (or add
 // to) the claims of o, as a simulation records a binding. The models are
-// shared with o, and so are the node states of nodes whose allocated
-// claims are unchanged.
+// shared with o, the one device-use state is derived from o's, and the
+// node states of nodes whose allocations are unchanged are o's.
 func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
 	out := *o
 	out.claims = o.claims.With(claims...)
-	out.v1 = o.v1.withSeedClaims(out.claims.Claims)
+	var delta claimDelta
+	for _, c := range claims {
+		old, _ := o.claims.Claim(c.Namespace, c.Name)
+		delta.seed(old, c)
+	}
+	out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
 	return &out
 }
 
@@ -151,7 +147,7 @@ func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.
 			old, _ := o.claims.Claim(ns, name)
 			delta.seed(old, c)
 		}
-		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims.Claims, delta)}
+		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
 	}
 	return &out
 }
@@ -192,10 +188,12 @@ func (o *Objects) Revision() string { return o.revision }
 // Model returns the compiled slices of a node (cached).
 func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node, o.slices[node]) }
 
-// NodeState returns the allocation state of node from the claims of o
-// (not from in-memory reservations). A state built for an earlier Objects
-// is reused while the node's model, the node object and the claims
-// allocated on it are the same.
+// NodeState returns the seed allocation state of node from the claims of
+// o (not from in-memory reservations): the seed view of the node in the
+// one device-use state, which counts the claims of both versions
+// (allocator.V1State.SeedNodeState). A state built for an earlier Objects
+// is reused while the node's model, the node object and the node's
+// entries of the one state are the same.
 func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 	st, _ := o.nodeState(node)
 	return st
@@ -205,23 +203,16 @@ func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
 // inject CDI devices (LabelCDI "false"), which Filter asks of every node
 // and the cache answers with the state.
 func (o *Objects) nodeState(node *corev1.Node) (*allocator.NodeState, bool) {
-	nc := o.claims.Allocated(node.Name)
-	var claims []*resourceapi.ResourceClaim
-	if nc != nil {
-		if st := nc.State(); st != nil && sameObject(st.Node(), node) {
-			return st, noCDI(node)
-		}
-		claims = nc.Claims
-	}
 	model := o.Model(node.Name)
-	e, ok := o.states.get(node.Name, model, node, claims)
-	if !ok {
-		e = o.states.put(node.Name, claims, allocator.NewNodeState(model, node, claims))
+	e, _ := o.states.get(node.Name)
+	st := o.v1.baseState().SeedNodeState(model, node, e.state, e.older)
+	switch st {
+	case e.state:
+		return st, e.noCDI
+	case e.older:
+		return st, noCDI(node)
 	}
-	if nc != nil {
-		nc.SetState(e.state)
-	}
-	return e.state, e.noCDI
+	return st, o.states.put(node.Name, st).noCDI
 }
 
 // noCDI reports whether the node says its runtime cannot inject CDI
@@ -268,40 +259,40 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 	return m
 }
 
-// stateCache holds one base NodeState per node with the claims it was
-// built from, for the nodes that an Objects' nodeClaims cannot answer
-// for: entries another Objects built (Next carries them over, WithClaims
-// shares them), nodes without slices or claims, and nodes whose object
-// changed. An entry answers only for the same model, node object and set
-// of claims, so Objects of one lineage can share one cache.
+// stateCache holds the last two base NodeStates derived per node, which
+// answer again while the node's model, node object and instances in use
+// are unchanged (allocator.V1State.SeedNodeState): Objects of one lineage
+// share it (two, so that an Objects and the WithClaims Objects of a
+// simulation do not evict each other's), Next carries over the entries of
+// nodes whose model is the same.
 type stateCache struct {
 	mu sync.RWMutex
 	m  map[string]cachedState
 }
 
 type cachedState struct {
-	claims []*resourceapi.ResourceClaim
-	state  *allocator.NodeState
-	noCDI  bool // of state.Node()
+	state *allocator.NodeState
+	noCDI bool                 // of state.Node()
+	older *allocator.NodeState // the one before, or nil
 }
 
-// get returns the node's entry if its state was built from the same
-// model, node object and claims.
-func (c *stateCache) get(name string, model *allocator.Model, node *corev1.Node, claims []*resourceapi.ResourceClaim) (cachedState, bool) {
+// get returns the node's entry.
+func (c *stateCache) get(name string) (cachedState, bool) {
 	c.mu.RLock()
+	defer c.mu.RUnlock()
 	e, ok := c.m[name]
-	c.mu.RUnlock()
-	if !ok || e.state.Model() != model || !sameObject(e.state.Node(), node) || !sameSet(e.claims, claims) {
-		return cachedState{}, false
-	}
-	return e, true
+	return e, ok
 }
 
-func (c *stateCache) put(name string, claims []*resourceapi.ResourceClaim, st *allocator.NodeState) cachedState {
-	e := cachedState{claims: claims, state: st}
-	e.noCDI = noCDI(st.Node())
+// put makes st the node's last state.
+func (c *stateCache) put(name string, st *allocator.NodeState) cachedState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	prev := c.m[name]
+	e := cachedState{state: st, noCDI: noCDI(st.Node())}
+	if prev.state != nil && prev.state.Model() == st.Model() {
+		e.older = prev.state
+	}
 	c.m[name] = e
 	return e
 }
@@ -328,7 +319,8 @@ func (c *stateCache) copy(keep func(node string, m *allocator.Model) bool) *stat
 func (o *Objects) Next(l Lists) *Objects {
 	var cat *allocator.Catalog
 	if in := o.catalog.Inputs(); sameSet(in.Classes, l.Classes) && sameSet(in.ClassParameters, l.ClassParameters) &&
-		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) {
+		sameSet(in.ClaimParameters, l.ClaimParameters) && sameSet(in.VendorParameters, l.Vendor) &&
+		sameSet(in.DeviceClasses, l.DeviceClasses) {
 		cat = o.catalog
 	}
 	n := newObjects(l, cat, o)

@@ -30,10 +30,13 @@ func onGPU(c *resourceapi.ResourceClaim, node, gpu string) *resourceapi.Resource
 // TestInventoryUsesNodeModels: the v1 device inventory's seed devices
 // come from the Models the seed path allocates on (one compile per node
 // for both APIs): building the inventory first fills the Objects' model
-// cache, and the seed path then finds its Models there.
+// cache, and the seed path then finds its Models there. (With a v1 claim
+// in the lists: without one the seed slices stay out of the inventory,
+// TestSeedOnlyInventory.)
 func TestInventoryUsesNodeModels(t *testing.T) {
 	l := baseLists(t)
 	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
+	l.V1Claims = []*resourcev1.ResourceClaim{v1Claim("x")}
 	o := dynamicresources.NewObjects(l)
 	if n := dynamicresources.CachedModels(o); n != 0 {
 		t.Fatalf("%d models compiled before any use", n)
@@ -48,6 +51,34 @@ func TestInventoryUsesNodeModels(t *testing.T) {
 	m := o.Model("n1")
 	if o.Model("n1") != m || dynamicresources.CachedModels(o) != 2 {
 		t.Fatal("the seed path compiled a node's model again")
+	}
+}
+
+// TestSeedOnlyInventory: while no v1 claim is known the seed slices stay
+// out of the v1 inventory (a seed-only cluster does not project them; the
+// one state counts v1alpha2 claims without it); the first v1 claim event
+// brings them in, and a v1 claim on a seed GPU is in use for v1alpha2
+// claims from then on.
+func TestSeedOnlyInventory(t *testing.T) {
+	n1 := schedtest.MakeNode("n1").Obj()
+	l := baseLists(t, onGPU(claim("a", "small"), "n1", "gpu-0"))
+	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1")}
+	o := dynamicresources.NewObjects(l)
+	if got := o.NodeState(n1).Capacity(); got != 1 {
+		t.Fatalf("n1 capacity %d, want 1 (gpu-0 held by a v1alpha2 claim)", got)
+	}
+	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 0 {
+		t.Fatalf("a seed-only inventory has %d pools, want none", n)
+	}
+	o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/v": v1OnGPU("v", "n1", "gpu-1", "")})
+	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 1 {
+		t.Fatalf("after a v1 claim the inventory has %d pools, want n1's seed pool", n)
+	}
+	if got := o.NodeState(n1).Capacity(); got != 0 {
+		t.Fatalf("n1 capacity %d, want 0 (gpu-1 held by the v1 claim)", got)
+	}
+	if !dynamicresources.V1InUse(o, driver, "n1", "gpu-0") || !dynamicresources.V1InUse(o, driver, "n1", "gpu-1") {
+		t.Fatal("the one state does not count both GPUs in use")
 	}
 }
 
@@ -135,7 +166,7 @@ func TestWithClaimsKeepsOtherNodesStates(t *testing.T) {
 
 // TestNextComparesManyClaimsAsASet: a node with many claims keeps its
 // state when the lister returns the same claims in another order, and
-// loses it when one of them changes.
+// loses it when one of them changes what the node has in use.
 func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	n1 := schedtest.MakeNode("n1").Obj()
 	var claims []*resourceapi.ResourceClaim
@@ -153,9 +184,20 @@ func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	if next.NodeState(n1) != st {
 		t.Fatal("the same claims in another order rebuilt the node's state")
 	}
+	// A claim updated with the same allocation leaves the node's
+	// instances in use as they were: the state stays. A claim freed
+	// changes them.
 	l.Claims = slices.Clone(l.Claims)
 	l.Claims[3] = l.Claims[3].DeepCopy()
 	l.Claims[3].ResourceVersion = "10"
+	next = next.Next(l)
+	if next.NodeState(n1) != st {
+		t.Fatal("a claim updated with the same allocation rebuilt the node's state")
+	}
+	l.Claims = slices.Clone(l.Claims)
+	l.Claims[3] = l.Claims[3].DeepCopy()
+	l.Claims[3].ResourceVersion = "11"
+	l.Claims[3].Status.Allocation = nil
 	if next.Next(l).NodeState(n1) == st {
 		t.Fatal("a changed claim kept the node's old state")
 	}
@@ -274,11 +316,12 @@ func v1OnGPU(name, node, gpu string, uid types.UID) *resourcev1.ResourceClaim {
 	return c
 }
 
-// TestV1ViewWhenTheV1EventComesFirst: a claim recreated as v1 under the
+// TestV1ClaimWhenTheV1EventComesFirst: a claim recreated as v1 under the
 // name of a v1alpha2 claim, its v1 event seen before the v1alpha2
-// deletion: the v1alpha2 claim stays until its deletion is seen, then the
-// v1 claim's seed view takes its place.
-func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
+// deletion: the v1alpha2 claim stays until its deletion is seen, then
+// only the v1 claim is left, its device in use for v1alpha2 claims too
+// (one device-use state; the claim set holds no views of v1 claims).
+func TestV1ClaimWhenTheV1EventComesFirst(t *testing.T) {
 	n1 := schedtest.MakeNode("n1").Obj()
 	old := onGPU(claim("y", "small"), "n1", "gpu-0")
 	o := dynamicresources.NewObjects(mixedLists(t, []*resourceapi.ResourceClaim{old}))
@@ -287,9 +330,11 @@ func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
 		t.Fatalf("before its deletion is seen, the v1alpha2 claim y should stay: %v %v", ok, c)
 	}
 	o = o.WithClaimChanges("31", map[string]*resourceapi.ResourceClaim{"default/y": nil}, nil)
-	c, ok := o.Claim("default", "y")
-	if !ok || !resourceapi.IsView(c) {
-		t.Fatalf("after the v1alpha2 deletion, y should be the v1 claim's seed view: %v %v", ok, c)
+	if c, ok := o.Claim("default", "y"); ok {
+		t.Fatalf("after the v1alpha2 deletion, y is still a v1alpha2 claim: %v", c)
+	}
+	if _, ok := o.V1Claim("default", "y"); !ok {
+		t.Fatal("after the v1alpha2 deletion, the v1 claim y is gone")
 	}
 	if got := o.NodeState(n1).Capacity(); got != 1 {
 		t.Fatalf("n1 capacity %d, want 1 (gpu-1 held by the v1 claim)", got)
@@ -297,8 +342,8 @@ func TestV1ViewWhenTheV1EventComesFirst(t *testing.T) {
 }
 
 // TestWithClaimChanges: v1 claim events applied claim by claim give the
-// Objects that indexing the final lists gives: the same claims and seed
-// views of v1 claims (so the same free GPUs for v1alpha2 claims), the
+// Objects that indexing the final lists gives: the same claims (so the
+// same free GPUs for v1alpha2 claims), the
 // same v1 claims and generated-claim index, the same v1 free devices;
 // and a name moving between versions, or a v1 event of a name that is a
 // v1alpha2 claim, keeps the v1alpha2 claim.

@@ -24,11 +24,15 @@ import (
 //	   [TestReuseNeedsTheSameNodeInfo]
 //	R2 the request signature is the same [TestReuseNeedsTheSameSignature]
 //	R3 the answer was computed on an Objects this cycle's Objects derives
-//	   from through WithClaimUpdates alone: NewObjects, Next and
-//	   WithClaims start a new line (allocator.ClaimSet.Gen numbers every
-//	   Objects in the process) [TestReuseNeedsAnAncestor]
-//	R4 no WithClaimUpdates link since then touched the node (changed its
-//	   allocated claims) [TestReuseSkipsTouchedNodes]
+//	   from through claim events alone (WithClaimUpdates,
+//	   WithClaimChanges): NewObjects, Next and WithClaims start a new
+//	   line (allocator.ClaimSet.Gen numbers every Objects in the process)
+//	   [TestReuseNeedsAnAncestor]
+//	R4 no link since then touched the node (changed its allocated
+//	   claims) [TestReuseSkipsTouchedNodes], nor a WithClaimChanges link
+//	   through a v1 claim on the node's seed devices (one device-use
+//	   state: the node's seed state changed)
+//	   [TestReuseSkipsNodesTouchedByV1Claims]
 //	R5 the node has no claims of pods in flight in this cycle: such nodes
 //	   are neither answered from nor remembered [TestReuseSkipsNodesWithPodsInFlight]
 //	R6 the ancestry is kept maxAncestry links long (WithClaimUpdates cuts
@@ -41,6 +45,10 @@ import (
 //	R9 a cycle reuses only when the request has a signature and no claim
 //	   is allocated by a driver's controller (PreFilter)
 //	   [TestReuseNeedsASignatureAndNoControlPlaneClaims]
+//	R10 a cycle reuses only when the pod has no resource.k8s.io/v1 claim
+//	   (PreFilter): answers are the seed check's, and the v1 part is
+//	   judged on every node each cycle (issue 27 point 2 brings v1
+//	   answers into reuse) [TestReuseNeedsNoV1Claims]
 //
 // The answers themselves come from allocator.CheckReusing, and a reused
 // answer names the claims of the request it was computed for: callers take

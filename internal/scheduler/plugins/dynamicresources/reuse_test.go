@@ -9,6 +9,7 @@ import (
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/schedtest"
 	"allot.dev/allot/pkg/allocator"
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // The tests of the reuse rules R1-R8 (reuse.go), one each, on the view
@@ -41,9 +42,9 @@ func reuseSnapshot(n int) *framework.Snapshot {
 // view is a cycle's view on o over snap; inFlight names nodes with claims
 // of pods in flight.
 func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...string) *reuseView {
-	s := &stateData{objects: o, extra: map[string][]*resourceapi.ResourceClaim{}}
+	s := &stateData{objects: o, extra: map[string]bool{}}
 	for _, n := range inFlight {
-		s.extra[n] = []*resourceapi.ResourceClaim{{}}
+		s.extra[n] = true
 	}
 	return f.p.reuseView(s, snap)
 }
@@ -109,6 +110,7 @@ func TestReuseNeedsAnAncestor(t *testing.T) {
 		held bool
 	}{
 		{"WithClaimUpdates (the parent)", func(o *Objects) *Objects { return update(o) }, true},
+		{"WithClaimChanges (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", nil, nil) }, true},
 		{"WithClaims, which starts a new line", func(o *Objects) *Objects { return o.WithClaims() }, false},
 		{"Next, which starts a new line", func(o *Objects) *Objects { return o.Next(Lists{}) }, false},
 		{"unrelated Objects", func(*Objects) *Objects { return NewObjects(Lists{}) }, false},
@@ -211,5 +213,43 @@ func TestStatusesAreSharedPerReasons(t *testing.T) {
 	}
 	if c := r.clone(); c.status(a) != sa {
 		t.Fatal("a cloned cycle state lost the shared statuses")
+	}
+}
+
+// TestReuseSkipsNodesTouchedByV1Claims: R4 for resource.k8s.io/v1 claims,
+// which the claim set does not hold: a v1 claim event that allocates or
+// frees devices of a node's seed slices touches that node (one device-use
+// state: the node's seed state changed), and only that node.
+func TestReuseSkipsNodesTouchedByV1Claims(t *testing.T) {
+	var l Lists
+	for _, n := range []string{"n1", "n2"} {
+		s := &resourceapi.NodeResourceSlice{}
+		s.Name, s.Spec.NodeName, s.Spec.DriverName = "slice-"+n, n, "d"
+		l.Slices = append(l.Slices, s)
+	}
+	v1On := func(node string) map[string]*resourcev1.ResourceClaim {
+		c := &resourcev1.ResourceClaim{}
+		c.Namespace, c.Name, c.ResourceVersion = "default", "v-"+node, "2"
+		c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "r", Driver: "d", Pool: node, Device: "gpu-0"}}}}
+		return map[string]*resourcev1.ResourceClaim{claimKeyV1(c): c}
+	}
+	f := newReuseFixture(t)
+	f.o = NewObjects(l)
+	f.rememberAt1(f.o)
+	if !f.heldAt1(f.o.WithClaimChanges("2", nil, v1On("n2"))) {
+		t.Fatal("R4: a v1 claim on another node made n1's answer stale")
+	}
+	g := newReuseFixture(t)
+	g.o = NewObjects(l)
+	g.rememberAt1(g.o)
+	allocated := g.o.WithClaimChanges("2", nil, v1On("n1"))
+	if g.heldAt1(allocated) {
+		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim allocated since")
+	}
+	h := newReuseFixture(t)
+	h.rememberAt1(allocated)
+	if h.heldAt1(allocated.WithClaimChanges("3", nil, map[string]*resourcev1.ResourceClaim{"default/v-n1": nil})) {
+		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim freed since")
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	resourcev1 "k8s.io/api/resource/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -26,24 +25,23 @@ import (
 // part with allocator.AllocateV1 over one device inventory: v1
 // ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
 // both in memory, and the binding carries both, fenced per (node,
-// driver) alike. A v1 claim allocated on a seed slice's devices counts on
-// the seed side as its v1alpha2 view (resourceconv), so neither API hands
-// out a device the other one did.
+// driver) alike. Device use is one state for both versions
+// (allocator.V1State, the v1Objects' base state): the seed side reads a
+// node's state from it (V1State.SeedNodeState), so neither API hands out
+// a device the other one did.
 
-// v1Objects are the v1 part of Objects. The inventory is shared by the
-// Objects of one listing; the base state, which counts the seed claims
-// too, belongs to one Objects (WithClaimUpdates changes those claims).
+// v1Objects are the v1 part of Objects (the v1 claims are in the Objects'
+// claim set). The inventory is shared by the Objects of one listing; the
+// base state, which counts the claims of both versions, belongs to one
+// Objects (claim events change those claims).
 type v1Objects struct {
 	*v1Shared
 	st *v1StateHolder
 }
 
 type v1Shared struct {
-	inv       *v1Inventory
-	classes   map[string]*resourcev1.DeviceClass
-	claims    map[string]*resourcev1.ResourceClaim // namespace/name
-	generated map[string]string                    // podUID/entry -> claim name
-	admin     map[string]bool                      // namespaces allowing admin access
+	inv   *v1Inventory
+	admin map[string]bool // namespaces allowing admin access
 }
 
 // v1Inventory is the device inventory of one set of slices, built once on
@@ -51,6 +49,13 @@ type v1Shared struct {
 type v1Inventory struct {
 	slices []*resourcev1.ResourceSlice
 	seed   []*resourceapi.NodeResourceSlice
+	// seedless leaves the seed slices out of the inventory while no v1
+	// claim is known: only v1 claims allocate seed devices as v1 devices,
+	// and the one state counts v1alpha2 claims by their instance IDs
+	// without the inventory, so a seed-only cluster does not project its
+	// slices. The first v1 claim event brings a full inventory
+	// (WithClaimChanges).
+	seedless bool
 	// model is the Objects' compiled Model of a node's seed slices: the
 	// inventory's seed devices come from the same Model the seed path
 	// allocates on, compiled once.
@@ -63,15 +68,22 @@ type v1Inventory struct {
 }
 
 type v1StateHolder struct {
-	once       sync.Once
-	state      atomic.Pointer[allocator.V1State] // set once built
-	seedClaims func() []*resourceapi.ResourceClaim
-	// from, when set, is the built state of the Objects this one follows
-	// and delta the claims that changed since: the state is derived from
-	// it instead of counting every claim again.
-	from  *allocator.V1State
-	delta claimDelta
+	once   sync.Once
+	state  atomic.Pointer[allocator.V1State] // set once built
+	claims *allocator.ClaimSet               // what a state built afresh counts
+	// from, when set, is the built state of an Objects this one follows
+	// and deltas the claim changes since, in order: the state is derived
+	// from it instead of counting every claim again. Never modified once
+	// the holder is shared, so that following may read them while the
+	// state is being built.
+	from   *allocator.V1State
+	deltas []claimDelta
 }
+
+// maxPendingDeltas bounds the claim changes a chain of Objects whose
+// state nobody asked for (answer reuse took every node) carries: at the
+// bound the state is derived at once.
+const maxPendingDeltas = 16
 
 // claimDelta is what changed between two Objects' claims, for their v1
 // base states: the claims counted before (removed) and after (added).
@@ -95,41 +107,47 @@ func (d *claimDelta) seed(old, cur *resourceapi.ResourceClaim) {
 func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
 
 // following returns the holder of the Objects that follow v after the
-// claim changes delta, with these seed claims: its state is derived from
-// v's when v's was built, and built afresh otherwise.
-func (v *v1Objects) following(seedClaims func() []*resourceapi.ResourceClaim, delta claimDelta) *v1StateHolder {
-	h := &v1StateHolder{seedClaims: seedClaims}
-	if from := v.st.built(); from != nil {
-		h.from, h.delta = from, delta
+// claim changes delta, with these claims: its state is derived from the
+// last built state of v's line, and built afresh when there is none.
+func (v *v1Objects) following(claims *allocator.ClaimSet, delta claimDelta) *v1StateHolder {
+	h := &v1StateHolder{claims: claims}
+	switch from := v.st.built(); {
+	case from != nil:
+		h.from, h.deltas = from, []claimDelta{delta}
+	case v.st.from != nil:
+		h.from, h.deltas = v.st.from, append(slices.Clip(v.st.deltas), delta)
+		if len(h.deltas) >= maxPendingDeltas {
+			h.state.Store(h.derive())
+			h.from, h.deltas = nil, nil
+		}
 	}
 	return h
 }
 
+// derive applies the pending deltas to from.
+func (h *v1StateHolder) derive() *allocator.V1State {
+	st := h.from
+	for _, d := range h.deltas {
+		st = st.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed)
+	}
+	return st
+}
+
 func newV1Objects(l Lists) *v1Objects {
-	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules}, classes: map[string]*resourcev1.DeviceClass{},
-		claims: map[string]*resourcev1.ResourceClaim{}, generated: map[string]string{}, admin: l.AdminNamespaces}
-	for _, c := range l.DeviceClasses {
-		v.classes[c.Name] = c
-	}
-	for _, c := range l.V1Claims {
-		v.claims[c.Namespace+"/"+c.Name] = c
-		if k := generatedKeyV1(c); k != "" {
-			v.generated[k] = c.Name
-		}
-	}
+	v := &v1Shared{inv: &v1Inventory{slices: l.V1Slices, seed: l.Slices, rules: l.TaintRules, seedless: len(l.V1Claims) == 0},
+		admin: l.AdminNamespaces}
 	return &v1Objects{v1Shared: v, st: &v1StateHolder{}}
 }
 
-// withSeedClaims is v with a base state to be built from these seed
-// claims.
-func (v *v1Objects) withSeedClaims(seedClaims func() []*resourceapi.ResourceClaim) *v1Objects {
-	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{seedClaims: seedClaims}}
+// withClaims is v with a base state to be built from these claims.
+func (v *v1Objects) withClaims(claims *allocator.ClaimSet) *v1Objects {
+	return &v1Objects{v1Shared: v.v1Shared, st: &v1StateHolder{claims: claims}}
 }
 
 // keepInventory hands prev's inventory on to v when the slices are the
 // same objects.
 func (v *v1Objects) keepInventory(prev *v1Objects) {
-	if prev != nil && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) && sameSet(prev.inv.rules, v.inv.rules) {
+	if prev != nil && prev.inv.seedless == v.inv.seedless && sameSet(prev.inv.slices, v.inv.slices) && sameSet(prev.inv.seed, v.inv.seed) && sameSet(prev.inv.rules, v.inv.rules) {
 		v.inv = prev.inv
 	}
 }
@@ -137,7 +155,11 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 func (v *v1Shared) inventory() *allocator.V1Inventory {
 	h := v.inv
 	h.once.Do(func() {
-		h.inv = allocator.NewV1InventoryTainted(h.slices, h.seed, h.model, h.rules)
+		seed := h.seed
+		if h.seedless {
+			seed = nil
+		}
+		h.inv = allocator.NewV1InventoryTainted(h.slices, seed, h.model, h.rules)
 		h.local = map[[2]string]bool{}
 		for _, p := range h.inv.Pools() {
 			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
@@ -154,208 +176,102 @@ func (v *v1Shared) localPool(driver, pool string) bool {
 
 func (v *v1Objects) baseState() *allocator.V1State {
 	h := v.st
+	if st := h.built(); st != nil {
+		return st
+	}
 	h.once.Do(func() {
 		if h.from != nil {
-			d := h.delta
-			h.state.Store(h.from.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed))
-			h.from, h.delta = nil, claimDelta{}
+			h.state.Store(h.derive())
 			return
 		}
 		inv := v.inventory()
 		var seed []*resourceapi.ResourceClaim
-		if h.seedClaims != nil {
-			for _, c := range h.seedClaims() {
+		var all []*resourcev1.ResourceClaim
+		if h.claims != nil {
+			for _, c := range h.claims.Claims() {
 				if !resourceapi.IsView(c) {
 					seed = append(seed, c)
 				}
 			}
+			all = h.claims.V1Claims()
 		}
-		all := make([]*resourcev1.ResourceClaim, 0, len(v.claims))
-		for _, c := range v.claims {
-			all = append(all, c)
-		}
-		slices.SortFunc(all, func(a, b *resourcev1.ResourceClaim) int {
-			return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-		})
 		h.state.Store(allocator.NewV1State(inv, all, seed))
 	})
 	return h.state.Load()
 }
 
-// generatedKeyV1 is allocator.GeneratedKey for a v1 claim.
-func generatedKeyV1(c *resourcev1.ResourceClaim) string {
-	if c.DeletionTimestamp != nil {
-		return ""
-	}
-	entry, ok := c.Annotations[resourceapi.PodClaimNameAnnotation]
-	ref := controllerOf(c.OwnerReferences)
-	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID == "" {
-		return ""
-	}
-	return allocator.EntryKey(ref.UID, entry)
-}
-
-// V1GeneratedKey is generatedKeyV1, for the scheduler's v1 claim informer.
-func V1GeneratedKey(c *resourcev1.ResourceClaim) string { return generatedKeyV1(c) }
-
-// seedViews are the v1alpha2 views of the v1 claims allocated devices of
-// seed slices (a pool named after a node with seed slices of the
-// driver), holding only those devices: the seed side's node states count
-// them as used.
-func seedViews(claims []*resourcev1.ResourceClaim, seed map[string][]*resourceapi.NodeResourceSlice, cache *viewCache) []*resourceapi.ResourceClaim {
-	var out []*resourceapi.ResourceClaim
-	for _, c := range claims {
-		if c.Status.Allocation == nil {
-			continue
-		}
-		if v, ok := cache.get(c); ok {
-			if v != nil {
-				out = append(out, v)
-			}
-			continue
-		}
-		var keep []resourcev1.DeviceRequestAllocationResult
-		for _, r := range c.Status.Allocation.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue // admin access does not use the device up
-			}
-			if slices.ContainsFunc(seed[r.Pool], func(s *resourceapi.NodeResourceSlice) bool { return s.Spec.DriverName == r.Driver }) {
-				keep = append(keep, r)
-			}
-		}
-		var view *resourceapi.ResourceClaim
-		if len(keep) > 0 {
-			cp := c.DeepCopy()
-			cp.Status.Allocation.Devices.Results = keep
-			view = resourceconv.ClaimToV1alpha2(cp)
-			out = append(out, view)
-		}
-		cache.put(c, view)
-	}
-	return out
-}
-
-// viewCache remembers the seed view of each v1 claim object (nil: none),
-// so that a relist converts only the claims that changed. Next hands the
-// entries of the claims still listed on while the seed slices are the
-// same objects.
-type viewCache struct {
-	prev, cur map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim
-}
-
-func newViewCache(prev *viewCache) *viewCache {
-	c := &viewCache{cur: map[*resourcev1.ResourceClaim]*resourceapi.ResourceClaim{}}
-	if prev != nil {
-		c.prev = prev.cur
-	}
-	return c
-}
-
-func (c *viewCache) get(claim *resourcev1.ResourceClaim) (*resourceapi.ResourceClaim, bool) {
-	v, ok := c.prev[claim]
-	if ok {
-		c.cur[claim] = v
-	}
-	return v, ok
-}
-
-func (c *viewCache) put(claim *resourcev1.ResourceClaim, view *resourceapi.ResourceClaim) {
-	c.cur[claim] = view
-}
+// V1GeneratedKey is allocator.GeneratedKeyV1, for the scheduler's v1
+// claim informer.
+var V1GeneratedKey = allocator.GeneratedKeyV1
 
 // WithClaimChanges returns the Objects that follow o after claim events
 // of both versions: upd maps namespace/name to the claim as the v1alpha2
 // informer now holds it (nil: gone from it), updV1 likewise for the v1
-// informer. A key is stored in one version at a time; the claim set gets,
-// per key, the v1alpha2 claim, else the seed view of the v1 claim (its
-// devices on seed slices), else nothing, and an unchanged v1alpha2 claim
-// is never replaced by a v1 event of its name. (So a name that moves to
-// v1 gets its view when the v1alpha2 claim's deletion is seen, whichever
-// event comes first.) The v1 claims and their
-// generated index are copied with the changes; the inventory and classes
-// are shared with o. Like WithClaimUpdates, a steady rate of v1 claim
-// events costs the events and one copy of the v1 claim maps, not a
-// listing of every DRA object.
+// informer. The claim set gets both (allocator.ClaimSet.UpdateTouching);
+// the one device-use state follows them; the inventory and catalog are
+// shared with o. The seed nodes where a changed v1 claim held or holds
+// devices count as touched in the claim set's ancestry (answer reuse
+// reads it). Like WithClaimUpdates, a steady rate of claim events of
+// either version costs the events, not a listing of every DRA object nor
+// a copy of every claim.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
 	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
 	}
 	v := *o.v1.v1Shared
-	if len(updV1) > 0 {
-		v.claims = maps.Clone(o.v1.claims)
-		v.generated = maps.Clone(o.v1.generated)
-	}
-	for k, c := range updV1 {
-		if old := v.claims[k]; old != nil {
-			if g := generatedKeyV1(old); g != "" && v.generated[g] == old.Name {
-				delete(v.generated, g)
-			}
-		}
-		if c == nil {
-			delete(v.claims, k)
-			continue
-		}
-		v.claims[k] = c
-		if g := generatedKeyV1(c); g != "" {
-			v.generated[g] = c.Name
-		}
-	}
-	set := make(map[string]*resourceapi.ResourceClaim, len(upd)+len(updV1))
-	for k, c := range upd {
-		set[k] = c
-	}
-	for k := range updV1 {
-		if c, changed := upd[k]; changed && c != nil {
-			continue // stored as v1alpha2 now
-		}
-		if _, changed := upd[k]; !changed {
-			ns, name, _ := strings.Cut(k, "/")
-			if cur, ok := o.claims.Claim(ns, name); ok && !resourceapi.IsView(cur) {
-				continue // an unchanged v1alpha2 claim of that name stays
-			}
-		}
-		set[k] = nil
-	}
-	for k, c := range set {
-		if c != nil {
-			continue
-		}
-		if c1 := v.claims[k]; c1 != nil {
-			// A fresh cache: the incremental path must not grow the
-			// listing's cache with every claim version.
-			if views := seedViews([]*resourcev1.ResourceClaim{c1}, o.slices, newViewCache(nil)); len(views) > 0 {
-				set[k] = views[0]
-			}
-		}
-	}
 	var delta claimDelta
+	var touched []string
 	for k, c := range updV1 {
-		if old := o.v1.claims[k]; old != nil {
+		if old, ok := o.claims.V1Claim(k); ok {
 			delta.removeV1 = append(delta.removeV1, old)
+			touched = o.seedNodesOf(old, touched)
 		}
 		if c != nil {
 			delta.addV1 = append(delta.addV1, c)
+			touched = o.seedNodesOf(c, touched)
 		}
 	}
-	for k, c := range set {
+	for k, c := range upd {
 		ns, name, _ := strings.Cut(k, "/")
 		old, _ := o.claims.Claim(ns, name)
 		delta.seed(old, c)
 	}
 	out := *o
 	out.revision = revision
-	out.claims = o.claims.Update(set)
-	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims.Claims, delta)}
+	out.claims = o.claims.UpdateTouching(upd, updV1, touched)
+	if v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil }) {
+		// The first v1 claim: the seed slices join the inventory, and
+		// the one state is counted afresh over it.
+		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
+		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{claims: out.claims}}
+		return &out
+	}
+	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims, delta)}
 	return &out
+}
+
+// seedNodesOf appends to nodes the nodes with seed slices among the
+// pools of the v1 claim's allocated devices (a projected seed pool is
+// named after its node), admin access aside: the nodes whose seed state
+// the claim changes.
+func (o *Objects) seedNodesOf(c *resourcev1.ResourceClaim, nodes []string) []string {
+	if c.Status.Allocation == nil {
+		return nodes
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
+		}
+		if _, ok := o.slices[r.Pool]; ok && !slices.Contains(nodes, r.Pool) {
+			nodes = append(nodes, r.Pool)
+		}
+	}
+	return nodes
 }
 
 // V1Claim returns the v1 claim namespace/name.
 func (o *Objects) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
-	if o.v1 == nil {
-		return nil, false
-	}
-	c, ok := o.v1.claims[namespace+"/"+name]
-	return c, ok
+	return o.claims.V1Claim(namespace + "/" + name)
 }
 
 // ClaimAnyVersion returns a claim of either version, a v1 claim as its
@@ -364,11 +280,7 @@ func (o *Objects) ClaimAnyVersion(namespace, name string) (*resourceapi.Resource
 	if c, ok := o.V1Claim(namespace, name); ok {
 		return resourceconv.ClaimToV1alpha2(c), true
 	}
-	c, ok := o.Claim(namespace, name)
-	if ok && resourceapi.IsView(c) {
-		return nil, false
-	}
-	return c, ok
+	return o.Claim(namespace, name)
 }
 
 // memClaimV1 is memClaim for a v1 claim.
@@ -380,17 +292,13 @@ type memClaimV1 struct {
 
 // v1Part is the v1 side of one cycle's state.
 type v1Part struct {
-	claims []allocator.V1Claim
-	req    *allocator.V1Request
-	extra  []*resourcev1.ResourceClaim // in-memory allocations of pods in flight
-	// seedExtra are the in-memory v1alpha2 allocations of pods in flight
-	// (their seed devices are v1 devices too).
-	seedExtra []*resourceapi.ResourceClaim
-	results   []*allocator.V1Result // by snapshot position
-	mu        sync.Mutex
-	chosen    []*resourcev1.ResourceClaim
-	newly     []bool
-	node      string // Reserve's
+	claims  []allocator.V1Claim
+	req     *allocator.V1Request
+	results []*allocator.V1Result // by snapshot position
+	mu      sync.Mutex
+	chosen  []*resourcev1.ResourceClaim
+	newly   []bool
+	node    string // Reserve's
 }
 
 // v1Node is the node Reserve chose for the v1 claims ("" without).
@@ -401,28 +309,10 @@ func (s *stateData) v1Node() string {
 	return s.v1.node
 }
 
-// inflightSeedAllocationsV1 returns the seed allocations (v1alpha2 form,
-// allocator.V1Inventory.SeedAllocations) of the in-memory v1 claims of
-// pods in flight whose allocation the objects do not show yet, in key
-// order.
-func (o *Objects) inflightSeedAllocationsV1(overlayV1 map[string]*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
-	if o.v1 == nil || len(overlayV1) == 0 {
-		return nil
-	}
-	var inflight []*resourcev1.ResourceClaim
-	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
-		if cur, ok := o.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
-			continue // counted on its node already
-		}
-		inflight = append(inflight, overlayV1[k])
-	}
-	return o.v1.inventory().SeedAllocations(inflight...)
-}
-
-// ownSeedAllocations are the pod's v1alpha2 claims as Reserve allocates
-// them on node i of the snapshot (nil when they were not checked there,
-// do not fit, or there are none).
-func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
+// ownSeedResults are the allocations Reserve makes for the pod's
+// v1alpha2 claims on node i of the snapshot (nil when they were not
+// checked there, do not fit, or there are none).
+func (s *stateData) ownSeedResults(i int) []*resourceapi.AllocationResult {
 	if s.req == nil || len(s.req.Claims()) == 0 || i < 0 {
 		return nil
 	}
@@ -430,16 +320,7 @@ func (s *stateData) ownSeedAllocations(i int) []*resourceapi.ResourceClaim {
 	if res == nil || !res.Fits {
 		return nil
 	}
-	allocs := res.For(s.req).Build()
-	var out []*resourceapi.ResourceClaim
-	for j, c := range s.req.Claims() {
-		if j < len(allocs) && allocs[j] != nil {
-			claim := c.Claim.DeepCopy()
-			claim.Status.Allocation = allocs[j]
-			out = append(out, claim)
-		}
-	}
-	return out
+	return res.For(s.req).Build()
 }
 
 // overlayV1 returns the in-memory v1 claims of other pods in flight,
@@ -462,11 +343,7 @@ func (p *DynamicResources) overlayV1(objs *Objects, self string) map[string]*res
 }
 
 func (o *Objects) v1ClaimByKey(key string) (*resourcev1.ResourceClaim, bool) {
-	if o.v1 == nil {
-		return nil, false
-	}
-	c, ok := o.v1.claims[key]
-	return c, ok
+	return o.claims.V1Claim(key)
 }
 
 // prepareV1 resolves the v1 claims PreFilter found: their classes must
@@ -479,7 +356,7 @@ func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
 	var waiting []string
 	for _, c := range v.claims {
 		for _, class := range deviceClassesOf(c.Claim) {
-			if _, ok := s.objects.v1.classes[class]; !ok {
+			if s.objects.catalog.DeviceClass(class) == nil {
 				waiting = append(waiting, s.wait(allocator.ReasonClassNotFound, claimKeyV1(c.Claim),
 					fmt.Sprintf("device class %s of claim %s", class, claimKeyV1(c.Claim))))
 			}
@@ -488,7 +365,7 @@ func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
 	if len(waiting) > 0 {
 		return framework.NewStatus(framework.Wait, waiting...)
 	}
-	v.req = allocator.PrepareV1(pod, v.claims, func(name string) *resourcev1.DeviceClass { return s.objects.v1.classes[name] })
+	v.req = allocator.PrepareV1(pod, v.claims, s.objects.catalog.DeviceClass)
 	if rs := v.req.Unresolvable(); len(rs) > 0 {
 		s.reasons = append(s.reasons, rs...)
 		return podLevelStatus(rs)
@@ -526,15 +403,11 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 		return r, nil
 	}
 	v.mu.Unlock()
-	st := s.objects.v1.baseState()
-	seed := v.seedExtra
-	if own := s.ownSeedAllocations(i); len(own) > 0 {
+	st := s.cycle.state()
+	if own := s.ownSeedResults(i); len(own) > 0 {
 		// The pod's own v1alpha2 claims, as Reserve will allocate them
 		// on this node, hold their devices for its v1 claims.
-		seed = append(slices.Clone(seed), own...)
-	}
-	if len(v.extra) > 0 || len(seed) > 0 {
-		st = st.WithChanges(nil, v.extra, nil, seed)
+		st = st.WithSeedResults(own...)
 	}
 	res, err := allocator.AllocateV1(ctx, v.req, st, node)
 	if err != nil {
@@ -616,24 +489,10 @@ func (s *stateData) fenceKeysV1(node string) [][2]string {
 // local to one node (internal/apiserver.SharedFenceNode).
 const SharedFenceNode = "_shared"
 
-// controllerOf returns the controlling owner reference, or nil.
-func controllerOf(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	for i := range refs {
-		if refs[i].Controller != nil && *refs[i].Controller {
-			return &refs[i]
-		}
-	}
-	return nil
-}
-
 // GeneratedClaimV1 returns the name of the v1 claim generated for the
 // entry of the pod with that UID, if there is one.
 func (o *Objects) GeneratedClaimV1(podUID types.UID, entry string) (string, bool) {
-	if o.v1 == nil {
-		return "", false
-	}
-	n, ok := o.v1.generated[allocator.EntryKey(podUID, entry)]
-	return n, ok
+	return o.claims.GeneratedV1(podUID, entry)
 }
 
 // clone copies the part for a cloned cycle state.
@@ -643,7 +502,7 @@ func (v *v1Part) clone() *v1Part {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return &v1Part{claims: v.claims, req: v.req, extra: v.extra, seedExtra: v.seedExtra, results: slices.Clone(v.results),
+	return &v1Part{claims: v.claims, req: v.req, results: slices.Clone(v.results),
 		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
 }
 

@@ -2,7 +2,6 @@ package dynamicresources
 
 import (
 	"slices"
-	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
 
@@ -45,14 +44,4 @@ func ResultV1(state *framework.CycleState, node string) *allocator.V1Result {
 
 // V1Claims returns the claims stored as resource.k8s.io/v1, sorted by
 // namespace and name.
-func (o *Objects) V1Claims() []*resourcev1.ResourceClaim {
-	if o.v1 == nil {
-		return nil
-	}
-	out := make([]*resourcev1.ResourceClaim, 0, len(o.v1.claims))
-	for _, c := range o.v1.claims {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b *resourcev1.ResourceClaim) int { return strings.Compare(claimKeyV1(a), claimKeyV1(b)) })
-	return out
-}
+func (o *Objects) V1Claims() []*resourcev1.ResourceClaim { return o.claims.V1Claims() }
