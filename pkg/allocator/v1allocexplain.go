@@ -206,12 +206,19 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		l := p.firstCounterBlocked(a)
 		return reason(ReasonCounters, p.counterClause(l), fmt.Sprintf("needs %s, %d available; the shared counters of %s are used up (%s)",
 			v1n(want, "device"), have, v1n(st.counters, "more matching device"), p.counterClause(l)))
+	case st.capacity > 0 && have+st.capacity >= want:
+		return reason(ReasonCapacity, st.capClause, fmt.Sprintf("needs %s, %d available; %s without room for the request's share (%s)",
+			v1n(want, "device"), have, v1n(st.capacity, "more matching device"), st.capClause))
 	case inUseMatching > 0 && have+inUseMatching >= want:
 		return reason(ReasonInUse, "", fmt.Sprintf("needs %s, %d available; %s in use or locked by partitions in use",
 			v1n(want, "device"), have, v1n(inUseMatching, "more matching device")))
 	case st.tainted > 0 && have+st.tainted >= want:
 		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %s, %d available; %s with taints the request does not tolerate, such as %s",
 			v1n(want, "device"), have, v1n(st.tainted, "more matching device"), st.taint))
+	}
+	if st.capacity > 0 {
+		return reason(ReasonNotEnough, "", fmt.Sprintf("needs %s, %d of %d matching available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters, %d without room in their capacity)",
+			v1n(want, "device"), have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters, st.capacity))
 	}
 	return reason(ReasonNotEnough, "", fmt.Sprintf("needs %s, %d of %d matching available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters)",
 		v1n(want, "device"), have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters))

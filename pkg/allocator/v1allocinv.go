@@ -50,7 +50,11 @@ type v1dev struct {
 	// DRADeviceBindingConditions (off); like upstream it is never selected.
 	binding bool
 	uses    []v1use // shared counters it consumes
-	groups  []int32 // the groups it belongs to
+	// multi: allowMultipleAllocations; caps are then its capacities, in
+	// the units its shares are summed in.
+	multi  bool
+	caps   []v1cap
+	groups []int32 // the groups it belongs to
 	// seedGroup is the group of the device's seed root instance (-1 for v1
 	// devices), seedPos its position there and seedConflicts the members it
 	// cannot be allocated together with (SeedLeavesConflict), as a bitset.
@@ -163,7 +167,10 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 			d := &p.Devices[di]
 			x := int32(len(inv.devs))
 			dev := v1dev{pool: int32(pi), d: d, key: v1Key(p.Driver, p.Name, d.Name), seedGroup: -1,
-				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity}}
+				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}}
+			if d.AllowMultipleAllocations {
+				dev.multi, dev.caps = true, v1Caps(d.Capacity)
+			}
 			if binding != nil {
 				dev.binding = binding[fmt.Sprintf("%s\x00%d", dev.key, p.Generation)]
 			}
