@@ -519,17 +519,17 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			st.driver = drv
 			st.drivers++
 		}
+		if d.multi || alt.capReqs != nil {
+			if !p.capacityCandidate(a, int32(l), d) {
+				continue
+			}
+		}
 		if t := v1Untolerated(d.d.Taints, alt.tolerations); t != nil {
 			if st.tainted == 0 {
 				st.taint = fmt.Sprintf("%s=%s:%s on %s/%s", t.Key, t.Value, t.Effect, p.inv.pools[d.pool].Name, d.d.Name)
 			}
 			st.tainted++
 			if !alt.all {
-				continue
-			}
-		}
-		if d.multi || alt.capReqs != nil {
-			if !p.capacityCandidate(a, int32(l), d) {
 				continue
 			}
 		}

@@ -25,7 +25,7 @@ import (
 // DRAConsumableCapacity (beta, on by default) selects; cases that use them
 // run with it.
 func upstreamFeatures(c *Case) structured.Features {
-	if c.usesDistinct() {
+	if c.needsIncubating() {
 		return variantFeatures("incubating")
 	}
 	return variantFeatures("stable")
@@ -56,7 +56,7 @@ func variantFeatures(variant string) structured.Features {
 // otherVariants are the variants besides the one the case runs with that
 // can run it (stable refuses distinctAttribute).
 func otherVariants(c *Case) []string {
-	if c.usesDistinct() {
+	if c.needsIncubating() {
 		return []string{"experimental"}
 	}
 	return []string{"incubating", "experimental"}
@@ -127,6 +127,14 @@ func runUpstreamWith(features structured.Features, c *Case, claims []*resourcev1
 		AllocatedDevices:         allocated,
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+	}
+	// As kube-scheduler gathers them: a result with a shareID is a shared
+	// device, its consumedCapacity added to the device's aggregate.
+	for i, sh := range c.Shares {
+		id := structured.MakeDeviceID(sh.Driver, sh.Pool, sh.Device)
+		uid := shareUID(i)
+		state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, &uid))
+		state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, sh.Consumed))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
