@@ -433,7 +433,9 @@ func (t *tally) coverage(c *Case) {
 	})
 	t.shareable += has(func() bool {
 		return slices.ContainsFunc(c.Slices, func(s *resourcev1.ResourceSlice) bool {
-			return slices.ContainsFunc(s.Spec.Devices, func(d resourcev1.Device) bool { return d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations })
+			return slices.ContainsFunc(s.Spec.Devices, func(d resourcev1.Device) bool {
+				return d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
+			})
 		})
 	})
 	t.capReqs += has(reqs(func(r *resourcev1.DeviceRequest) bool {
