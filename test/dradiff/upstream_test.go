@@ -33,7 +33,8 @@ func upstreamFeatures(c *Case) structured.Features {
 
 // variantFeatures are feature sets that select each of upstream's three
 // allocator variants: stable (the four default features), incubating
-// (plus DRAConsumableCapacity, beta and on by default in 1.37) and
+// (plus DRAConsumableCapacity and DRAFractionalCapacityRange, beta and on
+// by default in 1.37) and
 // experimental (plus DRAListTypeAttributes, alpha; no case has list
 // attributes, so it changes nothing but the variant).
 func variantFeatures(variant string) structured.Features {
@@ -45,9 +46,9 @@ func variantFeatures(variant string) structured.Features {
 	}
 	switch variant {
 	case "incubating":
-		f.ConsumableCapacity = true
+		f.ConsumableCapacity, f.FractionalCapacityRange = true, true
 	case "experimental":
-		f.ConsumableCapacity = true
+		f.ConsumableCapacity, f.FractionalCapacityRange = true, true
 		f.ListTypeAttributes = true
 	}
 	return f
