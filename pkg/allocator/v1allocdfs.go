@@ -39,6 +39,7 @@ type v1search struct {
 	// explain a failure.
 	consOff    []bool
 	noCounters bool
+	noCapacity bool // shares need no room (explain)
 	budget     int // steps after the first solution spent improving it
 	limit      int // steps before giving up without a solution
 	steps      int
@@ -504,7 +505,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	if !a.a.admin {
 		switch {
 		case multi:
-			if !fitsIn64(a.share[l], s.capLeft[l]) {
+			if !s.noCapacity && !fitsIn64(a.share[l], s.capLeft[l]) {
 				return false
 			}
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {

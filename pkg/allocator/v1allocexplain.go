@@ -36,9 +36,10 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 	// relaxed reports whether the claims fit with some constraints or the
 	// counters left out; unknown when the search gives up (the
 	// explanation is then the generic one).
+	noCapacity := false
 	relaxed := func(consOff []bool, noCounters bool) (fits, unknown bool, err error) {
 		s := p.newSearch(ctx, fixed, 0)
-		s.consOff, s.noCounters, s.limit = consOff, noCounters, v1ExplainSteps
+		s.consOff, s.noCounters, s.noCapacity, s.limit = consOff, noCounters, noCapacity, v1ExplainSteps
 		if err := s.run(); err != nil {
 			if ctx.Err() != nil {
 				return false, false, err
@@ -88,6 +89,16 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 		if fits {
 			clause, detail := p.tightestCounter()
 			return p.perClaim(ReasonCounters, clause, "the shared counters of the matching devices cannot hold all requests at once (the tightest: "+detail+")"), nil
+		}
+	}
+	if p.anyMulti {
+		noCapacity = true
+		fits, unknown, err := relaxed(allOff, false)
+		if err != nil || unknown {
+			return generic(), err
+		}
+		if fits {
+			return p.perClaim(ReasonCapacity, "", "every request has candidates, but the consumable capacity of the shared devices cannot hold all the requests' shares at once"), nil
 		}
 	}
 	return p.perClaim(ReasonNoCombination, "",
