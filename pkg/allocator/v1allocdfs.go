@@ -40,8 +40,8 @@ type v1search struct {
 	consOff    []bool
 	noCounters bool
 	noCapacity bool // shares need no room (explain)
-	budget     int // steps after the first solution spent improving it
-	limit      int // steps before giving up without a solution
+	budget     int  // steps after the first solution spent improving it
+	limit      int  // steps before giving up without a solution
 	steps      int
 
 	pickNA   []int32 // per device: picks without admin access
