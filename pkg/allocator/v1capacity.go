@@ -178,6 +178,9 @@ func v1RoundUpRange(req *resource.Quantity, r *resourcev1.CapacityRequestPolicyR
 	if r.Step.Sign() <= 0 {
 		return resource.Quantity{}, false
 	}
+	if q, ok, exact := v1RoundUpMilli(req, r); exact {
+		return q, ok
+	}
 	minR, stepR := ratOfQuantity(r.Min), ratOfQuantity(r.Step)
 	added := new(big.Rat).Sub(ratOfQuantity(req), minR)
 	n := new(big.Rat).Quo(added, stepR)
@@ -197,6 +200,48 @@ func v1RoundUpRange(req *resource.Quantity, r *resourcev1.CapacityRequestPolicyR
 		return *resource.NewQuantity(m/1000, r.Step.Format), true
 	}
 	return *resource.NewMilliQuantity(m, r.Step.Format), true
+}
+
+// v1Milli returns q in milli-units when that is exact and far from
+// int64's ends (|q| < 2^52 milli), which covers every quantity people
+// write for a capacity; else false (the caller computes exactly).
+func v1Milli(q *resource.Quantity) (int64, bool) {
+	const limit = int64(1) << 52
+	if v, ok := q.AsInt64(); ok {
+		if v > -limit/1000 && v < limit/1000 {
+			return v * 1000, true
+		}
+		return 0, false
+	}
+	if q.CmpInt64(limit/1000) >= 0 || q.CmpInt64(-limit/1000) <= 0 {
+		return 0, false
+	}
+	m := q.MilliValue()
+	if q.Cmp(*resource.NewMilliQuantity(m, q.Format)) != 0 {
+		return 0, false
+	}
+	return m, true
+}
+
+// v1RoundUpMilli is v1RoundUpRange in milli-units, for a request, min and
+// step exact there (exact false otherwise: compute with math/big). Its
+// result is the same number.
+func v1RoundUpMilli(req *resource.Quantity, r *resourcev1.CapacityRequestPolicyRange) (q resource.Quantity, ok, exact bool) {
+	rm, ok1 := v1Milli(req)
+	mm, ok2 := v1Milli(r.Min)
+	sm, ok3 := v1Milli(r.Step)
+	if !ok1 || !ok2 || !ok3 || sm <= 0 || rm < mm {
+		return q, false, false
+	}
+	n := (rm - mm) / sm
+	if (rm-mm)%sm != 0 {
+		n++
+	}
+	v := mm + n*sm // below 2^53: every term is below 2^52
+	if v%1000 == 0 {
+		return *resource.NewQuantity(v/1000, r.Step.Format), true, true
+	}
+	return *resource.NewMilliQuantity(v, r.Step.Format), true, true
 }
 
 // ratOfQuantity is q exactly.
@@ -225,6 +270,12 @@ func v1ViolatesPolicy(q resource.Quantity, p *resourcev1.CapacityRequestPolicy) 
 			return true
 		}
 		if r.Step != nil && r.Min != nil && r.Step.Sign() > 0 {
+			qm, ok1 := v1Milli(&q)
+			mm, ok2 := v1Milli(r.Min)
+			sm, ok3 := v1Milli(r.Step)
+			if ok1 && ok2 && ok3 && sm > 0 && qm >= mm {
+				return (qm-mm)%sm != 0
+			}
 			d := new(big.Rat).Sub(ratOfQuantity(&q), ratOfQuantity(r.Min))
 			return !d.Quo(d, ratOfQuantity(r.Step)).IsInt()
 		}
