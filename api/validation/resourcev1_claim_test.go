@@ -563,6 +563,12 @@ func TestValidateResourceClaimV1StatusUpdate(t *testing.T) {
 		"device status of another device": {old: allocatedClaim(nil), new: allocatedClaim(deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) { s.Device = "eth2" })),
 			want: []string{dev0 + ": Invalid value: \"nic.example.com/node-1/eth2\": must be a device of `status.allocation.devices.results`"}},
 		"device status without allocation": {old: unallocated, new: v1Claim(deviceStatus(nil)), want: []string{dev0 + ": Invalid value"}},
+		"device status of a share": {old: allocatedClaim(shareOfEth1), new: allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			shareOfEth1(c)
+			deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) {
+				s.ShareID = ptr(string(*c.Status.Allocation.Devices.Results[1].ShareID))
+			})(c)
+		})},
 		"device status with shareID": {old: allocatedClaim(nil), new: allocatedClaim(deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) { s.ShareID = ptr("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10") })),
 			want: []string{dev0 + ": Invalid value"}},
 		"device status twice": {old: allocatedClaim(nil), new: allocatedClaim(func(c *resourcev1.ResourceClaim) { deviceStatus(nil)(c); deviceStatus(nil)(c) }),
@@ -671,4 +677,11 @@ func TestDefaultResourceClaimV1(t *testing.T) {
 	if e := tmpl.Spec.Spec.Devices.Requests[0].Exactly; e.AllocationMode != "ExactCount" || e.Count != 1 {
 		t.Errorf("template defaults: got %s/%d", e.AllocationMode, e.Count)
 	}
+}
+
+// shareOfEth1 makes the allocated eth1 a share of a shareable device.
+func shareOfEth1(c *resourcev1.ResourceClaim) {
+	share := types.UID("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10")
+	c.Status.Allocation.Devices.Results[1].ShareID = &share
+	c.Status.Allocation.Devices.Results[1].ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}
 }

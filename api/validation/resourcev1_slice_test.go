@@ -336,7 +336,7 @@ func TestValidateResourceSlice(t *testing.T) {
 			d.BindingConditions, d.BindingFailureConditions = []string{"Attached"}, []string{"AttachFailed"}
 		})), want: []string{d0 + ".bindingConditions: " + notInAllot, d0 + ".bindingFailureConditions: " + notInAllot}},
 		"allowMultipleAllocations false": {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(false) }))},
-		"allowMultipleAllocations": {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(true) }))},
+		"allowMultipleAllocations":       {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(true) }))},
 		"requestPolicy without allowMultipleAllocations": {slice: v1Slice(device0(func(d *resourcev1.Device) {
 			d.Capacity["memory"] = resourcev1.DeviceCapacity{Value: resource.MustParse("80Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(resource.MustParse("1Gi"))}}
 		})), want: []string{d0 + ".capacity[memory].requestPolicy: Forbidden: may only be set when `allowMultipleAllocations` is true"}},
