@@ -165,9 +165,10 @@ func v1Consumed(req *resource.Quantity, dc *resourcev1.DeviceCapacity) (q resour
 
 // v1RoundUpRange rounds a request up into a validRange: min when below
 // it, else min plus the least whole number of steps reaching it, exactly
-// (math/big), in the step's format. Upstream computes the same in int64
-// units or milli-units (DRAFractionalCapacityRange) and refuses a request
-// whose rounding leaves int64; so does this.
+// (milli-units when exact there, else math/big), in the step's format.
+// Upstream computes the same in int64 units or milli-units
+// (DRAFractionalCapacityRange) and refuses a request it cannot represent
+// there; so does this.
 func v1RoundUpRange(req *resource.Quantity, r *resourcev1.CapacityRequestPolicyRange) (resource.Quantity, bool) {
 	if req.Cmp(*r.Min) < 0 {
 		return r.Min.DeepCopy(), true
@@ -189,17 +190,48 @@ func v1RoundUpRange(req *resource.Quantity, r *resourcev1.CapacityRequestPolicyR
 		steps.Add(steps, big.NewInt(1))
 	}
 	val := new(big.Rat).Add(minR, new(big.Rat).Mul(new(big.Rat).SetInt(steps), stepR))
-	// Upstream works in units, or milli-units when any bound is
-	// fractional; past int64 there it refuses the request.
-	milli := new(big.Rat).Mul(val, big.NewRat(1000, 1))
-	if !milli.IsInt() || milli.Num().Cmp(big.NewInt(math.MaxInt64)) > 0 {
+	// Upstream computes in milli-units when min, max and step all are
+	// whole milli-units within int64 (DRAFractionalCapacityRange), else
+	// in units; a request or result it cannot represent there aborts its
+	// allocation. Here such a request is one the device cannot serve.
+	maxInt := new(big.Rat).SetInt64(math.MaxInt64)
+	if v1RangeInMilli(r) {
+		milli := new(big.Rat).Mul(val, big.NewRat(1000, 1))
+		reqMilli := new(big.Rat).Mul(ratOfQuantity(req), big.NewRat(1000, 1))
+		if !milli.IsInt() || milli.Cmp(maxInt) > 0 || !reqMilli.IsInt() {
+			return resource.Quantity{}, false
+		}
+		m := milli.Num().Int64()
+		if m%1000 == 0 {
+			return *resource.NewQuantity(m/1000, r.Step.Format), true
+		}
+		return *resource.NewMilliQuantity(m, r.Step.Format), true
+	}
+	if val.Cmp(maxInt) > 0 || ratOfQuantity(req).Cmp(maxInt) > 0 {
 		return resource.Quantity{}, false
 	}
-	m := milli.Num().Int64()
-	if m%1000 == 0 {
-		return *resource.NewQuantity(m/1000, r.Step.Format), true
+	if val.IsInt() {
+		return *resource.NewQuantity(val.Num().Int64(), r.Step.Format), true
 	}
-	return *resource.NewMilliQuantity(m, r.Step.Format), true
+	out, err := resource.ParseQuantity(val.FloatString(9))
+	return out, err == nil
+}
+
+// v1RangeInMilli reports whether upstream rounds by the range in
+// milli-units: min, max and step are whole milli-units within int64, the
+// step at least one.
+func v1RangeInMilli(r *resourcev1.CapacityRequestPolicyRange) bool {
+	maxInt := new(big.Rat).SetInt64(math.MaxInt64)
+	for _, q := range []*resource.Quantity{r.Min, r.Max, r.Step} {
+		if q == nil {
+			continue
+		}
+		m := new(big.Rat).Mul(ratOfQuantity(q), big.NewRat(1000, 1))
+		if !m.IsInt() || m.Cmp(maxInt) > 0 || m.Cmp(new(big.Rat).Neg(maxInt)) < 0 {
+			return false
+		}
+	}
+	return r.Step == nil || ratOfQuantity(r.Step).Cmp(big.NewRat(1, 1000)) >= 0
 }
 
 // v1Milli returns q in milli-units when that is exact and far from
