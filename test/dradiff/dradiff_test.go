@@ -355,6 +355,7 @@ type tally struct {
 	constraints, distinct, counters, taints, network, holes int
 	incomplete, invalid, oldGen                             int
 	shareable, capReqs, shares                              int // consumable capacity
+	shareFits                                               int // agreeing fits where allot allocates a share
 }
 
 func (t *tally) add(r nodeReport) {
@@ -370,6 +371,9 @@ func (t *tally) add(r nodeReport) {
 	case agree:
 		if r.up.kind == fit {
 			t.fits++
+			if hasShare(r.al.results) {
+				t.shareFits++
+			}
 		} else {
 			t.noFits++
 			if r.up.kind == failed {
@@ -479,8 +483,8 @@ func (t *tally) coverage(c *Case) {
 
 func (t *tally) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d cases, %d case×node comparisons: %d agree (fit %d, no fit %d of which upstream errors %d), %d upstream timeouts, %d allot timeouts, %d packing cases, %d admin-access differences, %d where upstream's variants differ, %d disagreements\n",
-		t.cases, t.nodes, t.fits+t.noFits, t.fits, t.noFits, t.upErrors, t.upTimeouts, t.alTimeouts, t.packing, t.difference, t.variants, t.disagreements)
+	fmt.Fprintf(&b, "%d cases, %d case×node comparisons: %d agree (fit %d, %d with shares; no fit %d of which upstream errors %d), %d upstream timeouts, %d allot timeouts, %d packing cases, %d admin-access differences, %d where upstream's variants differ, %d disagreements\n",
+		t.cases, t.nodes, t.fits+t.noFits, t.fits, t.shareFits, t.noFits, t.upErrors, t.upTimeouts, t.alTimeouts, t.packing, t.difference, t.variants, t.disagreements)
 	fmt.Fprintf(&b, "time: upstream %v (max %v), allot %v (max %v)\n", t.upTime.Round(time.Millisecond), t.upMax.Round(time.Millisecond), t.alTime.Round(time.Millisecond), t.alMax.Round(time.Millisecond))
 	fmt.Fprintf(&b, "coverage (cases): firstAvailable %d, All %d, adminAccess %d, constraints %d (distinctAttribute %d), shared counters %d, taints %d, network-attached pools %d, holes %d, incomplete pools %d, invalid pools %d, older generations %d, shareable devices %d, capacity requests %d, shares held %d",
 		t.firstAvailable, t.all, t.admin, t.constraints, t.distinct, t.counters, t.taints, t.network, t.holes, t.incomplete, t.invalid, t.oldGen,
@@ -561,4 +565,19 @@ func nodeByName(c *Case, name string) *k8scorev1.Node {
 		}
 	}
 	return nil
+}
+
+// hasShare reports whether an allocation has a share of a device.
+func hasShare(results []*resourcev1.AllocationResult) bool {
+	for _, a := range results {
+		if a == nil {
+			continue
+		}
+		for _, r := range a.Devices.Results {
+			if r.ShareID != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -188,11 +188,21 @@ func genCase(seed uint64, index int) *Case {
 	g.classes()
 	g.shareable = g.chance(0.3)
 	g.capacity = g.chance(0.3)
+	nics := 0.5
+	if g.shareable {
+		// Shareable NICs need NIC requests to show: a NIC class, NIC
+		// pools on most nodes.
+		nics = 0.9
+		if g.c.class("nic") == nil {
+			g.c.Classes = append(g.c.Classes, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "nic"},
+				Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: celDriver(drvNIC)}}}}})
+		}
+	}
 	for _, n := range g.c.Nodes {
 		if g.chance(0.85) {
 			g.localPool(n.Name, drvGPU)
 		}
-		if g.chance(0.5) {
+		if g.chance(nics) {
 			g.localPool(n.Name, drvNIC)
 		}
 	}
@@ -758,6 +768,9 @@ func (g *gen) claim(i int) {
 
 // className picks a class for a request, GPU classes more often.
 func (g *gen) className() string {
+	if g.shareable && g.chance(0.4) {
+		return "nic"
+	}
 	if g.chance(0.5) {
 		for _, c := range g.c.Classes {
 			if c.Name == "gpu" {
