@@ -135,3 +135,44 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 		}
 	}
 }
+
+// TestRederiveShareIDs: an allocation computed for one claim, copied to
+// another of the same shape, gets that claim's share IDs, the ones
+// AllocateV1 gives it; results without a share keep none.
+func TestRederiveShareIDs(t *testing.T) {
+	d := v1tDev("nic-0")
+	d.AllowMultipleAllocations = ptr(true)
+	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}
+	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{
+		v1tSlice("nics", v1tNIC, "node-a", "node-a", d),
+		v1tSlice("gpus", v1tGPU, "node-a-gpus", "node-a", v1tDev("gpu-0")),
+	}, nil), nil, nil)
+	share := func(name string) resourcev1.DeviceRequest {
+		r := v1tExact(name, "nic", 1)
+		r.Exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}}
+		return r
+	}
+	claim := func(name string) *resourcev1.ResourceClaim {
+		return v1tClaim(name, share("a"), share("b"), v1tExact("g", "gpu", 1))
+	}
+	alloc := func(c *resourcev1.ResourceClaim) *resourcev1.AllocationResult {
+		res, err := AllocateV1(t.Context(), PrepareV1(nil, v1tClaims(c), v1tClassFunc(v1tClasses())), st, v1tNode("node-a"))
+		if err != nil || !res.Fits {
+			t.Fatalf("%v %v", err, res.Reasons)
+		}
+		return res.Allocations[0]
+	}
+	one, two := claim("one"), claim("two")
+	copied := alloc(one).DeepCopy()
+	RederiveShareIDs(two, copied)
+	want := alloc(two)
+	for i, r := range copied.Devices.Results {
+		w := want.Devices.Results[i]
+		if (r.ShareID == nil) != (w.ShareID == nil) || (r.ShareID != nil && *r.ShareID != *w.ShareID) {
+			t.Errorf("result %d: share %v, want %v", i, r.ShareID, w.ShareID)
+		}
+	}
+	if a := alloc(one); *a.Devices.Results[0].ShareID == *copied.Devices.Results[0].ShareID || *a.Devices.Results[0].ShareID == *a.Devices.Results[1].ShareID {
+		t.Errorf("share IDs not distinct: %v", a.Devices.Results)
+	}
+}

@@ -202,3 +202,20 @@ func (s *V1State) Shares(driver, pool, device string) (int, map[resourcev1.Quali
 	}
 	return int(sh.n), out
 }
+
+// RederiveShareIDs sets the shareID of every share in an allocation
+// (results that have one) to the one AllocateV1 gives that share in
+// claim. A caller that hands an allocation computed for one claim to
+// another (an answer reused for a pod of the same shape) calls it on the
+// copy, so that two claims never carry one share ID of a device.
+func RederiveShareIDs(claim *resourcev1.ResourceClaim, a *resourcev1.AllocationResult) {
+	if claim == nil || a == nil {
+		return
+	}
+	for i := range a.Devices.Results {
+		r := &a.Devices.Results[i]
+		if r.ShareID != nil {
+			r.ShareID = ptr(v1ShareID(claim, r.Request, v1Key(r.Driver, r.Pool, r.Device)))
+		}
+	}
+}
