@@ -11,7 +11,8 @@ import (
 
 // V1State is what of a V1Inventory is in use: the devices allocated to v1
 // claims (by driver, pool and device name, cluster-wide: a device that is
-// not local to a node is one device for every node), the seed leaves
+// not local to a node is one device for every node), the shares of
+// devices that allow multiple allocations with what they consume, the seed leaves
 // allocated to v1alpha2 claims (their structured handles: pool = the
 // handle's nodeName, device = SeedDeviceName(instance ID)), the seed
 // instances those hold (so that partition locks hold across both APIs),
@@ -98,7 +99,8 @@ func (s *V1State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, remov
 	return out
 }
 
-// InUse reports whether the device is allocated (admin access aside).
+// InUse reports whether the device is allocated (admin access aside),
+// whole or as shares (Shares tells how much of it the shares hold).
 func (s *V1State) InUse(driver, pool, device string) bool {
 	key := v1Key(driver, pool, device)
 	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
