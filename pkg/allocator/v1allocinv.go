@@ -269,7 +269,14 @@ const v1Never = int64(1) << 52
 // from a lower bound read off the value's digits, so that a value like
 // 1e1000 takes a few comparisons, not hundreds.
 func v1CounterScale(vals []resource.Quantity) resource.Scale {
-	scale := resource.Milli
+	return v1ScaleFrom(resource.Milli, vals)
+}
+
+// v1ScaleFrom is v1CounterScale starting from another scale: the finest
+// scale of 10^3 steps from start up at which every value is at most 2^50
+// units.
+func v1ScaleFrom(start resource.Scale, vals []resource.Quantity) resource.Scale {
+	scale := start
 	for _, q := range vals {
 		if q.Sign() <= 0 {
 			continue
@@ -279,7 +286,7 @@ func v1CounterScale(vals []resource.Quantity) resource.Scale {
 		// q < 10^digits, and q <= 2^50 * 10^s needs s >= digits-16.
 		digits := int64(len(d.UnscaledBig().String())) - int64(d.Scale())
 		if low := digits - 17; low > int64(scale) {
-			scale = resource.Scale(low - (low-int64(resource.Milli))%3)
+			scale = resource.Scale(low - (low-int64(start))%3)
 		}
 		for q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0 {
 			scale += 3

@@ -26,8 +26,9 @@ const ReasonCapacity ReasonCode = "CapacityExhausted"
 
 // v1cap is one capacity of a device with allowMultipleAllocations, in
 // the units the state sums shares in: 10^scale, chosen as for counters
-// (v1CounterScale) from the capacity and its policy's values, so that the
-// capacity and every share up to it stay below 2^50 units.
+// (v1CounterScale, but from nano up) from the capacity and its policy's
+// values, so that the capacity and every share up to it stay below 2^50
+// units. A share finer than that is rounded up (against the allocation).
 type v1cap struct {
 	name  resourcev1.QualifiedName
 	total int64
@@ -56,7 +57,9 @@ func v1Caps(capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) []v
 				}
 			}
 		}
-		scale := v1CounterScale(vals)
+		// From nano up (quantities are never finer), so that capacities
+		// like 1.0001 are exact.
+		scale := v1ScaleFrom(resource.Nano, vals)
 		out[i] = v1cap{name: n, total: v1Floor(&dc.Value, scale), scale: scale, dc: &dc}
 	}
 	return out

@@ -176,3 +176,25 @@ func TestRederiveShareIDs(t *testing.T) {
 		t.Errorf("share IDs not distinct: %v", a.Devices.Results)
 	}
 }
+
+// TestV1CapacityUnits: a capacity finer than a milli-unit is exact (its
+// units go down to nano), so a share of all of it fits, and one a
+// nano-unit more does not; a huge capacity still sums without wrapping.
+func TestV1CapacityUnits(t *testing.T) {
+	for _, tc := range []struct {
+		value, share string
+		fits         bool
+	}{
+		{"1.0001", "1.0001", true},
+		{"1.0001", "1.000100001", false},
+		{"100G", "100G", true},
+		{"1e30", "5e29", true},
+		{"1e30", "1e30", true},
+	} {
+		caps := v1Caps(map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"x": {Value: resource.MustParse(tc.value)}})
+		q := resource.MustParse(tc.share)
+		if got := caps[0].amount(&q) <= caps[0].total; got != tc.fits {
+			t.Errorf("capacity %s, share %s: fits %v, want %v (units 10^%d, total %d)", tc.value, tc.share, got, tc.fits, caps[0].scale, caps[0].total)
+		}
+	}
+}
