@@ -177,9 +177,13 @@ func TestValidateResourceClaimV1(t *testing.T) {
 			want: []string{ex0 + ".tolerations[0].effect: Unsupported value"}},
 
 		// Gated request fields.
-		"capacity (not in allot)": {claim: v1Claim(exactly(func(e *resourcev1.ExactDeviceRequest) {
+		"capacity": {claim: v1Claim(exactly(func(e *resourcev1.ExactDeviceRequest) {
 			e.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"memory": resource.MustParse("10Gi")}}
-		})), want: []string{ex0 + ".capacity: " + notInAllot}},
+		}))},
+		"capacity negative, bad name": {claim: v1Claim(exactly(func(e *resourcev1.ExactDeviceRequest) {
+			e.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{
+				"memory": resource.MustParse("-1"), "Bad Name": resource.MustParse("1")}}
+		})), want: []string{ex0 + ".capacity.requests[Bad Name]", ex0 + ".capacity.requests[memory]: Invalid value"}},
 		"derivedAttributes (gate off)": {claim: v1Claim(exactly(func(e *resourcev1.ExactDeviceRequest) {
 			e.DerivedAttributes = []resourcev1.DeviceDerivedAttribute{{Name: "dra.k8s.io/pcieRoot", Expression: `"x"`}}
 		})), want: []string{ex0 + ".derivedAttributes: " + gateOff("DRADerivedAttributes")}},
@@ -386,8 +390,8 @@ func TestValidateResourceClaimTemplateV1(t *testing.T) {
 		}),
 			want: []string{"spec.spec.devices.requests[0].exactly.selectors[0].cel.expression: Invalid value"}},
 		"gates apply": {tmpl: v1Template(func(t *resourcev1.ResourceClaimTemplate) {
-			t.Spec.Spec.Devices.Requests[0].Exactly.Capacity = &resourcev1.CapacityRequirements{}
-		}), want: []string{"spec.spec.devices.requests[0].exactly.capacity: " + notInAllot}},
+			t.Spec.Spec.Devices.Requests[0].Exactly.DerivedAttributes = []resourcev1.DeviceDerivedAttribute{{Name: "dra.k8s.io/pcieRoot", Expression: `"x"`}}
+		}), want: []string{"spec.spec.devices.requests[0].exactly.derivedAttributes: " + gateOff("DRADerivedAttributes")}},
 	} {
 		t.Run(name, func(t *testing.T) { expectErrs(t, ValidateResourceClaimTemplateV1(tc.tmpl), tc.want...) })
 	}
@@ -528,9 +532,14 @@ func TestValidateResourceClaimV1StatusUpdate(t *testing.T) {
 			r.Tolerations = []resourcev1.DeviceToleration{{Key: "a", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr(int64(30))}}
 		}))},
 		"result adminAccess": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) { r.AdminAccess = ptr(true) }))},
-		"result shareID (not in allot)": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
+		"result shareID and consumedCapacity": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
 			r.ShareID = ptr(types.UID("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10"))
-		})), want: []string{res0 + ".shareID: " + notInAllot}},
+			r.ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}
+		}))},
+		"result shareID not a UUID, consumedCapacity negative": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
+			r.ShareID = ptr(types.UID("share-1"))
+			r.ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("-1")}
+		})), want: []string{res0 + ".shareID: Invalid value", res0 + ".consumedCapacity[bandwidth]: Invalid value"}},
 		"result bindingConditions (not in allot)": {old: unallocated, new: allocatedClaim(result0(func(r *resourcev1.DeviceRequestAllocationResult) {
 			r.BindingConditions, r.BindingFailureConditions = []string{"Attached"}, []string{"Failed"}
 		})), want: []string{res0 + ".bindingConditions: " + notInAllot, res0 + ".bindingFailureConditions: " + notInAllot}},
@@ -560,8 +569,14 @@ func TestValidateResourceClaimV1StatusUpdate(t *testing.T) {
 		"device status of another device": {old: allocatedClaim(nil), new: allocatedClaim(deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) { s.Device = "eth2" })),
 			want: []string{dev0 + ": Invalid value: \"nic.example.com/node-1/eth2\": must be a device of `status.allocation.devices.results`"}},
 		"device status without allocation": {old: unallocated, new: v1Claim(deviceStatus(nil)), want: []string{dev0 + ": Invalid value"}},
+		"device status of a share": {old: allocatedClaim(shareOfEth1), new: allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			shareOfEth1(c)
+			deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) {
+				s.ShareID = ptr(string(*c.Status.Allocation.Devices.Results[1].ShareID))
+			})(c)
+		})},
 		"device status with shareID": {old: allocatedClaim(nil), new: allocatedClaim(deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) { s.ShareID = ptr("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10") })),
-			want: []string{dev0 + ": Invalid value", dev0 + ".shareID: " + notInAllot}},
+			want: []string{dev0 + ": Invalid value"}},
 		"device status twice": {old: allocatedClaim(nil), new: allocatedClaim(func(c *resourcev1.ResourceClaim) { deviceStatus(nil)(c); deviceStatus(nil)(c) }),
 			want: []string{"status.devices[1]: Duplicate value"}},
 		"device status driver invalid": {old: allocatedClaim(nil), new: allocatedClaim(deviceStatus(func(s *resourcev1.AllocatedDeviceStatus) { s.Driver = "nic_example" })),
@@ -668,4 +683,11 @@ func TestDefaultResourceClaimV1(t *testing.T) {
 	if e := tmpl.Spec.Spec.Devices.Requests[0].Exactly; e.AllocationMode != "ExactCount" || e.Count != 1 {
 		t.Errorf("template defaults: got %s/%d", e.AllocationMode, e.Count)
 	}
+}
+
+// shareOfEth1 makes the allocated eth1 a share of a shareable device.
+func shareOfEth1(c *resourcev1.ResourceClaim) {
+	share := types.UID("0b2ab5e8-1a63-4f2b-9f9a-3c1c1d8a4e10")
+	c.Status.Allocation.Devices.Results[1].ShareID = &share
+	c.Status.Allocation.Devices.Results[1].ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}
 }

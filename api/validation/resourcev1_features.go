@@ -9,9 +9,10 @@ import (
 
 // V1Feature is a part of the resource.k8s.io/v1 API that Kubernetes puts
 // behind a feature gate. Most are a whole gate and carry its name; two gates
-// are split because allot implemented them in parts: DRAConsumableCapacity
-// (distinctAttribute yes, shared devices no) and DRADeviceTaints (the
-// NoSchedule and None effects first, NoExecute with device taint eviction).
+// are split: DRAConsumableCapacity (distinctAttribute, and shared devices
+// with their capacity requests, each a row) and DRADeviceTaints (the
+// NoSchedule and None effects, and NoExecute with device taint eviction,
+// each a row); all of them implemented.
 type V1Feature string
 
 // The features of resource.k8s.io/v1 in Kubernetes 1.37.
@@ -74,7 +75,7 @@ var V1Features = map[V1Feature]V1FeatureState{
 		Fields: "the DeviceTaintRule kind"},
 	V1FeatureDistinctAttribute: {Gate: "DRAConsumableCapacity", Kubernetes: true, Allot: true,
 		Fields: "constraints[].distinctAttribute"},
-	V1FeatureConsumableCapacity: {Gate: "DRAConsumableCapacity", Kubernetes: true, Allot: false,
+	V1FeatureConsumableCapacity: {Gate: "DRAConsumableCapacity", Kubernetes: true, Allot: true,
 		Fields: "device allowMultipleAllocations (true), capacity requestPolicy; request capacity; result shareID, consumedCapacity; status.devices[].shareID"},
 	V1FeatureBindingConditions: {Gate: "DRADeviceBindingConditions", Kubernetes: true, Allot: false,
 		Fields: "device bindsToNode (true), bindingConditions, bindingFailureConditions; the same in allocation results"},

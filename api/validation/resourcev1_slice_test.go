@@ -336,11 +336,10 @@ func TestValidateResourceSlice(t *testing.T) {
 			d.BindingConditions, d.BindingFailureConditions = []string{"Attached"}, []string{"AttachFailed"}
 		})), want: []string{d0 + ".bindingConditions: " + notInAllot, d0 + ".bindingFailureConditions: " + notInAllot}},
 		"allowMultipleAllocations false": {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(false) }))},
-		"allowMultipleAllocations (not in allot)": {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(true) })),
-			want: []string{d0 + ".allowMultipleAllocations: " + notInAllot}},
-		"requestPolicy (not in allot)": {slice: v1Slice(device0(func(d *resourcev1.Device) {
+		"allowMultipleAllocations":       {slice: v1Slice(device0(func(d *resourcev1.Device) { d.AllowMultipleAllocations = ptr(true) }))},
+		"requestPolicy without allowMultipleAllocations": {slice: v1Slice(device0(func(d *resourcev1.Device) {
 			d.Capacity["memory"] = resourcev1.DeviceCapacity{Value: resource.MustParse("80Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(resource.MustParse("1Gi"))}}
-		})), want: []string{d0 + ".capacity[memory].requestPolicy: Forbidden: may only be set when `allowMultipleAllocations` is true", d0 + ".capacity[memory].requestPolicy: " + notInAllot}},
+		})), want: []string{d0 + ".capacity[memory].requestPolicy: Forbidden: may only be set when `allowMultipleAllocations` is true"}},
 		"nodeAllocatableResources (gate off)": {slice: v1Slice(device0(func(d *resourcev1.Device) {
 			d.NodeAllocatableResources = map[k8scorev1.ResourceName]resourcev1.NodeAllocatableResource{"memory": {Overhead: &resourcev1.NodeAllocatableOverhead{PerPod: ptr(resource.MustParse("1Gi"))}}}
 		})), want: []string{d0 + ".nodeAllocatableResources: " + gateOff("DRANodeAllocatableResources")}},

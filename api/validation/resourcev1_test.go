@@ -29,7 +29,7 @@ func TestV1FeatureTable(t *testing.T) {
 		V1FeatureDeviceTaintNoExecute:     {"DRADeviceTaints", true, true},
 		V1FeatureDeviceTaintRules:         {"DRADeviceTaintRules", true, true},
 		V1FeatureDistinctAttribute:        {"DRAConsumableCapacity", true, true},
-		V1FeatureConsumableCapacity:       {"DRAConsumableCapacity", true, false},
+		V1FeatureConsumableCapacity:       {"DRAConsumableCapacity", true, true},
 		V1FeatureBindingConditions:        {"DRADeviceBindingConditions", true, false},
 		V1FeatureDeviceStatus:             {"DRAResourceClaimDeviceStatus", true, true},
 		V1FeatureExtendedResource:         {"DRAExtendedResource", true, false},

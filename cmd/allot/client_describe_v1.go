@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,7 +239,12 @@ func describeAllocationV1(w *describeWriter, a *resourcev1.AllocationResult) {
 			}
 			dev := r.Device
 			if r.ShareID != nil {
-				dev += " (share " + string(*r.ShareID) + ")"
+				dev += " (share " + string(*r.ShareID)
+				for _, n := range slices.Sorted(maps.Keys(r.ConsumedCapacity)) {
+					q := r.ConsumedCapacity[n]
+					dev += ", " + string(n) + " " + q.String()
+				}
+				dev += ")"
 			}
 			w.line(2, "%s\t%s\t%s\t%s\t%s", r.Request, r.Driver, r.Pool, dev, admin)
 		}

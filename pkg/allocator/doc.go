@@ -49,6 +49,13 @@
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
 //     ErrDeadline.
 //
+// Devices with allowMultipleAllocations are allocated as shares of their
+// consumable capacity (capacity.requests, rounded by the capacity's
+// requestPolicy); V1State sums the shares of every claim, so steps 2 and
+// 4 need nothing more. Each share's result carries a shareID derived
+// from its claim: a caller that copies an allocation to another claim
+// calls RederiveShareIDs on the copy.
+//
 // DeviceTaintRules taint the devices they select for both APIs: use
 // NewModelTainted for step 1 and NewV1InventoryTainted (with those
 // Models) for the inventory.

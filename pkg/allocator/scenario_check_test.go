@@ -102,6 +102,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 		return left[k]
 	}
 	var taken []dev
+	shares := map[string][]resourcev1.DeviceRequestAllocationResult{}
 	for ci, a := range res.Allocations {
 		c := claims[ci].Claim
 		if c.Status.Allocation != nil {
@@ -131,7 +132,8 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 			if !x.pool.Usable() || !x.d.AvailableOn(node) {
 				fail("claim %s: device %s is not usable on node %s", c.Name, key, node.Name)
 			}
-			in := allocator.DeviceSelectorInput{Driver: r.Driver, Attributes: x.d.Attributes, Capacity: x.d.Capacity}
+			in := allocator.DeviceSelectorInput{Driver: r.Driver, Attributes: x.d.Attributes, Capacity: x.d.Capacity,
+				AllowMultipleAllocations: x.d.AllowMultipleAllocations}
 			var sels []resourcev1.DeviceSelector
 			if cl := classes[alt.class]; cl != nil {
 				sels = cl.Spec.Selectors
@@ -154,10 +156,16 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 			if alt.admin {
 				continue
 			}
-			if st.InUse(r.Driver, r.Pool, r.Device) || slices.ContainsFunc(taken, func(y dev) bool { return y.d == x.d }) {
+			firstShare := true
+			if r.ShareID != nil {
+				firstShare = checkShare(fail, st, c.Name, key, x, r, shares)
+			} else if st.InUse(r.Driver, r.Pool, r.Device) || slices.ContainsFunc(taken, func(y dev) bool { return y.d == x.d }) {
 				fail("claim %s: device %s is taken twice", c.Name, key)
 			}
 			for _, cc := range x.d.ConsumesCounters {
+				if !firstShare {
+					break
+				}
 				for name, v := range cc.Counters {
 					q := counter(x.pool, cc.CounterSet, name)
 					if q.Sub(v.Value); q.Sign() < 0 {
@@ -339,4 +347,46 @@ spec:
 	}) {
 		t.Errorf("a device of another node: %q", bad)
 	}
+}
+
+// checkShare checks a result with a shareID: the device allows multiple
+// allocations and has no allocation that is not a share; the share IDs
+// of a device are distinct; consumedCapacity names every capacity of the
+// device; the state's shares, the shares taken so far and this one fit
+// every capacity. It records the share and reports whether it is the
+// device's first (the one that consumes its counters).
+func checkShare(fail func(string, ...any), st *allocator.V1State, claim, key string, x dev, r resourcev1.DeviceRequestAllocationResult,
+	shares map[string][]resourcev1.DeviceRequestAllocationResult) bool {
+	if !x.d.AllowMultipleAllocations {
+		fail("claim %s: device %s has a shareID but does not allow multiple allocations", claim, key)
+	}
+	n, used := st.Shares(r.Driver, r.Pool, r.Device)
+	if n == 0 && st.InUse(r.Driver, r.Pool, r.Device) {
+		fail("claim %s: device %s is shared while allocated whole", claim, key)
+	}
+	for _, o := range shares[key] {
+		if *o.ShareID == *r.ShareID {
+			fail("claim %s: device %s has share %s twice", claim, key, *r.ShareID)
+		}
+	}
+	for name, dc := range x.d.Capacity {
+		q, ok := r.ConsumedCapacity[name]
+		if !ok {
+			fail("claim %s: share of %s lacks consumedCapacity %s", claim, key, name)
+			continue
+		}
+		sum := q.DeepCopy()
+		if u, ok := used[name]; ok {
+			sum.Add(u)
+		}
+		for _, o := range shares[key] {
+			sum.Add(o.ConsumedCapacity[name])
+		}
+		if sum.Cmp(dc.Value) > 0 {
+			fail("claim %s: shares of %s consume %s of capacity %s, more than %s", claim, key, sum.String(), name, dc.Value.String())
+		}
+	}
+	first := n == 0 && len(shares[key]) == 0
+	shares[key] = append(shares[key], r)
+	return first
 }

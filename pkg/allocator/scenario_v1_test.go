@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,6 +206,14 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 		state := "free"
 		if st.InUse(parts[0], parts[1], parts[2]) {
 			state = "in use"
+		}
+		if n, used := st.Shares(parts[0], parts[1], parts[2]); n > 0 {
+			var amounts []string
+			for _, name := range slices.Sorted(maps.Keys(used)) {
+				q := used[name]
+				amounts = append(amounts, fmt.Sprintf("%s=%s", name, q.String()))
+			}
+			state = fmt.Sprintf("%d shares (%s)", n, strings.Join(amounts, ", "))
 		}
 		fmt.Fprintf(&b, "%s: %s\n", line, state)
 	}

@@ -10,9 +10,11 @@ package allocator
 // with the features on by default in Kubernetes 1.37 that it implements:
 // DRAPrioritizedList (firstAvailable), DRAAdminAccess,
 // DRAPartitionableDevices (shared counters, per-device node selection) and
-// DRADeviceTaints; plus distinctAttribute constraints and the partition
-// locks of projected seed devices. Not: consumable capacity, binding
-// conditions (devices with bindingConditions are never allocated),
+// DRADeviceTaints; DRAConsumableCapacity with DRAFractionalCapacityRange
+// (shared devices, capacity requests, distinctAttribute; the incubating
+// variant's rules, v1capacity.go); and the partition locks of projected
+// seed devices. Not: binding conditions (devices with bindingConditions
+// are never allocated),
 // compatibility groups (their slices leave a pool incomplete), list-typed
 // attributes, derived attributes. DeviceTaintRules add their taints to
 // the devices they select (NewV1InventoryTainted, taintrules.go). Where this engine differs from upstream, on
@@ -132,10 +134,33 @@ type V1Result struct {
 // instances tried once): if any allocation exists it finds one, unless
 // the deadline comes first.
 //
+// Consumable capacity: a device with allowMultipleAllocations is
+// allocated as shares, to any number of claims and to several requests
+// of one claim (a request takes a device once), while the shares of
+// each capacity sum to at most its value. A share consumes, per capacity
+// of the device, the request's capacity.requests value rounded up by the
+// capacity's requestPolicy (validRange: min, then min plus whole steps,
+// exactly, also for fractional bounds; validValues: the smallest valid
+// value at least the request), the policy's default when the request
+// names no value, else the whole capacity; a request the device cannot
+// serve (a capacity it lacks, a value above the policy or the capacity)
+// does not make it a candidate, also for All. On a device without
+// allowMultipleAllocations capacity.requests only selects (each value at
+// most the capacity). The first share of a device consumes its shared
+// counters, later ones nothing. An allocation of such a device without a
+// shareID (made before the device allowed sharing) holds it whole. Best
+// fit prefers devices already shared (a further share loses nothing).
+// With admin access a share must fit what the state leaves but takes
+// nothing.
+//
 // Results: one DeviceRequestAllocationResult per device, in request order
 // and, within a request, in pool and device order, with the request name
 // ("request/subrequest" for a subrequest), adminAccess when the request
 // asked for it, and the request's tolerations as upstream copies them;
+// a share of a shared device also carries its shareID (v1ShareID: a UUID
+// derived from the claim, the request and the device, distinct among the
+// device's shares; upstream draws a random one) and its consumedCapacity
+// (every capacity of the device);
 // Devices.Config lists each class's config once (FromClass, for the
 // requests of that class), then the claim's config (FromClaim) that
 // names an allocated request or subrequest or names none; a config that
@@ -163,7 +188,13 @@ type V1Result struct {
 // allocator rejects it (it belongs to DRAConsumableCapacity). Counters
 // are compared in int64 units of the finest of milli, units, kilo, ...
 // that keeps every value of the counter below 2^50; values finer than
-// that are rounded against the allocation (totals down, consumption up).
+// that are rounded against the allocation (totals down, consumption up);
+// consumable capacities likewise, per capacity of a device. Share IDs
+// are derived, not random. A capacity request upstream cannot represent
+// (a rounding past int64, or finer than a milli-unit on a fractional
+// range) aborts upstream's allocation with an error; here the device
+// cannot serve it. A device that no longer allows multiple allocations
+// but still has shares is in use (upstream ignores the shares).
 func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
 	res := &V1Result{Score: 100}
 	if node != nil {

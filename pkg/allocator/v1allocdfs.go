@@ -39,8 +39,9 @@ type v1search struct {
 	// explain a failure.
 	consOff    []bool
 	noCounters bool
-	budget     int // steps after the first solution spent improving it
-	limit      int // steps before giving up without a solution
+	noCapacity bool // shares need no room (explain)
+	budget     int  // steps after the first solution spent improving it
+	limit      int  // steps before giving up without a solution
 	steps      int
 
 	pickNA   []int32 // per device: picks without admin access
@@ -69,6 +70,7 @@ type v1search struct {
 	gList    []int32
 	mark     []int32 // per device: scratch of bound
 	markN    int32
+	capLeft  [][]int64 // per shareable device: what its capacities have left (nil for others)
 
 	found      bool
 	done       bool
@@ -107,6 +109,14 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 	for k := range p.cons {
 		if !p.cons[k].c.match {
 			s.consSeen[k] = map[string]int32{}
+		}
+	}
+	if p.anyMulti {
+		s.capLeft = make([][]int64, n)
+		for l, left := range p.capLeft0 {
+			if left != nil {
+				s.capLeft[l] = slices.Clone(left)
+			}
 		}
 	}
 	for o := len(p.order) - 1; o >= 0; o-- {
@@ -388,6 +398,9 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 			if s.mark[l] != s.markN && s.allowed(j, b, l) {
 				s.mark[l] = s.markN
 				have++
+				if s.capLeft != nil && s.capLeft[l] != nil {
+					have += want // a shareable device may serve every request
+				}
 			}
 		}
 	}
@@ -429,7 +442,7 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 			continue
 		}
 		g := s.p.ctrGroup[l]
-		if !capped || g < 0 {
+		if !capped || g < 0 || s.sharedNow(l) {
 			if have++; have >= want {
 				break
 			}
@@ -477,14 +490,30 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	c := s.p.sreqs[i].claim
 	cd := s.claimDev[c]
-	if len(cd) >= resourcev1.AllocationResultsMaxSize || slices.Contains(cd, l) {
+	if len(cd) >= resourcev1.AllocationResultsMaxSize {
+		return false
+	}
+	multi := s.capLeft != nil && s.capLeft[l] != nil
+	if multi {
+		// Shares: one per request, as many per claim as it has requests.
+		if s.pickedBy(i, l) {
+			return false
+		}
+	} else if slices.Contains(cd, l) {
 		return false
 	}
 	if !a.a.admin {
-		if s.pickNA[l] > 0 || s.seedBlk[l] > 0 {
+		switch {
+		case multi:
+			if !s.noCapacity && !fitsIn64(a.share[l], s.capLeft[l]) {
+				return false
+			}
+			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
+				return false
+			}
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0:
 			return false
-		}
-		if !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
+		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
 		}
 	}
@@ -520,6 +549,9 @@ func (s *v1search) free(l int32) bool {
 // unavailable: l itself and the neighbors whose partitions conflict or
 // whose counters no longer fit.
 func (s *v1search) lostOf(l int32) int {
+	if s.sharedNow(l) {
+		return 0 // a further share: nothing else changes
+	}
 	n := 1
 	for _, e := range s.p.neighbors(l) {
 		if !s.free(e.l) {
@@ -554,6 +586,11 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 	s.claimDev[claim] = append(s.claimDev[claim], l)
 	s.pickAny[l]++
 	if !a.a.admin {
+		if s.capLeft != nil && s.capLeft[l] != nil {
+			for j, v := range a.share[l] {
+				s.capLeft[l][j] -= v
+			}
+		}
 		s.pickNA[l]++
 		for _, g := range s.p.devGroups[l] {
 			s.gPicks[g]++
@@ -563,8 +600,10 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 				s.seedBlk[e.l]++
 			}
 		}
-		for _, u := range s.p.uses[l] {
-			s.left[u.ctr] -= u.amount
+		if s.pickNA[l] == 1 {
+			for _, u := range s.p.uses[l] {
+				s.left[u.ctr] -= u.amount
+			}
 		}
 	}
 	for _, k := range a.cons {
@@ -590,6 +629,11 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 	s.claimDev[claim] = s.claimDev[claim][:len(s.claimDev[claim])-1]
 	s.pickAny[l]--
 	if !a.a.admin {
+		if s.capLeft != nil && s.capLeft[l] != nil {
+			for j, v := range a.share[l] {
+				s.capLeft[l][j] += v
+			}
+		}
 		s.pickNA[l]--
 		for _, g := range s.p.devGroups[l] {
 			s.gPicks[g]--
@@ -599,8 +643,10 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 				s.seedBlk[e.l]--
 			}
 		}
-		for _, u := range s.p.uses[l] {
-			s.left[u.ctr] += u.amount
+		if s.pickNA[l] == 0 {
+			for _, u := range s.p.uses[l] {
+				s.left[u.ctr] += u.amount
+			}
 		}
 	}
 	for _, k := range a.cons {
@@ -711,4 +757,22 @@ func (p *v1prob) solveCombination(ctx context.Context) (*v1search, error) {
 		}
 	}
 	return s, nil
+}
+
+// sharedNow reports whether device l is shareable and already has a
+// share, in the state or picked: a further share consumes no counters
+// and takes nothing from other devices.
+func (s *v1search) sharedNow(l int32) bool {
+	return s.capLeft != nil && s.capLeft[l] != nil && (s.p.shared0[l] || s.pickNA[l] > 0)
+}
+
+// pickedBy reports whether request i already holds device l: its picks
+// are the last ones on the path while its slots are filled.
+func (s *v1search) pickedBy(i int, l int32) bool {
+	for k := len(s.picks) - 1; k >= 0 && int(s.picks[k].sreq) == i; k-- {
+		if s.picks[k].c.l == l {
+			return true
+		}
+	}
+	return false
 }

@@ -36,9 +36,10 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 	// relaxed reports whether the claims fit with some constraints or the
 	// counters left out; unknown when the search gives up (the
 	// explanation is then the generic one).
+	noCapacity := false
 	relaxed := func(consOff []bool, noCounters bool) (fits, unknown bool, err error) {
 		s := p.newSearch(ctx, fixed, 0)
-		s.consOff, s.noCounters, s.limit = consOff, noCounters, v1ExplainSteps
+		s.consOff, s.noCounters, s.noCapacity, s.limit = consOff, noCounters, noCapacity, v1ExplainSteps
 		if err := s.run(); err != nil {
 			if ctx.Err() != nil {
 				return false, false, err
@@ -88,6 +89,16 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 		if fits {
 			clause, detail := p.tightestCounter()
 			return p.perClaim(ReasonCounters, clause, "the shared counters of the matching devices cannot hold all requests at once (the tightest: "+detail+")"), nil
+		}
+	}
+	if p.anyMulti {
+		noCapacity = true
+		fits, unknown, err := relaxed(allOff, false)
+		if err != nil || unknown {
+			return generic(), err
+		}
+		if fits {
+			return p.perClaim(ReasonCapacity, "", "every request has candidates, but the consumable capacity of the shared devices cannot hold all the requests' shares at once"), nil
 		}
 	}
 	return p.perClaim(ReasonNoCombination, "",
@@ -206,12 +217,19 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		l := p.firstCounterBlocked(a)
 		return reason(ReasonCounters, p.counterClause(l), fmt.Sprintf("needs %s, %d available; the shared counters of %s are used up (%s)",
 			v1n(want, "device"), have, v1n(st.counters, "more matching device"), p.counterClause(l)))
+	case st.capacity > 0 && have+st.capacity >= want:
+		return reason(ReasonCapacity, st.capClause, fmt.Sprintf("needs %s, %d available; %s without room for the request's share (%s)",
+			v1n(want, "device"), have, v1n(st.capacity, "more matching device"), st.capClause))
 	case inUseMatching > 0 && have+inUseMatching >= want:
 		return reason(ReasonInUse, "", fmt.Sprintf("needs %s, %d available; %s in use or locked by partitions in use",
 			v1n(want, "device"), have, v1n(inUseMatching, "more matching device")))
 	case st.tainted > 0 && have+st.tainted >= want:
 		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %s, %d available; %s with taints the request does not tolerate, such as %s",
 			v1n(want, "device"), have, v1n(st.tainted, "more matching device"), st.taint))
+	}
+	if st.capacity > 0 {
+		return reason(ReasonNotEnough, "", fmt.Sprintf("needs %s, %d of %d matching available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters, %d without room in their capacity)",
+			v1n(want, "device"), have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters, st.capacity))
 	}
 	return reason(ReasonNotEnough, "", fmt.Sprintf("needs %s, %d of %d matching available (%d in use or locked, %d with taints not tolerated, %d without room in their shared counters)",
 		v1n(want, "device"), have, st.matched+inUseMatching, inUseMatching, st.tainted, st.counters))

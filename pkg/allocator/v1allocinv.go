@@ -50,7 +50,11 @@ type v1dev struct {
 	// DRADeviceBindingConditions (off); like upstream it is never selected.
 	binding bool
 	uses    []v1use // shared counters it consumes
-	groups  []int32 // the groups it belongs to
+	// multi: allowMultipleAllocations; caps are then its capacities, in
+	// the units its shares are summed in.
+	multi  bool
+	caps   []v1cap
+	groups []int32 // the groups it belongs to
 	// seedGroup is the group of the device's seed root instance (-1 for v1
 	// devices), seedPos its position there and seedConflicts the members it
 	// cannot be allocated together with (SeedLeavesConflict), as a bitset.
@@ -163,7 +167,10 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 			d := &p.Devices[di]
 			x := int32(len(inv.devs))
 			dev := v1dev{pool: int32(pi), d: d, key: v1Key(p.Driver, p.Name, d.Name), seedGroup: -1,
-				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity}}
+				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}}
+			if d.AllowMultipleAllocations {
+				dev.multi, dev.caps = true, v1Caps(d.Capacity)
+			}
 			if binding != nil {
 				dev.binding = binding[fmt.Sprintf("%s\x00%d", dev.key, p.Generation)]
 			}
@@ -262,7 +269,14 @@ const v1Never = int64(1) << 52
 // from a lower bound read off the value's digits, so that a value like
 // 1e1000 takes a few comparisons, not hundreds.
 func v1CounterScale(vals []resource.Quantity) resource.Scale {
-	scale := resource.Milli
+	return v1ScaleFrom(resource.Milli, vals)
+}
+
+// v1ScaleFrom is v1CounterScale starting from another scale: the finest
+// scale of 10^3 steps from start up at which every value is at most 2^50
+// units.
+func v1ScaleFrom(start resource.Scale, vals []resource.Quantity) resource.Scale {
+	scale := start
 	for _, q := range vals {
 		if q.Sign() <= 0 {
 			continue
@@ -272,7 +286,7 @@ func v1CounterScale(vals []resource.Quantity) resource.Scale {
 		// q < 10^digits, and q <= 2^50 * 10^s needs s >= digits-16.
 		digits := int64(len(d.UnscaledBig().String())) - int64(d.Scale())
 		if low := digits - 17; low > int64(scale) {
-			scale = resource.Scale(low - (low-int64(resource.Milli))%3)
+			scale = resource.Scale(low - (low-int64(start))%3)
 		}
 		for q.Cmp(*resource.NewScaledQuantity(1<<50, scale)) > 0 {
 			scale += 3

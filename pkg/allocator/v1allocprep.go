@@ -7,6 +7,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // V1Claim is one resource.k8s.io/v1 claim of a pod.
@@ -50,6 +51,8 @@ type v1alt struct {
 	count       int
 	admin       bool
 	tolerations []resourcev1.DeviceToleration
+	// capReqs is the request's capacity.requests (nil: none).
+	capReqs map[resourcev1.QualifiedName]resource.Quantity
 }
 
 // v1cons is one constraint of a claim.
@@ -168,7 +171,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(e.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, dr.Name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.alts = append(req.alts, v1alt{name: dr.Name, admin: admin, tolerations: e.Tolerations})
+			req.alts = append(req.alts, v1alt{name: dr.Name, admin: admin, tolerations: e.Tolerations, capReqs: v1CapacityRequests(e.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
 		}
 		for j := range dr.FirstAvailable {
@@ -177,7 +180,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(sr.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.alts = append(req.alts, v1alt{name: name, tolerations: sr.Tolerations})
+			req.alts = append(req.alts, v1alt{name: name, tolerations: sr.Tolerations, capReqs: v1CapacityRequests(sr.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
 		}
 		least := resourcev1.AllocationResultsMaxSize + 1

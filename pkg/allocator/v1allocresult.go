@@ -5,6 +5,7 @@ import (
 
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // build writes the allocation results of the pending claims from the
@@ -30,7 +31,8 @@ func (p *v1prob) build(s *v1search) []*resourcev1.AllocationResult {
 		chosen := make([]*v1alt, len(r.reqs[ci]))
 		devs := make([]int32, 0, n)
 		for qi := range r.reqs[ci] {
-			a := p.sreqs[si].alts[s.bestChosen[si]].a
+			sa := &p.sreqs[si].alts[s.bestChosen[si]]
+			a := sa.a
 			chosen[qi] = a
 			slices.Sort(per[si])
 			for _, l := range per[si] {
@@ -45,6 +47,13 @@ func (p *v1prob) build(s *v1search) []*resourcev1.AllocationResult {
 					res.Tolerations = make([]resourcev1.DeviceToleration, len(a.tolerations))
 					for i := range a.tolerations {
 						a.tolerations[i].DeepCopyInto(&res.Tolerations[i])
+					}
+				}
+				if d.multi {
+					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.name, d.key))
+					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(d.caps))
+					for j := range d.caps {
+						res.ConsumedCapacity[d.caps[j].name] = sa.consumed[l][j].DeepCopy()
 					}
 				}
 				alloc.Devices.Results = append(alloc.Devices.Results, res)

@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // v1ImproveSteps is how many search steps AllocateV1 spends, after the
@@ -48,6 +49,14 @@ type v1prob struct {
 	ctrGroup  []int32   // per local device: its counter group when it has exactly one group, else -1
 	nGroupCtr int       // counters of all counter groups
 
+	// Shareable devices (allowMultipleAllocations): capLeft0 is, per
+	// local device, what its capacities have left in the state (nil for
+	// other devices); shared0 says it has shares already, so a new share
+	// consumes no counters.
+	capLeft0 [][]int64
+	shared0  []bool
+	anyMulti bool
+
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in
 	cons  []v1consP // constraints of the pending claims
@@ -76,20 +85,27 @@ type v1salt struct {
 	kind  int     // bit in v1prob.kinds, -1 beyond 64
 	cons  []int   // the constraints (v1prob.cons) that cover it
 	stats v1altStats
+	// share and consumed are, per local shareable device that is a
+	// candidate, what a share of it for this alternative consumes, in the
+	// capacities' units and as quantities (sorted by capacity name).
+	share    map[int32][]int64
+	consumed map[int32][]resource.Quantity
 }
 
 // v1altStats says what became of the node's devices for an alternative,
 // for explanations.
 type v1altStats struct {
-	devices  int   // the node's devices
-	inUse    int   // skipped: allocated or partition-locked (ExactCount without admin access)
-	rejected []int // per selector, class selectors first: devices it was the first to reject
-	matched  int
-	driver   string // of the matched devices, if all have one
-	drivers  int    // how many drivers the matched devices have
-	tainted  int
-	taint    string // the first taint not tolerated
-	counters int    // matched and tolerated, but their shared counters do not fit
+	devices   int   // the node's devices
+	inUse     int   // skipped: allocated or partition-locked (ExactCount without admin access)
+	rejected  []int // per selector, class selectors first: devices it was the first to reject
+	matched   int
+	driver    string // of the matched devices, if all have one
+	drivers   int    // how many drivers the matched devices have
+	tainted   int
+	taint     string // the first taint not tolerated
+	counters  int    // matched and tolerated, but their shared counters do not fit
+	capacity  int    // matched and tolerated, but without room for the request's share, or unable to serve it
+	capClause string // the first such capacity
 	// All: why the alternative cannot be satisfied
 	allCode   ReasonCode
 	allClause string
@@ -120,11 +136,14 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		pool := &inv.pools[d.pool]
 		used, _ := st.used.get(d.key)
 		p.inUse[l] = used > 0
+		if d.multi {
+			p.setupShared(l, d, used)
+		}
 		if d.d.SeedInstance != "" && !p.inUse[l] {
 			held, locked := st.seedHeld(pool.Driver, pool.Name, d.d.SeedInstance)
 			p.inUse[l], p.seedLock[l] = held, locked && !held
 		}
-		if len(d.uses) > 0 {
+		if len(d.uses) > 0 && !(d.multi && p.shared0[l]) {
 			if ctrLocal == nil {
 				ctrLocal = map[int32]int32{}
 			}
@@ -339,6 +358,14 @@ func (p *v1prob) buildGroups(kinds int) {
 			key = append(key, p.cons[k].vals[x]...)
 			key = append(key, 0)
 		}
+		if d := &inv.devs[x]; d.multi {
+			key = append(key, 'M')
+			for i := range d.caps {
+				key = append(key, d.caps[i].dc.String()...)
+				key = strconv.AppendInt(append(key, '='), p.capLeft0[l][i], 10)
+				key = append(key, 0)
+			}
+		}
 		for _, u := range p.uses[l] {
 			key = append(key, inv.ctrs[p.lctr[u.ctr]].name...)
 			key = strconv.AppendInt(append(key, '='), u.amount, 10)
@@ -492,6 +519,11 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			st.driver = drv
 			st.drivers++
 		}
+		if d.multi || alt.capReqs != nil {
+			if !p.capacityCandidate(a, int32(l), d) {
+				continue
+			}
+		}
 		if t := v1Untolerated(d.d.Taints, alt.tolerations); t != nil {
 			if st.tainted == 0 {
 				st.taint = fmt.Sprintf("%s=%s:%s on %s/%s", t.Key, t.Value, t.Effect, p.inv.pools[d.pool].Name, d.d.Name)
@@ -568,6 +600,10 @@ func (p *v1prob) checkAll(a *v1salt) bool {
 			return fail(ReasonInUse, "", fmt.Sprintf("asks for all devices, but %s/%s/%s is in use", pool.Driver, pool.Name, d.d.Name))
 		case p.seedLock[l]:
 			return fail(ReasonInUse, "", fmt.Sprintf("asks for all devices, but %s/%s/%s is locked by a partition in use", pool.Driver, pool.Name, d.d.Name))
+		case d.multi && !fitsIn64(a.share[l], p.capLeft0[l]):
+			return fail(ReasonCapacity, capacityClause(pool.Driver+"/"+pool.Name+"/"+d.d.Name, d.caps, p.capLeft0[l], a.share[l]),
+				fmt.Sprintf("asks for all devices, but %s/%s/%s has no room for the share: %s", pool.Driver, pool.Name, d.d.Name,
+					capacityClause(d.d.Name, d.caps, p.capLeft0[l], a.share[l])))
 		case !fitsIn(p.uses[l], p.left0):
 			return fail(ReasonCounters, p.counterClause(l), fmt.Sprintf("asks for all devices, but the shared counters of %s/%s/%s do not fit",
 				pool.Driver, pool.Name, d.d.Name))

@@ -6,11 +6,13 @@ import (
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // V1State is what of a V1Inventory is in use: the devices allocated to v1
 // claims (by driver, pool and device name, cluster-wide: a device that is
-// not local to a node is one device for every node), the seed leaves
+// not local to a node is one device for every node), the shares of
+// devices that allow multiple allocations with what they consume, the seed leaves
 // allocated to v1alpha2 claims (their structured handles: pool = the
 // handle's nodeName, device = SeedDeviceName(instance ID)), the seed
 // instances those hold (so that partition locks hold across both APIs),
@@ -29,13 +31,14 @@ type V1State struct {
 	used     *layered[string, int32]    // device key → allocations
 	consumed *layered[int32, int64]     // counter → consumed, in its scale
 	seedUsed *layered[string, []string] // driver\x00pool → seed instance IDs in use
+	shares   *layered[string, v1shares] // device key → its shares (results with a shareID)
 }
 
 // NewV1State returns the state of inv with the v1 claims and the v1alpha2
 // claims allocated (claims without an allocation are skipped).
 func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *V1State {
 	s := &V1State{inv: inv, used: newLayered(map[string]int32{}), consumed: newLayered(map[int32]int64{}),
-		seedUsed: newLayered(map[string][]string{})}
+		seedUsed: newLayered(map[string][]string{}), shares: newLayered(map[string]v1shares{})}
 	for _, c := range v1Claims {
 		s.applyV1(c, 1)
 	}
@@ -46,6 +49,7 @@ func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClai
 	s.used.fold()
 	s.consumed.fold()
 	s.seedUsed.fold()
+	s.shares.fold()
 	return s
 }
 
@@ -95,7 +99,8 @@ func (s *V1State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, remov
 	return out
 }
 
-// InUse reports whether the device is allocated (admin access aside).
+// InUse reports whether the device is allocated (admin access aside),
+// whole or as shares (Shares tells how much of it the shares hold).
 func (s *V1State) InUse(driver, pool, device string) bool {
 	key := v1Key(driver, pool, device)
 	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
@@ -111,7 +116,7 @@ func (s *V1State) InUse(driver, pool, device string) bool {
 // other goroutines may be reading or deriving from at the same time (a
 // V1State is never written once published).
 func (s *V1State) clone() *V1State {
-	return &V1State{inv: s.inv, used: s.used.derived(), consumed: s.consumed.derived(), seedUsed: s.seedUsed.derived()}
+	return &V1State{inv: s.inv, used: s.used.derived(), consumed: s.consumed.derived(), seedUsed: s.seedUsed.derived(), shares: s.shares.derived()}
 }
 
 func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
@@ -119,6 +124,10 @@ func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
 		return
 	}
 	for u := range v1Devices(c.Status.Allocation) {
+		if u.shared {
+			s.applyShared(u, sign)
+			continue
+		}
 		s.apply(u.driver, u.pool, u.device, u.instance, sign)
 	}
 }
@@ -148,7 +157,13 @@ func (s *V1State) WithSeedResults(results ...*resourceapi.AllocationResult) *V1S
 // deviceUse is one device an allocation holds, as the one state counts
 // it: driver, pool and device name, and the seed instance ID when the
 // allocation names one.
-type deviceUse struct{ driver, pool, device, instance string }
+type deviceUse struct {
+	driver, pool, device, instance string
+	// shared: a share of a device with allowMultipleAllocations (the
+	// result has a shareID), consuming what consumed says.
+	shared   bool
+	consumed map[resourcev1.QualifiedName]resource.Quantity
+}
 
 // v1Devices is the v1 front end's devices of an allocation: its results,
 // admin access left out (it does not use a device up).
@@ -158,7 +173,7 @@ func v1Devices(a *resourcev1.AllocationResult) iter.Seq[deviceUse] {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			if !yield(deviceUse{driver: r.Driver, pool: r.Pool, device: r.Device}) {
+			if !yield(deviceUse{driver: r.Driver, pool: r.Pool, device: r.Device, shared: r.ShareID != nil, consumed: r.ConsumedCapacity}) {
 				return
 			}
 		}
@@ -288,4 +303,28 @@ func (s *V1State) seedLocked(driver, pool, instance string) bool {
 func (s *V1State) counterLeft(c int32) int64 {
 	v, _ := s.consumed.get(c)
 	return s.inv.ctrs[c].total - v
+}
+
+// applyShared counts one share of a device in or out: an allocation
+// like any other (the first consumes the device's shared counters, the
+// last gives them back), plus its consumed capacity.
+func (s *V1State) applyShared(u deviceUse, sign int32) {
+	key := v1Key(u.driver, u.pool, u.device)
+	x, known := s.inv.byKey[key]
+	if sign < 0 {
+		if sh, _ := s.shares.get(key); sh.n == 0 {
+			return // not counted
+		}
+	}
+	s.applyShare(key, x, known, u.consumed, sign)
+	s.apply(u.driver, u.pool, u.device, "", sign)
+}
+
+// dedicated reports whether a device has allocations that are not
+// shares: a result without shareID (allocated before the device allowed
+// multiple allocations, or a device without it).
+func (s *V1State) dedicated(key string) bool {
+	n, _ := s.used.get(key)
+	sh, _ := s.shares.get(key)
+	return n > sh.n
 }

@@ -114,6 +114,11 @@ type PoolDevice struct {
 
 	Taints []resourcev1.DeviceTaint
 
+	// AllowMultipleAllocations: the device is allocated as shares of its
+	// consumable capacity (DRAConsumableCapacity), to any number of
+	// claims and requests while the shares fit its capacity.
+	AllowMultipleAllocations bool
+
 	// SeedInstance is the seed instance ID of a projected device ("" for a
 	// published v1 device): the leaf whose partition locks it takes.
 	SeedInstance string
@@ -336,7 +341,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 				Name: d.Name, Slice: s.Name,
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
 				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, nodeSelector: sel.conv,
-				Taints: d.Taints,
+				Taints: d.Taints, AllowMultipleAllocations: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
 			})
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // The allot side: pkg/allocator's v1 engine, as the scheduler calls it.
@@ -39,7 +40,24 @@ func heldClaims(c *Case) []*resourcev1.ResourceClaim {
 			},
 		})
 	}
+	for i, sh := range c.Shares {
+		out = append(out, &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: fmt.Sprintf("shared-%d", i), UID: types.UID(fmt.Sprintf("uid-shared-%d", i))},
+			Status: resourcev1.ResourceClaimStatus{
+				Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+					Results: []resourcev1.DeviceRequestAllocationResult{{Request: "shared", Driver: sh.Driver, Pool: sh.Pool, Device: sh.Device,
+						ShareID: ptr.To(shareUID(i)), ConsumedCapacity: sh.Consumed}},
+				}},
+				ReservedFor: []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "other-pod", UID: "uid-other-pod"}},
+			},
+		})
+	}
 	return out
+}
+
+// shareUID is the share ID of Case.Shares[i], on both sides.
+func shareUID(i int) types.UID {
+	return types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i))
 }
 
 func allotNode(n *k8scorev1.Node) *corev1.Node {

@@ -3,6 +3,7 @@ package dradiff
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,15 +219,16 @@ type effReq struct {
 	count       int64
 	admin       bool
 	tolerations []resourcev1.DeviceToleration
+	capacity    *resourcev1.CapacityRequirements
 }
 
 func exactReq(r *resourcev1.DeviceRequest) effReq {
 	e := r.Exactly
-	return effReq{r.Name, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, ptr.Deref(e.AdminAccess, false), e.Tolerations}
+	return effReq{r.Name, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, ptr.Deref(e.AdminAccess, false), e.Tolerations, e.Capacity}
 }
 
 func subReq(r *resourcev1.DeviceRequest, s *resourcev1.DeviceSubRequest) effReq {
-	return effReq{r.Name + "/" + s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count, false, s.Tolerations}
+	return effReq{r.Name + "/" + s.Name, s.DeviceClassName, s.Selectors, s.AllocationMode, s.Count, false, s.Tolerations, s.Capacity}
 }
 
 func (e effReq) exactCount() int64 {
@@ -371,7 +373,7 @@ func (k *checker) allSet(e effReq) (map[Hole]bool, string) {
 			if err != nil {
 				return nil, err.Error()
 			}
-			if ok {
+			if _, serves := servesCapacity(e, d); ok && serves {
 				set[d.id] = true
 			}
 		}
@@ -440,11 +442,31 @@ func (k *checker) check(results []*resourcev1.AllocationResult) []string {
 			}
 		}
 	}
-	// Devices already allocated take their counters, wherever their node.
+	// Devices already allocated take their counters, wherever their node;
+	// a shared device once, whatever its number of shares.
+	shared := map[Hole]bool{}
+	capUsed := map[Hole]map[resourcev1.QualifiedName]resource.Quantity{}
+	addCap := func(id Hole, consumed map[resourcev1.QualifiedName]resource.Quantity) {
+		if capUsed[id] == nil {
+			capUsed[id] = map[resourcev1.QualifiedName]resource.Quantity{}
+		}
+		for n, q := range consumed {
+			sum := capUsed[id][n].DeepCopy()
+			sum.Add(q)
+			capUsed[id][n] = sum
+		}
+	}
 	for _, h := range k.c.Holes {
 		if d, p := k.device(h); d != nil {
 			consume(p, d)
 		}
+	}
+	for _, sh := range k.c.Shares {
+		addCap(sh.Hole, sh.Consumed)
+		if d, p := k.device(sh.Hole); d != nil && !shared[sh.Hole] {
+			consume(p, d)
+		}
+		shared[sh.Hole] = true
 	}
 	for ci, claim := range k.c.Claims {
 		res := results[ci]
@@ -513,7 +535,22 @@ func (k *checker) check(results []*resourcev1.AllocationResult) []string {
 			if ptr.Deref(r.AdminAccess, false) != e.admin {
 				bad("%s: adminAccess %v, request says %v", where, ptr.Deref(r.AdminAccess, false), e.admin)
 			}
-			if prev, dup := inClaim[id]; dup {
+			multi := ptr.Deref(d.dev.AllowMultipleAllocations, false)
+			want, serves := servesCapacity(e, d)
+			if !serves {
+				bad("%s: device cannot serve capacity requests %v", where, e.capacity)
+			}
+			switch {
+			case multi && r.ShareID == nil:
+				bad("%s: device allows multiple allocations, result has no shareID", where)
+			case !multi && (r.ShareID != nil || len(r.ConsumedCapacity) > 0):
+				bad("%s: shareID or consumedCapacity on a device without allowMultipleAllocations", where)
+			case multi && serves && !sameQuantities(want, r.ConsumedCapacity):
+				bad("%s: consumedCapacity %v, the request's share is %v", where, r.ConsumedCapacity, want)
+			}
+			// A shareable device may serve several requests of the claim,
+			// each once.
+			if prev, dup := inClaim[id]; dup && (!multi || prev == r.Request) {
 				bad("%s: device already in this claim for %s", where, prev)
 			}
 			inClaim[id] = r.Request
@@ -521,10 +558,22 @@ func (k *checker) check(results []*resourcev1.AllocationResult) []string {
 				if holes[id] {
 					bad("%s: device is already allocated", where)
 				}
-				if prev, dup := usedBy[id]; dup {
+				if prev, dup := usedBy[id]; dup && !multi {
 					bad("%s: device also allocated to %s", where, prev)
 				}
+				if shared[id] && !multi {
+					bad("%s: device has shares", where)
+				}
 				usedBy[id] = cn + "/" + r.Request
+				if multi {
+					addCap(id, r.ConsumedCapacity)
+					if shared[id] {
+						byRequest[r.Request] = append(byRequest[r.Request], d)
+						members[r.Request] = append(members[r.Request], d)
+						continue // its counters are taken
+					}
+					shared[id] = true
+				}
 				consume(p, d)
 				for _, cc := range d.dev.ConsumesCounters {
 					if touched[p.key] == nil {
@@ -617,6 +666,18 @@ func (k *checker) check(results []*resourcev1.AllocationResult) []string {
 			}
 		}
 	}
+	// Capacity: the shares of a device fit it.
+	for id, used := range capUsed {
+		d, _ := k.device(id)
+		if d == nil {
+			continue
+		}
+		for n, q := range used {
+			if c, ok := d.dev.Capacity[n]; ok && q.Cmp(c.Value) > 0 {
+				bad("device %s: shares consume %s of capacity %s, which is %s", id, q.String(), n, c.Value.String())
+			}
+		}
+	}
 	// Counters.
 	for pk, sets := range consumed {
 		p := k.pools[pk]
@@ -664,4 +725,117 @@ func subVector(c *Case, results []*resourcev1.AllocationResult) []int {
 		}
 	}
 	return v
+}
+
+// servesCapacity applies a request's capacity.requests to a device, as the
+// API documents them: every capacity named must exist on the device; a
+// device without allowMultipleAllocations serves a value up to its
+// capacity; a shareable device's share of each capacity is the request's
+// value rounded up by the capacity's requestPolicy (validRange: min, then
+// min plus whole steps; validValues: the smallest one at least the
+// value), the policy's default without a value, the whole capacity
+// without either, and must keep the policy and fit the capacity. It
+// returns the share for a shareable device.
+func servesCapacity(e effReq, d *cdev) (map[resourcev1.QualifiedName]resource.Quantity, bool) {
+	var reqs map[resourcev1.QualifiedName]resource.Quantity
+	if e.capacity != nil {
+		reqs = e.capacity.Requests
+	}
+	for n := range reqs {
+		if _, ok := d.dev.Capacity[n]; !ok {
+			return nil, false
+		}
+	}
+	if !ptr.Deref(d.dev.AllowMultipleAllocations, false) {
+		for n, q := range reqs {
+			if q.Cmp(d.dev.Capacity[n].Value) > 0 {
+				return nil, false
+			}
+		}
+		return nil, true
+	}
+	out := map[resourcev1.QualifiedName]resource.Quantity{}
+	for n, c := range d.dev.Capacity {
+		q, has := reqs[n]
+		p := c.RequestPolicy
+		var share resource.Quantity
+		switch {
+		case !has && p != nil && p.Default != nil:
+			share = p.Default.DeepCopy()
+		case !has:
+			share = c.Value.DeepCopy()
+		case p != nil && p.ValidRange != nil:
+			share = roundUpToStep(q, p.ValidRange)
+		case p != nil && len(p.ValidValues) > 0:
+			share = q.DeepCopy()
+			for _, v := range p.ValidValues {
+				if v.Cmp(q) >= 0 {
+					share = v.DeepCopy()
+					break
+				}
+			}
+		default:
+			share = q.DeepCopy()
+		}
+		if share.Cmp(c.Value) > 0 || !keepsPolicy(share, p) {
+			return nil, false
+		}
+		out[n] = share
+	}
+	return out, true
+}
+
+func ratOf(q resource.Quantity) *big.Rat {
+	r, ok := new(big.Rat).SetString(q.AsDec().String())
+	if !ok {
+		panic("quantity " + q.String())
+	}
+	return r
+}
+
+func roundUpToStep(q resource.Quantity, r *resourcev1.CapacityRequestPolicyRange) resource.Quantity {
+	if q.Cmp(*r.Min) <= 0 {
+		return r.Min.DeepCopy()
+	}
+	if r.Step == nil {
+		return q.DeepCopy()
+	}
+	n := new(big.Rat).Quo(new(big.Rat).Sub(ratOf(q), ratOf(*r.Min)), ratOf(*r.Step))
+	steps := new(big.Int).Quo(n.Num(), n.Denom())
+	if !n.IsInt() {
+		steps.Add(steps, big.NewInt(1))
+	}
+	v := new(big.Rat).Add(ratOf(*r.Min), new(big.Rat).Mul(new(big.Rat).SetInt(steps), ratOf(*r.Step)))
+	return resource.MustParse(v.FloatString(3))
+}
+
+func keepsPolicy(q resource.Quantity, p *resourcev1.CapacityRequestPolicy) bool {
+	switch {
+	case p == nil, p.Default != nil && q.Cmp(*p.Default) == 0:
+		return true
+	case p.ValidRange != nil:
+		r := p.ValidRange
+		if r.Max != nil && q.Cmp(*r.Max) > 0 {
+			return false
+		}
+		if r.Step != nil {
+			n := new(big.Rat).Quo(new(big.Rat).Sub(ratOf(q), ratOf(*r.Min)), ratOf(*r.Step))
+			return n.IsInt()
+		}
+	case len(p.ValidValues) > 0:
+		return slices.ContainsFunc(p.ValidValues, func(v resource.Quantity) bool { return v.Cmp(q) == 0 })
+	}
+	return true
+}
+
+func sameQuantities(a, b map[resourcev1.QualifiedName]resource.Quantity) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, q := range a {
+		if v, ok := b[n]; !ok || v.Cmp(q) != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,9 +1,12 @@
 package dradiff
 
 import (
+	"fmt"
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -46,6 +49,48 @@ func TestCheckerCatches(t *testing.T) {
 			r.Driver, r.Pool, r.Device = c.Holes[0].Driver, c.Holes[0].Pool, c.Holes[0].Device
 			return true
 		}},
+		{"drop a share's shareID", func(_ *Case, rs []*resourcev1.AllocationResult) bool {
+			r := firstShare(rs)
+			if r == nil {
+				return false
+			}
+			r.ShareID = nil
+			return true
+		}},
+		{"shrink a share's consumedCapacity", func(_ *Case, rs []*resourcev1.AllocationResult) bool {
+			r := firstShare(rs)
+			if r == nil {
+				return false
+			}
+			for n, q := range r.ConsumedCapacity {
+				if q.Sign() > 0 {
+					r.ConsumedCapacity[n] = *resource.NewMilliQuantity(q.MilliValue()-1, q.Format)
+					return true
+				}
+			}
+			return false
+		}},
+		{"overcommit a shared device", func(c *Case, rs []*resourcev1.AllocationResult) bool {
+			r := firstShare(rs)
+			if r == nil || ptr.Deref(r.AdminAccess, false) {
+				return false
+			}
+			// Enough further shares of the device, with IDs of their own,
+			// to pass its capacity, in the claim of the first.
+			for _, a := range rs {
+				if len(a.Devices.Results) > 0 && &a.Devices.Results[0] != r && !containsResult(a, r) {
+					continue
+				}
+				base := *r.DeepCopy()
+				for i := range 40 {
+					extra := *base.DeepCopy()
+					extra.ShareID = ptr.To(types.UID(fmt.Sprintf("ffffffff-0000-4000-8000-%012d", i)))
+					a.Devices.Results = append(a.Devices.Results, extra)
+				}
+				return true
+			}
+			return false
+		}},
 	}
 	caught := map[string]int{}
 	tried := map[string]int{}
@@ -83,4 +128,25 @@ func TestCheckerCatches(t *testing.T) {
 		}
 	}
 	t.Logf("mutations caught: %v", caught)
+}
+
+// firstShare is the first result with a shareID, or nil.
+func firstShare(rs []*resourcev1.AllocationResult) *resourcev1.DeviceRequestAllocationResult {
+	for _, a := range rs {
+		for i := range a.Devices.Results {
+			if a.Devices.Results[i].ShareID != nil {
+				return &a.Devices.Results[i]
+			}
+		}
+	}
+	return nil
+}
+
+func containsResult(a *resourcev1.AllocationResult, r *resourcev1.DeviceRequestAllocationResult) bool {
+	for i := range a.Devices.Results {
+		if &a.Devices.Results[i] == r {
+			return true
+		}
+	}
+	return false
 }

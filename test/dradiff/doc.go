@@ -4,19 +4,24 @@
 // (k8s.io/dynamic-resource-allocation/structured v0.37.2) with the features
 // on by default in Kubernetes 1.37 that the cases use: AdminAccess,
 // PrioritizedList, PartitionableDevices and DeviceTaints, which select
-// upstream's "stable" variant; cases with distinctAttribute constraints
-// add ConsumableCapacity, which selects "incubating".
+// upstream's "stable" variant; cases with distinctAttribute constraints,
+// shareable devices or capacity requests add ConsumableCapacity and
+// FractionalCapacityRange, which select "incubating".
 //
 // From a fixed seed it generates small random clusters (1-3 labelled
 // nodes; ResourceSlices with node-local pools, network-attached pools by
 // allNodes, node selector or per-device node selection, pools split over
 // two slices, incomplete pools, older generations, pools made invalid by a
 // repeated device name, shared counters in a slice of their own consumed
-// by partitions, taints; device classes with CEL selectors; devices
-// already allocated to other claims) and one pod's 1-3 claims (exact
+// by partitions, taints; NICs that allow multiple allocations, with a
+// consumable capacity and no request policy, validValues, a validRange
+// with a step (and a max) or a fractional range; device classes with CEL
+// selectors; devices already allocated to other claims, and shares of
+// shareable devices held by them) and one pod's 1-3 claims (exact
 // counts, allocation mode All, firstAvailable with 2-3 alternatives,
 // selectors on attributes and capacity, matchAttribute and
-// distinctAttribute constraints, tolerations, admin access). Every
+// distinctAttribute constraints, tolerations, admin access, capacity
+// requests on NICs and GPUs, sometimes of a capacity no device has). Every
 // generated object passes allot's API validation (TestGeneratorValid).
 //
 // For every node of a case both allocators run, each with a deadline, and:

@@ -145,7 +145,7 @@ func compareNode(c *Case, node *k8scorev1.Node) nodeReport {
 
 // primaryVariant names the upstream variant the case runs with.
 func primaryVariant(c *Case) string {
-	if c.usesDistinct() {
+	if c.needsIncubating() {
 		return "incubating"
 	}
 	return "stable"
@@ -270,6 +270,7 @@ func upstreamOtherOrders(c *Case, node *k8scorev1.Node, pin []int) (string, upOu
 		{"pinned: firstAvailable requests restricted to allot's alternatives " + fmt.Sprint(pin), func(x *Case) { *x = *pinSubRequests(x, pin) }},
 		{"all-first+admin-last", func(x *Case) { allFirst(x); adminLast(x) }},
 		{"all-first+pinned", func(x *Case) { allFirst(x); *x = *pinSubRequests(x, pin) }},
+		{"pinned+all-first", func(x *Case) { *x = *pinSubRequests(x, pin); allFirst(x) }},
 		{"reversed: claims in reverse order", reverse},
 		{"all-first+reversed", func(x *Case) { allFirst(x); reverse(x) }},
 	} {
@@ -323,6 +324,11 @@ func allRank(r resourcev1.DeviceRequest) int {
 	if r.Exactly != nil && r.Exactly.AllocationMode == resourcev1.DeviceAllocationModeAll {
 		return 0
 	}
+	// A firstAvailable request pinned to one alternative that asks for
+	// all devices is one too.
+	if len(r.FirstAvailable) == 1 && r.FirstAvailable[0].AllocationMode == resourcev1.DeviceAllocationModeAll {
+		return 0
+	}
 	return 1
 }
 
@@ -348,6 +354,8 @@ type tally struct {
 	firstAvailable, all, admin                              int // cases using the feature
 	constraints, distinct, counters, taints, network, holes int
 	incomplete, invalid, oldGen                             int
+	shareable, capReqs, shares                              int // consumable capacity
+	shareFits                                               int // agreeing fits where allot allocates a share
 }
 
 func (t *tally) add(r nodeReport) {
@@ -363,6 +371,9 @@ func (t *tally) add(r nodeReport) {
 	case agree:
 		if r.up.kind == fit {
 			t.fits++
+			if hasShare(r.al.results) {
+				t.shareFits++
+			}
 		} else {
 			t.noFits++
 			if r.up.kind == failed {
@@ -419,7 +430,23 @@ func (t *tally) coverage(c *Case) {
 	t.constraints += has(func() bool {
 		return slices.ContainsFunc(c.Claims, func(cl *resourcev1.ResourceClaim) bool { return len(cl.Spec.Devices.Constraints) > 0 })
 	})
-	t.distinct += has(c.usesDistinct)
+	t.distinct += has(func() bool {
+		return slices.ContainsFunc(c.Claims, func(cl *resourcev1.ResourceClaim) bool {
+			return slices.ContainsFunc(cl.Spec.Devices.Constraints, func(con resourcev1.DeviceConstraint) bool { return con.DistinctAttribute != nil })
+		})
+	})
+	t.shareable += has(func() bool {
+		return slices.ContainsFunc(c.Slices, func(s *resourcev1.ResourceSlice) bool {
+			return slices.ContainsFunc(s.Spec.Devices, func(d resourcev1.Device) bool {
+				return d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations
+			})
+		})
+	})
+	t.capReqs += has(reqs(func(r *resourcev1.DeviceRequest) bool {
+		return (r.Exactly != nil && r.Exactly.Capacity != nil) ||
+			slices.ContainsFunc(r.FirstAvailable, func(s resourcev1.DeviceSubRequest) bool { return s.Capacity != nil })
+	}))
+	t.shares += has(func() bool { return len(c.Shares) > 0 })
 	t.holes += has(func() bool { return len(c.Holes) > 0 })
 	t.counters += has(func() bool {
 		return slices.ContainsFunc(c.Slices, func(s *resourcev1.ResourceSlice) bool { return len(s.Spec.SharedCounters) > 0 })
@@ -456,11 +483,12 @@ func (t *tally) coverage(c *Case) {
 
 func (t *tally) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d cases, %d case×node comparisons: %d agree (fit %d, no fit %d of which upstream errors %d), %d upstream timeouts, %d allot timeouts, %d packing cases, %d admin-access differences, %d where upstream's variants differ, %d disagreements\n",
-		t.cases, t.nodes, t.fits+t.noFits, t.fits, t.noFits, t.upErrors, t.upTimeouts, t.alTimeouts, t.packing, t.difference, t.variants, t.disagreements)
+	fmt.Fprintf(&b, "%d cases, %d case×node comparisons: %d agree (fit %d, %d with shares; no fit %d of which upstream errors %d), %d upstream timeouts, %d allot timeouts, %d packing cases, %d admin-access differences, %d where upstream's variants differ, %d disagreements\n",
+		t.cases, t.nodes, t.fits+t.noFits, t.fits, t.shareFits, t.noFits, t.upErrors, t.upTimeouts, t.alTimeouts, t.packing, t.difference, t.variants, t.disagreements)
 	fmt.Fprintf(&b, "time: upstream %v (max %v), allot %v (max %v)\n", t.upTime.Round(time.Millisecond), t.upMax.Round(time.Millisecond), t.alTime.Round(time.Millisecond), t.alMax.Round(time.Millisecond))
-	fmt.Fprintf(&b, "coverage (cases): firstAvailable %d, All %d, adminAccess %d, constraints %d (distinctAttribute %d), shared counters %d, taints %d, network-attached pools %d, holes %d, incomplete pools %d, invalid pools %d, older generations %d",
-		t.firstAvailable, t.all, t.admin, t.constraints, t.distinct, t.counters, t.taints, t.network, t.holes, t.incomplete, t.invalid, t.oldGen)
+	fmt.Fprintf(&b, "coverage (cases): firstAvailable %d, All %d, adminAccess %d, constraints %d (distinctAttribute %d), shared counters %d, taints %d, network-attached pools %d, holes %d, incomplete pools %d, invalid pools %d, older generations %d, shareable devices %d, capacity requests %d, shares held %d",
+		t.firstAvailable, t.all, t.admin, t.constraints, t.distinct, t.counters, t.taints, t.network, t.holes, t.incomplete, t.invalid, t.oldGen,
+		t.shareable, t.capReqs, t.shares)
 	if len(t.byKind) > 0 {
 		var ks []string
 		for k, n := range t.byKind {
@@ -537,4 +565,19 @@ func nodeByName(c *Case, name string) *k8scorev1.Node {
 		}
 	}
 	return nil
+}
+
+// hasShare reports whether an allocation has a share of a device.
+func hasShare(results []*resourcev1.AllocationResult) bool {
+	for _, a := range results {
+		if a == nil {
+			continue
+		}
+		for _, r := range a.Devices.Results {
+			if r.ShareID != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -38,7 +38,17 @@ type Case struct {
 	Classes []*resourcev1.DeviceClass   `json:"classes"`
 	Slices  []*resourcev1.ResourceSlice `json:"slices"`
 	Holes   []Hole                      `json:"holes,omitempty"`
-	Claims  []*resourcev1.ResourceClaim `json:"claims"`
+	// Shares are shares of devices with allowMultipleAllocations already
+	// allocated to other claims.
+	Shares []Share                     `json:"shares,omitempty"`
+	Claims []*resourcev1.ResourceClaim `json:"claims"`
+}
+
+// Share is a share of a device already allocated to some other claim,
+// with what it consumes.
+type Share struct {
+	Hole     `json:",inline"`
+	Consumed map[resourcev1.QualifiedName]resource.Quantity `json:"consumed"`
 }
 
 // Hole is a device already allocated to some other claim.
@@ -50,13 +60,35 @@ type Hole struct {
 
 func (h Hole) String() string { return h.Driver + "/" + h.Pool + "/" + h.Device }
 
-// usesDistinct reports whether some claim has a distinctAttribute
-// constraint, which upstream's stable allocator refuses: such cases run
-// with ConsumableCapacity on, which selects the incubating variant.
-func (c *Case) usesDistinct() bool {
+// needsIncubating reports whether the case needs DRAConsumableCapacity:
+// some claim has a distinctAttribute constraint or capacity requests, or
+// some device allows multiple allocations. Upstream's stable allocator
+// refuses the first two and does not know the third: such cases run with
+// ConsumableCapacity on, which selects the incubating variant.
+func (c *Case) needsIncubating() bool {
+	if len(c.Shares) > 0 {
+		return true
+	}
 	for _, cl := range c.Claims {
 		for _, con := range cl.Spec.Devices.Constraints {
 			if con.DistinctAttribute != nil {
+				return true
+			}
+		}
+		for _, r := range cl.Spec.Devices.Requests {
+			if r.Exactly != nil && r.Exactly.Capacity != nil {
+				return true
+			}
+			for _, s := range r.FirstAvailable {
+				if s.Capacity != nil {
+					return true
+				}
+			}
+		}
+	}
+	for _, s := range c.Slices {
+		for _, d := range s.Spec.Devices {
+			if ptr.Deref(d.AllowMultipleAllocations, false) {
 				return true
 			}
 		}
@@ -76,6 +108,13 @@ func (c *Case) class(name string) *resourcev1.DeviceClass {
 // Clone deep-copies the case (the shrinker edits copies).
 func (c *Case) Clone() *Case {
 	out := &Case{Seed: c.Seed, Index: c.Index, Holes: slices.Clone(c.Holes)}
+	for _, sh := range c.Shares {
+		cp := Share{Hole: sh.Hole, Consumed: map[resourcev1.QualifiedName]resource.Quantity{}}
+		for n, q := range sh.Consumed {
+			cp.Consumed[n] = q.DeepCopy()
+		}
+		out.Shares = append(out.Shares, cp)
+	}
 	for _, n := range c.Nodes {
 		out.Nodes = append(out.Nodes, n.DeepCopy())
 	}
@@ -105,8 +144,9 @@ func (c *Case) YAML() string {
 		Classes []*resourcev1.DeviceClass   `json:"classes"`
 		Slices  []*resourcev1.ResourceSlice `json:"slices"`
 		Holes   []Hole                      `json:"holes,omitempty"`
+		Shares  []Share                     `json:"shares,omitempty"`
 		Claims  []*resourcev1.ResourceClaim `json:"claims"`
-	}{c.Seed, c.Index, nil, c.Classes, c.Slices, c.Holes, c.Claims}
+	}{c.Seed, c.Index, nil, c.Classes, c.Slices, c.Holes, c.Shares, c.Claims}
 	for _, n := range c.Nodes {
 		view.Nodes = append(view.Nodes, node{n.Name, n.Labels})
 	}
@@ -123,6 +163,10 @@ type gen struct {
 	c      *Case
 	slices map[string]int // slice name → uses, for unique names
 	taints bool           // some device has a taint
+	// shareable: the case has devices with allowMultipleAllocations
+	// (NICs with a consumable capacity); capacity: its requests may ask
+	// for capacity.
+	shareable, capacity bool
 	// attrs seen, for selectors that can match something
 }
 
@@ -142,11 +186,23 @@ func genCase(seed uint64, index int) *Case {
 	g := &gen{r: caseRand(seed, index), c: &Case{Seed: seed, Index: index}, slices: map[string]int{}}
 	g.nodes()
 	g.classes()
+	g.shareable = g.chance(0.3)
+	g.capacity = g.chance(0.3)
+	nics := 0.5
+	if g.shareable {
+		// Shareable NICs need NIC requests to show: a NIC class, NIC
+		// pools on most nodes.
+		nics = 0.9
+		if g.c.class("nic") == nil {
+			g.c.Classes = append(g.c.Classes, &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "nic"},
+				Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: celDriver(drvNIC)}}}}})
+		}
+	}
 	for _, n := range g.c.Nodes {
 		if g.chance(0.85) {
 			g.localPool(n.Name, drvGPU)
 		}
-		if g.chance(0.5) {
+		if g.chance(nics) {
 			g.localPool(n.Name, drvNIC)
 		}
 	}
@@ -155,6 +211,9 @@ func genCase(seed uint64, index int) *Case {
 	}
 	if g.chance(0.4) {
 		g.holes()
+	}
+	if g.shareable && g.chance(0.5) {
+		g.shares()
 	}
 	nClaims := 1 + g.weighted(0.55, 0.3, 0.15)
 	for i := range nClaims {
@@ -302,6 +361,9 @@ func (g *gen) nicDevice(name string) resourcev1.Device {
 	}
 	if g.chance(0.85) {
 		d.Attributes[domTopo+"/numa"] = resourcev1.DeviceAttribute{IntValue: ptr.To(int64(g.pick(2)))}
+	}
+	if g.shareable && g.chance(0.6) {
+		g.shareableNIC(&d)
 	}
 	g.maybeTaint(&d)
 	return d
@@ -622,6 +684,7 @@ func (g *gen) claim(i int) {
 					Selectors:       g.selectors(cn, g.weighted(0.6, 0.4)),
 					AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
 					Tolerations:     g.tolerations(),
+					Capacity:        g.capacityRequest(cn),
 				}
 				if g.chance(0.05) {
 					sub.AllocationMode = resourcev1.DeviceAllocationModeAll
@@ -640,6 +703,7 @@ func (g *gen) claim(i int) {
 				Selectors:       g.selectors(className, g.weighted(0.55, 0.35, 0.1)),
 				AllocationMode:  resourcev1.DeviceAllocationModeExactCount,
 				Tolerations:     g.tolerations(),
+				Capacity:        g.capacityRequest(className),
 			}
 			if g.chance(0.1) {
 				ex.AllocationMode = resourcev1.DeviceAllocationModeAll
@@ -704,6 +768,9 @@ func (g *gen) claim(i int) {
 
 // className picks a class for a request, GPU classes more often.
 func (g *gen) className() string {
+	if g.shareable && g.chance(0.4) {
+		return "nic"
+	}
 	if g.chance(0.5) {
 		for _, c := range g.c.Classes {
 			if c.Name == "gpu" {
@@ -740,4 +807,91 @@ func dropShadowed(names []string) []string {
 		base, _, ok := strings.Cut(n, "/")
 		return ok && slices.Contains(names, base)
 	})
+}
+
+// shareableNIC makes a NIC shareable (allowMultipleAllocations) with a
+// consumable capacity and one of the request policies: none, validValues,
+// a validRange with a step (and sometimes a max), or a fractional range
+// (DRAFractionalCapacityRange).
+func (g *gen) shareableNIC(d *resourcev1.Device) {
+	q := resource.MustParse
+	pq := func(s string) *resource.Quantity { v := q(s); return &v }
+	d.AllowMultipleAllocations = ptr.To(true)
+	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{}
+	switch g.pick(5) {
+	case 0:
+		d.Capacity["bandwidth"] = resourcev1.DeviceCapacity{Value: q(pickOne(g, "10G", "100G"))}
+	case 1:
+		d.Capacity["bandwidth"] = resourcev1.DeviceCapacity{Value: q("100G"), RequestPolicy: &resourcev1.CapacityRequestPolicy{
+			Default: pq("10G"), ValidValues: []resource.Quantity{q("10G"), q("25G"), q("50G")}}}
+	case 2:
+		r := &resourcev1.CapacityRequestPolicyRange{Min: pq("10G"), Step: pq("10G")}
+		if g.chance(0.5) {
+			r.Max = pq("60G")
+		}
+		d.Capacity["bandwidth"] = resourcev1.DeviceCapacity{Value: q("100G"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: pq("20G"), ValidRange: r}}
+	case 3:
+		d.Capacity["cores"] = resourcev1.DeviceCapacity{Value: q("4"), RequestPolicy: &resourcev1.CapacityRequestPolicy{
+			Default: pq("500m"), ValidRange: &resourcev1.CapacityRequestPolicyRange{Min: pq("500m"), Max: pq("2"), Step: pq("250m")}}}
+	default:
+		d.Capacity["bandwidth"] = resourcev1.DeviceCapacity{Value: q("40G"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: pq("5G")}}
+		d.Capacity["queues"] = resourcev1.DeviceCapacity{Value: q("8")}
+	}
+}
+
+// capacityRequest is a request's capacity.requests, sometimes, when the
+// case asks for capacity: bandwidth or cores of NICs, memory of GPUs, a
+// capacity no device has.
+func (g *gen) capacityRequest(class string) *resourcev1.CapacityRequirements {
+	if !g.capacity || !g.chance(0.5) {
+		return nil
+	}
+	reqs := map[resourcev1.QualifiedName]resource.Quantity{}
+	switch drv := g.classDriver(class); {
+	case g.chance(0.05):
+		reqs["ports"] = resource.MustParse("1")
+	case drv == drvNIC && g.chance(0.3):
+		reqs["cores"] = resource.MustParse(pickOne(g, "300m", "600m", "1", "1500m", "2100m"))
+	case drv == drvNIC:
+		reqs["bandwidth"] = resource.MustParse(pickOne(g, "1G", "5G", "10G", "15G", "25G", "30G", "45G", "60G", "200G"))
+		if g.chance(0.2) {
+			reqs["queues"] = resource.MustParse(pickOne(g, "1", "4", "9"))
+		}
+	default:
+		reqs["memory"] = resource.MustParse(pickOne(g, "8Gi", "16Gi", "20Gi", "64Gi"))
+	}
+	return &resourcev1.CapacityRequirements{Requests: reqs}
+}
+
+// shares allocates 1-3 shares of shareable devices to other claims, each
+// consuming its capacities' defaults (or a quarter of a capacity without
+// one), never more than a device has.
+func (g *gen) shares() {
+	maxGen := poolGenerations(g.c.Slices)
+	var cands []Share
+	for _, s := range g.c.Slices {
+		if s.Spec.Pool.Generation != maxGen[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		for _, d := range s.Spec.Devices {
+			if !ptr.Deref(d.AllowMultipleAllocations, false) || slices.Contains(g.c.Holes, Hole{s.Spec.Driver, s.Spec.Pool.Name, d.Name}) {
+				continue
+			}
+			sh := Share{Hole: Hole{s.Spec.Driver, s.Spec.Pool.Name, d.Name}, Consumed: map[resourcev1.QualifiedName]resource.Quantity{}}
+			for n, c := range d.Capacity {
+				if c.RequestPolicy != nil && c.RequestPolicy.Default != nil {
+					sh.Consumed[n] = c.RequestPolicy.Default.DeepCopy()
+				} else {
+					sh.Consumed[n] = *resource.NewMilliQuantity(c.Value.MilliValue()/4, c.Value.Format)
+				}
+			}
+			cands = append(cands, sh)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	for range 1 + g.pick(3) {
+		g.c.Shares = append(g.c.Shares, cands[g.pick(len(cands))])
+	}
 }

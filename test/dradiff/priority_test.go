@@ -115,6 +115,10 @@ func alternativeAlone(c *Case, pools map[poolKey]*cpool, results []*resourcev1.A
 			if k == ci && base == req.Name {
 				continue
 			}
+			if r.ShareID != nil {
+				x.Shares = append(x.Shares, Share{Hole: Hole{r.Driver, r.Pool, r.Device}, Consumed: r.ConsumedCapacity})
+				continue
+			}
 			x.Holes = append(x.Holes, Hole{r.Driver, r.Pool, r.Device})
 		}
 	}
@@ -124,6 +128,7 @@ func alternativeAlone(c *Case, pools map[poolKey]*cpool, results []*resourcev1.A
 		AllocationMode:  sub.AllocationMode,
 		Count:           sub.Count,
 		Tolerations:     sub.Tolerations,
+		Capacity:        sub.Capacity,
 	}
 	one := &resourcev1.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},

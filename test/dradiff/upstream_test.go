@@ -25,7 +25,7 @@ import (
 // DRAConsumableCapacity (beta, on by default) selects; cases that use them
 // run with it.
 func upstreamFeatures(c *Case) structured.Features {
-	if c.usesDistinct() {
+	if c.needsIncubating() {
 		return variantFeatures("incubating")
 	}
 	return variantFeatures("stable")
@@ -33,7 +33,8 @@ func upstreamFeatures(c *Case) structured.Features {
 
 // variantFeatures are feature sets that select each of upstream's three
 // allocator variants: stable (the four default features), incubating
-// (plus DRAConsumableCapacity, beta and on by default in 1.37) and
+// (plus DRAConsumableCapacity and DRAFractionalCapacityRange, beta and on
+// by default in 1.37) and
 // experimental (plus DRAListTypeAttributes, alpha; no case has list
 // attributes, so it changes nothing but the variant).
 func variantFeatures(variant string) structured.Features {
@@ -45,9 +46,9 @@ func variantFeatures(variant string) structured.Features {
 	}
 	switch variant {
 	case "incubating":
-		f.ConsumableCapacity = true
+		f.ConsumableCapacity, f.FractionalCapacityRange = true, true
 	case "experimental":
-		f.ConsumableCapacity = true
+		f.ConsumableCapacity, f.FractionalCapacityRange = true, true
 		f.ListTypeAttributes = true
 	}
 	return f
@@ -56,7 +57,7 @@ func variantFeatures(variant string) structured.Features {
 // otherVariants are the variants besides the one the case runs with that
 // can run it (stable refuses distinctAttribute).
 func otherVariants(c *Case) []string {
-	if c.usesDistinct() {
+	if c.needsIncubating() {
 		return []string{"experimental"}
 	}
 	return []string{"incubating", "experimental"}
@@ -127,6 +128,14 @@ func runUpstreamWith(features structured.Features, c *Case, claims []*resourcev1
 		AllocatedDevices:         allocated,
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
 		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
+	}
+	// As kube-scheduler gathers them: a result with a shareID is a shared
+	// device, its consumedCapacity added to the device's aggregate.
+	for i, sh := range c.Shares {
+		id := structured.MakeDeviceID(sh.Driver, sh.Pool, sh.Device)
+		uid := shareUID(i)
+		state.AllocatedSharedDeviceIDs.Insert(structured.MakeSharedDeviceID(id, &uid))
+		state.AggregatedCapacity.Insert(structured.NewDeviceConsumedCapacity(id, sh.Consumed))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()

@@ -50,8 +50,12 @@ type V1HandleData struct {
 //     are: the example gpu driver reads a GpuClaimParameters object
 //     (apiVersion gpu.example.com/v1alpha1) from the claim's and a
 //     GpuClassParameters object from the class's.
-//   - data: the driver's results in other pools, as V1HandleData in
-//     JSON; "" when there are none.
+//   - data: the driver's results in other pools, and its shares of
+//     devices that allow multiple allocations (results with a shareID,
+//     whatever their pool: an instance ID cannot say which share, and one
+//     claim may hold several shares of one device), as V1HandleData in
+//     JSON, shareID and consumedCapacity included; "" when there are
+//     none.
 //
 // An error says why the allocation cannot be expressed so (the requests
 // disagree on the configuration); its text is a phrase that follows the
@@ -74,7 +78,7 @@ func DriverHandle(a *resourcev1.AllocationResult, driver, node string) (sd *reso
 		if !slices.Contains(requests, r.Request) {
 			requests = append(requests, r.Request)
 		}
-		if r.Pool != node {
+		if r.Pool != node || r.ShareID != nil {
 			remote = append(remote, r)
 			continue
 		}

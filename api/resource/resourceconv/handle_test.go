@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
@@ -76,6 +78,33 @@ func TestDriverHandle(t *testing.T) {
 		if err != nil || sd.NodeName != "" || len(ids(sd)) != 0 || sd.VendorClassParameters != nil ||
 			sd.VendorClaimParameters == nil || string(sd.VendorClaimParameters.Raw) != `{"kind":"Other"}` || !strings.Contains(data, "fpga-0") {
 			t.Errorf("fabric handle %+v, data %q, %v: want no node, no instances, its own claim configuration, its device in data", sd, data, err)
+		}
+	})
+
+	t.Run("shares go in data with their share IDs, even in the node's pool", func(t *testing.T) {
+		one, two := types.UID("00000000-0000-4000-8000-000000000001"), types.UID("00000000-0000-4000-8000-000000000002")
+		shares := []resourcev1.DeviceRequestAllocationResult{
+			{Request: "a", Driver: gpuDriver, Pool: node, Device: "nic-0", ShareID: &one,
+				ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}},
+			{Request: "b", Driver: gpuDriver, Pool: node, Device: "nic-0", ShareID: &two,
+				ConsumedCapacity: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("20G")}},
+		}
+		a := &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: append([]resourcev1.DeviceRequestAllocationResult{seedResult("a", gpuDriver, "gpu-0")}, shares...)}}
+		sd, data, err := DriverHandle(a, gpuDriver, node)
+		if err != nil || !slices.Equal(ids(sd), []string{"gpu-0"}) {
+			t.Fatalf("handle %+v, %v: want the seed instance only", sd, err)
+		}
+		var d V1HandleData
+		if err := json.Unmarshal([]byte(data), &d); err != nil || len(d.Devices) != 2 {
+			t.Fatalf("data %q (%v), want both shares", data, err)
+		}
+		for i := range shares {
+			got := d.Devices[i]
+			bw := got.ConsumedCapacity["bandwidth"]
+			if got.ShareID == nil || *got.ShareID != *shares[i].ShareID || bw.Cmp(shares[i].ConsumedCapacity["bandwidth"]) != 0 {
+				t.Errorf("share %d: %+v, want %+v", i, got, shares[i])
+			}
 		}
 	})
 

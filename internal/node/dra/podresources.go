@@ -25,8 +25,8 @@ import (
 //     node's name (the seed pool) and device the instance's v1 device name
 //     (resourceconv.SeedDeviceName: "gpu-1/halves/half-0" →
 //     "gpu-1--halves--half-0"); then, for a resource.k8s.io/v1 claim, one
-//     per network-attached device of the handle's data (resourceconv.V1HandleData), with
-//     its pool and device. Each gets the handle's CDI devices, since an
+//     per network-attached device or share of the handle's data
+//     (resourceconv.V1HandleData), with its pool, device and share ID. Each gets the handle's CDI devices, since an
 //     allot driver answers them per claim, not per device. Like the
 //     container's CDI devices (ContainerOptions), they are not filtered by
 //     request: the handle does not say which request an instance serves. A
@@ -131,7 +131,12 @@ func (m *Manager) claimResources(rec *claimRecord, requests []string) []*podreso
 			var data resourceconv.V1HandleData
 			if err := json.Unmarshal([]byte(h.Data), &data); err == nil {
 				for _, d := range data.Devices {
-					add(h.Driver, d.Pool, d.Device, nil, h.CDIDevices)
+					var share *string
+					if d.ShareID != nil {
+						id := string(*d.ShareID)
+						share = &id
+					}
+					add(h.Driver, d.Pool, d.Device, share, h.CDIDevices)
 				}
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -311,7 +312,18 @@ func describeClaimV1(b *strings.Builder, c *resourcev1.ResourceClaim) {
 	}
 	fmt.Fprintf(b, "v1 claim %s: allocated on %s, reserved for %v, finalizers %v\n", key, strings.Join(nodes, ","), users, c.Finalizers)
 	for _, r := range a.Devices.Results {
-		fmt.Fprintf(b, "  %s: %s/%s/%s\n", r.Request, r.Driver, r.Pool, r.Device)
+		fmt.Fprintf(b, "  %s: %s/%s/%s", r.Request, r.Driver, r.Pool, r.Device)
+		if r.ShareID != nil {
+			// Share IDs are derived from the claim's UID, which the
+			// simulation draws: a share is shown by what it consumes.
+			var consumed []string
+			for _, n := range slices.Sorted(maps.Keys(r.ConsumedCapacity)) {
+				q := r.ConsumedCapacity[n]
+				consumed = append(consumed, string(n)+"="+q.String())
+			}
+			fmt.Fprintf(b, " (a share: %s)", strings.Join(consumed, ", "))
+		}
+		fmt.Fprintln(b)
 	}
 }
 
