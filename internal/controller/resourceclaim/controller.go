@@ -285,6 +285,9 @@ func (c *Controller) onPodDelete(obj any) {
 	}
 	if pod, ok := m.(*corev1.Pod); ok {
 		c.rememberNode(pod)
+		if _, tombstone := obj.(cache.DeletedFinalStateUnknown); !tombstone {
+			c.rememberNeverBound(pod)
+		}
 	}
 	c.mu.Lock()
 	delete(c.expected, m.GetUID())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"allot.dev/allot/pkg/client"
 	"allot.dev/allot/pkg/client/clienttest"
@@ -107,6 +108,24 @@ func (e *env) startController(tune ...func(*Options)) (*Controller, func()) {
 	f.Start(ctx)
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx, 2) }()
+	// The tests change pods right after this: first let the controller
+	// see the pods there are (their nodes, which the fencing rule needs;
+	// a pod it never saw is judged as if its node could be anywhere).
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		e.t.Fatalf("sync informers: %v", err)
+	}
+	e.eventually("the controller has seen the bound pods with claims", func() bool {
+		pods, err := ctrl.pods.Lister().List(labels.Everything())
+		if err != nil {
+			return false
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName != "" && len(p.Spec.ResourceClaims) > 0 && !ctrl.nodeKnown(p.UID) {
+				return false
+			}
+		}
+		return true
+	})
 	stopped := false
 	stop := func() {
 		if stopped {

@@ -110,6 +110,22 @@ func (c *Controller) enqueueClaimNamed(ns, name string) {
 // and node.
 type podPlace struct{ namespace, name, node string }
 
+// rememberNeverBound records that a deleted pod with claims was never
+// bound: its deletion's final state (not a tombstone of a relist, which
+// may be older) has no node, and a pod's node is set only by a binding,
+// which a pod being deleted never gets. No node can hold its claims
+// prepared, so the fencing rule has nothing to wait for.
+func (c *Controller) rememberNeverBound(pod *corev1.Pod) {
+	if pod.Spec.NodeName != "" || len(pod.Spec.ResourceClaims) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.podNodes[pod.UID]; !ok {
+		c.podNodes[pod.UID] = podPlace{pod.Namespace, pod.Name, ""}
+	}
+}
+
 // rememberNode records the node of a pod with claims: once the pod is
 // gone, its node is the one to ask whether the claims are still prepared.
 func (c *Controller) rememberNode(pod *corev1.Pod) {
@@ -176,6 +192,9 @@ func (c *Controller) preparedOn(ctx context.Context, claimUID, podUID types.UID)
 	place, known := c.podNodes[podUID]
 	nodeName := place.node
 	c.mu.Unlock()
+	if known && nodeName == "" {
+		return "", false, nil // never bound (rememberNeverBound)
+	}
 	gctx, cancel := c.apiContext(ctx)
 	defer cancel()
 	if known {
