@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,65 @@ func TestDriverDemos(t *testing.T) {
 			return u.jsonpath(t, "{.status.phase}", "pod", "pod0", "-n", "initcontainer-shared-gpu") == "Running"
 		})
 		u.kubectl(t, "delete", "namespace", "initcontainer-shared-gpu", "--wait=true", "--timeout=60s")
+	})
+
+	// gpu-allow-multiple-allocations: "Both pods should show the same GPU
+	// ID, confirming they are sharing the same physical GPU, each
+	// consuming their requested capacity slice."
+	t.Run("gpu-allow-multiple-allocations", func(t *testing.T) {
+		startDemoDriver(t, u, "shared-gpu.example.com", "shared-gpu", "--gpus", "1", "--gpu-allow-multiple-allocations")
+		u.applyYAML(t, demoManifest(t, "gpu-allow-multiple-allocations"))
+		pod0, _ := sharedDevice(t, u, "gpu-allow-multiple-allocations", "GPU_DEVICE_")
+		if w := "GPU_DEVICE_0_MEMORY=8Gi"; !slices.Contains(pod0, w) {
+			t.Errorf("pod0 sees %q, want %s (its share)", pod0, w)
+		}
+		u.kubectl(t, "delete", "namespace", "gpu-allow-multiple-allocations", "--wait=true", "--timeout=60s")
+	})
+
+	// gpu-allow-multiple-allocations-partitionable: "Both pods should show
+	// the same GPU partition device ID, confirming they are sharing the
+	// same partition, each having consumed their requested capacity
+	// slice."
+	t.Run("gpu-allow-multiple-allocations-partitionable", func(t *testing.T) {
+		startDemoDriver(t, u, "partitions.example.com", "shared-partition-all", "--gpus", "1", "--gpu-partitions", "2", "--gpu-allow-multiple-allocations")
+		u.applyYAML(t, `apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: shared-partition}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "partitions.example.com" && has(device.attributes["partitions.example.com"].partition)'}
+`)
+		u.applyYAML(t, demoManifest(t, "gpu-allow-multiple-allocations-partitionable"))
+		pod0, _ := sharedDevice(t, u, "gpu-allow-multiple-allocations-partitionable", "GPU_DEVICE_0_PARTITION_")
+		if w := "GPU_DEVICE_0_PARTITION_0_MEMORY=4Gi"; !slices.Contains(pod0, w) && !slices.Contains(pod0, strings.Replace(w, "_0_MEMORY", "_1_MEMORY", 1)) {
+			t.Errorf("pod0 sees %q, want its 4Gi share of a partition", pod0)
+		}
+		u.kubectl(t, "delete", "namespace", "gpu-allow-multiple-allocations-partitionable", "--wait=true", "--timeout=60s")
+	})
+
+	// net-consumable-capacity: "Each container should have
+	// NET_DEVICE_<N>_INGRESS_RATE and NET_DEVICE_<N>_EGRESS_RATE
+	// environment variables reflecting the allocated bandwidth ... Both
+	// pods may reference the same physical NIC index (0)".
+	t.Run("net-consumable-capacity", func(t *testing.T) {
+		startDemoDriver(t, u, "net.example.com", "shared-nic", "--profile", "net", "--nics", "1")
+		u.applyYAML(t, demoManifest(t, "net-consumable-capacity"))
+		pod0, pod1 := sharedDevice(t, u, "net-consumable-capacity", "NET_DEVICE_")
+		for pod, want := range map[string][]string{
+			"pod0": {"NET_DEVICE_0_INGRESSBANDWIDTH=10G", "NET_DEVICE_0_EGRESSBANDWIDTH=5G"},
+			"pod1": {"NET_DEVICE_0_INGRESSBANDWIDTH=5G", "NET_DEVICE_0_EGRESSBANDWIDTH=5G"},
+		} {
+			seen := pod0
+			if pod == "pod1" {
+				seen = pod1
+			}
+			for _, w := range want {
+				if !slices.Contains(seen, w) {
+					t.Errorf("%s sees %q, want %s", pod, seen, w)
+				}
+			}
+		}
+		u.kubectl(t, "delete", "namespace", "net-consumable-capacity", "--wait=true", "--timeout=60s")
 	})
 
 	// device-taint-pod-noexecute: "the pods using the tainted device are
@@ -111,6 +171,65 @@ func TestDriverDemos(t *testing.T) {
 		u.kubectl(t, "delete", "devicetaintrule", "example")
 		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
 	})
+}
+
+// startDemoDriver starts another instance of the test driver on the demo
+// node, as driver name with its own node-driver token and args (its
+// profile), and a DeviceClass class selecting its devices; it waits until
+// the node agent registered it and its slice is published.
+func startDemoDriver(t *testing.T, u *upstreamCluster, name, class string, args ...string) {
+	t.Helper()
+	kc := u.tokenKubeconfig(t, "node-driver", name+"@"+u.nodeName)
+	all := append([]string{"--driver-name", name, "--node-name", u.nodeName, "--kubeconfig", kc,
+		"--kubelet-registrar-directory-path", u.registry, "--kubelet-plugins-directory-path", u.plugins,
+		"--cdi-root", u.cdiDir}, args...)
+	p, err := startProc("driver "+name, childEnv(u.home), upstreamBin, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.procs = append(u.procs, p)
+	waitFor(t, "driver "+name+" registered and publishing", func() bool {
+		return strings.Contains(u.node.Stderr.String(), "driver="+name+" ") &&
+			u.jsonpath(t, "{.items[*].spec.driver}", "resourceslices", "--field-selector", "spec.driver="+name) != ""
+	})
+	u.applyYAML(t, `apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: `+class+`}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "`+name+`"'}
+`)
+}
+
+// sharedDevice checks that both pods of a share demo run and see the same
+// one device of prefix (GPU_DEVICE_, NET_DEVICE_), each with its own
+// share; it returns what each saw.
+func sharedDevice(t *testing.T, u *upstreamCluster, ns, prefix string) (pod0, pod1 []string) {
+	t.Helper()
+	pod0, pod1 = devicesSeen(u.logLine(t, ns, "pod0", "ctr0")), devicesSeen(u.logLine(t, ns, "pod1", "ctr0"))
+	device := func(seen []string) string {
+		for _, v := range seen {
+			if k, val, _ := strings.Cut(v, "="); strings.HasPrefix(k, prefix) && !strings.Contains(strings.TrimPrefix(k, prefix), "_") {
+				return val
+			}
+		}
+		return ""
+	}
+	share := func(seen []string) string {
+		for _, v := range seen {
+			if k, val, _ := strings.Cut(v, "="); strings.HasSuffix(k, "_SHARE") {
+				return val
+			}
+		}
+		return ""
+	}
+	if d0, d1 := device(pod0), device(pod1); d0 == "" || d0 != d1 {
+		t.Fatalf("pod0 sees %q, pod1 sees %q: want the same one device", pod0, pod1)
+	}
+	if s0, s1 := share(pod0), share(pod1); s0 == "" || s0 == s1 {
+		t.Fatalf("pod0 sees %q, pod1 sees %q: want a share each, distinct", pod0, pod1)
+	}
+	return pod0, pod1
 }
 
 // podGone reports whether the pod no longer exists.
