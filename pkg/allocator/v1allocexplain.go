@@ -221,8 +221,12 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		return reason(ReasonCapacity, st.capClause, fmt.Sprintf("needs %s, %d available; %s without room for the request's share (%s)",
 			v1n(want, "device"), have, v1n(st.capacity, "more matching device"), st.capClause))
 	case inUseMatching > 0 && have+inUseMatching >= want:
-		return reason(ReasonInUse, "", fmt.Sprintf("needs %s, %d available; %s in use or locked by partitions in use",
-			v1n(want, "device"), have, v1n(inUseMatching, "more matching device")))
+		also := ""
+		if st.tainted > 0 { // tolerating the taints would do too: say so
+			also = fmt.Sprintf("; %d more with taints the request does not tolerate, such as %s", st.tainted, st.taint)
+		}
+		return reason(ReasonInUse, "", fmt.Sprintf("needs %s, %d available; %s in use or locked by partitions in use%s",
+			v1n(want, "device"), have, v1n(inUseMatching, "more matching device"), also))
 	case st.tainted > 0 && have+st.tainted >= want:
 		return reason(ReasonTainted, st.taint, fmt.Sprintf("needs %s, %d available; %s with taints the request does not tolerate, such as %s",
 			v1n(want, "device"), have, v1n(st.tainted, "more matching device"), st.taint))

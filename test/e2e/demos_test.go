@@ -127,6 +127,53 @@ spec:
 		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
 	})
 
+	// device-taint-pod-noschedule: a NoSchedule rule keeps the running pod
+	// running and the pod created afterwards from being scheduled.
+	t.Run("device-taint-pod-noschedule", func(t *testing.T) {
+		const ns = "device-taint-noschedule"
+		u.applyYAML(t, demoManifest(t, "device-taint-pod-noschedule"))
+		if seen := devicesSeen(u.logLine(t, ns, "pod-keeps-running", "ctr0")); len(seen) != 1 {
+			t.Fatalf("pod-keeps-running sees %q, want one GPU", seen)
+		}
+		u.applyYAML(t, demoManifest(t, "device-taint-rule-noschedule"))
+		defer u.kubectl(t, "delete", "devicetaintrule", "example", "--ignore-not-found")
+		u.applyYAML(t, demoManifest(t, "device-taint-pod-not-scheduled"))
+		waitFor(t, "pod-no-schedule unschedulable for the taint", func() bool {
+			msg := u.jsonpath(t, `{.status.conditions[?(@.type=="PodScheduled")].message}`, "pod", "pod-no-schedule", "-n", ns)
+			return strings.Contains(msg, "upstream.example.com/unhealthy=true:NoSchedule")
+		})
+		// The running pod stays: watched until the scheduler acted on the
+		// rule (above); a NoSchedule taint gives the eviction controller
+		// nothing to do, at any time.
+		if phase := u.jsonpath(t, "{.status.phase}", "pod", "pod-keeps-running", "-n", ns); phase != "Running" {
+			t.Fatalf("pod-keeps-running is %s, want Running", phase)
+		}
+		if ev := podEventReasons(t, u, ns, "pod-keeps-running"); strings.Contains(ev, "DeviceTaintManagerEviction") {
+			t.Fatalf("pod-keeps-running has eviction events: %s", ev)
+		}
+		u.kubectl(t, "delete", "devicetaintrule", "example")
+		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
+	})
+
+	// device-taint-pod-toleration: with the NoExecute rule in place, the
+	// pod whose claim tolerates the taint is scheduled and runs; the other
+	// is not scheduled.
+	t.Run("device-taint-pod-toleration", func(t *testing.T) {
+		const ns = "device-taint-toleration"
+		u.applyYAML(t, demoManifest(t, "device-taint-rule"))
+		defer u.kubectl(t, "delete", "devicetaintrule", "example", "--ignore-not-found")
+		u.applyYAML(t, demoManifest(t, "device-taint-pod-toleration"))
+		if seen := devicesSeen(u.logLine(t, ns, "pod-with-toleration", "ctr0")); len(seen) != 1 {
+			t.Fatalf("pod-with-toleration sees %q, want one GPU", seen)
+		}
+		waitFor(t, "pod-without-toleration unschedulable for the taint", func() bool {
+			msg := u.jsonpath(t, `{.status.conditions[?(@.type=="PodScheduled")].message}`, "pod", "pod-without-toleration", "-n", ns)
+			return strings.Contains(msg, "upstream.example.com/unhealthy=true:NoExecute")
+		})
+		u.kubectl(t, "delete", "devicetaintrule", "example")
+		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
+	})
+
 	// device-taint-configurable-pod-eviction-time: once the NoExecute rule
 	// is applied, "pod-no-toleration" is evicted at once, the pod
 	// tolerating the taint for a while (3 s here, 300 s in the demo) when
