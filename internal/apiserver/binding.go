@@ -70,6 +70,12 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 			cur = moved.pod
 			continue
 		}
+		if i == 0 && cur == nil && refusal(err) {
+			// Judged on the watch cache, which may lag behind (a
+			// binding just committed): refuse only what fresh reads
+			// refuse too.
+			continue
+		}
 		break
 	}
 	if err != nil {
@@ -81,6 +87,12 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, k *kind, r
 		st.ResourceVersion = strconv.FormatInt(rev, 10)
 	}
 	writeObject(w, http.StatusCreated, st)
+}
+
+// refusal reports whether err refuses the binding for what it found (bad
+// request, invalid, conflict), as opposed to failing to find out.
+func refusal(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err)
 }
 
 // podMovedError is a conflict on the pod itself: the binding is tried
