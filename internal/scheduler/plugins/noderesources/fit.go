@@ -80,15 +80,20 @@ const stateKey framework.StateKey = Name + "/request"
 type preFilterState struct {
 	request framework.Resource
 	nonZero framework.Resource
+	dra     DRAClasses // nil: no DRA objects in the snapshot
 }
 
 func (s *preFilterState) Clone() framework.StateData {
-	return &preFilterState{request: s.request.Clone(), nonZero: s.nonZero.Clone()}
+	return &preFilterState{request: s.request.Clone(), nonZero: s.nonZero.Clone(), dra: s.dra}
 }
 
 // PreFilter implements framework.PreFilterPlugin.
-func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ *framework.Snapshot) *framework.Status {
-	state.Write(stateKey, &preFilterState{request: framework.PodRequests(pod), nonZero: framework.PodRequestsNonZero(pod)})
+func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, snap *framework.Snapshot) *framework.Status {
+	st := &preFilterState{request: framework.PodRequests(pod), nonZero: framework.PodRequestsNonZero(pod)}
+	if snap != nil {
+		st.dra, _ = snap.Extension(draExtension).(DRAClasses)
+	}
+	state.Write(stateKey, st)
 	return nil
 }
 
@@ -101,12 +106,22 @@ func readState(state *framework.CycleState, pod *corev1.Pod) *preFilterState {
 
 // Filter implements framework.FilterPlugin.
 func (*Fit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	return Fits(readState(state, pod).request, ni)
+	s := readState(state, pod)
+	return FitsWithDRA(s.request, ni, s.dra)
 }
 
 // Fits is the pure check of a pod's request against a node. It names every
 // resource that is short, and details the numbers.
 func Fits(req framework.Resource, ni *framework.NodeInfo) *framework.Status {
+	return FitsWithDRA(req, ni, nil)
+}
+
+// FitsWithDRA is Fits where DRA serves the extended resources that the
+// node's allocatable lacks (no device plugin there advertises them) and
+// that a DeviceClass maps (dra): those are the DynamicResources plugin's
+// to judge. A node whose allocatable has the name serves it by its device
+// plugin, and is judged here.
+func FitsWithDRA(req framework.Resource, ni *framework.NodeInfo, dra DRAClasses) *framework.Status {
 	alloc, used := ni.Allocatable(), ni.Requested()
 	var reasons, details []string
 	if int64(len(ni.Pods()))+1 > alloc.Pods {
@@ -129,6 +144,9 @@ func Fits(req framework.Resource, ni *framework.NodeInfo) *framework.Status {
 	sort.Strings(names)
 	for _, n := range names {
 		name := corev1.ResourceName(n)
+		if ServedByDRA(name, alloc, dra) {
+			continue
+		}
 		short(name, req.Scalar[name], alloc.Scalar[name], used.Scalar[name])
 	}
 	if len(reasons) == 0 {
