@@ -37,7 +37,7 @@ type Catalog struct {
 	templates      map[string]*resourceapi.ResourceClaimTemplate // namespace/name
 	vendor         map[vendorKey]*unstructured.Unstructured
 	deviceClasses  map[string]*resourcev1.DeviceClass
-	extended       map[string]*resourcev1.DeviceClass // by spec.extendedResourceName: the class that serves it
+	extended       map[string]*resourcev1.DeviceClass           // by spec.extendedResourceName: the class that serves it
 	v1Templates    map[string]*resourcev1.ResourceClaimTemplate // namespace/name
 }
 

@@ -11,7 +11,9 @@ import (
 // draNames is a DRAClasses serving the names it lists.
 type draNames []corev1.ResourceName
 
-func (d draNames) ServesExtendedResource(name corev1.ResourceName) bool { return slices.Contains(d, name) }
+func (d draNames) ServesExtendedResource(name corev1.ResourceName) bool {
+	return slices.Contains(d, name)
+}
 
 // An extended resource that the node's allocatable lacks and a DeviceClass
 // maps is DRA's to judge; where the node's device plugin advertises the
