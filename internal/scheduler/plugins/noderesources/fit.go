@@ -1,7 +1,9 @@
 // Package noderesources is the NodeResourcesFit plugin: a pod fits a node
 // only if the node's allocatable cpu, memory, pods and scalar resources
 // (extended resources such as example.com/gpu, by name) cover the pod's
-// requests on top of what the pods already there request. It also scores
+// requests on top of what the pods already there request; an extended
+// resource the node's allocatable lacks and a DeviceClass maps is left to
+// the DynamicResources plugin (ServedByDRA). It also scores
 // feasible nodes by how much would be left (LeastAllocated, spreading) or
 // used (MostAllocated, packing).
 package noderesources
