@@ -48,14 +48,14 @@ func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *
 	if st := fw.RunBindContributors(ctx, state, pod, node, b); !st.IsSuccess() {
 		return st, false
 	}
-	extClaim, st := s.createExtendedClaim(ctx, state, pod, b)
+	made, st := s.createBindClaims(ctx, fw, state, pod, b)
 	if !st.IsSuccess() {
 		return st, false
 	}
 	rev, err := s.binder.Bind(ctx, pod.Namespace, pod.Name, b)
 	if err != nil {
-		if extClaim != nil && bindRefused(err) {
-			s.deleteExtendedClaim(ctx, extClaim)
+		if bindRefused(err) {
+			s.deleteBindClaims(ctx, made)
 		}
 		return framework.AsStatus(err).WithPlugin("Bind"), true
 	}

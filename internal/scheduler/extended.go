@@ -10,7 +10,6 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
 	"allot.dev/allot/pkg/client"
 )
 
@@ -36,37 +35,49 @@ func (w apiClaimWriter) DeleteClaim(ctx context.Context, ns, name string, uid ty
 	return w.c.ResourceClaimsV1(ns).Delete(ctx, name, opts)
 }
 
-// createExtendedClaim creates the claim of the pod's extended resources
-// that DRA serves on its node, when the cycle made one, and names it in
-// the Binding b (dynamicresources.ExtendedClaimCreated). It returns the
-// created claim, for deleting it if the binding fails.
-func (s *Scheduler) createExtendedClaim(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, b *corev1.Binding) (*resourcev1.ResourceClaim, *framework.Status) {
-	c := dynamicresources.ExtendedClaimToCreate(state)
-	if c == nil {
-		return nil, nil
-	}
-	if s.claims == nil {
-		return nil, framework.AsStatus(fmt.Errorf("create the claim of pod %s/%s's extended resources: the scheduler has no claim client", pod.Namespace, pod.Name)).WithPlugin(dynamicresources.Name)
-	}
-	created, err := s.claims.CreateClaim(ctx, c)
-	if err != nil {
-		return nil, framework.AsStatus(fmt.Errorf("create the claim of pod %s/%s's extended resources: %w", pod.Namespace, pod.Name, err)).WithPlugin(dynamicresources.Name)
-	}
-	if err := dynamicresources.ExtendedClaimCreated(state, b, created); err != nil {
-		s.deleteExtendedClaim(ctx, created)
-		return nil, framework.AsStatus(err).WithPlugin(dynamicresources.Name)
+// createBindClaims creates the claims fw's BindClaimMakers need for the
+// pod's Binding b (the claim of its extended resources served by DRA) and
+// lets them name the claims in b. It returns the created claims, for
+// deleting them if the binding is refused.
+func (s *Scheduler) createBindClaims(ctx context.Context, fw *framework.Framework, state *framework.CycleState, pod *corev1.Pod, b *corev1.Binding) ([]*resourcev1.ResourceClaim, *framework.Status) {
+	var created []*resourcev1.ResourceClaim
+	for _, m := range fw.BindClaimMakers() {
+		c := m.ClaimToCreate(state)
+		if c == nil {
+			continue
+		}
+		fail := func(err error) ([]*resourcev1.ResourceClaim, *framework.Status) {
+			s.deleteBindClaims(ctx, created)
+			return nil, framework.AsStatus(fmt.Errorf("create the claim of pod %s/%s's extended resources: %w", pod.Namespace, pod.Name, err)).WithPlugin(m.Name())
+		}
+		if s.claims == nil {
+			return fail(fmt.Errorf("the scheduler has no claim client"))
+		}
+		out, err := s.claims.CreateClaim(ctx, c)
+		if err != nil {
+			return fail(err)
+		}
+		created = append(created, out)
+		if err := m.ClaimCreated(state, b, out); err != nil {
+			return fail(err)
+		}
 	}
 	return created, nil
 }
 
-// deleteExtendedClaim deletes a claim made for a binding that failed; the
-// claim has no allocation then (the binding allocates it), so nothing
-// else holds it. A failure is logged: the claim's owner, the pod, takes
+// deleteBindClaims deletes claims made for a binding that was refused;
+// they have no allocation then (the binding allocates them), so nothing
+// else holds them. A failure is logged: the claim's owner, the pod, takes
 // it with it when it goes.
-func (s *Scheduler) deleteExtendedClaim(ctx context.Context, c *resourcev1.ResourceClaim) {
+func (s *Scheduler) deleteBindClaims(ctx context.Context, claims []*resourcev1.ResourceClaim) {
+	if len(claims) == 0 {
+		return
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BindTimeout)
 	defer cancel()
-	if err := s.claims.DeleteClaim(dctx, c.Namespace, c.Name, c.UID); err != nil {
-		s.log.Info("delete the extended-resource claim of a failed binding", "claim", c.Namespace+"/"+c.Name, "err", err)
+	for _, c := range claims {
+		if err := s.claims.DeleteClaim(dctx, c.Namespace, c.Name, c.UID); err != nil {
+			s.log.Info("delete the claim of a refused binding", "claim", c.Namespace+"/"+c.Name, "err", err)
+		}
 	}
 }

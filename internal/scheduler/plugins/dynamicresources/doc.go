@@ -88,7 +88,7 @@
 //     once per set of names, to the pod's v1 claims; Reserve keeps it
 //     under a placeholder name until it is created. ContributeBinding
 //     sets the Binding's extendedResourceClaimStatus; the scheduler
-//     creates the claim (ExtendedClaimToCreate, ExtendedClaimCreated)
+//     creates the claim (framework.BindClaimMaker)
 //     before posting the Binding and deletes it when the binding is
 //     refused. Objects.ServesExtendedResource lets NodeResourcesFit skip
 //     the names DRA serves.

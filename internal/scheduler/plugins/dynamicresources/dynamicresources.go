@@ -155,6 +155,7 @@ var (
 	_ framework.ReservePlugin       = &DynamicResources{}
 	_ framework.BindContributor     = &DynamicResources{}
 	_ framework.PostBindPlugin      = &DynamicResources{}
+	_ framework.BindClaimMaker      = &DynamicResources{}
 	_ framework.EnqueueExtensions   = &DynamicResources{}
 )
 

@@ -28,7 +28,7 @@ import (
 // is built per set of names (a variant); most clusters have one.
 //
 // The claim exists only in memory until the binding: the scheduler creates
-// it (ExtendedClaimToCreate, generateName POD-extended-resources-) just
+// it (ClaimToCreate, generateName POD-extended-resources-) just
 // before posting the Binding, which carries its allocation and
 // extendedResourceClaimStatus, and deletes it when the binding fails.
 
@@ -218,13 +218,11 @@ func (v *v1Part) isExtended(i int) bool {
 	return v.variant != nil && i == len(v.chosen)-1
 }
 
-// ExtendedClaimToCreate returns the claim that the binding of the cycle's
-// pod needs created first: the claim of its extended resources that DRA
-// serves on the chosen node, to be created with its generateName; nil
-// when there is none. The scheduler creates it, then calls
-// ExtendedClaimCreated before posting the Binding, and deletes it when
-// the binding fails.
-func ExtendedClaimToCreate(state *framework.CycleState) *resourcev1.ResourceClaim {
+// ClaimToCreate implements framework.BindClaimMaker: the claim that the
+// binding of the cycle's pod needs created first, the claim of its
+// extended resources that DRA serves on the chosen node, to be created
+// with its generateName; nil when there is none.
+func (*DynamicResources) ClaimToCreate(state *framework.CycleState) *resourcev1.ResourceClaim {
 	s, ok := readState(state)
 	if !ok || s.v1 == nil || s.v1.variant == nil || len(s.v1.chosen) == 0 {
 		return nil
@@ -234,12 +232,12 @@ func ExtendedClaimToCreate(state *framework.CycleState) *resourcev1.ResourceClai
 	return c
 }
 
-// ExtendedClaimCreated records that the pod's extended-resource claim was
-// created as created: the Binding b (filled by ContributeBinding) names
-// it, with its resourceVersion, in its claims and its
-// extendedResourceClaimStatus, and the cycle's chosen claims carry the
-// name for PostBind.
-func ExtendedClaimCreated(state *framework.CycleState, b *corev1.Binding, created *resourcev1.ResourceClaim) error {
+// ClaimCreated implements framework.BindClaimMaker: the pod's
+// extended-resource claim was created as created. The Binding b (filled
+// by ContributeBinding) names it, with its resourceVersion, in its claims
+// and its extendedResourceClaimStatus, and the cycle keeps the name for
+// PostBind.
+func (*DynamicResources) ClaimCreated(state *framework.CycleState, b *corev1.Binding, created *resourcev1.ResourceClaim) error {
 	s, ok := readState(state)
 	if !ok || s.v1 == nil || s.v1.variant == nil || len(s.v1.chosen) == 0 {
 		return fmt.Errorf("%s: no extended-resource claim in the cycle", Name)
