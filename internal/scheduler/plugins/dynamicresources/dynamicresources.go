@@ -215,7 +215,10 @@ func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name + "/
 func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, snap *framework.Snapshot) *framework.Status {
 	objs, ok := snap.Extension(Name).(*Objects)
 	var ext []extRequest
-	if ok && objs != nil {
+	if ok && objs != nil && pod.Spec.NodeName == "" && pod.Status.ExtendedResourceClaimStatus == nil {
+		// A bound pod's claim cycle leaves its extended resources alone:
+		// its binding made their claim, or its node's device plugins
+		// serve them.
 		ext = extendedRequests(pod, objs.catalog)
 	}
 	if len(pod.Spec.ResourceClaims) == 0 && len(ext) == 0 {
