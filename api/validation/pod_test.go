@@ -47,6 +47,8 @@ func env(e corev1.EnvVar) func(*corev1.Pod) {
 
 func TestValidatePodResources(t *testing.T) {
 	const gpu = "example.com/gpu"
+	const dc = "deviceclass.resource.kubernetes.io/gpu.example.com"
+	const noClass = "spec.containers[0].resources.limits[deviceclass.resource.kubernetes.io/]"
 	for name, tc := range map[string]struct {
 		limits, requests corev1.ResourceList
 		want             []string
@@ -64,6 +66,11 @@ func TestValidatePodResources(t *testing.T) {
 		"extended not equal":      {limits: rl(gpu + "=2"), requests: rl(gpu + "=1"), want: []string{"spec.containers[0].resources.requests[example.com/gpu]: must be equal to example.com/gpu limit of 2"}},
 		"extended fractional":     {limits: rl(gpu + "=500m"), requests: rl(gpu + "=500m"), want: []string{"spec.containers[0].resources.limits[example.com/gpu]: whole number", "spec.containers[0].resources.requests[example.com/gpu]: whole number"}},
 		"extended bad name":       {limits: rl("example.com/gpu/x=1"), want: []string{"spec.containers[0].resources.limits[example.com/gpu/x]"}},
+		"device class":            {limits: rl(dc + "=1"), requests: rl(dc + "=1")},
+		"device class limit only": {limits: rl(dc + "=2")},
+		"device class not equal":  {limits: rl(dc + "=2"), requests: rl(dc + "=1"), want: []string{"spec.containers[0].resources.requests[" + dc + "]: must be equal to " + dc + " limit of 2"}},
+		"device class fractional": {limits: rl(dc + "=1500m"), requests: rl(dc + "=1500m"), want: []string{"spec.containers[0].resources.limits[" + dc + "]: whole number", "spec.containers[0].resources.requests[" + dc + "]: whole number"}},
+		"device class no class":   {limits: rl("deviceclass.resource.kubernetes.io/=1"), want: []string{noClass + ": name part must be non-empty", noClass + ": name part must consist"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expectErrs(t, ValidatePod(makePod("a").resources(tc.limits, tc.requests).obj()), tc.want...)

@@ -23,9 +23,17 @@ func isNativeResource(name corev1.ResourceName) bool {
 }
 
 // isExtendedResource: a resource with a domain outside kubernetes.io, such
-// as example.com/gpu. It cannot be overcommitted.
+// as example.com/gpu, or a DeviceClass's implicit
+// deviceclass.resource.kubernetes.io/CLASS. It is counted in whole units
+// and cannot be overcommitted.
 func isExtendedResource(name corev1.ResourceName) bool {
-	return !isNativeResource(name) && !strings.HasPrefix(string(name), "requests.")
+	return (!isNativeResource(name) && !strings.HasPrefix(string(name), "requests.")) || isDeviceClassResource(name)
+}
+
+// isDeviceClassResource: deviceclass.resource.kubernetes.io/CLASS, which
+// DRA serves with a device of class CLASS.
+func isDeviceClassResource(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), DeviceClassResourcePrefix) && len(name) > len(DeviceClassResourcePrefix)
 }
 
 // DeviceClassResourcePrefix names the extended resource every DeviceClass
@@ -79,8 +87,8 @@ func validateContainerResource(name corev1.ResourceName, path *field.Path) field
 	if msgs := content.IsLabelKey(s); len(msgs) > 0 {
 		return invalidAll(path, s, msgs)
 	}
-	if isNativeResource(name) && !isStandardContainerResource(name) {
-		return field.ErrorList{field.Invalid(path, s, "must be cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource with a domain outside kubernetes.io (example.com/gpu)")}
+	if isNativeResource(name) && !isStandardContainerResource(name) && !isDeviceClassResource(name) {
+		return field.ErrorList{field.Invalid(path, s, "must be cpu, memory, ephemeral-storage, hugepages-<size>, "+DeviceClassResourcePrefix+"<class>, or an extended resource with a domain outside kubernetes.io (example.com/gpu)")}
 	}
 	return nil
 }

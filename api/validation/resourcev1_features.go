@@ -81,7 +81,7 @@ var V1Features = map[V1Feature]V1FeatureState{
 		Fields: "device bindsToNode (true), bindingConditions, bindingFailureConditions; the same in allocation results"},
 	V1FeatureDeviceStatus: {Gate: "DRAResourceClaimDeviceStatus", Kubernetes: true, Allot: true,
 		Fields: "claim status.devices"},
-	V1FeatureExtendedResource: {Gate: "DRAExtendedResource", Kubernetes: true, Allot: false,
+	V1FeatureExtendedResource: {Gate: "DRAExtendedResource", Kubernetes: true, Allot: true,
 		Fields: "DeviceClass spec.extendedResourceName"},
 	V1FeatureListTypeAttributes: {Gate: "DRAListTypeAttributes", Kubernetes: false, Allot: false,
 		Fields: "device attributes ints, bools, strings, versions"},

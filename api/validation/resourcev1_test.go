@@ -32,7 +32,7 @@ func TestV1FeatureTable(t *testing.T) {
 		V1FeatureConsumableCapacity:       {"DRAConsumableCapacity", true, true},
 		V1FeatureBindingConditions:        {"DRADeviceBindingConditions", true, false},
 		V1FeatureDeviceStatus:             {"DRAResourceClaimDeviceStatus", true, true},
-		V1FeatureExtendedResource:         {"DRAExtendedResource", true, false},
+		V1FeatureExtendedResource:         {"DRAExtendedResource", true, true},
 		V1FeatureListTypeAttributes:       {"DRAListTypeAttributes", false, false},
 		V1FeatureDerivedAttributes:        {"DRADerivedAttributes", false, false},
 		V1FeatureCompatibilityGroups:      {"DRADeviceCompatibilityGroups", false, false},
@@ -61,7 +61,8 @@ func TestV1FeatureTable(t *testing.T) {
 	}
 	for f, msg := range map[V1Feature]string{
 		V1FeatureListTypeAttributes: "feature gate DRAListTypeAttributes is disabled (as in Kubernetes 1.37)",
-		V1FeatureExtendedResource:   "not supported by allot yet",
+		V1FeatureBindingConditions:  "not supported by allot yet",
+		V1FeatureExtendedResource:   "",
 		V1FeatureAdminAccess:        "",
 	} {
 		if got := v1FeatureRefusal(f); got != msg {
@@ -173,10 +174,16 @@ func TestValidateDeviceClass(t *testing.T) {
 				c.Spec.Config = append(c.Spec.Config, c.Spec.Config[0])
 			}
 		}), want: []string{"spec.config: Too many: 33: must have at most 32 items"}},
-		"extendedResourceName (not in allot)": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("example.com/gpu") }),
-			want: []string{"spec.extendedResourceName: " + notInAllot}},
-		"extendedResourceName invalid": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("gpu") }),
-			want: []string{"spec.extendedResourceName: Invalid value", "spec.extendedResourceName: " + notInAllot}},
+		"extendedResourceName": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("example.com/gpu") })},
+		"extendedResourceName without domain": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("gpu") }),
+			want: []string{"spec.extendedResourceName: Invalid value"}},
+		"extendedResourceName in kubernetes.io": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("kubernetes.io/gpu") }),
+			want: []string{"spec.extendedResourceName: Invalid value"}},
+		"extendedResourceName with the class prefix": {class: v1Class(func(c *resourcev1.DeviceClass) {
+			c.Spec.ExtendedResourceName = ptr("deviceclass.resource.kubernetes.io/gpu")
+		}), want: []string{"spec.extendedResourceName: Invalid value"}},
+		"extendedResourceName requests.": {class: v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("requests.example.com/gpu") }),
+			want: []string{"spec.extendedResourceName: Invalid value"}},
 	} {
 		t.Run(name, func(t *testing.T) { expectErrs(t, ValidateDeviceClass(tc.class), tc.want...) })
 	}
@@ -192,10 +199,10 @@ func TestValidateDeviceClass(t *testing.T) {
 	expectErrs(t, ValidateDeviceClassUpdate(v1Class(func(c *resourcev1.DeviceClass) { c.Spec.Selectors[0].CEL.Expression = "new !!" }), stored),
 		"spec.selectors[0].cel.expression: Invalid value")
 	expectErrs(t, ValidateDeviceClassUpdate(v1Class(func(c *resourcev1.DeviceClass) { c.Spec.Selectors = nil }), v1Class(nil)))
-	// A stored extendedResourceName stays writable.
+	// extendedResourceName is mutable.
 	withERN := v1Class(func(c *resourcev1.DeviceClass) { c.Spec.ExtendedResourceName = ptr("example.com/gpu") })
 	expectErrs(t, ValidateDeviceClassUpdate(withERN, withERN.DeepCopy()))
-	expectErrs(t, ValidateDeviceClassUpdate(withERN, v1Class(nil)), "spec.extendedResourceName: "+notInAllot)
+	expectErrs(t, ValidateDeviceClassUpdate(withERN, v1Class(nil)))
 }
 
 func v1TaintRule(f func(*resourcev1.DeviceTaintRule)) *resourcev1.DeviceTaintRule {

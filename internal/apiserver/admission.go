@@ -176,7 +176,10 @@ const (
 	quotaClaimsTotal       corev1.ResourceName = "count/resourceclaims.resource.k8s.io"
 	quotaClassSuffix                           = ".resourceclass.resource.k8s.io/resourceclaims"
 	quotaDeviceClassSuffix                     = ".deviceclass.resource.k8s.io/devices"
-	claimEpochPrefix                           = "/registry/allot.dev/claimepochs/"
+	// quotaImplicitExtendedPrefix names the quota of a DeviceClass's
+	// implicit extended resource, requests.deviceclass.resource.kubernetes.io/CLASS.
+	quotaImplicitExtendedPrefix = "requests.deviceclass.resource.kubernetes.io/"
+	claimEpochPrefix            = "/registry/allot.dev/claimepochs/"
 )
 
 func classQuotaName(class string) corev1.ResourceName {
@@ -194,8 +197,13 @@ func deviceClassQuotaName(class string) corev1.ResourceName {
 // and in its class; a v1 claim counts 1 in the total and, per DeviceClass,
 // the devices it requests, as Kubernetes counts them: count for
 // ExactCount, AllocationResultsMaxSize for All, and for firstAvailable the
-// most any one alternative asks of the class. ok is false for other
-// objects.
+// most any one alternative asks of the class. Those devices count in the
+// class's implicit extended resource too
+// (requests.deviceclass.resource.kubernetes.io/CLASS), as Kubernetes
+// counts a claim's devices whose pod did not pay for them by its own
+// requests (allot does not charge pods' requests): so the devices a pod
+// gets through deviceclass.resource.kubernetes.io/CLASS, whose claim the
+// scheduler makes, count in both. ok is false for other objects.
 func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool) {
 	switch c := obj.(type) {
 	case *resourcev1alpha2.ResourceClaim:
@@ -216,6 +224,11 @@ func claimQuotaAmounts(obj runtime.Object) (map[corev1.ResourceName]int64, bool)
 				out[deviceClassQuotaName(class)] = corev1.AddAmounts(out[deviceClassQuotaName(class)], n)
 			}
 		}
+		for n, v := range out {
+			if class, ok := strings.CutSuffix(string(n), quotaDeviceClassSuffix); ok {
+				out[corev1.ResourceName(quotaImplicitExtendedPrefix+class)] = v
+			}
+		}
 		return out, true
 	}
 	return nil, false
@@ -232,7 +245,8 @@ func devicesRequested(mode resourcev1.DeviceAllocationMode, count int64) int64 {
 }
 
 func isClaimQuotaName(n corev1.ResourceName) bool {
-	return n == quotaClaimsTotal || strings.HasSuffix(string(n), quotaClassSuffix) || strings.HasSuffix(string(n), quotaDeviceClassSuffix)
+	return n == quotaClaimsTotal || strings.HasSuffix(string(n), quotaClassSuffix) || strings.HasSuffix(string(n), quotaDeviceClassSuffix) ||
+		strings.HasPrefix(string(n), quotaImplicitExtendedPrefix)
 }
 
 // onlyBindingAllocatesStructured refuses status writes that set or change a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -47,13 +48,29 @@ func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *
 	if st := fw.RunBindContributors(ctx, state, pod, node, b); !st.IsSuccess() {
 		return st, false
 	}
+	made, st := s.createBindClaims(ctx, fw, state, pod, b)
+	if !st.IsSuccess() {
+		return st, false
+	}
 	rev, err := s.binder.Bind(ctx, pod.Namespace, pod.Name, b)
 	if err != nil {
+		if bindRefused(err) {
+			s.deleteBindClaims(ctx, made)
+		}
 		return framework.AsStatus(err).WithPlugin("Bind"), true
 	}
 	s.metrics.observeBinding(b)
 	fw.RunPostBind(ctx, state, pod, node, rev)
 	return nil, true
+}
+
+// bindRefused reports whether the API server answered a binding with a
+// refusal, so that it was not committed; after a lost answer the binding
+// may have been, and the claim it allocated is left to its owner, the
+// pod.
+func bindRefused(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsGone(err)
 }
 
 func (s *Scheduler) observeBind(st *framework.Status, start time.Time) {

@@ -47,6 +47,7 @@ type Scheduler struct {
 	queue   *queue.Queue
 	cache   *cache.Cache
 	binder  binder
+	claims  claimWriter // nil: no extended resources through DRA (tests)
 	status  podStatusWriter
 	events  eventRecorder
 	metrics *Metrics
@@ -88,6 +89,7 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s.recorder = rec
+	s.claims = apiClaimWriter{cfg.Client}
 	s.factory = cfg.Factory
 	if s.factory == nil {
 		s.factory = client.NewFactory(cfg.Client, 0)

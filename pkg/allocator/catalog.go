@@ -37,6 +37,7 @@ type Catalog struct {
 	templates      map[string]*resourceapi.ResourceClaimTemplate // namespace/name
 	vendor         map[vendorKey]*unstructured.Unstructured
 	deviceClasses  map[string]*resourcev1.DeviceClass
+	extended       map[string]*resourcev1.DeviceClass           // by spec.extendedResourceName: the class that serves it
 	v1Templates    map[string]*resourcev1.ResourceClaimTemplate // namespace/name
 }
 
@@ -108,11 +109,45 @@ func NewCatalog(s *Snapshot) *Catalog {
 	}
 	for _, o := range s.DeviceClasses {
 		c.deviceClasses[o.Name] = o
+		if n := o.Spec.ExtendedResourceName; n != nil && *n != "" {
+			if c.extended == nil {
+				c.extended = map[string]*resourcev1.DeviceClass{}
+			}
+			if cur := c.extended[*n]; cur == nil || servesBefore(o, cur) {
+				c.extended[*n] = o
+			}
+		}
 	}
 	for _, o := range s.V1ClaimTemplates {
 		c.v1Templates[o.Namespace+"/"+o.Name] = o
 	}
 	return c
+}
+
+// servesBefore reports whether class a serves a shared extended resource
+// name rather than b: the newer class wins, ties go to the first name (as
+// DeviceClassSpec.ExtendedResourceName says).
+func servesBefore(a, b *resourcev1.DeviceClass) bool {
+	ta, tb := a.CreationTimestamp, b.CreationTimestamp
+	if !ta.Equal(&tb) {
+		return tb.Before(&ta)
+	}
+	return a.Name < b.Name
+}
+
+// DeviceClassResourcePrefix names the extended resource every DeviceClass
+// offers: deviceclass.resource.kubernetes.io/CLASS.
+const DeviceClassResourcePrefix = "deviceclass.resource.kubernetes.io/"
+
+// ExtendedResourceClass returns the DeviceClass that serves the extended
+// resource name through DRA: the class whose spec.extendedResourceName it
+// is (the newest such class, ties by name), or class CLASS for
+// deviceclass.resource.kubernetes.io/CLASS; nil when none does.
+func (c *Catalog) ExtendedResourceClass(name string) *resourcev1.DeviceClass {
+	if class, ok := strings.CutPrefix(name, DeviceClassResourcePrefix); ok {
+		return c.deviceClasses[class]
+	}
+	return c.extended[name]
 }
 
 // Inputs returns the lists c was built from: its Classes,

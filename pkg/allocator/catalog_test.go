@@ -51,3 +51,37 @@ func TestCatalogV1Classes(t *testing.T) {
 		t.Errorf("Inputs = %+v, want the snapshot's DeviceClasses and v1 templates, no claims", in)
 	}
 }
+
+// A container's extended resource R is served through DRA by the class
+// whose extendedResourceName is R (the newest such class, ties by name),
+// and deviceclass.resource.kubernetes.io/CLASS by class CLASS.
+func TestCatalogExtendedResourceClass(t *testing.T) {
+	t0 := metav1.Now()
+	t1 := metav1.NewTime(t0.Add(1e9))
+	class := func(name, ern string, at metav1.Time) *resourcev1.DeviceClass {
+		c := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: at}}
+		if ern != "" {
+			c.Spec.ExtendedResourceName = &ern
+		}
+		return c
+	}
+	c := allocator.NewCatalog(&allocator.Snapshot{DeviceClasses: []*resourcev1.DeviceClass{
+		class("old", "example.com/gpu", t0), class("new-b", "example.com/gpu", t1), class("new-a", "example.com/gpu", t1),
+		class("plain", "", t0),
+	}})
+	for name, want := range map[string]string{
+		"example.com/gpu":                          "new-a",
+		"example.com/fpga":                         "",
+		"deviceclass.resource.kubernetes.io/plain": "plain",
+		"deviceclass.resource.kubernetes.io/old":   "old",
+		"deviceclass.resource.kubernetes.io/none":  "",
+	} {
+		got := ""
+		if dc := c.ExtendedResourceClass(name); dc != nil {
+			got = dc.Name
+		}
+		if got != want {
+			t.Errorf("ExtendedResourceClass(%s) = %q, want %q", name, got, want)
+		}
+	}
+}

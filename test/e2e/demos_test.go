@@ -97,6 +97,44 @@ spec:
 		u.kubectl(t, "delete", "namespace", "net-consumable-capacity", "--wait=true", "--timeout=60s")
 	})
 
+	// extended-resource-request: "Each pod should get one GPU. The
+	// scheduler records the allocation in
+	// pod.status.extendedResourceClaimStatus." pod1's example.com/gpu
+	// needs the class's extendedResourceName (the demo's chart option).
+	t.Run("extended-resource-request", func(t *testing.T) {
+		const ns = "extended-resource-request"
+		u.applyYAML(t, strings.Replace(upstreamClass, "spec:\n", "spec:\n  extendedResourceName: example.com/gpu\n", 1))
+		defer u.applyYAML(t, upstreamClass)
+		u.applyYAML(t, demoManifest(t, "extended-resource-request"))
+		var seen []string
+		claims := map[string]string{}
+		for _, p := range []string{"pod0", "pod1"} {
+			gpus := devicesSeen(u.logLine(t, ns, p, "ctr0"))
+			if len(gpus) != 1 {
+				t.Fatalf("%s sees %q, want one GPU", p, gpus)
+			}
+			seen = append(seen, gpus...)
+			claim := u.jsonpath(t, "{.status.extendedResourceClaimStatus.resourceClaimName}", "pod", p, "-n", ns)
+			if !strings.HasPrefix(claim, p+"-extended-resources-") {
+				t.Fatalf("%s records extended-resource claim %q", p, claim)
+			}
+			if a := u.jsonpath(t, `{.metadata.annotations.resource\.kubernetes\.io/extended-resource-claim}`, "resourceclaim", claim, "-n", ns); a != "true" {
+				t.Errorf("claim %s: annotation %q, want true", claim, a)
+			}
+			claims[p] = claim
+		}
+		if seen[0] == seen[1] {
+			t.Fatalf("pod0 and pod1 both see %s, want a GPU each", seen[0])
+		}
+		// The claims go with their pods.
+		u.kubectl(t, "delete", "pod", "pod0", "-n", ns, "--wait=true", "--timeout=60s")
+		waitFor(t, "pod0's claim gone with it", func() bool {
+			_, stderr, err := u.runKubectl("get", "resourceclaim", claims["pod0"], "-n", ns)
+			return err != nil && strings.Contains(stderr, "NotFound")
+		})
+		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
+	})
+
 	// device-taint-pod-noexecute: "the pods using the tainted device are
 	// evicted unless they have the matching tolerations"; the pod created
 	// after the rule "never runs". (The demo's README has it scheduled and

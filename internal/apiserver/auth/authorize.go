@@ -268,11 +268,14 @@ func authorizeScheduler(a Attributes, lk Lookup) Decision {
 		}
 		return allow("%s may change finalizers of resourceclaims", a.User)
 	}
+	if a.is(grClaims, "") && (a.Verb == "create" || a.Verb == "delete") {
+		return extendedResourceClaimWrite(a)
+	}
 	if isLeaseWrite(a) {
 		return ownLease(a, SystemNamespace, SchedulerLeaseName)
 	}
 	return authorizeGrants(a, schedulerGrants,
-		"pods/binding, pods/status, events, podschedulingcontexts, resourceclaims/status, finalizers of resourceclaims and its lease")
+		"pods/binding, pods/status, events, podschedulingcontexts, resourceclaims/status, finalizers of resourceclaims, claims for pods' extended resources and its lease")
 }
 
 var controllerManagerGrants = []grant{

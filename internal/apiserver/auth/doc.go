@@ -53,7 +53,10 @@
 //   - scheduler: reads everything; writes pods/binding, pods/status, events,
 //     podschedulingcontexts, resourceclaims/status, and finalizer-only
 //     updates of resourceclaims (the structured-allocation delete
-//     protection); creates, updates, patches and deletes its leader
+//     protection); creates and deletes the resourceclaims it makes for
+//     pods' extended resources (annotation
+//     resource.kubernetes.io/extended-resource-claim: "true", a pod as
+//     controller) and no other; creates, updates, patches and deletes its leader
 //     election Lease kube-system/allot-scheduler.
 //   - controller-manager: reads everything; writes resourceclaims and their
 //     status, pods/status, podschedulingcontexts, events, nodes/status,

@@ -209,3 +209,27 @@ func errOr(err, fallback error) error {
 	}
 	return fallback
 }
+
+// extendedResourceClaimWrite lets the scheduler create, and delete after a
+// failed binding, the claims it makes for pods' extended resources served
+// by DRA: claims annotated resource.kubernetes.io/extended-resource-claim
+// "true" whose controller is a pod.
+func extendedResourceClaimWrite(a Attributes) Decision {
+	obj := a.Object
+	if a.Verb == "delete" {
+		obj = a.OldObject
+	}
+	if obj == nil {
+		return deny("%s may %s only resourceclaims made for pods' extended resources: %v", a.User, a.Verb, errNoObject)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return deny("%s: read resourceclaim: %v", a.User, err)
+	}
+	ref := metav1.GetControllerOfNoCopy(m)
+	if m.GetAnnotations()[corev1.ExtendedResourceClaimAnnotation] != "true" || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" {
+		return deny("%s may %s only resourceclaims made for pods' extended resources (annotation %s: \"true\", a pod as controller)",
+			a.User, a.Verb, corev1.ExtendedResourceClaimAnnotation)
+	}
+	return allow("%s may %s the claim of a pod's extended resources", a.User, a.Verb)
+}

@@ -15,6 +15,8 @@
 //	             Unreserve undoes it if a later step fails
 //	BindContributor  fill the one Binding (claim allocations, allocation
 //	             fences) posted atomically with the node
+//	BindClaimMaker  a claim the caller creates before posting the Binding
+//	             (the claim of a pod's extended resources served by DRA)
 //	EnqueueExtensions  the cluster events, with per-pod hints, that may
 //	             make a pod this plugin rejected schedulable
 //
@@ -32,8 +34,10 @@
 //     choice of node, recorded in a Diagnosis. On no fit, RunPostFilter.
 //  3. RunReserve(ctx, state, pod, node); on failure it has already called
 //     every Unreserve.
-//  4. RunBindContributors(ctx, state, pod, node, binding), then post the
-//     binding; on any failure RunUnreserve.
+//  4. RunBindContributors(ctx, state, pod, node, binding); create the
+//     claims of BindClaimMakers (ClaimToCreate, then ClaimCreated), then
+//     post the binding; on any failure RunUnreserve (and delete those
+//     claims if the binding was refused).
 //
 // Diagnose runs step 2 without side effects, asking every filter about
 // every node, for explanations.

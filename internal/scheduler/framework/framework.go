@@ -46,6 +46,7 @@ type Framework struct {
 	scoreAt     []IndexedScorePlugin // parallel to score, nil where not implemented
 	reserve     []ReservePlugin
 	bind        []BindContributor
+	claimMaker  []BindClaimMaker
 	postBind    []PostBindPlugin
 	events      map[string][]ClusterEventWithHint
 	parallelism int // 0: by the number of nodes (workers)
@@ -103,6 +104,9 @@ func (f *Framework) add(p Plugin, weights map[string]int64) error {
 	}
 	if x, ok := p.(BindContributor); ok {
 		f.bind, used = append(f.bind, x), true
+	}
+	if x, ok := p.(BindClaimMaker); ok {
+		f.claimMaker, used = append(f.claimMaker, x), true
 	}
 	if x, ok := p.(PostBindPlugin); ok {
 		f.postBind, used = append(f.postBind, x), true
@@ -193,6 +197,10 @@ func (f *Framework) RunBindContributors(ctx context.Context, state *CycleState, 
 	}
 	return nil
 }
+
+// BindClaimMakers returns the plugins that may need a claim created
+// before the Binding is posted, in order.
+func (f *Framework) BindClaimMakers() []BindClaimMaker { return f.claimMaker }
 
 // RunPostBind tells every PostBindPlugin, in order, that the pod was bound
 // at revision.

@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 
+	resourcev1 "k8s.io/api/resource/v1"
+
 	corev1 "allot.dev/allot/api/core/v1"
 )
 
@@ -110,6 +112,19 @@ type ReservePlugin interface {
 type BindContributor interface {
 	Plugin
 	ContributeBinding(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeName string, b *corev1.Binding) *Status
+}
+
+// BindClaimMaker is a plugin whose Binding may name a ResourceClaim that
+// must be created first: the claim of a pod's extended resources served by
+// DRA, built in memory during the cycle. After the BindContributors ran,
+// the scheduler creates ClaimToCreate's claim (nil: none; it has a
+// generateName), hands the stored claim to ClaimCreated, which names it in
+// the Binding, posts the Binding, and deletes the claim when the API
+// server refuses the binding.
+type BindClaimMaker interface {
+	Plugin
+	ClaimToCreate(state *CycleState) *resourcev1.ResourceClaim
+	ClaimCreated(state *CycleState, b *corev1.Binding, created *resourcev1.ResourceClaim) error
 }
 
 // PostBindPlugin learns that a pod's Binding was committed, and at which

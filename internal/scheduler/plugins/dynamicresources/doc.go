@@ -79,6 +79,19 @@
 //     (allocator.NewModelTainted) and so is the inventory
 //     (allocator.NewV1InventoryTainted); Next keeps models only while
 //     the rules are the same objects, and a rule's events move pods.
+//   - Extended resources through DRA (extended.go, KEP-5004): a pod
+//     asking for an extended resource that a DeviceClass maps
+//     (allocator.Catalog.ExtendedResourceClass) is judged by this plugin
+//     even without claims. On a node whose allocatable lacks the name,
+//     Filter adds an in-memory v1 claim for the names DRA serves there
+//     (one request container-I-request-J per container and name), built
+//     once per set of names, to the pod's v1 claims; Reserve keeps it
+//     under a placeholder name until it is created. ContributeBinding
+//     sets the Binding's extendedResourceClaimStatus; the scheduler
+//     creates the claim (framework.BindClaimMaker)
+//     before posting the Binding and deletes it when the binding is
+//     refused. Objects.ServesExtendedResource lets NodeResourcesFit skip
+//     the names DRA serves.
 //   - ClaimsReady tells whether a bound pod's claims are all allocated and
 //     reserved for it, trusting the plugin's own binding of the pod once
 //     it is committed (PostBind) and the caller's view otherwise. The

@@ -155,6 +155,7 @@ var (
 	_ framework.ReservePlugin       = &DynamicResources{}
 	_ framework.BindContributor     = &DynamicResources{}
 	_ framework.PostBindPlugin      = &DynamicResources{}
+	_ framework.BindClaimMaker      = &DynamicResources{}
 	_ framework.EnqueueExtensions   = &DynamicResources{}
 )
 
@@ -212,10 +213,17 @@ func podKey(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name + "/
 
 // PreFilter implements framework.PreFilterPlugin.
 func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, snap *framework.Snapshot) *framework.Status {
-	if len(pod.Spec.ResourceClaims) == 0 {
+	objs, ok := snap.Extension(Name).(*Objects)
+	var ext []extRequest
+	if ok && objs != nil && pod.Spec.NodeName == "" && pod.Status.ExtendedResourceClaimStatus == nil {
+		// A bound pod's claim cycle leaves its extended resources alone:
+		// its binding made their claim, or its node's device plugins
+		// serve them.
+		ext = extendedRequests(pod, objs.catalog)
+	}
+	if len(pod.Spec.ResourceClaims) == 0 && len(ext) == 0 {
 		return framework.NewStatus(framework.Skip)
 	}
-	objs, ok := snap.Extension(Name).(*Objects)
 	if !ok || objs == nil {
 		return framework.AsStatus(errors.New(ErrReasonNoObjects))
 	}
@@ -253,6 +261,12 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	claims, st := s.resolveClaims(pod, overlay, overlayV1)
 	if st != nil {
 		return st
+	}
+	if len(ext) > 0 {
+		if s.v1 == nil {
+			s.v1 = &v1Part{}
+		}
+		s.v1.pod, s.v1.ext = pod, &extendedPart{reqs: ext}
 	}
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()
@@ -481,6 +495,9 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 			return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
 		}
 		if !v1res.Fits {
+			if vr := s.variantOn(ni.Node()); vr != nil {
+				return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
+			}
 			return nodeStatus(v1res.Reasons).WithPlugin(Name)
 		}
 	}

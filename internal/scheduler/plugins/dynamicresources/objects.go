@@ -418,3 +418,10 @@ func maxRevision(a, b string) string {
 	}
 	return strconv.FormatUint(x, 10)
 }
+
+// ServesExtendedResource reports whether a DeviceClass maps the extended
+// resource name (allocator.Catalog.ExtendedResourceClass): NodeResourcesFit
+// leaves such a name to this plugin on nodes whose allocatable lacks it.
+func (o *Objects) ServesExtendedResource(name corev1.ResourceName) bool {
+	return o != nil && o.catalog.ExtendedResourceClass(string(name)) != nil
+}

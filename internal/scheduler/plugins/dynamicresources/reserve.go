@@ -51,8 +51,8 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 		p.reserved[claimKey(c)] = &memClaim{claim: c, pod: self}
 	}
 	if s.v1 != nil {
-		for _, c := range s.v1.chosen {
-			p.reservedV1[claimKeyV1(c)] = &memClaimV1{claim: c, pod: self}
+		for i, c := range s.v1.chosen {
+			p.reservedV1[claimKeyV1(c)] = &memClaimV1{claim: c, pod: self, ext: s.v1.isExtended(i)}
 		}
 	}
 	for _, k := range s.fenceKeys() {
@@ -225,6 +225,10 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		b.ResourceClaims = append(b.ResourceClaims, bc)
 	}
 	if s.v1 != nil {
+		if vr := s.v1.variant; vr != nil {
+			b.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{
+				ResourceClaimName: s.v1.chosen[len(s.v1.chosen)-1].Name, RequestMappings: slices.Clone(vr.mappings)}
+		}
 		for i, c := range s.v1.chosen {
 			bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKeyV1(c)]}
 			if s.v1.newly[i] {
@@ -288,6 +292,7 @@ func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleSta
 				m.bindRev = max(rev, 1)
 			}
 		}
+		p.rekeyExtended(s, self)
 	}
 	for i, c := range s.chosen {
 		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
@@ -363,6 +368,7 @@ func (*DynamicResources) EventsToRegister() []framework.ClusterEventWithHint {
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimParams, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClassParams, ActionType: addUpdate}},
 		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Add}},
+		{Event: framework.ClusterEvent{Resource: framework.Node, ActionType: framework.Update}, Hint: nodeExtendedHint},
 		{Event: framework.ClusterEvent{Resource: framework.PodSchedulingContext, ActionType: framework.All}, Hint: contextHint},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceClaimV1, ActionType: framework.All}, Hint: claimHintV1},
 		{Event: framework.ClusterEvent{Resource: framework.ResourceSlice, ActionType: addUpdate}},

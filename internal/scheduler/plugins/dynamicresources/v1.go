@@ -288,6 +288,10 @@ type memClaimV1 struct {
 	claim   *resourcev1.ResourceClaim
 	pod     string
 	bindRev uint64
+	// ext marks a pod's extended-resource claim: it does not exist until
+	// the binding, so its absence from the Objects does not end it. The
+	// binding that created it leaves claim named as created.
+	ext bool
 }
 
 // v1Part is the v1 side of one cycle's state.
@@ -299,6 +303,11 @@ type v1Part struct {
 	chosen  []*resourcev1.ResourceClaim
 	newly   []bool
 	node    string // Reserve's
+
+	pod     *corev1.Pod
+	ext     *extendedPart // the pod's extended resources DRA may serve; nil without
+	variant *extVariant   // Reserve's: the extended-resource claim is chosen's last
+	created string        // that claim's name once the scheduler created it
 }
 
 // v1Node is the node Reserve chose for the v1 claims ("" without).
@@ -331,6 +340,14 @@ func (p *DynamicResources) overlayV1(objs *Objects, self string) map[string]*res
 	out := map[string]*resourcev1.ResourceClaim{}
 	for k, m := range p.reservedV1 {
 		cur, ok := objs.v1ClaimByKey(k)
+		if m.ext && !ok && (m.bindRev == 0 || parseRev(objs.Revision()) < m.bindRev) {
+			// Not created yet, or created by a binding the objects do not
+			// show yet.
+			if m.pod != self {
+				out[k] = m.claim
+			}
+			continue
+		}
 		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
 			delete(p.reservedV1, k)
 			continue
@@ -350,7 +367,11 @@ func (o *Objects) v1ClaimByKey(key string) (*resourcev1.ResourceClaim, bool) {
 // exist (else Wait).
 func (s *stateData) prepareV1(pod *corev1.Pod) *framework.Status {
 	v := s.v1
-	if v == nil || len(v.claims) == 0 {
+	if v == nil {
+		return nil
+	}
+	if len(v.claims) == 0 {
+		v.req = allocator.PrepareV1(pod, nil, s.objects.catalog.DeviceClass)
 		return nil
 	}
 	var waiting []string
@@ -409,7 +430,11 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 		// on this node, hold their devices for its v1 claims.
 		st = st.WithSeedResults(own...)
 	}
-	res, err := allocator.AllocateV1(ctx, v.req, st, node)
+	req := v.req
+	if vr := s.variantOn(node); vr != nil {
+		req = vr.req
+	}
+	res, err := allocator.AllocateV1(ctx, req, st, node)
 	if err != nil {
 		return nil, err
 	}
@@ -432,9 +457,14 @@ func (s *stateData) boundV1(ctx context.Context, pod *corev1.Pod, node *corev1.N
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the v1 claims do not fit", Name, node.Name)
 	}
 	v.node = node.Name
+	claims := v.claims
+	v.variant = s.variantOn(node)
+	if v.variant != nil {
+		claims = v.variant.claims
+	}
 	var out []*resourcev1.ResourceClaim
 	var newly []bool
-	for j, c := range v.claims {
+	for j, c := range claims {
 		claim := c.Claim.DeepCopy()
 		var a *resourcev1.AllocationResult
 		if j < len(res.Allocations) {
@@ -503,7 +533,8 @@ func (v *v1Part) clone() *v1Part {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return &v1Part{claims: v.claims, req: v.req, results: slices.Clone(v.results),
-		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node}
+		chosen: slices.Clone(v.chosen), newly: slices.Clone(v.newly), node: v.node,
+		pod: v.pod, ext: v.ext, variant: v.variant, created: v.created}
 }
 
 // node is the node at position i of the cycle's snapshot, nil when i is

@@ -1,7 +1,9 @@
 // Package noderesources is the NodeResourcesFit plugin: a pod fits a node
 // only if the node's allocatable cpu, memory, pods and scalar resources
 // (extended resources such as example.com/gpu, by name) cover the pod's
-// requests on top of what the pods already there request. It also scores
+// requests on top of what the pods already there request; an extended
+// resource the node's allocatable lacks and a DeviceClass maps is left to
+// the DynamicResources plugin (ServedByDRA). It also scores
 // feasible nodes by how much would be left (LeastAllocated, spreading) or
 // used (MostAllocated, packing).
 package noderesources
@@ -80,15 +82,20 @@ const stateKey framework.StateKey = Name + "/request"
 type preFilterState struct {
 	request framework.Resource
 	nonZero framework.Resource
+	dra     DRAClasses // nil: no DRA objects in the snapshot
 }
 
 func (s *preFilterState) Clone() framework.StateData {
-	return &preFilterState{request: s.request.Clone(), nonZero: s.nonZero.Clone()}
+	return &preFilterState{request: s.request.Clone(), nonZero: s.nonZero.Clone(), dra: s.dra}
 }
 
 // PreFilter implements framework.PreFilterPlugin.
-func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, _ *framework.Snapshot) *framework.Status {
-	state.Write(stateKey, &preFilterState{request: framework.PodRequests(pod), nonZero: framework.PodRequestsNonZero(pod)})
+func (*Fit) PreFilter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, snap *framework.Snapshot) *framework.Status {
+	st := &preFilterState{request: framework.PodRequests(pod), nonZero: framework.PodRequestsNonZero(pod)}
+	if snap != nil {
+		st.dra, _ = snap.Extension(draExtension).(DRAClasses)
+	}
+	state.Write(stateKey, st)
 	return nil
 }
 
@@ -101,12 +108,22 @@ func readState(state *framework.CycleState, pod *corev1.Pod) *preFilterState {
 
 // Filter implements framework.FilterPlugin.
 func (*Fit) Filter(_ context.Context, state *framework.CycleState, pod *corev1.Pod, ni *framework.NodeInfo) *framework.Status {
-	return Fits(readState(state, pod).request, ni)
+	s := readState(state, pod)
+	return FitsWithDRA(s.request, ni, s.dra)
 }
 
 // Fits is the pure check of a pod's request against a node. It names every
 // resource that is short, and details the numbers.
 func Fits(req framework.Resource, ni *framework.NodeInfo) *framework.Status {
+	return FitsWithDRA(req, ni, nil)
+}
+
+// FitsWithDRA is Fits where DRA serves the extended resources that the
+// node's allocatable lacks (no device plugin there advertises them) and
+// that a DeviceClass maps (dra): those are the DynamicResources plugin's
+// to judge. A node whose allocatable has the name serves it by its device
+// plugin, and is judged here.
+func FitsWithDRA(req framework.Resource, ni *framework.NodeInfo, dra DRAClasses) *framework.Status {
 	alloc, used := ni.Allocatable(), ni.Requested()
 	var reasons, details []string
 	if int64(len(ni.Pods()))+1 > alloc.Pods {
@@ -129,6 +146,9 @@ func Fits(req framework.Resource, ni *framework.NodeInfo) *framework.Status {
 	sort.Strings(names)
 	for _, n := range names {
 		name := corev1.ResourceName(n)
+		if ServedByDRA(name, alloc, dra) {
+			continue
+		}
 		short(name, req.Scalar[name], alloc.Scalar[name], used.Scalar[name])
 	}
 	if len(reasons) == 0 {
