@@ -212,6 +212,10 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 	if !ok || s.req == nil {
 		return nil
 	}
+	if s.committed {
+		s.contributeReservations(b)
+		return nil
+	}
 	for i, c := range s.chosen {
 		bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKey(c)]}
 		if s.newly[i] {
@@ -248,6 +252,19 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		b.AllocationFences = append(b.AllocationFences, corev1.AllocationFence{NodeName: k[0], DriverName: k[1], Revision: rev})
 	}
 	return nil
+}
+
+// contributeReservations lists the pod's claims to be reserved only: the
+// second step of a two-step binding, after the first committed them.
+func (s *stateData) contributeReservations(b *corev1.Binding) {
+	for _, c := range s.chosen {
+		b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
+	}
+	if s.v1 != nil {
+		for _, c := range s.v1.chosen {
+			b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
+		}
+	}
 }
 
 func compareKey(a, b [2]string) int {
