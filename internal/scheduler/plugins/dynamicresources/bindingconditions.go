@@ -30,8 +30,18 @@ const ReasonBindingConditions = "BindingConditions"
 // new allocations hold devices with binding conditions: nil when the pod
 // is bound in one step.
 func BindingClaims(state *framework.CycleState) []*resourcev1.ResourceClaim {
+	if s, ok := readState(state); !ok || s.committed {
+		return nil
+	}
+	return CommittedBindingClaims(state)
+}
+
+// CommittedBindingClaims is BindingClaims whether or not ClaimsCommitted
+// was called: the claims a pod waits for, or whose first step is to be
+// undone.
+func CommittedBindingClaims(state *framework.CycleState) []*resourcev1.ResourceClaim {
 	s, ok := readState(state)
-	if !ok || s.v1 == nil || s.committed {
+	if !ok || s.v1 == nil {
 		return nil
 	}
 	var out []*resourcev1.ResourceClaim
@@ -137,6 +147,15 @@ func BindingVerdict(pod *corev1.Pod, chosen, cur *resourcev1.ResourceClaim, objs
 	return ready, nil
 }
 
+// PastCommit reports whether cur (a view of the claim, nil when absent)
+// is past the first step that committed chosen: the step checked the
+// claim's resourceVersion as the cycle saw it (chosen's), so any other
+// version, or no claim, comes after it. A view still at that version lags
+// behind the binding and cannot be judged.
+func PastCommit(cur, chosen *resourcev1.ResourceClaim) bool {
+	return cur == nil || cur.UID != chosen.UID || cur.ResourceVersion != chosen.ResourceVersion
+}
+
 // deviceStatus is the claim's status.devices entry of a result, or nil.
 func deviceStatus(c *resourcev1.ResourceClaim, r resourcev1.DeviceRequestAllocationResult) *resourcev1.AllocatedDeviceStatus {
 	if c == nil {
@@ -204,4 +223,26 @@ func untoleratedTaint(inv *allocator.V1Inventory, r resourcev1.DeviceRequestAllo
 		}
 	}
 	return nil
+}
+
+// ReleaseClaim is the status write that undoes a first step whose binding
+// failed: cur is the claim as stored, chosen as the first step committed
+// it. The pod's reservation is dropped; when no other consumer is left
+// and the allocation is still the pod's, the allocation and the status
+// of its devices go too. changed is false when there is nothing to undo
+// (another claim of that name, or neither reserved for the pod nor
+// allocated as chosen).
+func ReleaseClaim(cur, chosen *resourcev1.ResourceClaim, pod *corev1.Pod) (upd *resourcev1.ResourceClaim, changed bool) {
+	if cur.UID != chosen.UID {
+		return nil, false
+	}
+	upd = cur.DeepCopy()
+	upd.Status.ReservedFor = slices.DeleteFunc(upd.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
+	changed = len(upd.Status.ReservedFor) != len(cur.Status.ReservedFor)
+	if len(upd.Status.ReservedFor) == 0 && upd.Status.Allocation != nil && sameDevices(upd.Status.Allocation, chosen.Status.Allocation) {
+		upd.Status.Allocation = nil
+		upd.Status.Devices = nil
+		changed = true
+	}
+	return upd, changed
 }
