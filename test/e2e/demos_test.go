@@ -111,6 +111,45 @@ func TestDriverDemos(t *testing.T) {
 		u.kubectl(t, "delete", "devicetaintrule", "example")
 		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
 	})
+
+	// binding-conditions: the driver's devices wait for the binding
+	// condition its controller sets (here 4 s after the allocation): the
+	// pod's claim is allocated and the pod stays Pending without a node
+	// meanwhile, then it is bound and runs, the condition True in the
+	// claim's status. The driver is restarted to publish such devices,
+	// with a driver-wide token for its controller (it writes claims not
+	// bound to a node yet).
+	t.Run("binding-conditions", func(t *testing.T) {
+		const ns = "binding-conditions"
+		if _, err := u.driver.Terminate(stopGrace); err != nil {
+			t.Fatalf("stop the driver: %v", err)
+		}
+		u.startDriver(t, "--gpus", "4", "--binding-conditions", "--satisfy-binding-conditions", "4s",
+			"--controller-kubeconfig", u.tokenKubeconfig(t, "driver", upstreamDriverName))
+		waitFor(t, "the slice's devices with binding conditions", func() bool {
+			return u.jsonpath(t, "{.items[*].spec.devices[0].bindingConditions[0]}", "resourceslices",
+				"--field-selector", "spec.nodeName="+u.nodeName) == "BindingConditions"
+		})
+		u.applyYAML(t, demoManifest(t, "binding-conditions"))
+		waitFor(t, "the claim allocated with the device's binding conditions", func() bool {
+			return u.jsonpath(t, "{.items[*].status.allocation.devices.results[0].bindingConditions[0]}", "resourceclaims", "-n", ns) == "BindingConditions"
+		})
+		waitFor(t, "the waiting event", func() bool {
+			return strings.Contains(podEventReasons(t, u, ns, "pod0"), "WaitingForBindingConditions")
+		})
+		if cond := u.jsonpath(t, `{.items[*].status.devices[*].conditions[?(@.type=="BindingConditions")].status}`, "resourceclaims", "-n", ns); cond != "True" {
+			if node := u.jsonpath(t, "{.spec.nodeName}", "pod", "pod0", "-n", ns); node != "" {
+				t.Fatalf("pod0 bound to %s before its binding condition is True", node)
+			}
+		}
+		if seen := devicesSeen(u.logLine(t, ns, "pod0", "ctr0")); len(seen) != 1 {
+			t.Fatalf("pod0 sees %q, want one GPU", seen)
+		}
+		if cond := u.jsonpath(t, `{.items[*].status.devices[*].conditions[?(@.type=="BindingConditions")].status}`, "resourceclaims", "-n", ns); cond != "True" {
+			t.Fatalf("the claim's binding condition is %q once pod0 runs, want True", cond)
+		}
+		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
+	})
 }
 
 // podGone reports whether the pod no longer exists.
