@@ -99,6 +99,11 @@ func TestBindingConditionsSatisfied(t *testing.T) {
 	e.eventually("the waiting event", func() bool {
 		return e.hasEvent("p", scheduler.ReasonWaitingForBindingConditions, "waiting for binding conditions: claim c device "+draDriver+"/"+e.node("gpus")+"/gpu-0: Attached")
 	})
+	// explain's device report shows the wait.
+	devs, err := scheduler.PodDevices(callCtx(t), e.c, e.getPod("p"), 5*time.Second)
+	if err != nil || len(devs) != 1 || devs[0].State != scheduler.DeviceBinding || devs[0].Why != "waiting for binding condition Attached" {
+		t.Fatalf("device report %+v (%v), want one device binding, waiting for Attached", devs, err)
+	}
 	e.setDeviceCondition("Attached")
 	if node := e.waitBound("p"); node != "gpus" {
 		t.Fatalf("bound to %s", node)
