@@ -101,7 +101,7 @@ func (e *Extension) bindingReady(pod *corev1.Pod, claims []*resourcev1.ResourceC
 	for i, c := range claims {
 		cur := e.v1Claim(c.Namespace, c.Name)
 		if !seen[i] {
-			if !dynamicresources.PastCommit(cur, c) {
+			if !dynamicresources.PastCommit(cur, c, pod) {
 				ready = false
 				continue
 			}

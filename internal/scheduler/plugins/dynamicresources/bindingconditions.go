@@ -46,11 +46,27 @@ func CommittedBindingClaims(state *framework.CycleState) []*resourcev1.ResourceC
 	}
 	var out []*resourcev1.ResourceClaim
 	for i, c := range s.v1.chosen {
-		if s.v1.newly[i] && HasBindingConditions(c) {
+		// A claim allocated earlier (for another pod) whose conditions are
+		// not all True yet is waited for too, as Kubernetes does.
+		if HasBindingConditions(c) && (s.v1.newly[i] || !conditionsMet(c)) {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// conditionsMet reports whether every binding condition of the claim's
+// allocation is True in its status.
+func conditionsMet(c *resourcev1.ResourceClaim) bool {
+	for _, r := range c.Status.Allocation.Devices.Results {
+		st := deviceStatus(c, r)
+		for _, t := range r.BindingConditions {
+			if st == nil || !meta.IsStatusConditionTrue(st.Conditions, t) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // HasBindingConditions reports whether a claim's allocation has a device
@@ -152,8 +168,15 @@ func BindingVerdict(pod *corev1.Pod, chosen, cur *resourcev1.ResourceClaim, objs
 // claim's resourceVersion as the cycle saw it (chosen's), so any other
 // version, or no claim, comes after it. A view still at that version lags
 // behind the binding and cannot be judged.
-func PastCommit(cur, chosen *resourcev1.ResourceClaim) bool {
-	return cur == nil || cur.UID != chosen.UID || cur.ResourceVersion != chosen.ResourceVersion
+// A view that shows the allocation reserved for the pod is recent enough
+// too (the first step may have changed nothing: a retry finding its own
+// reservation).
+func PastCommit(cur, chosen *resourcev1.ResourceClaim, pod *corev1.Pod) bool {
+	if cur == nil || cur.UID != chosen.UID || cur.ResourceVersion != chosen.ResourceVersion {
+		return true
+	}
+	return cur.Status.Allocation != nil && chosen.Status.Allocation != nil && sameDevices(cur.Status.Allocation, chosen.Status.Allocation) &&
+		slices.ContainsFunc(cur.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == pod.UID })
 }
 
 // deviceStatus is the claim's status.devices entry of a result, or nil.

@@ -91,3 +91,28 @@ func TestReleaseClaim(t *testing.T) {
 		t.Fatalf("message %q, want %q", msg, want)
 	}
 }
+
+// PastCommit: a view at the version the first step replaced lags behind
+// it, unless it already shows the allocation reserved for the pod.
+func TestPastCommit(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "p-1"}}
+	at := func(rv string, m ...func(*resourcev1.ResourceClaim)) *resourcev1.ResourceClaim {
+		return bcClaim(append(m, func(c *resourcev1.ResourceClaim) { c.ResourceVersion = rv })...)
+	}
+	chosen := at("5")
+	unallocated := func(c *resourcev1.ResourceClaim) { c.Status.Allocation, c.Status.ReservedFor = nil, nil }
+	for name, tc := range map[string]struct {
+		cur  *resourcev1.ResourceClaim
+		want bool
+	}{
+		"gone":                      {cur: nil, want: true},
+		"later version":             {cur: at("6", unallocated), want: true},
+		"lagging":                   {cur: at("5", unallocated)},
+		"same version, reserved":    {cur: at("5"), want: true},
+		"replaced by another claim": {cur: at("5", func(c *resourcev1.ResourceClaim) { c.UID = "c-2" }), want: true},
+	} {
+		if got := dynamicresources.PastCommit(tc.cur, chosen, pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}
