@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler"
 	"allot.dev/allot/internal/scheduler/schedtest"
 )
@@ -18,6 +19,18 @@ import (
 // the pod may run: binding condition Attached, failure condition
 // AttachFailed. Its device class selects it; claims name the class.
 func bindingEnv(t *testing.T, mutate func(*scheduler.Config)) *env {
+	t.Helper()
+	e := bindingCluster(t, mutate)
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: e.ns},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: e.name}}}}}}
+	must(t, "create claim", func() error { _, err := e.c.ResourceClaimsV1(e.ns).Create(callCtx(t), claim); return err })
+	e.createPod(claimPod("p", "c"))
+	return e
+}
+
+// bindingCluster is bindingEnv without the claim and the pod.
+func bindingCluster(t *testing.T, mutate func(*scheduler.Config)) *env {
 	t.Helper()
 	e := newEnv(t, mutate, schedtest.MakeNode("gpus").Alloc("cpu", "8").Alloc("pods", "20").Obj())
 	ctx := callCtx(t)
@@ -38,11 +51,6 @@ func bindingEnv(t *testing.T, mutate func(*scheduler.Config)) *env {
 		_ = e.c.ResourceSlices().Delete(c, slice.Name, metav1.DeleteOptions{})
 		_ = e.c.DeviceClasses().Delete(c, class.Name, metav1.DeleteOptions{})
 	})
-	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: e.ns},
-		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
-			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name}}}}}}
-	must(t, "create claim", func() error { _, err := e.c.ResourceClaimsV1(e.ns).Create(ctx, claim); return err })
-	e.createPod(claimPod("p", "c"))
 	return e
 }
 
@@ -207,4 +215,83 @@ func TestBindingConditionsRaces(t *testing.T) {
 			t.Fatalf("pod bound to %s", node)
 		}
 	})
+}
+
+// Two schedulers race for the one GPU with binding conditions, each from
+// its own view: the first step (claimsOnly) goes through the same
+// allocation fence as a normal binding, so exactly one claim is
+// allocated; the other pod waits for the device. Once the winner's
+// condition is set it is bound.
+func TestBindingConditionsTwoSchedulersOneDevice(t *testing.T) {
+	var second scheduler.Config
+	e := bindingCluster(t, func(c *scheduler.Config) { second = *c })
+	second.SchedulerName = e.name + "-b"
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- scheduler.Run(runCtx, second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second scheduler: %v", err)
+		}
+	})
+	e.createPod(schedtest.MakePod("probe").Req("cpu", "100m").SchedulerName(second.SchedulerName))
+	e.waitBound("probe")
+	for i, name := range []string{"a", "b"} {
+		claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: e.name}}}}}}
+		must(t, "create claim "+name, func() error { _, err := e.c.ResourceClaimsV1(e.ns).Create(callCtx(t), claim); return err })
+		b := claimPod(name, name)
+		if i == 1 {
+			b = b.SchedulerName(second.SchedulerName)
+		}
+		e.createPod(b)
+	}
+	allocated := func() []string {
+		var out []string
+		for _, name := range []string{"a", "b"} {
+			c, err := e.c.ResourceClaimsV1(e.ns).Get(callCtx(t), name)
+			if err != nil {
+				t.Fatalf("get claim %s: %v", name, err)
+			}
+			if c.Status.Allocation != nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	var winner string
+	e.eventually("one claim allocated, the other pod waiting for the device", func() bool {
+		got := allocated()
+		if len(got) > 1 {
+			t.Fatalf("both claims allocated the one device: %v", got)
+		}
+		if len(got) != 1 {
+			return false
+		}
+		winner = got[0]
+		loser := map[string]string{"a": "b", "b": "a"}[winner]
+		c := scheduler.PodScheduledCondition(e.getPod(loser))
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	if got := allocated(); len(got) != 1 {
+		t.Fatalf("allocated claims %v", got)
+	}
+	must(t, "set Attached", func() error {
+		for {
+			c, err := e.c.ResourceClaimsV1(e.ns).Get(callCtx(t), winner)
+			if err != nil {
+				return err
+			}
+			r := c.Status.Allocation.Devices.Results[0]
+			c.Status.Devices = []resourcev1.AllocatedDeviceStatus{{Driver: r.Driver, Pool: r.Pool, Device: r.Device,
+				Conditions: []metav1.Condition{{Type: "Attached", Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: metav1.Now()}}}}
+			_, err = e.c.ResourceClaimsV1(e.ns).UpdateStatus(callCtx(t), c)
+			if !apierrors.IsConflict(err) {
+				return err
+			}
+		}
+	})
+	e.waitBound(winner)
 }
