@@ -137,9 +137,15 @@ func TestDriverDemos(t *testing.T) {
 		waitFor(t, "the waiting event", func() bool {
 			return strings.Contains(podEventReasons(t, u, ns, "pod0"), "WaitingForBindingConditions")
 		})
+		// While the condition is not set (4 s), the pod has no node and
+		// explain says what it waits for.
+		explained := u.allot(t, "explain", "pod", "pod0", "-n", ns)
 		if cond := u.jsonpath(t, `{.items[*].status.devices[*].conditions[?(@.type=="BindingConditions")].status}`, "resourceclaims", "-n", ns); cond != "True" {
 			if node := u.jsonpath(t, "{.spec.nodeName}", "pod", "pod0", "-n", ns); node != "" {
 				t.Fatalf("pod0 bound to %s before its binding condition is True", node)
+			}
+			if !strings.Contains(explained, "waiting for binding conditions of claim") || !strings.Contains(explained, "waiting for binding condition BindingConditions") {
+				t.Errorf("allot explain of the waiting pod:\n%s", explained)
 			}
 		}
 		if seen := devicesSeen(u.logLine(t, ns, "pod0", "ctr0")); len(seen) != 1 {
