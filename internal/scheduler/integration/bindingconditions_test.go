@@ -70,6 +70,9 @@ func (e *env) waitAllocatedUnbound() *resourcev1.ResourceClaim {
 	if len(r.BindingConditions) != 1 || r.BindingConditions[0] != "Attached" || r.BindingFailureConditions[0] != "AttachFailed" {
 		e.t.Fatalf("result %+v does not carry the device's binding conditions", r)
 	}
+	if c.Status.Allocation.AllocationTimestamp == nil {
+		e.t.Errorf("allocation without allocationTimestamp")
+	}
 	if node := e.getPod("p").Spec.NodeName; node != "" {
 		e.t.Fatalf("pod bound to %s before its binding condition is True", node)
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -232,7 +234,14 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		for i, c := range s.v1.chosen {
 			bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKeyV1(c)]}
 			if s.v1.newly[i] {
-				raw, err := json.Marshal(c.Status.Allocation)
+				alloc := c.Status.Allocation
+				if HasBindingConditions(c) {
+					// As Kubernetes: when the allocation was made, for
+					// drivers that time their binding conditions.
+					alloc = alloc.DeepCopy()
+					alloc.AllocationTimestamp = &metav1.Time{Time: time.Now()}
+				}
+				raw, err := json.Marshal(alloc)
 				if err != nil {
 					return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKeyV1(c), err))
 				}
