@@ -152,9 +152,9 @@ func TestBindingConditionsTimeout(t *testing.T) {
 	}
 }
 
-// Races while the pod waits: its claim deleted, its device tainted by a
-// DeviceTaintRule, its node removed. Each ends the wait with the reason,
-// and the pod is not bound.
+// Races while the pod waits: its claim deleted, its node removed (the
+// device tainted: TestBindingConditionsTaint). Each ends the wait with
+// the reason, and the pod is not bound.
 func TestBindingConditionsRaces(t *testing.T) {
 	t.Run("claim deleted", func(t *testing.T) {
 		e := bindingEnv(t, nil)
@@ -175,31 +175,6 @@ func TestBindingConditionsRaces(t *testing.T) {
 		if node := e.getPod("p").Spec.NodeName; node != "" {
 			t.Fatalf("pod bound to %s", node)
 		}
-	})
-	t.Run("device tainted", func(t *testing.T) {
-		e := bindingEnv(t, nil)
-		e.waitAllocatedUnbound()
-		driver, pool := draDriver, e.node("gpus")
-		rule := &resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: e.name},
-			Spec: resourcev1.DeviceTaintRuleSpec{
-				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: &driver, Pool: &pool},
-				Taint:          resourcev1.DeviceTaint{Key: "example.com/broken", Effect: resourcev1.DeviceTaintEffectNoSchedule},
-			}}
-		must(t, "create rule", func() error { _, err := e.c.DeviceTaintRules().Create(callCtx(t), rule); return err })
-		t.Cleanup(func() {
-			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = e.c.DeviceTaintRules().Delete(c, rule.Name, metav1.DeleteOptions{})
-		})
-		e.eventually("the taint's event", func() bool {
-			return e.hasEvent("p", scheduler.ReasonFailedScheduling, "was tainted example.com/broken=:NoSchedule")
-		})
-		e.eventually("the allocation released", func() bool {
-			c, err := e.c.ResourceClaimsV1(e.ns).Get(callCtx(t), "c")
-			return err == nil && c.Status.Allocation == nil
-		})
-		// The pod waits for the device, tainted now.
-		e.waitMessage("p", "example.com/broken")
 	})
 	t.Run("node gone", func(t *testing.T) {
 		e := bindingEnv(t, nil)
@@ -297,4 +272,42 @@ func TestBindingConditionsTwoSchedulersOneDevice(t *testing.T) {
 		}
 	})
 	e.waitBound(winner)
+}
+
+// The device tainted while the pod waits, by a DeviceTaintRule of either
+// effect that keeps pods off it: the wait ends with the taint named, the
+// allocation is released, and the pod then waits for the device.
+func TestBindingConditionsTaint(t *testing.T) {
+	for _, effect := range []resourcev1.DeviceTaintEffect{resourcev1.DeviceTaintEffectNoSchedule, resourcev1.DeviceTaintEffectNoExecute} {
+		tainted(t, effect)
+	}
+}
+
+// tainted is the device-tainted race with a rule of that effect.
+func tainted(t *testing.T, effect resourcev1.DeviceTaintEffect) {
+	t.Run(string(effect), func(t *testing.T) {
+		e := bindingEnv(t, nil)
+		e.waitAllocatedUnbound()
+		driver, pool := draDriver, e.node("gpus")
+		rule := &resourcev1.DeviceTaintRule{ObjectMeta: metav1.ObjectMeta{Name: e.name},
+			Spec: resourcev1.DeviceTaintRuleSpec{
+				DeviceSelector: &resourcev1.DeviceTaintSelector{Driver: &driver, Pool: &pool},
+				Taint:          resourcev1.DeviceTaint{Key: "example.com/broken", Effect: effect},
+			}}
+		must(t, "create rule", func() error { _, err := e.c.DeviceTaintRules().Create(callCtx(t), rule); return err })
+		t.Cleanup(func() {
+			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = e.c.DeviceTaintRules().Delete(c, rule.Name, metav1.DeleteOptions{})
+		})
+		e.eventually("the taint's event", func() bool {
+			return e.hasEvent("p", scheduler.ReasonFailedScheduling, "was tainted example.com/broken=:"+string(effect))
+		})
+		e.eventually("the allocation released", func() bool {
+			c, err := e.c.ResourceClaimsV1(e.ns).Get(callCtx(t), "c")
+			return err == nil && c.Status.Allocation == nil
+		})
+		// The pod waits for the device, tainted now.
+		e.waitMessage("p", "example.com/broken")
+	})
 }
