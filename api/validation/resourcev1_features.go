@@ -77,7 +77,7 @@ var V1Features = map[V1Feature]V1FeatureState{
 		Fields: "constraints[].distinctAttribute"},
 	V1FeatureConsumableCapacity: {Gate: "DRAConsumableCapacity", Kubernetes: true, Allot: true,
 		Fields: "device allowMultipleAllocations (true), capacity requestPolicy; request capacity; result shareID, consumedCapacity; status.devices[].shareID"},
-	V1FeatureBindingConditions: {Gate: "DRADeviceBindingConditions", Kubernetes: true, Allot: false,
+	V1FeatureBindingConditions: {Gate: "DRADeviceBindingConditions", Kubernetes: true, Allot: true,
 		Fields: "device bindsToNode (true), bindingConditions, bindingFailureConditions; the same in allocation results"},
 	V1FeatureDeviceStatus: {Gate: "DRAResourceClaimDeviceStatus", Kubernetes: true, Allot: true,
 		Fields: "claim status.devices"},

@@ -30,7 +30,7 @@ func TestV1FeatureTable(t *testing.T) {
 		V1FeatureDeviceTaintRules:         {"DRADeviceTaintRules", true, true},
 		V1FeatureDistinctAttribute:        {"DRAConsumableCapacity", true, true},
 		V1FeatureConsumableCapacity:       {"DRAConsumableCapacity", true, true},
-		V1FeatureBindingConditions:        {"DRADeviceBindingConditions", true, false},
+		V1FeatureBindingConditions:        {"DRADeviceBindingConditions", true, true},
 		V1FeatureDeviceStatus:             {"DRAResourceClaimDeviceStatus", true, true},
 		V1FeatureExtendedResource:         {"DRAExtendedResource", true, true},
 		V1FeatureListTypeAttributes:       {"DRAListTypeAttributes", false, false},

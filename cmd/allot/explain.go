@@ -108,5 +108,8 @@ func runExplain(cmd *cobra.Command, kubeconfig, namespace, name string, st noder
 	if err != nil {
 		return err
 	}
+	if err := scheduler.WriteBindingWait(cmd.OutOrStdout(), pod, devices); err != nil {
+		return err
+	}
 	return scheduler.WriteDevices(cmd.OutOrStdout(), devices)
 }

@@ -89,6 +89,7 @@ func addSchedulerFlags(cmd *cobra.Command, cfg *scheduler.Config) {
 	f.DurationVar(&cfg.PodMaxBackoff, "pod-max-backoff", scheduler.DefaultPodMaxBackoff, "longest backoff between a pod's attempts")
 	f.DurationVar(&cfg.UnschedulableTimeout, "unschedulable-timeout", scheduler.DefaultUnschedulableTimeout, "safety net: retry an unschedulable pod after this long even if no cluster event moved it")
 	f.DurationVar(&cfg.BindTimeout, "bind-timeout", scheduler.DefaultBindTimeout, "deadline of one pod's binding")
+	f.DurationVar(&cfg.BindingConditionsTimeout, "binding-conditions-timeout", scheduler.DefaultBindingConditionsTimeout, "how long a pod whose devices have binding conditions waits, its claims allocated, for the conditions to be True before the allocation is released and the pod retried (Kubernetes' DynamicResources bindingTimeout)")
 	f.DurationVar(&cfg.APITimeout, "api-timeout", scheduler.DefaultAPITimeout, "deadline of the scheduler's other API calls (status patches)")
 	f.DurationVar(&cfg.CycleTimeout, "cycle-timeout", scheduler.DefaultCycleTimeout, "deadline of one scheduling cycle's plugin calls")
 	f.IntVar(&cfg.Parallelism, "parallelism", 0, "goroutines that filter and score nodes in one cycle (0: one per 1000 nodes, at most GOMAXPROCS)")

@@ -148,6 +148,14 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	case pod.Spec.NodeName == node && len(b.ResourceClaims) == 0:
 		return 0, apierrors.NewConflict(gr, name, fmt.Errorf("pod %s is already assigned to node %q", name, node))
 	}
+	if b.ClaimsOnly {
+		switch {
+		case pod.Spec.NodeName != "":
+			return 0, apierrors.NewConflict(gr, name, fmt.Errorf("pod %s is already assigned to node %q; claimsOnly is for a pod without a node", name, pod.Spec.NodeName))
+		case len(b.ResourceClaims) == 0:
+			return 0, apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("resourceClaims"), "claimsOnly commits claims: list at least one")})
+		}
+	}
 	nodeObj, err := s.readForBinding(ctx, s.reg.get(gvrOf(corev1.SchemeGroupVersion, "nodes")), "", node)
 	if err != nil {
 		return 0, err
@@ -159,15 +167,11 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 	if err != nil {
 		return 0, err
 	}
-	if pod.Spec.NodeName == "" {
-		pod.Spec.NodeName = node
-		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
-	}
-	data, err := encodeForStorage(podKind, pod)
+	podOp, err := bindPodOp(podKind, pod, podRev, node, b)
 	if err != nil {
-		return 0, apierrors.NewInternalError(err)
+		return 0, err
 	}
-	ops = append([]storage.Op{storage.Update(podKind.storageKey(ns, name), data, podRev)}, ops...)
+	ops = append([]storage.Op{podOp}, ops...)
 	rev, err := s.commit(ctx, ops)
 	if err != nil {
 		var te *storage.TxnError
@@ -180,6 +184,26 @@ func (s *Server) bind(ctx context.Context, podKind *kind, ns, name string, b *co
 		return 0, apiError(podKind, name, err)
 	}
 	return rev, nil
+}
+
+// bindPodOp is the pod's part of a binding: the pod updated with its node
+// and PodScheduled=True, or for a claimsOnly binding a check that it is
+// unchanged (or its update when the binding records its extended-resource
+// claim, which leaves it pending).
+func bindPodOp(podKind *kind, pod *corev1.Pod, podRev int64, node string, b *corev1.Binding) (storage.Op, error) {
+	key := podKind.storageKey(pod.Namespace, pod.Name)
+	if b.ClaimsOnly && b.ExtendedResourceClaimStatus == nil {
+		return storage.Check(key, podRev), nil
+	}
+	if !b.ClaimsOnly && pod.Spec.NodeName == "" {
+		pod.Spec.NodeName = node
+		setPodCondition(pod, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()})
+	}
+	data, err := encodeForStorage(podKind, pod)
+	if err != nil {
+		return storage.Op{}, apierrors.NewInternalError(err)
+	}
+	return storage.Update(key, data, podRev), nil
 }
 
 // claimBindingOps prepares the claim writes and allocation fences.

@@ -93,3 +93,49 @@ func TestBindingV1FenceIsShared(t *testing.T) {
 	expect(t, admin(t, "POST", pods+"c/binding", withShared(seen, net)), 409, "allocationrevisions/_shared/gpu.example.com")
 	expect(t, admin(t, "POST", pods+"c/binding", withShared(currentRev(t), net)), 201)
 }
+
+// A claimsOnly binding allocates and reserves the claims under the fence
+// and leaves the pod pending; the pod is bound later by a binding that
+// only reserves. The fence still keeps a second allocation out, and a pod
+// with a node (or no claims listed) is refused.
+func TestBindingClaimsOnly(t *testing.T) {
+	ns := newNamespace(t)
+	ensureNode(t, "bind-co")
+	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("c")), 201)
+	expect(t, admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("d")), 201)
+	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod("p").claim("c").obj()), 201)
+	expect(t, admin(t, "POST", "/api/v1/namespaces/"+ns+"/pods", makePod("q").claim("d").obj()), 201)
+	pods := "/api/v1/namespaces/" + ns + "/pods/"
+	seen := currentRev(t)
+	bc := corev1.BindingResourceClaim{Name: "c", Allocation: &runtime.RawExtension{Raw: mustJSON(t, v1Alloc("bind-co", "gpu-0"))}}
+	first := bindingWith(t, "bind-co", seen, bc)
+	first.ClaimsOnly = true
+	empty := bindingWith(t, "bind-co", seen)
+	empty.ClaimsOnly = true
+	expect(t, admin(t, "POST", pods+"p/binding", empty), 422, "resourceClaims")
+	expect(t, admin(t, "POST", pods+"p/binding", first), 201)
+
+	var c resourcev1.ResourceClaim
+	admin(t, "GET", path1(ns, "resourceclaims")+"/c", nil).into(t, &c)
+	if c.Status.Allocation == nil || len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].Name != "p" {
+		t.Fatalf("claim after claimsOnly: %+v", c.Status)
+	}
+	var pod corev1.Pod
+	admin(t, "GET", pods+"p", nil).into(t, &pod)
+	if pod.Spec.NodeName != "" {
+		t.Fatalf("claimsOnly bound the pod to %q", pod.Spec.NodeName)
+	}
+	// The fence moved: q's allocation decided at the same revision fails.
+	other := bindingWith(t, "bind-co", seen, corev1.BindingResourceClaim{Name: "d", Allocation: &runtime.RawExtension{Raw: mustJSON(t, v1Alloc("bind-co", "gpu-0"))}})
+	other.ClaimsOnly = true
+	expect(t, admin(t, "POST", pods+"q/binding", other), 409, "allocationrevisions/bind-co")
+	// The second step: the claim is reserved already, the pod is bound.
+	expect(t, admin(t, "POST", pods+"p/binding", bindingWith(t, "bind-co", "", corev1.BindingResourceClaim{Name: "c"})), 201)
+	admin(t, "GET", pods+"p", nil).into(t, &pod)
+	if pod.Spec.NodeName != "bind-co" {
+		t.Fatalf("pod on %q after the second step", pod.Spec.NodeName)
+	}
+	again := bindingWith(t, "bind-co", "", corev1.BindingResourceClaim{Name: "c"})
+	again.ClaimsOnly = true
+	expect(t, admin(t, "POST", pods+"p/binding", again), 409, "claimsOnly is for a pod without a node")
+}

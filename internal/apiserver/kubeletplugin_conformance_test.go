@@ -199,9 +199,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (b
 // node-local slice that allot accepts (api/validation V1Features):
 // attributes of each scalar type, capacity, taints with effects
 // NoSchedule and None (with and without timeAdded), shared counters and
-// consumesCounters, and the gated booleans at false (true is refused:
-// DRAConsumableCapacity and DRADeviceBindingConditions are not
-// implemented).
+// consumesCounters, and the gated booleans at false.
 func kpPool(step int, added time.Time) *resourceslice.DriverResources {
 	if step == 3 {
 		return &resourceslice.DriverResources{}

@@ -18,9 +18,12 @@ import (
 func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framework.CycleState, assumed *corev1.Pod) {
 	start := s.now()
 	node := assumed.Spec.NodeName
-	bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
-	defer cancel()
-	st, contributed := s.commit(bctx, s.fw, state, assumed, node)
+	st, contributed, release := s.preBind(ctx, state, assumed, node)
+	if st.IsSuccess() {
+		bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
+		st, contributed = s.commit(bctx, s.fw, state, assumed, node, false)
+		cancel()
+	}
 	s.observeBind(st, start)
 	if st.IsSuccess() {
 		s.metrics.podDuration.Observe(s.now().Sub(qp.InitialTimestamp).Seconds())
@@ -31,19 +34,62 @@ func (s *Scheduler) bind(ctx context.Context, qp *queue.QueuedPod, state *framew
 		return
 	}
 	s.log.Info("binding failed", "pod", assumed.Namespace+"/"+assumed.Name, "node", node, "status", st)
+	if release != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BindTimeout)
+		release.Release(rctx, state, assumed)
+		cancel()
+	}
 	s.unreserve(ctx, s.fw, state, assumed, node)
 	s.forget(assumed)
 	s.bindFailed(assumed)
 	s.finish(ctx, qp, bindFailure(st, contributed))
 }
 
+// preBind is the first half of a two-step binding, when an extension asks
+// for one (devices with binding conditions): the claims are committed
+// without the pod (Binding.ClaimsOnly), and the extension waits, up to
+// BindingConditionsTimeout, until the pod may be bound. release is the
+// extension that must undo the first step if the binding fails from then
+// on (nil when there was none, or it was not posted).
+func (s *Scheduler) preBind(ctx context.Context, state *framework.CycleState, pod *corev1.Pod, node string) (st *framework.Status, contributed bool, release framework.PreBindExtension) {
+	var ext framework.PreBindExtension
+	var waits string
+	for _, e := range s.exts.preBind {
+		if waits = e.TwoStep(state, pod); waits != "" {
+			ext = e
+			break
+		}
+	}
+	if ext == nil {
+		return nil, false, nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
+	st, contributed = s.commit(bctx, s.fw, state, pod, node, true)
+	cancel()
+	if contributed {
+		release = ext // a failed POST may have committed all the same
+	}
+	if !st.IsSuccess() {
+		return st, contributed, release
+	}
+	ext.Committed(state)
+	s.events.Eventf(pod, corev1.EventTypeNormal, ReasonWaitingForBindingConditions, "Allocated the claims on %s; %s", node, waits)
+	s.log.Info("waiting for binding conditions", "pod", pod.Namespace+"/"+pod.Name, "node", node, "waits", waits)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.BindingConditionsTimeout)
+	defer cancel()
+	st = ext.PreBind(wctx, state, pod, func() bool { return !s.cache.HasNode(node) })
+	return st, false, release
+}
+
 // commit lets fw's bind contributors fill the Binding of pod to node and
 // posts it; contributed reports whether the POST was made. After a
 // successful POST the PostBind plugins learn the binding's revision.
-func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *framework.CycleState, pod *corev1.Pod, node string) (st *framework.Status, contributed bool) {
+// claimsOnly commits the claims without binding the pod.
+func (s *Scheduler) commit(ctx context.Context, fw *framework.Framework, state *framework.CycleState, pod *corev1.Pod, node string, claimsOnly bool) (st *framework.Status, contributed bool) {
 	b := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+		ClaimsOnly: claimsOnly,
 	}
 	if st := fw.RunBindContributors(ctx, state, pod, node, b); !st.IsSuccess() {
 		return st, false

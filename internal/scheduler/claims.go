@@ -96,7 +96,7 @@ func (s *Scheduler) bindClaims(ctx context.Context, qp *queue.QueuedPod, ext fra
 	node := pod.Spec.NodeName
 	bctx, cancel := context.WithTimeout(ctx, s.cfg.BindTimeout)
 	defer cancel()
-	st, contributed := s.commit(bctx, s.claimFW, state, pod, node)
+	st, contributed := s.commit(bctx, s.claimFW, state, pod, node, false)
 	s.observeBind(st, start)
 	if st.IsSuccess() {
 		s.events.Eventf(pod, corev1.EventTypeNormal, ReasonAllocatedResourceClaims, "%s", ext.BoundMessage(state, node))

@@ -20,6 +20,9 @@ const (
 	DefaultBindTimeout          = 30 * time.Second
 	DefaultAPITimeout           = 10 * time.Second
 	DefaultCycleTimeout         = 10 * time.Second
+	// DefaultBindingConditionsTimeout is Kubernetes' default of the
+	// DynamicResources plugin's bindingTimeout (10 minutes).
+	DefaultBindingConditionsTimeout = 600 * time.Second
 )
 
 // Config configures a Scheduler. Zero values take the defaults above.
@@ -44,6 +47,11 @@ type Config struct {
 	// BindTimeout bounds one pod's binding step (contributors and the
 	// POST of the Binding).
 	BindTimeout time.Duration
+	// BindingConditionsTimeout bounds how long a pod whose devices have
+	// binding conditions waits, its claims allocated, for the conditions
+	// to be True before the allocation is released and the pod retried
+	// (Kubernetes' DynamicResourcesArgs.bindingTimeout).
+	BindingConditionsTimeout time.Duration
 	// APITimeout bounds every other API call (status patches, reads).
 	APITimeout time.Duration
 	// CycleTimeout bounds one scheduling cycle's plugin calls.
@@ -85,6 +93,7 @@ func (c Config) withDefaults() (Config, error) {
 		{&c.PodInitialBackoff, DefaultPodInitialBackoff}, {&c.PodMaxBackoff, DefaultPodMaxBackoff},
 		{&c.UnschedulableTimeout, DefaultUnschedulableTimeout}, {&c.BindTimeout, DefaultBindTimeout},
 		{&c.APITimeout, DefaultAPITimeout}, {&c.CycleTimeout, DefaultCycleTimeout},
+		{&c.BindingConditionsTimeout, DefaultBindingConditionsTimeout},
 	} {
 		if *d.v < 0 {
 			return c, errors.New("scheduler timers must not be negative")

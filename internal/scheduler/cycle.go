@@ -202,6 +202,10 @@ const (
 	ReasonFailedScheduling = "FailedScheduling"
 	// ReasonScheduled is the event of a successful binding.
 	ReasonScheduled = "Scheduled"
+	// ReasonWaitingForBindingConditions is the Normal event of a pod whose
+	// claims are allocated and which waits for its devices' binding
+	// conditions before it is bound.
+	ReasonWaitingForBindingConditions = "WaitingForBindingConditions"
 	// ReasonSchedulerError is the PodScheduled=False (or, in a claim
 	// cycle, ResourceClaimsAllocated=False) reason after an error (as
 	// opposed to Unschedulable or Unallocatable).

@@ -42,6 +42,13 @@
 //     pod is assumed on its node in the cache before binding, so the next
 //     cycle sees the resources taken; a failed binding undoes the
 //     reservation and the assumption and retries the pod with backoff.
+//   - A pod whose new allocations hold devices with binding conditions
+//     (an extension's PreBindExtension.TwoStep says so) is bound in two
+//     steps on its binding goroutine: its claims are committed first
+//     (Binding.ClaimsOnly, same fences) with a WaitingForBindingConditions
+//     event, the extension waits up to BindingConditionsTimeout for the
+//     conditions, and then the pod is bound; a failure releases the
+//     claims (PreBindExtension.Release) and retries the pod.
 //   - A pod that fits no node gets PodScheduled=False with reason
 //     Unschedulable and kube-scheduler's summary message, written (with the
 //     pod's resourceVersion as a precondition) only when it changes, and a

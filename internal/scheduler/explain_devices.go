@@ -215,6 +215,27 @@ func compactJSON(raw []byte) string {
 	return strings.TrimSpace(b.String())
 }
 
+// WriteBindingWait writes, for a pending pod with devices whose binding
+// conditions are not all True (its claims allocated by the first step of
+// its binding), that the pod waits for them before it is bound.
+func WriteBindingWait(w io.Writer, pod *corev1.Pod, reports []DeviceReport) error {
+	if pod.Spec.NodeName != "" {
+		return nil
+	}
+	var waits []string
+	for _, r := range reports {
+		if r.State == DeviceBinding {
+			waits = append(waits, fmt.Sprintf("claim %s device %s/%s/%s (%s)", r.Claim, r.Driver, r.Pool, r.Device, r.Why))
+		}
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "Waiting:    the claims are allocated; the pod is bound once its devices' binding conditions are True: waiting for binding conditions of %s\n",
+		strings.Join(waits, "; "))
+	return err
+}
+
 // WriteDevices prints the devices of a pod's claims, one row per device,
 // with the driver's conditions, network data and data on the rows below
 // it. Nothing is printed when there are none.

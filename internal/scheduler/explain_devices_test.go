@@ -7,6 +7,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	corev1 "allot.dev/allot/api/core/v1"
 )
 
 func TestClaimDeviceReportsState(t *testing.T) {
@@ -67,5 +69,33 @@ func TestClaimDeviceReportsState(t *testing.T) {
 				t.Errorf("got state %q why %q conditions %v; want %q, why with %q, %d conditions", got.State, got.Why, got.Conditions, tc.state, tc.whyHas, tc.condsLen)
 			}
 		})
+	}
+}
+
+// A pending pod with a device whose binding condition is not True yet is
+// said to wait for it; a bound pod, or one without such devices, is not.
+func TestWriteBindingWait(t *testing.T) {
+	pending := &corev1.Pod{}
+	bound := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}}
+	binding := []DeviceReport{{Claim: "c", Driver: "d", Pool: "p", Device: "gpu-0", State: DeviceBinding, Why: "waiting for binding condition Attached"}}
+	var b strings.Builder
+	if err := WriteBindingWait(&b, pending, binding); err != nil {
+		t.Fatal(err)
+	}
+	if want := "waiting for binding conditions of claim c device d/p/gpu-0 (waiting for binding condition Attached)"; !strings.Contains(b.String(), want) {
+		t.Fatalf("wrote %q, want %q in it", b.String(), want)
+	}
+	for name, tc := range map[string]struct {
+		pod     *corev1.Pod
+		reports []DeviceReport
+	}{
+		"bound":   {bound, binding},
+		"ready":   {pending, []DeviceReport{{State: DeviceReady}}},
+		"nothing": {pending, nil},
+	} {
+		b.Reset()
+		if err := WriteBindingWait(&b, tc.pod, tc.reports); err != nil || b.Len() != 0 {
+			t.Errorf("%s: wrote %q (%v), want nothing", name, b.String(), err)
+		}
 	}
 }

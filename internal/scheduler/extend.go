@@ -24,6 +24,7 @@ type extensionSet struct {
 	hold       []framework.HoldExtension
 	rejection  []framework.RejectionExtension
 	bind       []framework.BindExtension
+	preBind    []framework.PreBindExtension
 	assigned   []framework.AssignedPodExtension
 }
 
@@ -47,6 +48,9 @@ func newExtensionSet(all []framework.Plugin) extensionSet {
 		}
 		if v, ok := e.(framework.BindExtension); ok {
 			x.bind = append(x.bind, v)
+		}
+		if v, ok := e.(framework.PreBindExtension); ok {
+			x.preBind = append(x.preBind, v)
 		}
 		if v, ok := e.(framework.AssignedPodExtension); ok {
 			x.assigned = append(x.assigned, v)

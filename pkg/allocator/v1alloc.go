@@ -13,8 +13,9 @@ package allocator
 // DRADeviceTaints; DRAConsumableCapacity with DRAFractionalCapacityRange
 // (shared devices, capacity requests, distinctAttribute; the incubating
 // variant's rules, v1capacity.go); and the partition locks of projected
-// seed devices. Not: binding conditions (devices with bindingConditions
-// are never allocated),
+// seed devices; DRADeviceBindingConditions (results carry the devices'
+// binding conditions, bindsToNode limits the allocation to its node; the
+// scheduler waits for the conditions). Not:
 // compatibility groups (their slices leave a pool incomplete), list-typed
 // attributes, derived attributes. DeviceTaintRules add their taints to
 // the devices they select (NewV1InventoryTainted, taintrules.go). Where this engine differs from upstream, on

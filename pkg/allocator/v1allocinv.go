@@ -46,10 +46,7 @@ type v1dev struct {
 	d     *PoolDevice
 	key   string
 	input DeviceSelectorInput
-	// binding: the device has bindingConditions, which need
-	// DRADeviceBindingConditions (off); like upstream it is never selected.
-	binding bool
-	uses    []v1use // shared counters it consumes
+	uses  []v1use // shared counters it consumes
 	// multi: allowMultipleAllocations; caps are then its capacities, in
 	// the units its shares are summed in.
 	multi  bool
@@ -98,8 +95,8 @@ func v1Key(driver, pool, device string) string {
 // seed NodeResourceSlices. Pools are V1Pools' and SeedDevices', sorted by
 // driver and name; a v1 pool with the name and driver of a projected seed
 // pool is made Invalid (its devices and the seed's would share state keys).
-// Devices with bindingConditions are never allocated (DRADeviceBindingConditions
-// is off), as upstream does. The inputs must not be modified afterwards.
+// Devices with bindingConditions are allocated as any other; their results
+// carry the conditions (DRADeviceBindingConditions). The inputs must not be modified afterwards.
 func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *V1Inventory {
 	return NewV1InventoryModels(slices_, seed, nil)
 }
@@ -154,7 +151,6 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
 
-	binding := v1BindingDevices(slices_)
 	for pi := range inv.pools {
 		p := &inv.pools[pi]
 		if !p.Usable() {
@@ -170,9 +166,6 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}}
 			if d.AllowMultipleAllocations {
 				dev.multi, dev.caps = true, v1Caps(d.Capacity)
-			}
-			if binding != nil {
-				dev.binding = binding[fmt.Sprintf("%s\x00%d", dev.key, p.Generation)]
 			}
 			for _, cc := range d.ConsumesCounters {
 				g, seen := setGroups[cc.CounterSet]
@@ -347,27 +340,6 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 	return out
 }
 
-// v1BindingDevices returns the devices that have bindingConditions, by
-// state key and the pool generation of the slice that says so.
-func v1BindingDevices(in []*resourcev1.ResourceSlice) map[string]bool {
-	var out map[string]bool
-	for _, s := range in {
-		if s == nil {
-			continue
-		}
-		for i := range s.Spec.Devices {
-			if len(s.Spec.Devices[i].BindingConditions) == 0 {
-				continue
-			}
-			if out == nil {
-				out = map[string]bool{}
-			}
-			out[fmt.Sprintf("%s\x00%d", v1Key(s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Devices[i].Name), s.Spec.Pool.Generation)] = true
-		}
-	}
-	return out
-}
-
 // Pools returns the pools, sorted by driver and name. They share memory
 // with the inventory: read them, never modify them.
 func (inv *V1Inventory) Pools() []V1Pool { return inv.pools }
@@ -376,7 +348,7 @@ func (inv *V1Inventory) Pools() []V1Pool { return inv.pools }
 func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
 
 // nodeDevices returns the devices that can be allocated on the node
-// (usable pools, available on the node, no binding conditions), in
+// (usable pools, available on the node), in
 // inventory order, and the unusable pools that reach the node.
 func (inv *V1Inventory) nodeDevices(node *corev1.Node) (devs []int32, unusable []int32) {
 	name := ""
@@ -402,7 +374,7 @@ func (inv *V1Inventory) nodeDevices(node *corev1.Node) (devs []int32, unusable [
 			}
 		}
 		d := &inv.devs[x]
-		if d.binding || !inv.pools[d.pool].Usable() {
+		if !inv.pools[d.pool].Usable() {
 			continue
 		}
 		devs = append(devs, x)

@@ -49,6 +49,10 @@ func (p *v1prob) build(s *v1search) []*resourcev1.AllocationResult {
 						a.tolerations[i].DeepCopyInto(&res.Tolerations[i])
 					}
 				}
+				if len(d.d.BindingConditions) > 0 {
+					res.BindingConditions = slices.Clone(d.d.BindingConditions)
+					res.BindingFailureConditions = slices.Clone(d.d.BindingFailureConditions)
+				}
 				if d.multi {
 					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.name, d.key))
 					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(d.caps))
@@ -138,6 +142,10 @@ func (p *v1prob) nodeSelector(devs []int32) *k8scorev1.NodeSelector {
 	for _, x := range devs {
 		d := p.inv.devs[x].d
 		switch {
+		case d.BindsToNode && p.node != nil:
+			// The device is attached to the node the allocation is made
+			// for (KEP-5007): the allocation is not usable elsewhere.
+			return byName(p.node.Name)
 		case d.NodeName != "":
 			return byName(d.NodeName)
 		case d.NodeSelector != nil:

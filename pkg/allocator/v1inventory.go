@@ -119,6 +119,15 @@ type PoolDevice struct {
 	// claims and requests while the shares fit its capacity.
 	AllowMultipleAllocations bool
 
+	// BindingConditions and BindingFailureConditions are copied into the
+	// device's allocation results (DRADeviceBindingConditions): the
+	// scheduler binds the pod only once the claim's status shows every
+	// binding condition True. BindsToNode: the allocation is limited to
+	// the node it is made for.
+	BindingConditions        []string
+	BindingFailureConditions []string
+	BindsToNode              bool
+
 	// SeedInstance is the seed instance ID of a projected device ("" for a
 	// published v1 device): the leaf whose partition locks it takes.
 	SeedInstance string
@@ -342,6 +351,8 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
 				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, nodeSelector: sel.conv,
 				Taints: d.Taints, AllowMultipleAllocations: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
+				BindingConditions: d.BindingConditions, BindingFailureConditions: d.BindingFailureConditions,
+				BindsToNode: d.BindsToNode != nil && *d.BindsToNode,
 			})
 		}
 	}

@@ -256,6 +256,51 @@ spec:
 		u.kubectl(t, "delete", "devicetaintrule", "example")
 		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
 	})
+
+	// binding-conditions: the driver's devices wait for the binding
+	// condition its controller sets (here 4 s after the allocation): the
+	// pod's claim is allocated and the pod stays Pending without a node
+	// meanwhile, then it is bound and runs, the condition True in the
+	// claim's status. The driver is restarted to publish such devices,
+	// with a driver-wide token for its controller (it writes claims not
+	// bound to a node yet).
+	t.Run("binding-conditions", func(t *testing.T) {
+		const ns = "binding-conditions"
+		if _, err := u.driver.Terminate(stopGrace); err != nil {
+			t.Fatalf("stop the driver: %v", err)
+		}
+		u.startDriver(t, "--gpus", "4", "--binding-conditions", "--satisfy-binding-conditions", "4s",
+			"--controller-kubeconfig", u.tokenKubeconfig(t, "driver", upstreamDriverName))
+		waitFor(t, "the slice's devices with binding conditions", func() bool {
+			return u.jsonpath(t, "{.items[*].spec.devices[0].bindingConditions[0]}", "resourceslices",
+				"--field-selector", "spec.nodeName="+u.nodeName) == "BindingConditions"
+		})
+		u.applyYAML(t, demoManifest(t, "binding-conditions"))
+		waitFor(t, "the claim allocated with the device's binding conditions", func() bool {
+			return u.jsonpath(t, "{.items[*].status.allocation.devices.results[0].bindingConditions[0]}", "resourceclaims", "-n", ns) == "BindingConditions"
+		})
+		waitFor(t, "the waiting event", func() bool {
+			return strings.Contains(podEventReasons(t, u, ns, "pod0"), "WaitingForBindingConditions")
+		})
+		// While the condition is not set (4 s), the pod has no node and
+		// explain says what it waits for.
+		explained := u.allot(t, "explain", "pod", "pod0", "-n", ns)
+		if cond := u.jsonpath(t, `{.items[*].status.devices[*].conditions[?(@.type=="BindingConditions")].status}`, "resourceclaims", "-n", ns); cond != "True" {
+			if node := u.jsonpath(t, "{.spec.nodeName}", "pod", "pod0", "-n", ns); node != "" {
+				t.Fatalf("pod0 bound to %s before its binding condition is True", node)
+			}
+			if !strings.Contains(explained, "waiting for binding conditions of claim") || !strings.Contains(explained, "waiting for binding condition BindingConditions") {
+				t.Errorf("allot explain of the waiting pod:\n%s", explained)
+			}
+		}
+		if seen := devicesSeen(u.logLine(t, ns, "pod0", "ctr0")); len(seen) != 1 {
+			t.Fatalf("pod0 sees %q, want one GPU", seen)
+		}
+		if cond := u.jsonpath(t, `{.items[*].status.devices[*].conditions[?(@.type=="BindingConditions")].status}`, "resourceclaims", "-n", ns); cond != "True" {
+			t.Fatalf("the claim's binding condition is %q once pod0 runs, want True", cond)
+		}
+		u.kubectl(t, "delete", "namespace", ns, "--wait=true", "--timeout=60s")
+	})
 }
 
 // startDemoDriver starts another instance of the test driver on the demo

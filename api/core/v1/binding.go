@@ -35,6 +35,14 @@ type Binding struct {
 	// and each mapping must name a container of the pod, an extended
 	// resource it requests, and a request of the claim.
 	ExtendedResourceClaimStatus *PodExtendedResourceClaimStatus `json:"extendedResourceClaimStatus,omitempty"`
+	// ClaimsOnly commits ResourceClaims (allocations and reservations,
+	// under the same AllocationFences) without binding the pod: the pod,
+	// which must not have a node yet, is left pending (only
+	// ExtendedResourceClaimStatus is recorded), and the transaction fails
+	// if it changed since it was read. The scheduler does this first for
+	// devices with binding conditions, and binds the pod (a Binding that
+	// only reserves) once the conditions are met.
+	ClaimsOnly bool `json:"claimsOnly,omitempty"`
 }
 
 // ExtendedResourceClaimAnnotation marks a ResourceClaim the scheduler made

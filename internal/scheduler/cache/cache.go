@@ -94,6 +94,14 @@ func (c *Cache) RemoveNode(name string) {
 	c.touch(name, ni)
 }
 
+// HasNode reports whether the node is in the cache (added, not removed).
+func (c *Cache) HasNode(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ni, ok := c.nodes[name]
+	return ok && ni.Node() != nil
+}
+
 // AssumePod accounts pod (spec.nodeName set) on its node before it is
 // bound, so that the next cycles see the resources taken.
 func (c *Cache) AssumePod(pod *corev1.Pod) error {

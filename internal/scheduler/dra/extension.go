@@ -4,9 +4,11 @@
 // from the DRA informers, gates pending pods whose template claims are not
 // there yet, writes the PodSchedulingContexts and deallocation requests of
 // claims a driver's controller allocates, and gives pods placed by hand
-// the claim cycle's hooks. The scheduler's core reaches it only through
-// the framework's extension interfaces, from the registry
-// (internal/scheduler/extensions).
+// the claim cycle's hooks. For devices with binding conditions it splits
+// the binding in two (bindingconditions.go): it waits on the claim
+// informer for the conditions and releases the claims when that fails.
+// The scheduler's core reaches it only through the framework's extension
+// interfaces, from the registry (internal/scheduler/extensions).
 package dra
 
 import (

@@ -108,3 +108,23 @@ type AssignedPodExtension interface {
 	// BoundMessage is the Normal event's message after the binding, on node.
 	BoundMessage(state *CycleState, node string) string
 }
+
+// PreBindExtension splits a pending pod's binding in two when the pod
+// needs something to happen between its claims' allocation and its
+// binding (devices with binding conditions). TwoStep, on the binding
+// goroutine after Reserve, returns what the pod waits for ("" binds in one
+// step). The scheduler then posts the Binding with ClaimsOnly (the claims
+// allocated and reserved under their fences, the pod left pending),
+// calls Committed, and PreBind waits, until ctx ends (the scheduler's
+// binding-conditions timeout), for the pod to be bindable; nodeGone
+// reports whether the pod's node has left the scheduler's cache. Then the
+// full Binding (which only reserves) is posted. After a failure past the
+// first step the scheduler calls Release, which undoes what that step
+// committed (deallocates the claims), before Unreserve.
+type PreBindExtension interface {
+	Plugin
+	TwoStep(state *CycleState, pod *corev1.Pod) string
+	Committed(state *CycleState)
+	PreBind(ctx context.Context, state *CycleState, pod *corev1.Pod, nodeGone func() bool) *Status
+	Release(ctx context.Context, state *CycleState, pod *corev1.Pod)
+}

@@ -92,6 +92,16 @@
 //     before posting the Binding and deletes it when the binding is
 //     refused. Objects.ServesExtendedResource lets NodeResourcesFit skip
 //     the names DRA serves.
+//   - Devices with binding conditions (bindingconditions.go): BindingClaims
+//     lists the pod's new allocations that hold such devices; the
+//     scheduler then binds in two steps (the claims first with
+//     Binding.ClaimsOnly, ClaimsCommitted, then a binding that only
+//     reserves: ContributeBinding lists the claims without allocations,
+//     resourceVersions or fences). BindingVerdict judges a waiting claim
+//     (ready, or why to give up: deleted, deallocated, unreserved, a
+//     failure condition, an untolerated taint), PastCommit whether a view
+//     of it is recent enough to judge, ReleaseClaim is the status write
+//     that undoes the first step.
 //   - ClaimsReady tells whether a bound pod's claims are all allocated and
 //     reserved for it, trusting the plugin's own binding of the pod once
 //     it is committed (PostBind) and the caller's view otherwise. The

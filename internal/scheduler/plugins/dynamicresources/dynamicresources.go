@@ -192,6 +192,10 @@ type stateData struct {
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
 	dealloc *Deallocation                     // PostFilter's choice
+
+	// committed: the first of a two-step binding (binding conditions)
+	// committed the claims; the binding now only reserves them.
+	committed bool
 }
 
 // Clone implements framework.StateData. Results are immutable values.

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -212,6 +214,10 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 	if !ok || s.req == nil {
 		return nil
 	}
+	if s.committed {
+		s.contributeReservations(b)
+		return nil
+	}
 	for i, c := range s.chosen {
 		bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKey(c)]}
 		if s.newly[i] {
@@ -232,7 +238,14 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		for i, c := range s.v1.chosen {
 			bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKeyV1(c)]}
 			if s.v1.newly[i] {
-				raw, err := json.Marshal(c.Status.Allocation)
+				alloc := c.Status.Allocation
+				if HasBindingConditions(c) {
+					// As Kubernetes: when the allocation was made, for
+					// drivers that time their binding conditions.
+					alloc = alloc.DeepCopy()
+					alloc.AllocationTimestamp = &metav1.Time{Time: time.Now()}
+				}
+				raw, err := json.Marshal(alloc)
 				if err != nil {
 					return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKeyV1(c), err))
 				}
@@ -252,6 +265,19 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		b.AllocationFences = append(b.AllocationFences, corev1.AllocationFence{NodeName: k[0], DriverName: k[1], Revision: rev})
 	}
 	return nil
+}
+
+// contributeReservations lists the pod's claims to be reserved only: the
+// second step of a two-step binding, after the first committed them.
+func (s *stateData) contributeReservations(b *corev1.Binding) {
+	for _, c := range s.chosen {
+		b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
+	}
+	if s.v1 != nil {
+		for _, c := range s.v1.chosen {
+			b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
+		}
+	}
 }
 
 func compareKey(a, b [2]string) int {
