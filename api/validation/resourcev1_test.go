@@ -61,13 +61,29 @@ func TestV1FeatureTable(t *testing.T) {
 	}
 	for f, msg := range map[V1Feature]string{
 		V1FeatureListTypeAttributes: "feature gate DRAListTypeAttributes is disabled (as in Kubernetes 1.37)",
-		V1FeatureBindingConditions:  "not supported by allot yet",
+		V1FeatureBindingConditions:  "",
 		V1FeatureExtendedResource:   "",
 		V1FeatureAdminAccess:        "",
 	} {
 		if got := v1FeatureRefusal(f); got != msg {
 			t.Errorf("%s: refusal %q, want %q", f, got, msg)
 		}
+	}
+	// Issue 28's promise: nothing Kubernetes 1.37 turns on by default is
+	// refused as not supported.
+	for f, st := range V1Features {
+		if st.Kubernetes && !st.Allot {
+			t.Errorf("%s: on by default in Kubernetes 1.37 but not supported by allot", f)
+		}
+	}
+	// The refusal of a row that is on in Kubernetes but not in allot.
+	saved := V1Features[V1FeatureBindingConditions]
+	off := saved
+	off.Allot = false
+	V1Features[V1FeatureBindingConditions] = off
+	t.Cleanup(func() { V1Features[V1FeatureBindingConditions] = saved })
+	if got := v1FeatureRefusal(V1FeatureBindingConditions); got != "not supported by allot yet" {
+		t.Errorf("a row on in Kubernetes and off in allot: refusal %q, want %q", got, "not supported by allot yet")
 	}
 }
 
