@@ -113,6 +113,8 @@ type clusterConfig struct {
 	// run with --leader-elect (2s lease, 1.5s renew deadline, 200ms retry)
 	// and only the leader works.
 	Replicas int
+	// FenceAfter is the node agents' --self-fence-after (0: their default).
+	FenceAfter time.Duration
 }
 
 // Binaries are the programs a run starts, built beforehand: allot, and
@@ -171,14 +173,14 @@ func startCluster(ctx context.Context, bins Binaries, dir string, cfg clusterCon
 			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, election...)...)
 	}
 	for i := range cfg.Nodes {
-		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i))
+		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i), cfg.FenceAfter)
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for i := range cfg.UpstreamNodes {
-		n, err := c.addUpstreamNode(ctx, data, fmt.Sprintf("chaos-up-%d", i))
+		n, err := c.addUpstreamNode(ctx, data, fmt.Sprintf("chaos-up-%d", i), cfg.FenceAfter)
 		if err != nil {
 			return nil, err
 		}
@@ -218,25 +220,30 @@ func (c *cluster) nodeDirs(name string) (root, reg, cdi string, err error) {
 	return root, reg, cdi, nil
 }
 
-// newAgent adds a node agent (fake runtime) with a node token.
-func (c *cluster) newAgent(ctx context.Context, data, name, root, reg, cdi string) (*component, error) {
+// newAgent adds a node agent (fake runtime) with a node token; fenceAfter
+// (unless 0) is its --self-fence-after.
+func (c *cluster) newAgent(ctx context.Context, data, name, root, reg, cdi string, fenceAfter time.Duration) (*component, error) {
 	kc, err := c.kubeconfig(ctx, data, "node", name)
 	if err != nil {
 		return nil, err
 	}
-	return c.newComponent(name, "node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
+	var extra []string
+	if fenceAfter > 0 {
+		extra = []string{"--self-fence-after", fenceAfter.String()}
+	}
+	return c.newComponent(name, append([]string{"node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
 		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
 		"--device-plugin-dir", filepath.Join(root, "device-plugins"), "--plugins-registry-dir", reg,
 		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"), "--cdi-spec-dir", cdi,
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms", "--resync-interval", "2s",
 		"--retry-interval", "200ms", "--api-timeout", "5s", "--admit-retry-interval", "200ms",
 		"--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
-		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s"), nil
+		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s"}, extra...)...), nil
 }
 
 // addNode prepares a node agent (fake runtime) and its gpu.example.com
 // driver, with a node token.
-func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) {
+func (c *cluster) addNode(ctx context.Context, data, name string, fenceAfter time.Duration) (node, error) {
 	root, reg, cdi, err := c.nodeDirs(name)
 	if err != nil {
 		return node{}, err
@@ -246,7 +253,7 @@ func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) 
 	if err := os.WriteFile(modelFile, []byte(model), 0o644); err != nil {
 		return n, err
 	}
-	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi, fenceAfter); err != nil {
 		return n, err
 	}
 	n.driver = c.newComponent(name+"-gpu-driver", "example", "gpu-driver", "--config", modelFile,
@@ -260,13 +267,13 @@ func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) 
 // starts it: a node-driver token upstream.example.com@NODE, its registrar
 // directory the agent's plugins registry, its CDI root the agent's CDI
 // spec directory.
-func (c *cluster) addUpstreamNode(ctx context.Context, data, name string) (node, error) {
+func (c *cluster) addUpstreamNode(ctx context.Context, data, name string, fenceAfter time.Duration) (node, error) {
 	root, reg, cdi, err := c.nodeDirs(name)
 	if err != nil {
 		return node{}, err
 	}
 	n := node{name: name, cdiDir: cdi, cdiGlob: upstreamDriver + "-*.json", stateFile: filepath.Join(root, "driver-state"), upstream: true}
-	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi, fenceAfter); err != nil {
 		return n, err
 	}
 	kc, err := c.kubeconfig(ctx, data, "node-driver", upstreamDriver+"@"+name)
@@ -327,6 +334,13 @@ func (c *cluster) start(comp *component) error {
 func (c *cluster) kill(comp *component) {
 	comp.mu.Lock()
 	comp.kills++
+	comp.mu.Unlock()
+	c.takeDown(comp)
+}
+
+// takeDown is kill without counting a kill (an outage).
+func (c *cluster) takeDown(comp *component) {
+	comp.mu.Lock()
 	comp.down = true
 	p := comp.p
 	comp.mu.Unlock()
