@@ -26,6 +26,11 @@ type component struct {
 	args []string
 	log  string // its stderr, appended across restarts
 
+	// startMu serializes starts: the killer's restart and the
+	// supervisor's would otherwise both start a process, and the one not
+	// recorded would run on untracked (and unkillable by the killer).
+	startMu sync.Mutex
+
 	mu    sync.Mutex
 	p     *testproc.Proc
 	kills int
@@ -349,9 +354,17 @@ func (c *cluster) takeDown(comp *component) {
 
 // restart starts a killed (or crashed) component again.
 func (c *cluster) restart(ctx context.Context, comp *component) error {
+	comp.startMu.Lock()
+	defer comp.startMu.Unlock()
 	comp.mu.Lock()
 	comp.down = false
 	comp.mu.Unlock()
+	return c.startIfExited(ctx, comp)
+}
+
+// startIfExited starts the component unless its process runs;
+// comp.startMu is held.
+func (c *cluster) startIfExited(ctx context.Context, comp *component) error {
 	if p := comp.proc(); p != nil && !p.Exited() {
 		return nil
 	}
@@ -359,6 +372,22 @@ func (c *cluster) restart(ctx context.Context, comp *component) error {
 		return c.startAPIServer(ctx)
 	}
 	return c.start(comp)
+}
+
+// restartExited restarts the component if it exited on its own: it is
+// not held down and its process has exited. It reports whether it did.
+func (c *cluster) restartExited(ctx context.Context, comp *component) (bool, error) {
+	comp.startMu.Lock()
+	defer comp.startMu.Unlock()
+	comp.mu.Lock()
+	p, down := comp.p, comp.down
+	if down || p == nil || !p.Exited() {
+		comp.mu.Unlock()
+		return false, nil
+	}
+	comp.exits++
+	comp.mu.Unlock()
+	return true, c.startIfExited(ctx, comp)
 }
 
 // supervise restarts, as systemd would, the components that exited on
@@ -372,17 +401,11 @@ func (c *cluster) supervise(ctx context.Context, logf func(string, ...any)) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		for _, comp := range c.components {
-			comp.mu.Lock()
-			p, down := comp.p, comp.down
-			comp.mu.Unlock()
-			if down || p == nil || !p.Exited() {
-				continue
+			restarted, err := c.restartExited(ctx, comp)
+			if restarted {
+				logf("%s exited on its own; restarted it", comp.name)
 			}
-			comp.mu.Lock()
-			comp.exits++
-			comp.mu.Unlock()
-			logf("%s exited on its own; restarting it", comp.name)
-			if err := c.restart(ctx, comp); err != nil {
+			if err != nil {
 				logf("restart %s: %v", comp.name, err)
 			}
 		}
