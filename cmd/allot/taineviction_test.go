@@ -182,6 +182,21 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	beating.Store(true)
 	ready()
 	waitFor(t, ctx, "the taint removed", func() bool { return taint() == nil })
+	// Each change is an Event on the Node.
+	for _, reason := range []string{"NodeNotReady", "NodeReady"} {
+		waitFor(t, ctx, "a "+reason+" event on node "+name, func() bool {
+			evs, err := c.Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			for _, ev := range evs.Items {
+				if ev.Reason == reason && ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == name {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 func fmtConds(p *corev1.Pod) string {
