@@ -51,8 +51,10 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfigFor := func(role string) string { return componentKubeconfig(ctx, t, cl, dir, role, "le-"+role) }
+	metricsAddr := map[string]string{}
 	start := func(component, id, kubeconfig string, extra ...string) *exec.Cmd {
-		args := append([]string{component, "--kubeconfig", kubeconfig, "--leader-elect-identity", id}, fastElection...)
+		metricsAddr[id] = freeLoopbackAddr(t)
+		args := append([]string{component, "--kubeconfig", kubeconfig, "--leader-elect-identity", id, "--metrics-listen", metricsAddr[id]}, fastElection...)
 		return startComponent(t, dir, id, nil, append(args, extra...)...)
 	}
 	logOf := func(id string) string { return componentLog(dir, id) }
@@ -127,6 +129,12 @@ func TestLeaderElection(t *testing.T) {
 
 	sLead := waitHolder("allot-scheduler", "sched-a", "sched-b")
 	cLead := waitHolder("allot-controller-manager", "cm-a", "cm-b")
+	// The leaders say so in their metrics, as Kubernetes components do.
+	leads := func(id, lease string) {
+		waitMetrics(ctx, t, "http://"+metricsAddr[id]+"/metrics", `leader_election_master_status{name="`+lease+`"} 1`)
+	}
+	leads(sLead, "allot-scheduler")
+	leads(cLead, "allot-controller-manager")
 	bound("before")
 	finalized("le-before")
 	for _, id := range []string{other(sLead), other(cLead)} {
@@ -144,6 +152,8 @@ func TestLeaderElection(t *testing.T) {
 	}
 	waitHolder("allot-scheduler", other(sLead))
 	waitHolder("allot-controller-manager", other(cLead))
+	leads(other(sLead), "allot-scheduler")
+	leads(other(cLead), "allot-controller-manager")
 	bound("after")
 	finalized("le-after")
 	// Each takeover is an Event on the Lease, as Kubernetes components

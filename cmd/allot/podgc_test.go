@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,8 +94,9 @@ func TestPodGarbageCollection(t *testing.T) {
 	}
 
 	kc := componentKubeconfig(ctx, t, cl, dir, "controller-manager", "podgc-cm")
+	metricsAddr := freeLoopbackAddr(t)
 	startComponent(t, dir, "cm", nil, "controller-manager", "--kubeconfig", kc, "--pod-gc-period", "100ms",
-		"--pod-gc-orphan-quarantine", "300ms", "--terminated-pod-gc-threshold", "2")
+		"--pod-gc-orphan-quarantine", "300ms", "--terminated-pod-gc-threshold", "2", "--metrics-listen", metricsAddr)
 
 	want := map[string]bool{"orphan": true, "oos-terminating": true, "done-0": true, "done-1": true}
 	var orphanLast *corev1.Pod
@@ -121,6 +126,11 @@ func TestPodGarbageCollection(t *testing.T) {
 	if orphanLast.Status.Phase != corev1.PodFailed || !strings.Contains(fmt.Sprint(orphanLast.Status.Conditions), "DeletionByPodGC") {
 		t.Errorf("orphan deleted as %s %v, want Failed with DisruptionTarget DeletionByPodGC", orphanLast.Status.Phase, orphanLast.Status.Conditions)
 	}
+	// Its metrics count each deletion by reason.
+	waitMetrics(ctx, t, "http://"+metricsAddr+"/metrics",
+		`pod_gc_collector_force_delete_pods_total{namespace="podgc",reason="orphaned"} 1`,
+		`pod_gc_collector_force_delete_pods_total{namespace="podgc",reason="terminating_out_of_service"} 1`,
+		`pod_gc_collector_force_delete_pods_total{namespace="podgc",reason="terminated"} 2`)
 	// The others stay. Watched for 2 s: 20 collector passes, each of which
 	// judged every pod, after the passes that deleted the four.
 	timer := time.NewTimer(2 * time.Second)
@@ -138,6 +148,44 @@ func TestPodGarbageCollection(t *testing.T) {
 	for _, name := range []string{"live-terminating", "running", "done-2", "done-3"} {
 		if _, err := c.Pods(ns).Get(ctx, name); apierrors.IsNotFound(err) {
 			t.Errorf("pod %s deleted", name)
+		}
+	}
+}
+
+// freeLoopbackAddr is a free 127.0.0.1 address for a component to listen on.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitMetrics waits until a component's /metrics at url has every line
+// of want.
+func waitMetrics(ctx context.Context, t *testing.T, url string, want ...string) {
+	t.Helper()
+	var body string
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			lines := strings.Split(body, "\n")
+			if !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(lines, w) }) {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s lacks some of %q:\n%s", url, want, body)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -102,7 +102,9 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	pod("te-forever", unreachable)
 
 	kc := componentKubeconfig(ctx, t, cl, dir, "controller-manager", "te-cm")
-	startComponent(t, dir, "cm", nil, "controller-manager", "--kubeconfig", kc, "--node-monitor-grace-period", "700ms", "--node-monitor-period", "100ms")
+	metricsAddr := freeLoopbackAddr(t)
+	startComponent(t, dir, "cm", nil, "controller-manager", "--kubeconfig", kc, "--node-monitor-grace-period", "700ms", "--node-monitor-period", "100ms",
+		"--metrics-listen", metricsAddr)
 	taint := func() *corev1.Taint {
 		cur, err := c.Nodes().Get(ctx, name)
 		if err != nil {
@@ -173,11 +175,28 @@ func TestNodeLossEvictsPods(t *testing.T) {
 	if evicted("te-forever") != nil {
 		t.Fatal("te-forever evicted despite its toleration without tolerationSeconds")
 	}
+	// The controllers' metrics count the taint and the three evictions.
+	waitMetrics(ctx, t, "http://"+metricsAddr+"/metrics", "taint_eviction_controller_pod_deletions_total 3", `node_collector_evictions_total{zone=""} 1`)
 
 	// The node is back: Ready again, the taint comes off.
 	beating.Store(true)
 	ready()
 	waitFor(t, ctx, "the taint removed", func() bool { return taint() == nil })
+	// Each change is an Event on the Node.
+	for _, reason := range []string{"NodeNotReady", "NodeReady"} {
+		waitFor(t, ctx, "a "+reason+" event on node "+name, func() bool {
+			evs, err := c.Events("default").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false
+			}
+			for _, ev := range evs.Items {
+				if ev.Reason == reason && ev.InvolvedObject.Kind == "Node" && ev.InvolvedObject.Name == name {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 func fmtConds(p *corev1.Pod) string {

@@ -472,6 +472,7 @@ func (a *Agent) newSelfFence() {
 		}
 	}
 	f.log = a.cfg.Logger.With("component", "self-fence").Warn
+	f.raised, f.stopped = a.cfg.Metrics.Fences, a.cfg.Metrics.FencedPods
 	if a.cfg.RootDir != "" {
 		f.file = filepath.Join(a.cfg.RootDir, HeartbeatFile)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -50,6 +51,9 @@ type selfFence struct {
 	multi func(types.UID) bool
 	poke  func()
 	log   func(msg string, args ...any)
+	// raised and stopped count fences raised and pods failed by them
+	// (the agent's metrics); nil: not counted.
+	raised, stopped prometheus.Counter
 
 	mu     sync.Mutex
 	lastOK time.Time
@@ -58,13 +62,16 @@ type selfFence struct {
 	// lowered): the pod workers' API calls end with it (fencedAPI).
 	epoch    context.Context
 	endEpoch context.CancelFunc
+	// failed are the pods failed since the fence was raised, counted once
+	// each however often their workers ask.
+	failed map[types.UID]bool
 }
 
 // errFenced ends the pod workers' API calls when the fence is raised.
 var errFenced = errors.New("the node's fence is raised: no heartbeat reached the API server for the fence time")
 
 func newSelfFence(after time.Duration) *selfFence {
-	f := &selfFence{after: after}
+	f := &selfFence{after: after, failed: map[types.UID]bool{}}
 	f.epoch, f.endEpoch = context.WithCancel(context.Background())
 	return f
 }
@@ -82,6 +89,7 @@ func (f *selfFence) renewed(now time.Time) {
 	f.fenced = false
 	if was {
 		f.epoch, f.endEpoch = context.WithCancel(context.Background())
+		clear(f.failed)
 	}
 	f.mu.Unlock()
 	if was {
@@ -110,6 +118,7 @@ func (f *selfFence) check(now time.Time) {
 	last := f.lastOK
 	f.mu.Unlock()
 	if raise {
+		inc(f.raised)
 		f.log("no heartbeat reached the API server for the fence time: stopping the pods that hold devices other nodes can reach",
 			"lastHeartbeat", last, "fenceAfter", f.after)
 		f.poke()
@@ -128,6 +137,13 @@ func (f *selfFence) PodFailure(pod *corev1.Pod) *pods.Failure {
 	f.mu.Unlock()
 	if !fenced || !f.applies(pod) {
 		return nil
+	}
+	f.mu.Lock()
+	first := !f.failed[pod.UID]
+	f.failed[pod.UID] = true
+	f.mu.Unlock()
+	if first {
+		inc(f.stopped)
 	}
 	grace := FenceStopGrace
 	return &pods.Failure{Reason: ReasonFenced, Grace: &grace, Message: fmt.Sprintf(
@@ -202,6 +218,12 @@ func (f *selfFence) loop(ctx context.Context) {
 		case now := <-t.C:
 			f.check(now)
 		}
+	}
+}
+
+func inc(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
 	}
 }
 

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/node/metrics"
 	"allot.dev/allot/internal/node/pods"
 )
 
@@ -73,10 +76,12 @@ func TestFencedAPIEndsCallsWhenRaised(t *testing.T) {
 
 // TestSelfFenceChoosesPods: the fence fails only the pods that hold
 // multi-node claims or opt in, only while raised, with its reason and a
-// capped grace.
+// capped grace; its metrics count the raise and each pod once.
 func TestSelfFenceChoosesPods(t *testing.T) {
 	f := newSelfFence(time.Second)
 	f.poke, f.log = func() {}, func(string, ...any) {}
+	m := metrics.New(nil)
+	f.raised, f.stopped = m.Fences, m.FencedPods
 	f.multi = func(uid types.UID) bool { return uid == "multi" }
 	pod := func(uid types.UID, annotations map[string]string) *corev1.Pod {
 		p := &corev1.Pod{}
@@ -101,8 +106,22 @@ func TestSelfFenceChoosesPods(t *testing.T) {
 	if fl := f.PodFailure(plain); fl != nil {
 		t.Fatalf("a pod without multi-node claims failed by the fence: %+v", fl)
 	}
+	f.check(t0.Add(3 * time.Second)) // still raised: not a second fence
+	f.PodFailure(multi)              // asked again: the same pod
+	if raised, stopped := counterValue(t, m.Fences), counterValue(t, m.FencedPods); raised != 1 || stopped != 2 {
+		t.Fatalf("metrics: %v fences, %v fenced pods; want 1 and 2", raised, stopped)
+	}
 	f.renewed(t0.Add(3 * time.Second))
 	if fl := f.PodFailure(multi); fl != nil {
 		t.Fatalf("pod failed after the fence was lowered: %+v", fl)
 	}
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -25,6 +25,9 @@ var (
 	flagSimNodes = flag.Int("chaos.sim-nodes", 2, "simulated nodes without devices")
 	flagReplicas = flag.Int("chaos.replicas", 2, "replicas of the scheduler and the controller manager (leader election above one)")
 	flagSettle   = flag.Duration("chaos.settle", 90*time.Second, "after the churn: how long the cluster may go without a pod finishing, and how long deleted pods and their claims may take to go (longer than client-go's relist backoff, up to a minute with jitter after repeated failures)")
+	flagFence    = flag.Duration("chaos.self-fence-after", 2*time.Second, "the node agents' --self-fence-after")
+	flagOutage   = flag.Duration("chaos.outage", 5*time.Second, "how long each API server outage lasts (longer than -chaos.self-fence-after: the agents raise their fence); 0: none")
+	flagOutageEv = flag.Duration("chaos.outage-every", 30*time.Second, "time between API server outages (the first at half of it)")
 	flagReport   = flag.String("chaos.report", "", "also write the report to this file")
 	flagKeep     = flag.Bool("chaos.keep", false, "keep the run's directory (component logs) instead of removing it")
 )
@@ -66,7 +69,11 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Duration: *flagDuration, Rate: *flagRate, KillInterval: *flagKill, Seed: *flagSeed,
-		Nodes: *flagNodes, UpstreamNodes: *flagUpstream, SimNodes: *flagSimNodes, Replicas: *flagReplicas, Settle: *flagSettle, Log: logWriter{t}}
+		Nodes: *flagNodes, UpstreamNodes: *flagUpstream, SimNodes: *flagSimNodes, Replicas: *flagReplicas, Settle: *flagSettle,
+		FenceAfter: *flagFence, Outage: *flagOutage, OutageEvery: *flagOutageEv, Log: logWriter{t}}
+	if cfg.Outage > 0 && cfg.Outage <= cfg.FenceAfter {
+		t.Fatalf("-chaos.outage %v must exceed -chaos.self-fence-after %v: the outages are there to raise the agents' fence", cfg.Outage, cfg.FenceAfter)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+5*cfg.Settle+5*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, bins, dir, cfg)

@@ -26,6 +26,11 @@ type component struct {
 	args []string
 	log  string // its stderr, appended across restarts
 
+	// startMu serializes starts: the killer's restart and the
+	// supervisor's would otherwise both start a process, and the one not
+	// recorded would run on untracked (and unkillable by the killer).
+	startMu sync.Mutex
+
 	mu    sync.Mutex
 	p     *testproc.Proc
 	kills int
@@ -113,6 +118,8 @@ type clusterConfig struct {
 	// run with --leader-elect (2s lease, 1.5s renew deadline, 200ms retry)
 	// and only the leader works.
 	Replicas int
+	// FenceAfter is the node agents' --self-fence-after (0: their default).
+	FenceAfter time.Duration
 }
 
 // Binaries are the programs a run starts, built beforehand: allot, and
@@ -171,14 +178,14 @@ func startCluster(ctx context.Context, bins Binaries, dir string, cfg clusterCon
 			"--gc-rediscovery", "5s", "--gc-resync", "30s"}, election...)...)
 	}
 	for i := range cfg.Nodes {
-		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i))
+		n, err := c.addNode(ctx, data, fmt.Sprintf("chaos-%d", i), cfg.FenceAfter)
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
 	for i := range cfg.UpstreamNodes {
-		n, err := c.addUpstreamNode(ctx, data, fmt.Sprintf("chaos-up-%d", i))
+		n, err := c.addUpstreamNode(ctx, data, fmt.Sprintf("chaos-up-%d", i), cfg.FenceAfter)
 		if err != nil {
 			return nil, err
 		}
@@ -218,25 +225,30 @@ func (c *cluster) nodeDirs(name string) (root, reg, cdi string, err error) {
 	return root, reg, cdi, nil
 }
 
-// newAgent adds a node agent (fake runtime) with a node token.
-func (c *cluster) newAgent(ctx context.Context, data, name, root, reg, cdi string) (*component, error) {
+// newAgent adds a node agent (fake runtime) with a node token; fenceAfter
+// (unless 0) is its --self-fence-after.
+func (c *cluster) newAgent(ctx context.Context, data, name, root, reg, cdi string, fenceAfter time.Duration) (*component, error) {
 	kc, err := c.kubeconfig(ctx, data, "node", name)
 	if err != nil {
 		return nil, err
 	}
-	return c.newComponent(name, "node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
+	var extra []string
+	if fenceAfter > 0 {
+		extra = []string{"--self-fence-after", fenceAfter.String()}
+	}
+	return c.newComponent(name, append([]string{"node", "--name", name, "--kubeconfig", kc, "--runtime", "fake",
 		"--root-dir", root, "--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
 		"--device-plugin-dir", filepath.Join(root, "device-plugins"), "--plugins-registry-dir", reg,
 		"--pod-resources-socket", filepath.Join(root, "pod-resources.sock"), "--cdi-spec-dir", cdi,
 		"--heartbeat-interval", "500ms", "--relist-interval", "200ms", "--resync-interval", "2s",
 		"--retry-interval", "200ms", "--api-timeout", "5s", "--admit-retry-interval", "200ms",
 		"--terminated-pod-cleanup", "200ms", "--dra-slice-grace-period", "5s",
-		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s"), nil
+		"--dra-prepare-backoff-initial", "100ms", "--dra-prepare-backoff-max", "1s", "--dra-prepare-timeout", "5s"}, extra...)...), nil
 }
 
 // addNode prepares a node agent (fake runtime) and its gpu.example.com
 // driver, with a node token.
-func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) {
+func (c *cluster) addNode(ctx context.Context, data, name string, fenceAfter time.Duration) (node, error) {
 	root, reg, cdi, err := c.nodeDirs(name)
 	if err != nil {
 		return node{}, err
@@ -246,7 +258,7 @@ func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) 
 	if err := os.WriteFile(modelFile, []byte(model), 0o644); err != nil {
 		return n, err
 	}
-	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi, fenceAfter); err != nil {
 		return n, err
 	}
 	n.driver = c.newComponent(name+"-gpu-driver", "example", "gpu-driver", "--config", modelFile,
@@ -260,13 +272,13 @@ func (c *cluster) addNode(ctx context.Context, data, name string) (node, error) 
 // starts it: a node-driver token upstream.example.com@NODE, its registrar
 // directory the agent's plugins registry, its CDI root the agent's CDI
 // spec directory.
-func (c *cluster) addUpstreamNode(ctx context.Context, data, name string) (node, error) {
+func (c *cluster) addUpstreamNode(ctx context.Context, data, name string, fenceAfter time.Duration) (node, error) {
 	root, reg, cdi, err := c.nodeDirs(name)
 	if err != nil {
 		return node{}, err
 	}
 	n := node{name: name, cdiDir: cdi, cdiGlob: upstreamDriver + "-*.json", stateFile: filepath.Join(root, "driver-state"), upstream: true}
-	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi); err != nil {
+	if n.agent, err = c.newAgent(ctx, data, name, root, reg, cdi, fenceAfter); err != nil {
 		return n, err
 	}
 	kc, err := c.kubeconfig(ctx, data, "node-driver", upstreamDriver+"@"+name)
@@ -327,6 +339,13 @@ func (c *cluster) start(comp *component) error {
 func (c *cluster) kill(comp *component) {
 	comp.mu.Lock()
 	comp.kills++
+	comp.mu.Unlock()
+	c.takeDown(comp)
+}
+
+// takeDown is kill without counting a kill (an outage).
+func (c *cluster) takeDown(comp *component) {
+	comp.mu.Lock()
 	comp.down = true
 	p := comp.p
 	comp.mu.Unlock()
@@ -335,9 +354,17 @@ func (c *cluster) kill(comp *component) {
 
 // restart starts a killed (or crashed) component again.
 func (c *cluster) restart(ctx context.Context, comp *component) error {
+	comp.startMu.Lock()
+	defer comp.startMu.Unlock()
 	comp.mu.Lock()
 	comp.down = false
 	comp.mu.Unlock()
+	return c.startIfExited(ctx, comp)
+}
+
+// startIfExited starts the component unless its process runs;
+// comp.startMu is held.
+func (c *cluster) startIfExited(ctx context.Context, comp *component) error {
 	if p := comp.proc(); p != nil && !p.Exited() {
 		return nil
 	}
@@ -345,6 +372,22 @@ func (c *cluster) restart(ctx context.Context, comp *component) error {
 		return c.startAPIServer(ctx)
 	}
 	return c.start(comp)
+}
+
+// restartExited restarts the component if it exited on its own: it is
+// not held down and its process has exited. It reports whether it did.
+func (c *cluster) restartExited(ctx context.Context, comp *component) (bool, error) {
+	comp.startMu.Lock()
+	defer comp.startMu.Unlock()
+	comp.mu.Lock()
+	p, down := comp.p, comp.down
+	if down || p == nil || !p.Exited() {
+		comp.mu.Unlock()
+		return false, nil
+	}
+	comp.exits++
+	comp.mu.Unlock()
+	return true, c.startIfExited(ctx, comp)
 }
 
 // supervise restarts, as systemd would, the components that exited on
@@ -358,17 +401,11 @@ func (c *cluster) supervise(ctx context.Context, logf func(string, ...any)) {
 		case <-time.After(200 * time.Millisecond):
 		}
 		for _, comp := range c.components {
-			comp.mu.Lock()
-			p, down := comp.p, comp.down
-			comp.mu.Unlock()
-			if down || p == nil || !p.Exited() {
-				continue
+			restarted, err := c.restartExited(ctx, comp)
+			if restarted {
+				logf("%s exited on its own; restarted it", comp.name)
 			}
-			comp.mu.Lock()
-			comp.exits++
-			comp.mu.Unlock()
-			logf("%s exited on its own; restarting it", comp.name)
-			if err := c.restart(ctx, comp); err != nil {
+			if err != nil {
 				logf("restart %s: %v", comp.name, err)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/api/resource/resourceconv"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/fence"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,6 +74,9 @@ type claim struct {
 	immediate bool // v1alpha2 AllocationModeImmediate: stays allocated without consumers
 	devices   []heldDevice
 	reserved  []types.UID
+	// multiNode: the allocation holds devices other nodes can reach (its
+	// nodes are not one node by name): the fence may stop its pods.
+	multiNode bool
 }
 
 // heldDevice is one allocated device of a claim, named as a v1 device:
@@ -108,7 +112,8 @@ func (cs Claims) stored() []*claim {
 			continue
 		}
 		n := &claim{id: c.Namespace + "/" + c.Name, uid: c.UID, version: versionV1alpha2, meta: &c.ObjectMeta,
-			allocated: c.Status.Allocation != nil, immediate: c.Spec.AllocationMode == resourcev1alpha2.AllocationModeImmediate}
+			allocated: c.Status.Allocation != nil, immediate: c.Spec.AllocationMode == resourcev1alpha2.AllocationModeImmediate,
+			multiNode: fence.AllocationReachesOtherNodes(c.Status.Allocation)}
 		for _, r := range c.Status.ReservedFor {
 			n.reserved = append(n.reserved, r.UID)
 		}
@@ -130,7 +135,8 @@ func (cs Claims) stored() []*claim {
 		if resourcev1alpha2.IsView(c) {
 			continue
 		}
-		n := &claim{id: c.Namespace + "/" + c.Name, uid: c.UID, version: versionV1, meta: &c.ObjectMeta, allocated: c.Status.Allocation != nil}
+		n := &claim{id: c.Namespace + "/" + c.Name, uid: c.UID, version: versionV1, meta: &c.ObjectMeta, allocated: c.Status.Allocation != nil,
+			multiNode: fence.AllocationV1ReachesOtherNodes(c.Status.Allocation)}
 		for _, r := range c.Status.ReservedFor {
 			n.reserved = append(n.reserved, r.UID)
 		}

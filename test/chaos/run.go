@@ -21,6 +21,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/internal/fence"
 	"allot.dev/allot/internal/node/runtime/fake"
 	resourcev1 "k8s.io/api/resource/v1"
 )
@@ -51,6 +52,12 @@ type Config struct {
 	// doubled by jitter, before it lists again, and a controller sees
 	// nothing meanwhile.
 	Settle time.Duration
+	// FenceAfter is the node agents' --self-fence-after (0: the agent's
+	// default). Outage is how long each API server outage lasts (0: none):
+	// it must exceed FenceAfter, so that the agents raise their fence;
+	// the first begins OutageEvery/2 into the churn, the next OutageEvery
+	// later. During an outage the killer leaves the API server alone.
+	FenceAfter, Outage, OutageEvery time.Duration
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -87,6 +94,9 @@ type Report struct {
 	// state files show prepared, UpstreamPrepareCalls how many prepare
 	// lines they have (a claim prepared again after a kill has two).
 	UpstreamPrepared, UpstreamPrepareCalls int
+
+	// Fence is what the API server outages did (fence.go).
+	Fence FenceReport
 }
 
 func (r *Report) String() string {
@@ -116,7 +126,8 @@ func (r *Report) String() string {
 	}
 	sort.Strings(exited)
 	fmt.Fprintf(&b, "\nexits on their own, restarted (leaders that lost their lease):%s", strings.Join(exited, ""))
-	fmt.Fprintf(&b, "\nsnapshots checked during the churn: %d\n", r.Samples)
+	fmt.Fprintf(&b, "\n%s", r.Fence.String())
+	fmt.Fprintf(&b, "snapshots checked during the churn: %d\n", r.Samples)
 	fmt.Fprintf(&b, "violations: %d\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", v)
@@ -142,6 +153,11 @@ type run struct {
 	// by UID; ran the kind (version, or kindUpstream) of those seen
 	// reserved for a running pod.
 	versions, ran map[types.UID]string
+	// fence is the state of the fence rule's check (fence.go); apiMu is
+	// held by an outage for its length, and by the killer while it holds
+	// the API server down, so that neither restarts it under the other.
+	fence fenceState
+	apiMu sync.Mutex
 }
 
 // podNames is the pool of names pods are created with: names are reused
@@ -157,7 +173,8 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	c, err := startCluster(ctx, bins, dir, clusterConfig{Nodes: cfg.Nodes, UpstreamNodes: cfg.UpstreamNodes, SimNodes: cfg.SimNodes, Replicas: cfg.Replicas})
+	c, err := startCluster(ctx, bins, dir, clusterConfig{Nodes: cfg.Nodes, UpstreamNodes: cfg.UpstreamNodes, SimNodes: cfg.SimNodes, Replicas: cfg.Replicas,
+		FenceAfter: cfg.FenceAfter})
 	if c != nil {
 		defer c.stop()
 	}
@@ -167,7 +184,7 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 	r := &run{cfg: cfg, c: c, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		rep:     &Report{Config: cfg, Kills: map[string]int{}, Exits: map[string]int{}, ComponentLogsDir: dir},
 		created: map[types.UID]string{}, deleted: map[types.UID]bool{},
-		versions: map[types.UID]string{}, ran: map[types.UID]string{}}
+		versions: map[types.UID]string{}, ran: map[types.UID]string{}, fence: newFenceState()}
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
@@ -184,6 +201,12 @@ func Run(ctx context.Context, bins Binaries, dir string, cfg Config) (*Report, e
 		if comp.exits > 0 {
 			r.rep.Exits[comp.name] = comp.exits
 		}
+	}
+	if r.rep.Fence.Raised, err = c.countFences(); err != nil {
+		return nil, err
+	}
+	if n := len(r.rep.Fence.Outages); n > 0 && r.rep.Fence.Raised == 0 {
+		r.addViolations([]Violation{{RuleOutageUnfenced, fmt.Sprintf("%d outages of %v, the agents' fence time %v", n, cfg.Outage, cfg.FenceAfter)}})
 	}
 	r.rep.Elapsed = time.Since(start)
 	return r.rep, nil
@@ -272,6 +295,7 @@ func (r *run) churn(ctx context.Context) {
 	wg.Go(func() { r.c.supervise(ctx, r.logf) })
 	wg.Go(func() { r.sampler(ctx) })
 	wg.Go(func() { r.reaper(ctx) })
+	wg.Go(func() { r.outages(ctx) })
 	tick := time.NewTicker(time.Duration(float64(time.Second) / r.cfg.Rate))
 	defer tick.Stop()
 	for {
@@ -301,12 +325,27 @@ func (r *run) createPod(ctx context.Context) {
 	runFor := time.Duration(500+r.rng.IntN(2500)) * time.Millisecond
 	v1 := r.rng.IntN(2) == 0
 	upstream := r.cfg.UpstreamNodes > 0 && r.rng.IntN(6) == 0
+	// With outages, one pod in eight opts into the fence and runs 6-10s,
+	// and one in eight of the others runs 5-8s: pods that run through an
+	// outage's fence time, to be stopped by it or not.
+	optIn := false
+	if r.cfg.Outage > 0 {
+		switch r.rng.IntN(8) {
+		case 0:
+			optIn, runFor = true, time.Duration(6000+r.rng.IntN(4000))*time.Millisecond
+		case 1:
+			runFor = time.Duration(5000+r.rng.IntN(3000)) * time.Millisecond
+		}
+	}
 	r.mu.Unlock()
 	grace := int64(1)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Annotations: map[string]string{fake.AnnotationExitAfter: runFor.String()}},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	if optIn {
+		pod.Annotations[fence.AnnotationPodFence] = "true"
 	}
 	if kind >= 3 {
 		tmpl := "any"
@@ -344,6 +383,9 @@ func (r *run) createPod(ctx context.Context) {
 			r.rep.PodsCreatedV1++
 		}
 		r.created[got.UID] = name
+		if optIn {
+			r.rep.Fence.PodsOptedIn++
+		}
 	}
 }
 
@@ -416,6 +458,9 @@ func (r *run) reaper(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		r.mu.Lock()
+		r.noteFenced(pods)
+		r.mu.Unlock()
 		for i := range pods {
 			p := &pods[i]
 			if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
@@ -445,6 +490,16 @@ func (r *run) killer(ctx context.Context, rng *rand.Rand) {
 				victims = append(victims, other)
 			}
 		}
+		// The API server is the killer's only while no outage holds it.
+		heldAPI := false
+		if slices.Contains(victims, r.c.apiserver) {
+			if heldAPI = r.apiMu.TryLock(); !heldAPI {
+				victims = slices.DeleteFunc(victims, func(c *component) bool { return c == r.c.apiserver })
+			}
+		}
+		if len(victims) == 0 {
+			continue
+		}
 		down := time.Duration(100+rng.IntN(900)) * time.Millisecond
 		for _, v := range victims {
 			r.logf("kill -9 %s; restart in %v", v.name, down)
@@ -458,6 +513,9 @@ func (r *run) killer(ctx context.Context, rng *rand.Rand) {
 			if err := r.c.restart(context.WithoutCancel(ctx), v); err != nil {
 				r.logf("restart %s: %v", v.name, err)
 			}
+		}
+		if heldAPI {
+			r.apiMu.Unlock()
 		}
 	}
 }
@@ -480,6 +538,7 @@ func (r *run) sampler(ctx context.Context) {
 		vs = append(vs, CheckRunningPodsReserved(pods, claims)...)
 		r.mu.Lock()
 		r.noteClaims(pods, claims)
+		r.noteFenced(pods)
 		r.rep.Samples++
 		r.addViolations(vs)
 		r.mu.Unlock()
@@ -501,6 +560,7 @@ func (r *run) noteClaims(pods []corev1.Pod, claims Claims) {
 			r.ran[c.uid] = c.kind()
 		}
 	}
+	maps.Copy(r.fence.multiNode, MultiNodePods(claims))
 }
 
 // addViolations records violations once each; r.mu is held.
@@ -584,6 +644,7 @@ func (r *run) settle(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	vs = append(vs, CheckNoPodLost(r.created, r.deleted, pods)...)
+	r.noteFenced(pods)
 	r.mu.Unlock()
 	// 2. Delete every pod; each must go.
 	for i := range pods {

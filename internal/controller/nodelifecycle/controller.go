@@ -12,7 +12,8 @@
 // Ready condition, as Kubernetes does: node.kubernetes.io/unreachable
 // while Unknown, node.kubernetes.io/not-ready while False, none while True
 // (taints.go). New taints are rate-limited per zone; the taint eviction
-// controller evicts the pods that do not tolerate them.
+// controller evicts the pods that do not tolerate them. A taint added is
+// a NodeNotReady Event on the Node, its removal a NodeReady one.
 //
 // The controller reads nodes from an informer and writes the Ready
 // condition through nodes/status and the taints through the Node,
@@ -23,6 +24,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,6 +74,9 @@ type Controller struct {
 	leases  client.Informer[*coordinationv1.Lease]
 	opts    Options
 	metrics *taintMetrics
+	// events records a node's lifecycle taint coming and going (nil
+	// before Run: tests that drive taintNodes directly record none).
+	events *client.EventRecorder
 	// limiters rate-limit new taints per zone; zoneStates is each zone's
 	// last judged health. Used by the Run goroutine only.
 	limiters   map[string]*rate.Limiter
@@ -131,6 +136,13 @@ const (
 // Run checks nodes every MonitorPeriod until ctx ends. The factory must be
 // started by the caller.
 func (c *Controller) Run(ctx context.Context) {
+	host, _ := os.Hostname()
+	c.events = client.NewEventRecorder(c.c, "node-controller", host)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c.events.Shutdown(sctx)
+	}()
 	t := time.NewTicker(c.opts.MonitorPeriod)
 	defer t.Stop()
 	for {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,6 +191,25 @@ func TestTaintRateLimits(t *testing.T) {
 	now = now.Add(10 * time.Second)
 	if n := step(ctl, nodes); n != 1 {
 		t.Fatalf("normal zone 10 s later: %d taints, want 1", n)
+	}
+	// The node_collector_* metrics count them, by zone.
+	for name, tc := range map[string]struct {
+		c    prometheus.Metric
+		want float64
+	}{
+		"node_collector_evictions_total{zone=a}":         {ctl.metrics.evictions.WithLabelValues("a"), 2},
+		"node_collector_evictions_total{zone=b}":         {ctl.metrics.evictions.WithLabelValues("b"), 0},
+		"node_collector_zone_size{zone=a}":               {ctl.metrics.size.WithLabelValues("a"), 10},
+		"node_collector_unhealthy_nodes_in_zone{zone=a}": {ctl.metrics.unhealthy.WithLabelValues("a"), 2},
+		"node_collector_zone_health{zone=a}":             {ctl.metrics.health.WithLabelValues("a"), 80},
+	} {
+		var m dto.Metric
+		if err := tc.c.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetCounter().GetValue() + m.GetGauge().GetValue(); got != tc.want {
+			t.Errorf("%s = %v, want %v", name, got, tc.want)
+		}
 	}
 	// Zone c, small and mostly down (partial disruption): none.
 	if n := step(newCtl(), append(zone("c", 2, 5), zone("b", 5, 0)...)); n != 0 {

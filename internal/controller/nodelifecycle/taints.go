@@ -189,9 +189,25 @@ func (c *Controller) taintNode(ctx context.Context, n *corev1.Node) error {
 	switch {
 	case want == "":
 		c.opts.Logger.Info("node ready again; lifecycle taint removed", "node", n.Name)
+		c.event(n, EventReasonNodeReady, "Node %s status is now: NodeReady; lifecycle taint removed", n.Name)
 	case len(have) == 0:
 		c.metrics.evictions.WithLabelValues(zoneOf(n)).Inc()
 		c.opts.Logger.Info("node tainted; pods not tolerating it will be evicted", "node", n.Name, "taint", want)
+		c.event(n, EventReasonNodeNotReady, "Node %s status is now: NodeNotReady; tainted %s:NoExecute, its pods not tolerating it are evicted", n.Name, want)
 	}
 	return nil
+}
+
+// The reasons of the Events on a Node when its lifecycle taint comes and
+// goes, as Kubernetes' node lifecycle controller names its status changes.
+const (
+	EventReasonNodeNotReady = "NodeNotReady"
+	EventReasonNodeReady    = "NodeReady"
+)
+
+// event records a Normal Event on the node, once Run has a recorder.
+func (c *Controller) event(n *corev1.Node, reason, format string, args ...any) {
+	if c.events != nil {
+		c.events.Eventf(n, corev1.EventTypeNormal, reason, format, args...)
+	}
 }

@@ -185,10 +185,16 @@ func (c *Controller) goneReleased(ctx context.Context, claim runtimeObject, ref 
 	return false, v.At, nil
 }
 
-// noteFenced logs and records (a Normal event on the claim) that the
-// fencing rule releases the reservation of pod on node.
+// noteFenced logs, counts and records (a Normal event on the claim) that
+// the fencing rule releases the reservation of pod on node. A release
+// whose write is retried (a conflict) is decided, and counted, again.
 func (c *Controller) noteFenced(claim runtimeObject, pod, node string, multi bool) {
 	c.log.Info("fencing rule releases reservation", "claim", claim.GetNamespace()+"/"+claim.GetName(), "pod", pod, "node", node, "multiNode", multi)
+	devices := devicesNodeLocal
+	if multi {
+		devices = devicesMultiNode
+	}
+	c.fencedReleases.WithLabelValues(devices).Inc()
 	if c.events == nil {
 		return
 	}

@@ -129,6 +129,9 @@ type Controller struct {
 
 	created        prometheus.Counter
 	createFailures prometheus.Counter
+	// fencedReleases counts reservations the fencing rule released, by
+	// the devices the claim holds (devicesNodeLocal, devicesMultiNode).
+	fencedReleases *prometheus.CounterVec
 
 	// expected remembers claims created but perhaps not yet in the cache,
 	// by pod UID and entry name, so a retry never creates a second one.
@@ -170,11 +173,15 @@ func New(c *client.Client, f *client.Factory, opts Options) (*Controller, error)
 		createFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "resource_controller_create_failures_total", Help: "ResourceClaim creations from templates that failed.",
 		}),
+		fencedReleases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "resource_controller_fenced_releases_total",
+			Help: "Reservations of pods on unreachable, out-of-service or deleted nodes that the fencing rule released (event FencedRelease), by the devices the claim holds: node_local, or multi_node once the node's fence time plus the margin had passed.",
+		}, []string{"devices"}),
 		expected: map[types.UID]map[string]string{}, written: map[types.UID]uint64{},
 		podNodes: map[types.UID]podPlace{}, waitNoted: map[string]string{},
 		goneNodes: map[string]goneNode{}, startedAt: opts.Now(),
 	}
-	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures} {
+	for _, m := range []prometheus.Collector{ctrl.created, ctrl.createFailures, ctrl.fencedReleases} {
 		if err := opts.Registry.Register(m); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}

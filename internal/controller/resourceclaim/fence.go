@@ -29,6 +29,13 @@ import (
 // fencing rule released.
 const ReasonFencedRelease = "FencedRelease"
 
+// The label values of resource_controller_fenced_releases_total: the
+// claim holds only node-local devices, or devices other nodes can reach.
+const (
+	devicesNodeLocal = "node_local"
+	devicesMultiNode = "multi_node"
+)
+
 // NodeView is what the fencing rule knows of a consumer pod's node.
 type NodeView struct {
 	// Node is the node as last seen; nil when it is deleted.

@@ -102,7 +102,7 @@ func TestEvictedFromUnreachableNodeNodeLocal(t *testing.T) {
 	pod := e.createPod(tolerating(makePod("user").claim("gpu", "c1").obj(), 3600))
 	e.bind(pod, node, "c1")
 	e.listPrepared(e.asNode(node), node, corev1.PreparedResourceClaim{Namespace: e.ns, Name: "c1", UID: e.claim("c1").UID, Pods: []types.UID{pod.UID}})
-	e.startController()
+	ctrl, _ := e.startController()
 	e.taintUnreachable(node, time.Now())
 	e.deletePod("user", nil)
 	if p := e.pod("user"); p == nil || p.DeletionTimestamp == nil {
@@ -112,6 +112,9 @@ func TestEvictedFromUnreachableNodeNodeLocal(t *testing.T) {
 	// The taint was added two hours ago: the hour's toleration is over.
 	e.taintUnreachable(node, time.Now().Add(-2*time.Hour))
 	e.eventually("the node-local claim is released", e.released("c1"))
+	if n := fencedReleases(t, ctrl, devicesNodeLocal); n < 1 {
+		t.Fatalf("resource_controller_fenced_releases_total{devices=%q} is %v, want at least 1", devicesNodeLocal, n)
+	}
 }
 
 // TestEvictedFromUnreachableNodeMultiNode: a v1 claim on devices of all
@@ -131,7 +134,7 @@ func TestEvictedFromUnreachableNodeMultiNode(t *testing.T) {
 		t.Fatal("the test's v1 allocation is node-local")
 	}
 	e.listPrepared(e.asNode(node), node, corev1.PreparedResourceClaim{Namespace: e.ns, Name: "c1", UID: e.claimV1("c1").UID, Pods: []types.UID{pod.UID}})
-	e.startController(smallMargin)
+	ctrl, _ := e.startController(smallMargin)
 	e.taintUnreachable(node, time.Now().Add(-time.Hour))
 	e.deletePod("user", nil)
 	held := func(what string) {
@@ -155,6 +158,32 @@ func TestEvictedFromUnreachableNodeMultiNode(t *testing.T) {
 		}
 		return false
 	})
+	if n := fencedReleases(t, ctrl, devicesMultiNode); n < 1 {
+		t.Fatalf("resource_controller_fenced_releases_total{devices=%q} is %v, want at least 1", devicesMultiNode, n)
+	}
+}
+
+// fencedReleases reads resource_controller_fenced_releases_total for one
+// value of its devices label (0: no series yet).
+func fencedReleases(t *testing.T, c *Controller, devices string) float64 {
+	t.Helper()
+	families, err := c.Registry().Gather()
+	if err != nil {
+		t.Fatalf("gather metrics: %v", err)
+	}
+	for _, f := range families {
+		if f.GetName() != "resource_controller_fenced_releases_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "devices" && l.GetValue() == devices {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestDeletedNodeMultiNode: deleting the Node releases a force-deleted

@@ -25,6 +25,10 @@ type Metrics struct {
 	PodDeletionsDone   prometheus.Counter
 	RelistDuration     prometheus.Histogram
 	AdmissionDecisions *prometheus.CounterVec
+	// Fences counts the times the self-fence was raised; FencedPods the
+	// pods it stopped (docs/decisions.md, "Fencing").
+	Fences     prometheus.Counter
+	FencedPods prometheus.Counter
 }
 
 // New creates the collectors and registers them with reg; a nil reg means
@@ -77,12 +81,21 @@ func New(reg prometheus.Registerer) *Metrics {
 			Namespace: "allot", Subsystem: "node", Name: "pod_admission_total",
 			Help: "Admission decisions on pods, by decision (admit, hold, reject).",
 		}, []string{"decision"}),
+		Fences: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "allot", Subsystem: "node", Name: "fences_total",
+			Help: "Times the self-fence was raised: no heartbeat reached the API server for --self-fence-after.",
+		}),
+		FencedPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "allot", Subsystem: "node", Name: "fenced_pods_total",
+			Help: "Pods the self-fence stopped (failed with reason NodeFenced): pods holding devices other nodes can reach, and pods annotated allot.dev/fence=true.",
+		}),
 	}
 	if reg == nil {
 		m.Registry = prometheus.NewRegistry()
 		reg = m.Registry
 	}
 	reg.MustRegister(m.PodsRunning, m.Workers, m.ContainerStarts, m.ContainerRestarts, m.ContainerFailures,
-		m.PodStartDuration, m.StatusUpdates, m.Heartbeats, m.PodDeletionsDone, m.RelistDuration, m.AdmissionDecisions)
+		m.PodStartDuration, m.StatusUpdates, m.Heartbeats, m.PodDeletionsDone, m.RelistDuration, m.AdmissionDecisions,
+		m.Fences, m.FencedPods)
 	return m
 }
