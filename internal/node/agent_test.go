@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -131,6 +132,48 @@ func TestNodeHeartbeatsThroughLease(t *testing.T) {
 	if cur.ResourceVersion != rv {
 		t.Errorf("Node written while only the Lease needed renewing (resourceVersion %s -> %s)", rv, cur.ResourceVersion)
 	}
+}
+
+// A Node deleted while its agent runs, its Lease collected with it (as the
+// garbage collector does), is registered again at the next heartbeat,
+// though no status write was due: the Lease had to be created again, so
+// the agent checks its Node. The new Lease is owned by the new Node.
+func TestDeletedNodeWithItsLeaseRegistersAgain(t *testing.T) {
+	needCluster(t)
+	c := newClient(t)
+	name := testName(t)
+	cfg := agentConfig(t, c, name, t.TempDir())
+	cfg.NodeStatusReportFrequency = time.Hour
+	startAgent(t, cfg)
+	old := waitNodeReady(t, c, name)
+	leases := c.Leases(corev1.NamespaceNodeLease)
+	eventually(t, 30*time.Second, "the Lease", func() (bool, string) {
+		_, err := leases.Get(callContext(t), name)
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := c.Nodes().Delete(callContext(t), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := leases.Delete(callContext(t), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Node registered again, its Lease owned by it", func() (bool, string) {
+		n, err := c.Nodes().Get(callContext(t), name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if n.UID == old.UID {
+			return false, "the old Node"
+		}
+		l, err := leases.Get(callContext(t), name)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID {
+			return false, fmt.Sprintf("lease owners %+v, want the new Node %s", l.OwnerReferences, n.UID)
+		}
+		return true, ""
+	})
 }
 
 func TestPodRunsThenSucceeds(t *testing.T) {

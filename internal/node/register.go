@@ -187,12 +187,15 @@ func (a *Agent) registerUntilDone(ctx context.Context) error {
 // a Lease renewal is a small write that no informer of Nodes sees.
 func (a *Agent) heartbeat(ctx context.Context, force bool) error {
 	now := time.Now()
-	leaseErr := a.renewLease(ctx, now)
+	created, leaseErr := a.renewLease(ctx, now)
 	if leaseErr == nil {
 		a.fence.renewed(now)
 	}
 	desired := a.desiredNode(a.node.last, now)
-	due := force || a.node.failed || leaseErr != nil || a.node.last == nil ||
+	// A Lease that had to be created again may have gone with its Node
+	// (deleted, the Lease collected as its dependent): the status write
+	// finds out, and registers the Node again if so.
+	due := force || created || a.node.failed || leaseErr != nil || a.node.last == nil ||
 		now.Sub(a.node.statusAt) >= a.cfg.NodeStatusReportFrequency || statusChanged(desired, a.node.last)
 	var statusErr error
 	if due {
@@ -262,7 +265,8 @@ func (a *Agent) writeStatus(ctx context.Context, desired *corev1.Node) error {
 // creating it (owned by the Node, so it goes with it) when missing. It
 // updates the Lease as last written and reads it again only after a
 // conflict or when it is gone.
-func (a *Agent) renewLease(ctx context.Context, now time.Time) error {
+// created says the Lease was missing and had to be created.
+func (a *Agent) renewLease(ctx context.Context, now time.Time) (created bool, err error) {
 	leases := a.cfg.Client.Leases(corev1.NamespaceNodeLease)
 	for attempt := 0; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, a.cfg.APITimeout)
@@ -271,6 +275,7 @@ func (a *Agent) renewLease(ctx context.Context, now time.Time) error {
 			renew := metav1.NewMicroTime(now)
 			l.Spec.RenewTime = &renew
 			if l.CreationTimestamp.IsZero() {
+				created = true
 				l, err = leases.Create(actx, l)
 			} else {
 				l, err = leases.Update(actx, l)
@@ -279,11 +284,11 @@ func (a *Agent) renewLease(ctx context.Context, now time.Time) error {
 		cancel()
 		if err == nil {
 			a.node.lease = l
-			return nil
+			return created, nil
 		}
 		a.node.lease = nil
 		if attempt > 0 || !(apierrors.IsConflict(err) || apierrors.IsNotFound(err) || apierrors.IsAlreadyExists(err)) {
-			return fmt.Errorf("renew lease %s/%s: %w", corev1.NamespaceNodeLease, a.cfg.NodeName, err)
+			return false, fmt.Errorf("renew lease %s/%s: %w", corev1.NamespaceNodeLease, a.cfg.NodeName, err)
 		}
 	}
 }

@@ -323,7 +323,7 @@ func (c *cluster) logTails(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		t.Logf("%s log:\n%s", comp.name, testproc.Tail(string(data), 6000))
+		t.Logf("%s log:\n%s", comp.name, testproc.Tail(string(data), 60000))
 	}
 }
 
