@@ -41,10 +41,7 @@ type cluster struct {
 	fabricCtl  *component
 	nodes      []*node
 	all        []*component
-	// fenced is set when the binary has the self-fence: node agents run
-	// with --self-fence-after (fenceFlags).
-	fenced bool
-	fence  []string // the node agents' fence flags
+	fence      []string // the node agents' fence flags
 }
 
 // component is one process the test may kill and start again with the
@@ -148,8 +145,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	c.allot(t, "apply", "--kubeconfig", filepath.Join(c.data, "kubeconfig"), "-f", filepath.Join(moduleRoot(t), "examples/fabric-driver/deploy"))
 
 	var managerFence []string
-	c.fence, managerFence = fenceFlags(t)
-	c.fenced = len(c.fence) > 0
+	c.fence, managerFence = fenceFlags()
 	schedKC, cmKC := c.token(t, "scheduler", "scheduler"), c.token(t, "controller-manager", "controller-manager")
 	for i := range 2 {
 		c.schedulers = append(c.schedulers, c.start(t, fmt.Sprintf("scheduler-%d", i), allotBin, append([]string{"scheduler",

@@ -3,10 +3,7 @@ package hosts
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,31 +14,11 @@ import (
 )
 
 // fenceFlags are the extra flags of node agents and controller managers
-// for the self-fence (issue 29 point 1), empty while the binary lacks
-// --self-fence-after: the node stops pods holding devices other nodes
-// can reach after tm.fenceAfter without a heartbeat; the controller manager
+// for the self-fence: the node stops pods holding devices other nodes can
+// reach after tm.fenceAfter without a heartbeat; the controller manager
 // releases their claims after the fence time plus its margin.
-func fenceFlags(t *testing.T) (nodeFlags, managerFlags []string) {
-	t.Helper()
-	if !strings.Contains(help(t, "node"), "--self-fence-after") {
-		return nil, nil
-	}
-	nodeFlags = []string{"--self-fence-after", tm.fenceAfter.String()}
-	if m := regexp.MustCompile(`--[a-z-]*fence[a-z-]*margin[a-z-]*`).FindString(help(t, "controller-manager")); m != "" {
-		managerFlags = []string{m, tm.fenceMargin.String()}
-	}
-	return nodeFlags, managerFlags
-}
-
-func help(t *testing.T, cmd string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, allotBin, cmd, "--help").CombinedOutput()
-	if err != nil {
-		t.Fatalf("allot %s --help: %v: %s", cmd, err, out)
-	}
-	return string(out)
+func fenceFlags() (nodeFlags, managerFlags []string) {
+	return []string{"--self-fence-after", tm.fenceAfter.String()}, []string{"--fence-margin", tm.fenceMargin.String()}
 }
 
 // fence is the self-fence scenario: both units of the shared pool are
@@ -54,9 +31,6 @@ func help(t *testing.T, cmd string) string {
 // comes back and lost stays clean.
 func fence(t *testing.T, c *cluster, lost, holder, spare *node, deleteNode bool, prefix string) recovery {
 	t.Helper()
-	if !c.fenced {
-		t.Skip("needs the self-fence (issue 29 point 1): allot node has no --self-fence-after")
-	}
 	r := recovery{scenario: prefix}
 	first, second, hold := prefix+"-a", prefix+"-b", prefix+"-hold"
 	c.createPod(t, newPod(hold, fabricUnit, onNode(holder)))
