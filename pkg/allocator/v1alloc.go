@@ -81,6 +81,8 @@ type V1Result struct {
 	// permitting): how much of the node stays usable. 100 for a node
 	// without free devices, and when the claims do not fit.
 	Score int
+
+	req *V1Request // the request AllocateV1 answered (see For)
 }
 
 // AllocateV1 decides whether the pod's pending v1 claims fit on the node,
@@ -197,7 +199,7 @@ type V1Result struct {
 // cannot serve it. A device that no longer allows multiple allocations
 // but still has shares is in use (upstream ignores the shares).
 func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
-	res := &V1Result{Score: 100}
+	res := &V1Result{Score: 100, req: req}
 	if node != nil {
 		res.Node = node.Name
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -30,6 +31,9 @@ type V1Request struct {
 	reqs    [][]v1req  // per claim: its requests, when pending
 	cons    [][]v1cons // per claim: its constraints, when pending
 	reasons []Reason
+
+	sigOnce sync.Once // see Signature (v1reuse.go)
+	sig     string
 }
 
 // v1req is one request of a pending claim.
