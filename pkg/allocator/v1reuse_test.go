@@ -128,7 +128,9 @@ func TestV1SignatureSeesWhatTheAnswerDependsOn(t *testing.T) {
 		mod(c)
 		return f.request("p", c)
 	}
-	exact := func(c *resourcev1.ResourceClaim) *resourcev1.ExactDeviceRequest { return c.Spec.Devices.Requests[0].Exactly }
+	exact := func(c *resourcev1.ResourceClaim) *resourcev1.ExactDeviceRequest {
+		return c.Spec.Devices.Requests[0].Exactly
+	}
 	differ := map[string]*V1Request{
 		"count": f.request("p", f.claim("c", 2)),
 		"selector": edit(func(c *resourcev1.ResourceClaim) {
