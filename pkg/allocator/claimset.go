@@ -44,6 +44,10 @@ type ClaimSet struct {
 	parent    atomic.Pointer[ClaimSet]
 	touched   []string
 	touchedAt atomic.Pointer[[]int] // positions of touched in the last nodes asked about (see TouchedIn)
+
+	// touchedAll: the link changed allocations that may matter on any
+	// node (devices of a pool that is not local to one node).
+	touchedAll bool
 }
 
 // MaxAncestry is how many ClaimSets a chain of Update keeps.
@@ -92,6 +96,10 @@ func (s *ClaimSet) Parent() *ClaimSet { return s.parent.Load() }
 
 // Touched lists the nodes whose allocated claims differ from Parent's.
 func (s *ClaimSet) Touched() []string { return s.touched }
+
+// TouchedAll reports whether the events that derived s from Parent
+// changed allocations that may matter on any node (Touch.All).
+func (s *ClaimSet) TouchedAll() bool { return s.touchedAll }
 
 // Get returns the claim of key namespace/name.
 func (s *ClaimSet) Get(key string) (*resourceapi.ResourceClaim, bool) { return s.claims.get(key) }
@@ -167,18 +175,27 @@ func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
 // claim. The claims allocated per node are updated for the claims that
 // changed instead of indexed again, and the result's Parent is s.
 func (s *ClaimSet) Update(upd map[string]*resourceapi.ResourceClaim) *ClaimSet {
-	return s.UpdateTouching(upd, nil, nil)
+	return s.UpdateTouching(upd, nil, Touch{})
+}
+
+// Touch is what a batch of claim events changed that the structured
+// handles of the v1alpha2 claims do not show (resource.k8s.io/v1
+// claims): the nodes whose allocations changed, or all of them.
+type Touch struct {
+	Nodes []string
+	// All: allocations changed that may matter on any node, such as
+	// devices of a pool that is not local to one node.
+	All bool
 }
 
 // UpdateTouching is Update with the resource.k8s.io/v1 claim events too
 // (updV1, likewise by namespace/name, nil for a deleted claim), and it
-// also lists nodes among the ones the result touched (Touched): nodes
-// whose allocations changed in ways the structured handles do not show,
-// such as v1 claims on seed devices, so that what reads the ancestry (a
-// scheduler's answer reuse) sees them change.
-func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim, nodes []string) *ClaimSet {
+// also counts touch among what the result touched (Touched,
+// TouchedAll), so that what reads the ancestry (a scheduler's answer
+// reuse) sees those nodes change.
+func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim, touch Touch) *ClaimSet {
 	s.once.Do(s.indexAllocated)
-	out := &ClaimSet{nodes: s.nodes, gen: claimSetGen.Add(1)}
+	out := &ClaimSet{nodes: s.nodes, gen: claimSetGen.Add(1), touchedAll: touch.All}
 	out.v1, out.v1generated = s.v1WithChanges(updV1)
 	// Per node touched: the claims that leave its list and those that join.
 	type change struct{ drop, add []*resourceapi.ResourceClaim }
@@ -208,7 +225,7 @@ func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, upd
 			at(n).add = append(at(n).add, c)
 		}
 	}
-	for _, n := range nodes {
+	for _, n := range touch.Nodes {
 		at(n)
 	}
 	out.claims = s.claims.with(setClaims, delClaims)

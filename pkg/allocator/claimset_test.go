@@ -139,7 +139,7 @@ func TestClaimSetV1Claims(t *testing.T) {
 	// The pod's claim is replaced by g-2 (g-1 deleted), a is deleted, b
 	// is created; the v1alpha2 claim is untouched.
 	b, g2 := v1c("b", ""), v1c("g-2", "uid-p")
-	s1 := s0.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/a": nil, "default/g-1": nil, "default/g-2": g2, "default/b": b}, nil)
+	s1 := s0.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/a": nil, "default/g-1": nil, "default/g-2": g2, "default/b": b}, Touch{})
 	fresh := NewClaimSet([]*resourceapi.ResourceClaim{onNode("seed", "n1")}, nil, b, g2)
 	names := func(s *ClaimSet) []string {
 		var out []string
@@ -162,7 +162,7 @@ func TestClaimSetV1Claims(t *testing.T) {
 	}
 	gone := v1c("g-2", "uid-p")
 	gone.DeletionTimestamp = &metav1.Time{}
-	s2 := s1.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/g-2": gone}, nil)
+	s2 := s1.UpdateTouching(nil, map[string]*resourcev1.ResourceClaim{"default/g-2": gone}, Touch{})
 	if _, ok := s2.GeneratedV1("uid-p", "gpu"); ok {
 		t.Fatal("a claim being deleted still answers for its pod's entry")
 	}
@@ -170,5 +170,19 @@ func TestClaimSetV1Claims(t *testing.T) {
 		if got := names(s); !slices.Equal(got, names(s1)) {
 			t.Errorf("%s lost the v1 claims: %q", name, got)
 		}
+	}
+}
+
+// TestTouchedAll: a link made with Touch.All says so, and its children
+// do not inherit it.
+func TestTouchedAll(t *testing.T) {
+	s0 := NewClaimSet(nil, nil)
+	s1 := s0.UpdateTouching(nil, nil, Touch{All: true})
+	s2 := s1.UpdateTouching(nil, nil, Touch{Nodes: []string{"n1"}})
+	if s0.TouchedAll() || !s1.TouchedAll() || s2.TouchedAll() {
+		t.Fatalf("TouchedAll: %v %v %v, want false true false", s0.TouchedAll(), s1.TouchedAll(), s2.TouchedAll())
+	}
+	if !slices.Equal(s2.Touched(), []string{"n1"}) {
+		t.Fatalf("touched %v, want [n1]", s2.Touched())
 	}
 }

@@ -71,9 +71,13 @@
 //     the fences carry both. DeviceClasses are in the Objects' catalog
 //     with the seed classes (allocator.Catalog.DeviceClass), v1 claims in
 //     its claim set with the seed claims (allocator.ClaimSet.V1Claim). A
-//     v1 claim event touches, for answer reuse, the nodes whose seed
-//     devices it holds or held. Answer reuse is off for pods with v1
-//     claims (R10).
+//     v1 claim event touches, for answer reuse, the nodes whose local
+//     pools (seed or v1) it holds or held devices of, and every node when
+//     a pool is not local to one node. Answer reuse covers pods with v1
+//     claims (reuse.go, R10-R12): the answer is the pair of both checks',
+//     under both requests' signatures, and a reused v1 answer is taken
+//     For the pod's request (allocator.V1Result.For) before its reasons
+//     or allocations are read.
 //   - DeviceTaintRules (Lists.TaintRules) taint the devices of both
 //     versions they select: the nodes' models are compiled with them
 //     (allocator.NewModelTainted) and so is the inventory

@@ -185,7 +185,11 @@ type stateData struct {
 	chosen  []*resourceapi.ResourceClaim // Reserve: the claims after binding
 	newly   []bool                       // per chosen: allocated by this pod
 
-	reuse *reuseView // nil when answers of earlier cycles cannot be taken
+	reuse    *reuseView // nil when answers of earlier cycles cannot be taken
+	reuseSig string     // reuseSignature
+	// inFlightV1 is where the in-memory v1 claims of pods in flight hold
+	// devices (Objects.touchOf): answer reuse skips those nodes (R5).
+	inFlightV1 allocator.Touch
 
 	v1 *v1Part // the pod's resource.k8s.io/v1 claims; nil when it has none
 
@@ -261,6 +265,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		for _, n := range objs.seedNodesOf(c, nil) {
 			s.extra[n] = true
 		}
+		objs.touchOf(c, &s.inFlightV1)
 	}
 	claims, st := s.resolveClaims(pod, overlay, overlayV1)
 	if st != nil {
@@ -284,7 +289,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 			return st
 		}
 	}
-	if s.sig != "" && len(s.cp) == 0 && s.v1 == nil {
+	if s.reuseSig = s.reuseSignature(); s.reuseSig != "" && len(s.cp) == 0 {
 		s.reuse = p.reuseView(s, snap)
 	}
 	return s.checkControlPlane(pod)
@@ -468,15 +473,8 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
 	}
 	i = s.results.at(i, ni)
-	if res := s.reuse.answer(i, ni, s.sig); res != nil {
-		if s.reused != nil {
-			s.reused.Add(1)
-		}
-		s.results.store(i, res)
-		if res.Fits {
-			return nil
-		}
-		return s.results.status(res.ReasonsFor(s.req))
+	if a := s.reuse.answer(i, ni, s.reuseSig); a != nil && (a.v1 != nil || s.v1 == nil || !a.res.Fits) {
+		return s.reusedStatus(i, a)
 	}
 	st, noCDI := s.objects.nodeState(ni.Node())
 	if noCDI {
@@ -489,21 +487,45 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 	if err != nil {
 		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
 	}
-	s.reuse.remember(i, ni, s.sig, res)
 	if !res.Fits {
+		s.reuse.remember(i, ni, s.reuseSig, res, nil)
 		return s.results.status(res.ReasonsFor(s.req))
 	}
-	if s.v1 != nil {
-		v1res, err := s.checkV1(ctx, ni.Node(), i)
-		if err != nil {
-			return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
+	if s.v1 == nil {
+		s.reuse.remember(i, ni, s.reuseSig, res, nil)
+		return nil
+	}
+	v1res, err := s.checkV1(ctx, ni.Node(), i)
+	if err != nil {
+		return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
+	}
+	s.reuse.remember(i, ni, s.reuseSig, res, v1res)
+	if !v1res.Fits {
+		if vr := s.variantOn(ni.Node()); vr != nil {
+			return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
 		}
-		if !v1res.Fits {
-			if vr := s.variantOn(ni.Node()); vr != nil {
-				return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
-			}
-			return nodeStatus(v1res.Reasons).WithPlugin(Name)
-		}
+		return nodeStatus(v1res.ReasonsFor(s.v1.req)).WithPlugin(Name)
+	}
+	return nil
+}
+
+// reusedStatus is Filter's status on node i from an earlier cycle's
+// answer, which the cycle keeps as node i's (R12: its reasons are taken
+// For this pod's requests; Reserve takes the allocations so too).
+func (s *stateData) reusedStatus(i int, a *slotAnswer) *framework.Status {
+	if s.reused != nil {
+		s.reused.Add(1)
+	}
+	s.results.store(i, a.res)
+	if !a.res.Fits {
+		return s.results.status(a.res.ReasonsFor(s.req))
+	}
+	if s.v1 == nil {
+		return nil
+	}
+	s.v1.store(i, a.v1)
+	if !a.v1.Fits {
+		return nodeStatus(a.v1.ReasonsFor(s.v1.req)).WithPlugin(Name)
 	}
 	return nil
 }

@@ -641,28 +641,3 @@ func TestInFlightAcrossVersions(t *testing.T) {
 		})
 	}
 }
-
-// TestReuseNeedsNoV1Claims (R10 in reuse.go): a cycle takes earlier
-// cycles' answers only when the pod has no resource.k8s.io/v1 claim.
-func TestReuseNeedsNoV1Claims(t *testing.T) {
-	l := mixedLists(t, []*resourceapi.ResourceClaim{claim("a", "small")}, v1Claim("v1-b"))
-	l.Classes[0].ResourceVersion = "3" // a signature needs versioned classes
-	snap := snapshotOf(l, "n1")
-	prefilter := func(pod *corev1.Pod) *framework.CycleState {
-		t.Helper()
-		state := framework.NewCycleState()
-		if st := dynamicresources.New().PreFilter(context.Background(), state, pod, snap); !st.IsSuccess() {
-			t.Fatalf("PreFilter(%s) = %v", pod.Name, st.Message())
-		}
-		return state
-	}
-	if !dynamicresources.Reuses(prefilter(podUsing("seed", "a"))) {
-		t.Fatal("a v1alpha2 claim's cycle does not reuse: the cases below prove nothing")
-	}
-	if dynamicresources.Reuses(prefilter(podUsing("mixed", "a", "v1-b"))) {
-		t.Error("R10: a cycle with a v1 claim reuses answers")
-	}
-	if dynamicresources.Reuses(prefilter(podUsing("v1", "v1-b"))) {
-		t.Error("R10: a cycle with only a v1 claim reuses answers")
-	}
-}

@@ -15,10 +15,12 @@ import (
 // snapshot, without looking at the node's claims or state: checking that
 // the answer still holds costs a few comparisons of values the cycle keeps
 // in cache, where finding a node's claims and state costs several map
-// lookups in memory the rest of the process has long evicted. The answer
-// at position i holds when every one of these holds; each is pinned by the
-// test named after it (reuse_test.go), which fails when the rule is
-// broken:
+// lookups in memory the rest of the process has long evicted. An answer
+// is the pair of the seed check's Result and, for a pod with
+// resource.k8s.io/v1 claims, AllocateV1's V1Result. The answer at
+// position i holds when every one of these holds; each is pinned by the
+// test named after it (reuse_test.go, R9-R12 where PreFilter decides),
+// which fails when the rule is broken:
 //
 //	R1 the NodeInfo at i is the same object (node and pods unchanged)
 //	   [TestReuseNeedsTheSameNodeInfo]
@@ -26,15 +28,21 @@ import (
 //	R3 the answer was computed on an Objects this cycle's Objects derives
 //	   from through claim events alone (WithClaimUpdates,
 //	   WithClaimChanges): NewObjects, Next and WithClaims start a new
-//	   line (allocator.ClaimSet.Gen numbers every Objects in the process)
+//	   line (allocator.ClaimSet.Gen numbers every Objects in the process);
+//	   slices, classes and taint rules change only through Next
 //	   [TestReuseNeedsAnAncestor]
-//	R4 no link since then touched the node (changed its allocated
-//	   claims) [TestReuseSkipsTouchedNodes], nor a WithClaimChanges link
-//	   through a v1 claim on the node's seed devices (one device-use
-//	   state: the node's seed state changed)
-//	   [TestReuseSkipsNodesTouchedByV1Claims]
-//	R5 the node has no claims of pods in flight in this cycle: such nodes
-//	   are neither answered from nor remembered [TestReuseSkipsNodesWithPodsInFlight]
+//	R4 no link since then touched the node: changed its allocated
+//	   v1alpha2 claims [TestReuseSkipsTouchedNodes], or a v1 claim on
+//	   devices of a pool local to the node, seed or v1 (one device-use
+//	   state) [TestReuseSkipsNodesTouchedByV1Claims]; a v1 claim on a
+//	   pool not local to one node (or unknown) touches every node
+//	   (allocator.Touch.All) [TestReuseSkipsAllNodesAfterSharedPoolClaims]
+//	R5 the node has no claims of pods in flight in this cycle (of either
+//	   version, on its local pools): such nodes are neither answered from
+//	   nor remembered [TestReuseSkipsNodesWithPodsInFlight]; while a pod
+//	   in flight holds v1 devices of a pool not local to one node, the
+//	   cycle neither answers nor remembers at all
+//	   [TestReuseOffWhileSharedPoolsAreInFlight]
 //	R6 the ancestry is kept maxAncestry links long (WithClaimUpdates cuts
 //	   it), so an answer older than that is not taken... [TestReuseAncestryIsBounded]
 //	R7 ...unless it was taken in the older half of the ancestry, which
@@ -45,14 +53,24 @@ import (
 //	R9 a cycle reuses only when the request has a signature and no claim
 //	   is allocated by a driver's controller (PreFilter)
 //	   [TestReuseNeedsASignatureAndNoControlPlaneClaims]
-//	R10 a cycle reuses only when the pod has no resource.k8s.io/v1 claim
-//	   (PreFilter): answers are the seed check's, and the v1 part is
-//	   judged on every node each cycle (issue 27 point 2 brings v1
-//	   answers into reuse) [TestReuseNeedsNoV1Claims]
+//	R10 a pod with v1 claims reuses only when its v1 request has a
+//	   signature too (allocator.V1Request.Signature: no allocated v1
+//	   claim, versioned DeviceClasses), and so do its v1alpha2 claims
+//	   if it has any; the cycle's signature is the pair. The v1 answer
+//	   counts the pod's own seed allocations on the node
+//	   (ownSeedResults), which the node's state and the seed signature
+//	   fix [TestReuseNeedsSignaturesOfBothVersions]
+//	R11 a pod whose extended resources DRA may serve reuses nothing: its
+//	   v1 claims differ per node (variantOn)
+//	   [TestReuseNeedsNoExtendedResources]
+//	R12 a reused answer names the claims of the pod it was computed for:
+//	   the cycle takes it For its own request (Result.For, ReasonsFor;
+//	   V1Result.For rebuilds the v1 allocations' config and share IDs
+//	   for the pod's claims) wherever it reads reasons or allocations
+//	   (Filter, Reserve, ResultV1) [TestReusedV1AnswersAreTheCyclesOwn]
 //
-// The answers themselves come from allocator.CheckReusing, and a reused
-// answer names the claims of the request it was computed for: callers take
-// it For their own request (or its ReasonsFor).
+// The seed answers come from allocator.CheckReusing, which also gives a
+// node state's last answer again within a cycle.
 
 // reuseView is one cycle's view of the plugin's answers (see above).
 type reuseView struct {
@@ -68,6 +86,7 @@ type slotAnswer struct {
 	gen uint64 // of the Objects it was computed on
 	sig string
 	res *allocator.Result
+	v1  *allocator.V1Result // nil for a pod without v1 claims, or when res does not fit
 }
 
 // reuseView builds the cycle's view of the plugin's answers.
@@ -85,14 +104,25 @@ func (p *DynamicResources) reuseView(s *stateData, snap *framework.Snapshot) *re
 			bm[i/64] |= 1 << (i % 64)
 		}
 	}
+	if s.inFlightV1.All {
+		return nil // R5: every node counts claims no Objects has
+	}
 	cur := make([]uint64, words)
 	for node := range s.extra {
+		mark(cur, node)
+	}
+	for _, node := range s.inFlightV1.Nodes {
 		mark(cur, node)
 	}
 	v := &reuseView{slots: *slots}
 	for a := s.objects.claims; a != nil; a = a.Parent() {
 		v.gens, v.stale = append(v.gens, a.Gen()), append(v.stale, cur)
-		if len(a.Touched()) > 0 {
+		if a.TouchedAll() {
+			cur = make([]uint64, words)
+			for w := range cur {
+				cur[w] = ^uint64(0)
+			}
+		} else if len(a.Touched()) > 0 {
 			cur = slices.Clone(cur)
 			for _, i := range a.TouchedIn(snapNodes{snap}) {
 				if i >= 0 {
@@ -106,7 +136,7 @@ func (p *DynamicResources) reuseView(s *stateData, snap *framework.Snapshot) *re
 
 // answer returns the answer remembered at position i if it holds for
 // this cycle (see reuseView), else nil.
-func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *allocator.Result {
+func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *slotAnswer {
 	if v == nil || i < 0 || i >= len(v.slots) {
 		return nil
 	}
@@ -121,17 +151,39 @@ func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *allocator
 	if k > 0 && k >= len(v.gens)/2 {
 		// Still true, but about to fall off the ancestry: say so on the
 		// current Objects.
-		v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: e.res})
+		v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: e.res, v1: e.v1})
 	}
-	return e.res
+	return e
 }
 
 // remember keeps the answer computed at position i on this cycle's
 // Objects, unless the node has claims of pods in flight (R5): such an
 // answer counts claims no Objects has.
-func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, res *allocator.Result) {
+func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, res *allocator.Result, v1 *allocator.V1Result) {
 	if v == nil || i < 0 || i >= len(v.slots) || v.stale[0][i/64]&(1<<(i%64)) != 0 {
 		return
 	}
-	v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: res})
+	v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: res, v1: v1})
+}
+
+// reuseSignature is the signature of the pod's answers (R2, R9-R11):
+// the seed request's, paired with the v1 request's for a pod with v1
+// claims; "" when answers are not to be shared.
+func (s *stateData) reuseSignature() string {
+	if s.v1 == nil {
+		return s.sig
+	}
+	if s.v1.ext != nil || s.v1.req == nil {
+		return ""
+	}
+	v1 := s.v1.req.Signature()
+	switch {
+	case v1 == "":
+		return ""
+	case len(s.req.Claims()) == 0:
+		return "v1:" + v1
+	case s.sig == "":
+		return ""
+	}
+	return s.sig + "\x00v1:" + v1
 }

@@ -51,12 +51,13 @@ func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...st
 
 // rememberAt1 remembers f.res at node n1 (position 1) on o.
 func (f *reuseFixture) rememberAt1(o *Objects) {
-	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, f.res)
+	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, f.res, nil)
 }
 
 // heldAt1 reports whether a cycle on o takes the answer at n1.
 func (f *reuseFixture) heldAt1(o *Objects, inFlight ...string) bool {
-	return f.view(o, f.snap, inFlight...).answer(1, f.snap.Nodes()[1], reuseSig) == f.res
+	a := f.view(o, f.snap, inFlight...).answer(1, f.snap.Nodes()[1], reuseSig)
+	return a != nil && a.res == f.res
 }
 
 // update is a WithClaimUpdates link that changes the claims of the nodes
@@ -144,7 +145,7 @@ func TestReuseSkipsNodesWithPodsInFlight(t *testing.T) {
 		t.Fatal("R5: an answer was taken for a node with claims of pods in flight")
 	}
 	g := newReuseFixture(t)
-	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, g.res)
+	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
 	if g.heldAt1(g.o) {
 		t.Fatal("R5: an answer computed with claims of pods in flight was remembered")
 	}
@@ -251,5 +252,91 @@ func TestReuseSkipsNodesTouchedByV1Claims(t *testing.T) {
 	h.rememberAt1(allocated)
 	if h.heldAt1(allocated.WithClaimChanges("3", nil, map[string]*resourcev1.ResourceClaim{"default/v-n1": nil})) {
 		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim freed since")
+	}
+}
+
+// v1Pools: v1 slices of driver d: pool local-n2 on node n2 and pool net,
+// network-attached (all nodes), one device each.
+func v1Pools() []*resourcev1.ResourceSlice {
+	mk := func(pool string, node *string, all *bool) *resourcev1.ResourceSlice {
+		s := &resourcev1.ResourceSlice{}
+		s.Name = pool
+		s.Spec = resourcev1.ResourceSliceSpec{Driver: "d", NodeName: node, AllNodes: all,
+			Pool:    resourcev1.ResourcePool{Name: pool, Generation: 1, ResourceSliceCount: 1},
+			Devices: []resourcev1.Device{{Name: "dev-0"}}}
+		return s
+	}
+	n2, all := "n2", true
+	return []*resourcev1.ResourceSlice{mk("local-n2", &n2, nil), mk("net", nil, &all)}
+}
+
+// v1ClaimOn is a change of v1 claim v-<pool>, allocated device dev-0 of
+// driver d's pool.
+func v1ClaimOn(pool string) map[string]*resourcev1.ResourceClaim {
+	c := &resourcev1.ResourceClaim{}
+	c.Namespace, c.Name, c.ResourceVersion = "default", "v-"+pool, "2"
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "r", Driver: "d", Pool: pool, Device: "dev-0"}}}}
+	return map[string]*resourcev1.ResourceClaim{claimKeyV1(c): c}
+}
+
+// TestReuseSkipsAllNodesAfterSharedPoolClaims: R4 for v1 pools. A v1
+// claim on a pool local to another node leaves n1's answer; one on a
+// network-attached pool, or on a pool the inventory does not know,
+// touches every node, n1 too.
+func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
+	for _, tc := range []struct {
+		pool string
+		held bool
+	}{
+		{"local-n2", true},
+		{"net", false},
+		{"unknown", false},
+	} {
+		f := newReuseFixture(t)
+		f.o = NewObjects(Lists{V1Slices: v1Pools()})
+		f.rememberAt1(f.o)
+		if got := f.heldAt1(f.o.WithClaimChanges("2", nil, v1ClaimOn(tc.pool))); got != tc.held {
+			t.Errorf("R4: after a v1 claim on pool %s, n1's answer taken = %v, want %v", tc.pool, got, tc.held)
+		}
+	}
+	// The v1 claim on n2's local pool touches n2.
+	f := newReuseFixture(t)
+	f.o = NewObjects(Lists{V1Slices: v1Pools()})
+	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, f.res, nil)
+	if a := f.view(f.o, f.snap).answer(2, f.snap.Nodes()[2], reuseSig); a == nil {
+		t.Fatal("n2's answer is not taken at all")
+	}
+	g := newReuseFixture(t)
+	g.o = NewObjects(Lists{V1Slices: v1Pools()})
+	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, g.res, nil)
+	if a := g.view(g.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2")), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
+		t.Error("R4: an answer was taken for a node whose local v1 pool a claim allocated since")
+	}
+}
+
+// TestReuseOffWhileSharedPoolsAreInFlight: R5 for v1 claims of pods in
+// flight, as PreFilter records them (stateData.inFlightV1): on a pool
+// local to n1, n1 is neither answered from nor remembered; on a pool
+// not local to one node, no node is.
+func TestReuseOffWhileSharedPoolsAreInFlight(t *testing.T) {
+	view := func(f *reuseFixture, inFlight allocator.Touch) *reuseView {
+		return f.p.reuseView(&stateData{objects: f.o, extra: map[string]bool{}, inFlightV1: inFlight}, f.snap)
+	}
+	f := newReuseFixture(t)
+	f.rememberAt1(f.o)
+	if view(f, allocator.Touch{Nodes: []string{"n2"}}).answer(1, f.snap.Nodes()[1], reuseSig) == nil {
+		t.Fatal("R5: v1 claims in flight on n2 made n1's answer stale")
+	}
+	if view(f, allocator.Touch{Nodes: []string{"n1"}}).answer(1, f.snap.Nodes()[1], reuseSig) != nil {
+		t.Error("R5: an answer was taken for a node with v1 claims of pods in flight")
+	}
+	if view(f, allocator.Touch{All: true}).answer(1, f.snap.Nodes()[1], reuseSig) != nil {
+		t.Error("R5: an answer was taken while a pod in flight holds devices of a pool not local to one node")
+	}
+	g := newReuseFixture(t)
+	view(g, allocator.Touch{All: true}).remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
+	if g.heldAt1(g.o) {
+		t.Error("R5: an answer computed while a pod in flight held devices of a shared pool was remembered")
 	}
 }

@@ -64,7 +64,7 @@ type v1Inventory struct {
 
 	once  sync.Once
 	inv   *allocator.V1Inventory
-	local map[[2]string]bool // (driver, pool) -> the pool's devices are on one node
+	pools map[[2]string]string // (driver, pool) -> the node of a pool local to one node, else ""
 }
 
 type v1StateHolder struct {
@@ -160,9 +160,9 @@ func (v *v1Shared) inventory() *allocator.V1Inventory {
 			seed = nil
 		}
 		h.inv = allocator.NewV1InventoryTainted(h.slices, seed, h.model, h.rules)
-		h.local = map[[2]string]bool{}
+		h.pools = map[[2]string]string{}
 		for _, p := range h.inv.Pools() {
-			h.local[[2]string{p.Driver, p.Name}] = p.Node != ""
+			h.pools[[2]string{p.Driver, p.Name}] = p.Node
 		}
 	})
 	return h.inv
@@ -170,8 +170,17 @@ func (v *v1Shared) inventory() *allocator.V1Inventory {
 
 // localPool reports whether the pool's devices are on one node.
 func (v *v1Shared) localPool(driver, pool string) bool {
+	node, _ := v.poolNode(driver, pool)
+	return node != ""
+}
+
+// poolNode returns the node of a pool of the inventory that is local to
+// one node ("" for another pool), and whether the inventory has the
+// pool.
+func (v *v1Shared) poolNode(driver, pool string) (string, bool) {
 	v.inventory()
-	return v.inv.local[[2]string{driver, pool}]
+	node, ok := v.inv.pools[[2]string{driver, pool}]
+	return node, ok
 }
 
 func (v *v1Objects) baseState() *allocator.V1State {
@@ -209,26 +218,27 @@ var V1GeneratedKey = allocator.GeneratedKeyV1
 // informer now holds it (nil: gone from it), updV1 likewise for the v1
 // informer. The claim set gets both (allocator.ClaimSet.UpdateTouching);
 // the one device-use state follows them; the inventory and catalog are
-// shared with o. The seed nodes where a changed v1 claim held or holds
-// devices count as touched in the claim set's ancestry (answer reuse
-// reads it). Like WithClaimUpdates, a steady rate of claim events of
-// either version costs the events, not a listing of every DRA object nor
-// a copy of every claim.
+// shared with o. The nodes where a changed v1 claim held or holds
+// devices of a pool local to one node (seed or v1) count as touched in
+// the claim set's ancestry (answer reuse reads it); a device of another
+// pool touches all nodes (touchOf). Like WithClaimUpdates, a steady rate
+// of claim events of either version costs the events, not a listing of
+// every DRA object nor a copy of every claim.
 func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
 	if o.v1 == nil {
 		return o.WithClaimUpdates(revision, upd)
 	}
 	v := *o.v1.v1Shared
 	var delta claimDelta
-	var touched []string
+	var touched allocator.Touch
 	for k, c := range updV1 {
 		if old, ok := o.claims.V1Claim(k); ok {
 			delta.removeV1 = append(delta.removeV1, old)
-			touched = o.seedNodesOf(old, touched)
+			o.touchOf(old, &touched)
 		}
 		if c != nil {
 			delta.addV1 = append(delta.addV1, c)
-			touched = o.seedNodesOf(c, touched)
+			o.touchOf(c, &touched)
 		}
 	}
 	for k, c := range upd {
@@ -248,6 +258,37 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 	}
 	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims, delta)}
 	return &out
+}
+
+// touchOf adds to t where the v1 claim's allocated devices are, for
+// answer reuse: the node of a pool local to one node (a v1 pool whose
+// slices name one node, or a projected seed pool, named after its
+// node); all nodes for a device of any other pool (network-attached, or
+// unknown to the inventory), whose use may matter on any node. Admin
+// access counts too: it is rare, and this errs on the safe side.
+func (o *Objects) touchOf(c *resourcev1.ResourceClaim, t *allocator.Touch) {
+	if c == nil || c.Status.Allocation == nil {
+		return
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		node, known := o.v1.poolNode(r.Driver, r.Pool)
+		if !known && o.seedPool(r.Driver, r.Pool) {
+			node = r.Pool
+		}
+		if node == "" {
+			t.All = true
+			continue
+		}
+		if !slices.Contains(t.Nodes, node) {
+			t.Nodes = append(t.Nodes, node)
+		}
+	}
+}
+
+// seedPool reports whether pool is a node with seed slices of driver
+// (the projected seed pool of that node and driver).
+func (o *Objects) seedPool(driver, pool string) bool {
+	return slices.ContainsFunc(o.slices[pool], func(s *resourceapi.NodeResourceSlice) bool { return s.Spec.DriverName == driver })
 }
 
 // seedNodesOf appends to nodes the nodes with seed slices among the
@@ -438,12 +479,30 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 	if err != nil {
 		return nil, err
 	}
+	v.store(i, res)
+	return res, nil
+}
+
+// store keeps res as the answer on node i of the snapshot. It may be an
+// earlier cycle's (answer reuse): readers of its reasons or allocations
+// take it For the request (forNode).
+func (v *v1Part) store(i int, res *allocator.V1Result) {
 	if i >= 0 && i < len(v.results) {
 		v.mu.Lock()
 		v.results[i] = res
 		v.mu.Unlock()
 	}
-	return res, nil
+}
+
+// forNode is res, the answer on node, as AllocateV1 gives it to the
+// request judged there (the pod's v1 request, or its variant with the
+// extended-resource claim): an answer reused from an earlier pod names
+// that pod's claims (R12 in reuse.go).
+func (s *stateData) forNode(res *allocator.V1Result, node *corev1.Node) *allocator.V1Result {
+	if vr := s.variantOn(node); vr != nil {
+		return res.For(vr.req)
+	}
+	return res.For(s.v1.req)
 }
 
 // boundV1 returns the v1 claims as the binding to node will leave them.
@@ -453,6 +512,7 @@ func (s *stateData) boundV1(ctx context.Context, pod *corev1.Pod, node *corev1.N
 	if err != nil {
 		return nil, nil, err
 	}
+	res = s.forNode(res, node)
 	if !res.Fits {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the v1 claims do not fit", Name, node.Name)
 	}

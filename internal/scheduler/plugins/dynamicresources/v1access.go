@@ -35,11 +35,15 @@ func ResultV1(state *framework.CycleState, node string) *allocator.V1Result {
 	}
 	i := s.results.index(node)
 	s.v1.mu.Lock()
-	defer s.v1.mu.Unlock()
-	if i < 0 || i >= len(s.v1.results) {
+	var res *allocator.V1Result
+	if i >= 0 && i < len(s.v1.results) {
+		res = s.v1.results[i]
+	}
+	s.v1.mu.Unlock()
+	if res == nil {
 		return nil
 	}
-	return s.v1.results[i]
+	return s.forNode(res, s.results.node(i))
 }
 
 // V1Claims returns the claims stored as resource.k8s.io/v1, sorted by
