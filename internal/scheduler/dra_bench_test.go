@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -56,13 +57,41 @@ func draBenchLists(nodes []*corev1.Node, n int) dynamicresources.Lists {
 	return l
 }
 
+// draBenchListsV1 are draBenchLists in the form of BenchmarkDRA's
+// ALLOT_BENCH_API=v1: the same seed slices (seen as v1 devices), a
+// DeviceClass and resource.k8s.io/v1 claims claim-0 ... claim-(n-1) as
+// the template makes them, none allocated.
+func draBenchListsV1(nodes []*corev1.Node, n int) dynamicresources.Lists {
+	l := dynamicresources.Lists{
+		DeviceClasses: []*resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu", UID: "uid-gpu", ResourceVersion: "2"},
+			Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+				Expression: `device.driver == "` + draBenchDriver + `" && device.attributes["` + draBenchDriver + `"].family == "GPU"`}}}}}},
+		Revision: "10",
+	}
+	for _, node := range nodes {
+		l.Slices = append(l.Slices, schedtest.BenchSlice(node.Name, draBenchDriver, draBenchDevices))
+	}
+	for i := range n {
+		l.V1Claims = append(l.V1Claims, &resourcev1.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "claim-" + strconv.Itoa(i), Namespace: "default", UID: types.UID("uid-claim-" + strconv.Itoa(i)), ResourceVersion: "10"},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
+					Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+						Expression: `device.attributes["` + draBenchDriver + `"].model == "A100" && device.capacity["` + draBenchDriver + `"].memory.compareTo(quantity("1Gi")) >= 0`}}}}}}}},
+		})
+	}
+	return l
+}
+
 // BenchmarkDRACycles500Nodes is the scheduler's work per DRA pod without
 // the API, in the measured half of BenchmarkDRA's 5000pods_500nodes: a
 // snapshot from the cache with the DRA objects, the framework's cycle
 // with the node share kube-scheduler looks at, Reserve, the claim as the
 // binding leaves it applied to the objects (as the claim informer's event
 // does), PostBind, and the assume. Each round fills half of the devices
-// untimed and then times the pods that take the other half.
+// untimed and then times the pods that take the other half. seed is the
+// workload with v1alpha2 claims, v1 with resource.k8s.io/v1 claims (as
+// BenchmarkDRA's ALLOT_BENCH_API=v1).
 func BenchmarkDRACycles500Nodes(b *testing.B) {
 	nodes := make([]*corev1.Node, benchNodes)
 	for i := range nodes {
@@ -71,7 +100,32 @@ func BenchmarkDRACycles500Nodes(b *testing.B) {
 			Label("kubernetes.io/arch", "amd64").Label(dynamicresources.LabelCDI, "true")
 		nodes[i] = n.Obj()
 	}
-	lists := draBenchLists(nodes, draBenchPods)
+	b.Run("seed", func(b *testing.B) {
+		benchDRACycles(b, nodes, draBenchLists(nodes, draBenchPods), func(objs *dynamicresources.Objects, rev string, state *framework.CycleState) *dynamicresources.Objects {
+			upd := map[string]*resourceapi.ResourceClaim{}
+			for _, cl := range dynamicresources.BoundClaims(state) {
+				cl.ResourceVersion = rev
+				upd[cl.Namespace+"/"+cl.Name] = cl
+			}
+			return objs.WithClaimUpdates(rev, upd)
+		})
+	})
+	b.Run("v1", func(b *testing.B) {
+		benchDRACycles(b, nodes, draBenchListsV1(nodes, draBenchPods), func(objs *dynamicresources.Objects, rev string, state *framework.CycleState) *dynamicresources.Objects {
+			upd := map[string]*resourcev1.ResourceClaim{}
+			for _, cl := range dynamicresources.BoundClaimsV1(state) {
+				cl.ResourceVersion = rev
+				upd[cl.Namespace+"/"+cl.Name] = cl
+			}
+			return objs.WithClaimChanges(rev, nil, upd)
+		})
+	})
+}
+
+// benchDRACycles is BenchmarkDRACycles500Nodes on lists; bound applies
+// a cycle's bound claims to the objects, as the claim informers do.
+func benchDRACycles(b *testing.B, nodes []*corev1.Node, lists dynamicresources.Lists,
+	bound func(objs *dynamicresources.Objects, rev string, state *framework.CycleState) *dynamicresources.Objects) {
 	ctx := context.Background()
 	var (
 		fw   *framework.Framework
@@ -93,12 +147,7 @@ func BenchmarkDRACycles500Nodes(b *testing.B) {
 			b.Fatal(err)
 		}
 		rev := strconv.Itoa(11 + k)
-		upd := map[string]*resourceapi.ResourceClaim{}
-		for _, cl := range dynamicresources.BoundClaims(state) {
-			cl.ResourceVersion = rev
-			upd[cl.Namespace+"/"+cl.Name] = cl
-		}
-		objs = objs.WithClaimUpdates(rev, upd)
+		objs = bound(objs, rev, state)
 		fw.RunPostBind(ctx, state, pod, d.Selected, rev)
 	}
 	var untimed time.Duration // CPU time of the fills
