@@ -49,6 +49,11 @@
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
 //     ErrDeadline.
 //
+// Requests of one shape (pods from one template) have one
+// V1Request.Signature; an answer kept per state and node is given to
+// another request of that signature with V1Result.For (reasons,
+// config and share IDs of its own claims).
+//
 // Devices with allowMultipleAllocations are allocated as shares of their
 // consumable capacity (capacity.requests, rounded by the capacity's
 // requestPolicy); V1State sums the shares of every claim, so steps 2 and

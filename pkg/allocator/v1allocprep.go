@@ -32,8 +32,9 @@ type V1Request struct {
 	cons    [][]v1cons // per claim: its constraints, when pending
 	reasons []Reason
 
-	sigOnce sync.Once // see Signature (v1reuse.go)
-	sig     string
+	sigOnce    sync.Once // see Signature (v1reuse.go)
+	sig        string
+	reasonMemo sync.Map // reboundKey -> []Reason (see rebind); shared by the nodes checked in parallel
 }
 
 // v1req is one request of a pending claim.

@@ -504,7 +504,7 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 		if vr := s.variantOn(ni.Node()); vr != nil {
 			return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
 		}
-		return nodeStatus(v1res.ReasonsFor(s.v1.req)).WithPlugin(Name)
+		return s.results.status(v1res.ReasonsFor(s.v1.req))
 	}
 	return nil
 }
@@ -525,7 +525,7 @@ func (s *stateData) reusedStatus(i int, a *slotAnswer) *framework.Status {
 	}
 	s.v1.store(i, a.v1)
 	if !a.v1.Fits {
-		return nodeStatus(a.v1.ReasonsFor(s.v1.req)).WithPlugin(Name)
+		return s.results.status(a.v1.ReasonsFor(s.v1.req))
 	}
 	return nil
 }

@@ -83,7 +83,7 @@ type reuseView struct {
 // one position of a snapshot.
 type slotAnswer struct {
 	ni  *framework.NodeInfo
-	gen uint64 // of the Objects it was computed on
+	gen atomic.Uint64 // of the Objects it was computed on, or restamped with (R7)
 	sig string
 	res *allocator.Result
 	v1  *allocator.V1Result // nil for a pod without v1 claims, or when res does not fit
@@ -144,14 +144,15 @@ func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *slotAnswe
 	if e == nil || e.ni != ni || e.sig != sig {
 		return nil
 	}
-	k := slices.Index(v.gens, e.gen)
+	k := slices.Index(v.gens, e.gen.Load())
 	if k < 0 || v.stale[k][i/64]&(1<<(i%64)) != 0 {
 		return nil
 	}
 	if k > 0 && k >= len(v.gens)/2 {
 		// Still true, but about to fall off the ancestry: say so on the
-		// current Objects.
-		v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: e.res, v1: e.v1})
+		// current Objects (in place: the answer is the same, and a
+		// cycle on another line that reads the new stamp only misses it).
+		e.gen.Store(v.gens[0])
 	}
 	return e
 }
@@ -163,7 +164,9 @@ func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, res *all
 	if v == nil || i < 0 || i >= len(v.slots) || v.stale[0][i/64]&(1<<(i%64)) != 0 {
 		return
 	}
-	v.slots[i].Store(&slotAnswer{ni: ni, gen: v.gens[0], sig: sig, res: res, v1: v1})
+	a := &slotAnswer{ni: ni, sig: sig, res: res, v1: v1}
+	a.gen.Store(v.gens[0])
+	v.slots[i].Store(a)
 }
 
 // reuseSignature is the signature of the pod's answers (R2, R9-R11):
