@@ -36,7 +36,9 @@ import (
 //	   devices of a pool local to the node, seed or v1 (one device-use
 //	   state) [TestReuseSkipsNodesTouchedByV1Claims]; a v1 claim on a
 //	   pool not local to one node (or unknown) touches every node
-//	   (allocator.Touch.All) [TestReuseSkipsAllNodesAfterSharedPoolClaims]
+//	   (allocator.Touch.All), and so does the first v1 claim of Objects
+//	   listed without any (their inventory gains the seed devices)
+//	   [TestReuseSkipsAllNodesAfterSharedPoolClaims]
 //	R5 the node has no claims of pods in flight in this cycle (of either
 //	   version, on its local pools): such nodes are neither answered from
 //	   nor remembered [TestReuseSkipsNodesWithPodsInFlight]; while a pod

@@ -228,6 +228,7 @@ func TestReuseSkipsNodesTouchedByV1Claims(t *testing.T) {
 		s.Name, s.Spec.NodeName, s.Spec.DriverName = "slice-"+n, n, "d"
 		l.Slices = append(l.Slices, s)
 	}
+	l.V1Claims = []*resourcev1.ResourceClaim{pendingV1Claim()} // the first v1 claim event touches every node
 	v1On := func(node string) map[string]*resourcev1.ResourceClaim {
 		c := &resourcev1.ResourceClaim{}
 		c.Namespace, c.Name, c.ResourceVersion = "default", "v-"+node, "2"
@@ -270,6 +271,14 @@ func v1Pools() []*resourcev1.ResourceSlice {
 	return []*resourcev1.ResourceSlice{mk("local-n2", &n2, nil), mk("net", nil, &all)}
 }
 
+// pendingV1Claim is a v1 claim not allocated: with one, the Objects'
+// inventory has the seed devices from the start.
+func pendingV1Claim() *resourcev1.ResourceClaim {
+	c := &resourcev1.ResourceClaim{}
+	c.Namespace, c.Name, c.ResourceVersion = "default", "pending", "1"
+	return c
+}
+
 // v1ClaimOn is a change of v1 claim v-<pool>, allocated device dev-0 of
 // driver d's pool.
 func v1ClaimOn(pool string) map[string]*resourcev1.ResourceClaim {
@@ -294,21 +303,29 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 		{"unknown", false},
 	} {
 		f := newReuseFixture(t)
-		f.o = NewObjects(Lists{V1Slices: v1Pools()})
+		f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 		f.rememberAt1(f.o)
 		if got := f.heldAt1(f.o.WithClaimChanges("2", nil, v1ClaimOn(tc.pool))); got != tc.held {
 			t.Errorf("R4: after a v1 claim on pool %s, n1's answer taken = %v, want %v", tc.pool, got, tc.held)
 		}
 	}
+	// The first v1 claim of Objects listed without any changes their
+	// inventory: every node counts as touched.
+	first := newReuseFixture(t)
+	first.o = NewObjects(Lists{V1Slices: v1Pools()})
+	first.rememberAt1(first.o)
+	if first.heldAt1(first.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2"))) {
+		t.Error("R4: an answer was taken across the first v1 claim, which changes the inventory")
+	}
 	// The v1 claim on n2's local pool touches n2.
 	f := newReuseFixture(t)
-	f.o = NewObjects(Lists{V1Slices: v1Pools()})
+	f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, f.res, nil)
 	if a := f.view(f.o, f.snap).answer(2, f.snap.Nodes()[2], reuseSig); a == nil {
 		t.Fatal("n2's answer is not taken at all")
 	}
 	g := newReuseFixture(t)
-	g.o = NewObjects(Lists{V1Slices: v1Pools()})
+	g.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, g.res, nil)
 	if a := g.view(g.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2")), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
 		t.Error("R4: an answer was taken for a node whose local v1 pool a claim allocated since")

@@ -248,8 +248,12 @@ func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.
 	}
 	out := *o
 	out.revision = revision
+	first := v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil })
+	// The inventory changes with the first v1 claim: no v1 answer can
+	// predate it, but say so anyway.
+	touched.All = touched.All || first
 	out.claims = o.claims.UpdateTouching(upd, updV1, touched)
-	if v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil }) {
+	if first {
 		// The first v1 claim: the seed slices join the inventory, and
 		// the one state is counted afresh over it.
 		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
