@@ -19,8 +19,9 @@ import (
 // is the pair of the seed check's Result and, for a pod with
 // resource.k8s.io/v1 claims, AllocateV1's V1Result. The answer at
 // position i holds when every one of these holds; each is pinned by the
-// test named after it (reuse_test.go, R9-R12 where PreFilter decides),
-// which fails when the rule is broken:
+// test named after it, which fails when the rule is broken (reuse_test.go
+// on the view alone; where PreFilter, Filter or Reserve decide, R9 in
+// controlplane_test.go and R5, R10-R12 in reusev1_test.go):
 //
 //	R1 the NodeInfo at i is the same object (node and pods unchanged)
 //	   [TestReuseNeedsTheSameNodeInfo]
@@ -41,7 +42,8 @@ import (
 //	   [TestReuseSkipsAllNodesAfterSharedPoolClaims]
 //	R5 the node has no claims of pods in flight in this cycle (of either
 //	   version, on its local pools): such nodes are neither answered from
-//	   nor remembered [TestReuseSkipsNodesWithPodsInFlight]; while a pod
+//	   nor remembered [TestReuseSkipsNodesWithPodsInFlight,
+//	   TestReuseSkipsNodesWithV1PodsInFlight]; while a pod
 //	   in flight holds v1 devices of a pool not local to one node, the
 //	   cycle neither answers nor remembers at all
 //	   [TestReuseOffWhileSharedPoolsAreInFlight]

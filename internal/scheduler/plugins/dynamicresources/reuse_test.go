@@ -12,10 +12,11 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// The tests of the reuse rules R1-R8 (reuse.go), one each, on the view
-// alone: an answer remembered at position 1 of a four-node snapshot, then
-// asked for under the condition the rule is about. R9 is in
-// dynamicresources_test.go (it is PreFilter's).
+// The tests of the reuse rules R1-R8 and of R4 and R5 for v1 claims
+// (reuse.go), on the view alone: an answer remembered at position 1 of a
+// four-node snapshot, then asked for under the condition the rule is
+// about. R9 is in controlplane_test.go, the rules PreFilter, Filter and
+// Reserve decide for v1 claims in reusev1_test.go.
 
 const reuseSig = "sig"
 
