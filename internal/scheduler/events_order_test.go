@@ -62,8 +62,11 @@ func TestExtensionsSeeEventsBeforeTheQueue(t *testing.T) {
 	rec.mu.Lock()
 	before, after := rec.before, rec.after
 	rec.mu.Unlock()
-	if len(before) != 1 || len(after) != 1 {
-		t.Fatalf("the extension saw %d events before and %d after, want 1 and 1", len(before), len(after))
+	// The first claim event is the add above; the pod it moves may be
+	// bound, and its claim's allocation seen as a second event, before
+	// the recorder is read: only the first is the one under test.
+	if len(before) < 1 || len(after) < 1 {
+		t.Fatalf("the extension saw %d events before and %d after, want at least 1 and 1", len(before), len(after))
 	}
 	if before[0] != queue.Unschedulable {
 		t.Fatalf("before the queue: pod in %q, want still parked (the queue moved it before the extension saw the event)", before[0])
