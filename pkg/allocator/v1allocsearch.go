@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,7 +129,8 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 	n := len(p.devs)
 	flags := make([]bool, 4*n)
 	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
-	p.stamp = make([]int32, n)
+	ints := make([]int32, 3*n)
+	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
 	p.uses, p.nbr, p.kinds = make([][]v1use, n), make([][]v1edge, n), make([]uint64, n)
 	var ctrLocal map[int32]int32
 	for l, x := range p.devs {
@@ -263,28 +265,86 @@ type v1lgroup struct {
 func (p *v1prob) buildGroups(kinds int) {
 	inv := p.inv
 	n := len(p.devs)
-	var local map[int32]int32
+	// The node's groups get local indexes in the order their first member
+	// comes (index: the local index of each inventory group in [gmin,
+	// gmax], -1 when not seen yet); one buffer backs the devices' group
+	// lists (devGroups) and the groups' members, each group with room for
+	// all of the inventory group's.
+	memberships, gmin, gmax := 0, int32(math.MaxInt32), int32(-1)
+	for _, x := range p.devs {
+		for _, g := range inv.devs[x].groups {
+			memberships++
+			gmin, gmax = min(gmin, g), max(gmax, g)
+		}
+	}
 	p.devGroups = make([][]int32, n)
-	var groupBuf []int32 // backs devGroups
+	if memberships == 0 {
+		p.buildSignatures(kinds)
+		return
+	}
+	span := int(gmax-gmin) + 1
+	var local map[int32]int32
+	var index []int32
+	if span > 4*memberships+64 {
+		// Groups far apart in the inventory (devices of pools that reach
+		// many nodes): a map, not a long index.
+		local = make(map[int32]int32, memberships)
+	}
+	localOf := func(g int32) (int32, bool) {
+		if local != nil {
+			j, ok := local[g]
+			return j, ok
+		}
+		j := index[g-gmin]
+		return j, j >= 0
+	}
+	// Count the distinct groups and their room first, so that nothing
+	// grows while members are added.
+	if local == nil {
+		index = make([]int32, span)
+		for i := range index {
+			index[i] = -1
+		}
+	}
+	ngroups, room := int32(0), 0
+	for _, x := range p.devs {
+		for _, g := range inv.devs[x].groups {
+			if _, ok := localOf(g); ok {
+				continue
+			}
+			if local != nil {
+				local[g] = ngroups
+			} else {
+				index[g-gmin] = ngroups
+			}
+			ngroups++
+			room += len(inv.groups[g])
+		}
+	}
+	p.lgroups = make([]v1lgroup, ngroups)
+	for i := range p.lgroups {
+		p.lgroups[i].sig = -1
+	}
+	buf := make([]int32, memberships+room)
+	groupBuf, memberBuf := buf[:0:memberships], buf[memberships:memberships]
+	seen := int32(0)
 	for l, x := range p.devs {
 		d := &inv.devs[x]
 		if len(d.groups) == 0 {
 			continue
 		}
-		if local == nil {
-			local = map[int32]int32{}
-			groupBuf = make([]int32, 0, n)
-		}
 		start := len(groupBuf)
 		for _, g := range d.groups {
-			j, ok := local[g]
-			if !ok {
-				j = int32(len(p.lgroups))
-				local[g] = j
-				p.lgroups = append(p.lgroups, v1lgroup{seed: g == d.seedGroup, fresh0: true, sig: -1,
-					members: make([]int32, 0, len(inv.groups[g]))})
-			}
+			j, _ := localOf(g)
 			lg := &p.lgroups[j]
+			if j == seen {
+				// First member: the group's room in memberBuf.
+				seen++
+				k := len(memberBuf)
+				memberBuf = memberBuf[:k+len(inv.groups[g])]
+				lg.members = memberBuf[k:k:len(memberBuf)]
+				lg.seed, lg.fresh0 = g == d.seedGroup, true
+			}
 			lg.members = append(lg.members, int32(l))
 			if p.inUse[l] || p.seedLock[l] {
 				lg.fresh0 = false
@@ -298,7 +358,13 @@ func (p *v1prob) buildGroups(kinds int) {
 		}
 		p.devGroups[l] = groupBuf[start:len(groupBuf):len(groupBuf)]
 	}
+	p.buildSignatures(kinds)
+}
 
+// buildSignatures is the second half of buildGroups: the symmetry
+// classes of the devices, seed roots and counter sets.
+func (p *v1prob) buildSignatures(kinds int) {
+	inv := p.inv
 	// Signatures are interned: a short list (few classes in practice),
 	// a map beyond.
 	var list []string
@@ -326,7 +392,6 @@ func (p *v1prob) buildGroups(kinds int) {
 		}
 		return s
 	}
-	p.msig = make([]int32, n)
 	var key []byte
 	for l, x := range p.devs {
 		p.msig[l] = -1
@@ -373,7 +438,6 @@ func (p *v1prob) buildGroups(kinds int) {
 		}
 		p.msig[l] = intern(key)
 	}
-	p.ctrGroup = make([]int32, n)
 	for l := range p.devs {
 		p.ctrGroup[l] = -1
 		if gs := p.devGroups[l]; len(gs) == 1 && !p.lgroups[gs[0]].seed {
