@@ -27,6 +27,7 @@ type v1prob struct {
 	st   *V1State
 	inv  *V1Inventory
 	node *corev1.Node
+	ar   *v1arena // backs the slices below (see v1arena)
 
 	devs      []int32   // local device → inventory device, ascending
 	unusable  []int32   // unusable pools that reach the node
@@ -124,14 +125,16 @@ type v1consP struct {
 // fails to evaluate on a device (the claim cannot be judged on the node).
 func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 	inv := st.inv
-	p := &v1prob{r: r, st: st, inv: inv, node: node}
-	p.devs, p.unusable = inv.nodeDevices(node)
+	p := newV1Prob()
+	p.r, p.st, p.inv, p.node = r, st, inv, node
+	p.devs, p.unusable = inv.nodeDevices(node, p.devs)
 	n := len(p.devs)
-	flags := make([]bool, 4*n)
+	ar := p.ar
+	flags := ar.bools.take(4 * n)
 	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
-	ints := make([]int32, 3*n)
+	ints := ar.i32.take(3 * n)
 	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
-	p.uses, p.nbr, p.kinds = make([][]v1use, n), make([][]v1edge, n), make([]uint64, n)
+	p.uses, p.nbr, p.kinds = ar.uses.take(n), ar.edges.take(n), ar.u64.take(n)
 	var ctrLocal map[int32]int32
 	for l, x := range p.devs {
 		d := &inv.devs[x]
@@ -183,7 +186,7 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		}
 		for qi := range r.reqs[ci] {
 			req := &r.reqs[ci][qi]
-			sr := v1sreq{claim: ci, req: req, alts: make([]v1salt, len(req.alts))}
+			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.alts))}
 			for ai := range req.alts {
 				a := &sr.alts[ai]
 				a.a, a.kind = &req.alts[ai], -1
@@ -215,13 +218,14 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		}
 	}
 	if len(reasons) > 0 {
+		p.release()
 		return nil, reasons
 	}
 
 	// Requests with the fewest spare candidates first; All requests, whose
 	// devices are given, before all.
-	p.order = make([]int, len(p.sreqs))
-	slack := make([]int, len(p.sreqs))
+	p.order = ar.ints.take(len(p.sreqs))
+	slack := ar.ints.take(len(p.sreqs))
 	for i := range p.sreqs {
 		p.order[i] = i
 		slack[i] = 1 << 30
@@ -277,7 +281,7 @@ func (p *v1prob) buildGroups(kinds int) {
 			gmin, gmax = min(gmin, g), max(gmax, g)
 		}
 	}
-	p.devGroups = make([][]int32, n)
+	p.devGroups = p.ar.lists.take(n)
 	if memberships == 0 {
 		p.buildSignatures(kinds)
 		return
@@ -301,7 +305,7 @@ func (p *v1prob) buildGroups(kinds int) {
 	// Count the distinct groups and their room first, so that nothing
 	// grows while members are added.
 	if local == nil {
-		index = make([]int32, span)
+		index = p.ar.i32.take(span)
 		for i := range index {
 			index[i] = -1
 		}
@@ -321,11 +325,11 @@ func (p *v1prob) buildGroups(kinds int) {
 			room += len(inv.groups[g])
 		}
 	}
-	p.lgroups = make([]v1lgroup, ngroups)
+	p.lgroups = p.ar.groups.take(int(ngroups))
 	for i := range p.lgroups {
 		p.lgroups[i].sig = -1
 	}
-	buf := make([]int32, memberships+room)
+	buf := p.ar.i32.take(memberships + room)
 	groupBuf, memberBuf := buf[:0:memberships], buf[memberships:memberships]
 	seen := int32(0)
 	for l, x := range p.devs {
