@@ -14,6 +14,10 @@ import "sync"
 // outlive the call: results and reasons are built afresh.
 type v1arena struct {
 	prob v1prob
+	// search is the call's first search (its solve); further ones
+	// (combinations of subrequests, explanations) are allocated.
+	search     v1search
+	searchUsed bool
 
 	bools  v1slab[bool]
 	i32    v1slab[int32]
@@ -26,6 +30,7 @@ type v1arena struct {
 	groups v1slab[v1lgroup]
 	alts   v1slab[v1salt]
 	cands  v1slab[v1cand]
+	picks  v1slab[v1pick]
 }
 
 var v1arenas = sync.Pool{New: func() any { return new(v1arena) }}
@@ -86,11 +91,12 @@ func (p *v1prob) release() {
 	if a == nil {
 		return
 	}
-	for _, s := range []interface{ reset() }{&a.bools, &a.i32, &a.u64, &a.i64, &a.ints, &a.uses, &a.edges, &a.lists, &a.groups, &a.alts, &a.cands} {
+	for _, s := range []interface{ reset() }{&a.bools, &a.i32, &a.u64, &a.i64, &a.ints, &a.uses, &a.edges, &a.lists, &a.groups, &a.alts, &a.cands, &a.picks} {
 		s.reset()
 	}
 	// Drop what the problem points to, so that a kept arena holds no
 	// inventory, state or request alive.
+	a.search, a.searchUsed = v1search{}, false
 	clear(a.prob.cons)
 	clear(a.prob.sreqs[:cap(a.prob.sreqs)])
 	a.prob = v1prob{useBuf: a.prob.useBuf, edgeBuf: a.prob.edgeBuf, candBuf: a.prob.candBuf, lctr: a.prob.lctr, left0: a.prob.left0,
