@@ -150,6 +150,11 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 	slices.SortStableFunc(inv.pools, func(a, b V1Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
+	total := 0
+	for pi := range inv.pools {
+		total += len(inv.pools[pi].Devices)
+	}
+	inv.devs, inv.byKey = make([]v1dev, 0, total), make(map[string]int32, total)
 
 	for pi := range inv.pools {
 		p := &inv.pools[pi]
