@@ -19,18 +19,19 @@ type v1arena struct {
 	search     v1search
 	searchUsed bool
 
-	bools  v1slab[bool]
-	i32    v1slab[int32]
-	u64    v1slab[uint64]
-	i64    v1slab[int64]
-	ints   v1slab[int]
-	uses   v1slab[[]v1use]
-	edges  v1slab[[]v1edge]
-	lists  v1slab[[]int32]
-	groups v1slab[v1lgroup]
-	alts   v1slab[v1salt]
-	cands  v1slab[v1cand]
-	picks  v1slab[v1pick]
+	bools    v1slab[bool]
+	i32      v1slab[int32]
+	u64      v1slab[uint64]
+	i64      v1slab[int64]
+	ints     v1slab[int]
+	uses     v1slab[[]v1use]
+	edges    v1slab[[]v1edge]
+	lists    v1slab[[]int32]
+	groups   v1slab[v1lgroup]
+	alts     v1slab[v1salt]
+	cands    v1slab[v1cand]
+	picks    v1slab[v1pick]
+	matchers v1slab[*v1matchCache]
 }
 
 var v1arenas = sync.Pool{New: func() any { return new(v1arena) }}
@@ -91,7 +92,7 @@ func (p *v1prob) release() {
 	if a == nil {
 		return
 	}
-	for _, s := range []interface{ reset() }{&a.bools, &a.i32, &a.u64, &a.i64, &a.ints, &a.uses, &a.edges, &a.lists, &a.groups, &a.alts, &a.cands, &a.picks} {
+	for _, s := range []interface{ reset() }{&a.bools, &a.i32, &a.u64, &a.i64, &a.ints, &a.uses, &a.edges, &a.lists, &a.groups, &a.alts, &a.cands, &a.picks, &a.matchers} {
 		s.reset()
 	}
 	// Drop what the problem points to, so that a kept arena holds no

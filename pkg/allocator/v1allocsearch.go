@@ -201,8 +201,11 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 				}
 				if reason, failed := p.candidates(r.keys[ci], a); failed {
 					// A subrequest's selector error counts only if the
-					// search gets to that subrequest (see solve).
-					a.ok, a.cands, a.err = false, nil, &reason
+					// search gets to that subrequest (see solve). (A
+					// copy, so that reason itself does not escape: it
+					// would be allocated for every alternative.)
+					err := reason
+					a.ok, a.cands, a.err = false, nil, &err
 					if !req.first {
 						reasons = append(reasons, reason)
 					}
@@ -559,10 +562,13 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	alt := a.a
 	st := &a.stats
 	st.devices = len(p.devs)
-	st.rejected = make([]int, len(alt.classSel)+len(alt.sel))
-	mcs := make([]*v1matchCache, len(alt.classSel)+len(alt.sel))
-	for j, expr := range slices.Concat(alt.classSel, alt.sel) {
+	st.rejected = p.ar.ints.take(len(alt.classSel) + len(alt.sel))
+	mcs := p.ar.matchers.take(len(alt.classSel) + len(alt.sel))
+	for j, expr := range alt.classSel {
 		mcs[j] = p.inv.matcher(expr)
+	}
+	for j, expr := range alt.sel {
+		mcs[len(alt.classSel)+j] = p.inv.matcher(expr)
 	}
 	for l, x := range p.devs {
 		if !alt.admin && !alt.all && (p.inUse[l] || p.seedLock[l]) {
