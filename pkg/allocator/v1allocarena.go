@@ -100,7 +100,15 @@ func (p *v1prob) release() {
 	a.search, a.searchUsed = v1search{}, false
 	clear(a.prob.cons)
 	clear(a.prob.sreqs[:cap(a.prob.sreqs)])
-	a.prob = v1prob{useBuf: a.prob.useBuf, edgeBuf: a.prob.edgeBuf, candBuf: a.prob.candBuf, lctr: a.prob.lctr, left0: a.prob.left0,
-		cons: a.prob.cons, sreqs: a.prob.sreqs, devs: a.prob.devs}
+	a.prob = v1prob{useBuf: keep(a.prob.useBuf), edgeBuf: keep(a.prob.edgeBuf), candBuf: keep(a.prob.candBuf), lctr: keep(a.prob.lctr),
+		left0: keep(a.prob.left0), cons: keep(a.prob.cons), sreqs: keep(a.prob.sreqs), devs: keep(a.prob.devs)}
 	v1arenas.Put(a)
+}
+
+// keep is s, to be reused, unless it grew beyond v1arenaKeep elements.
+func keep[T any](s []T) []T {
+	if cap(s) > v1arenaKeep {
+		return nil
+	}
+	return s
 }
