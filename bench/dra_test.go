@@ -38,7 +38,9 @@ import (
 // ALLOT_BENCH_RATE (arrival rate, 1000/s), ALLOT_BENCH_DURATION (steady
 // state; default 10s scaled by PODS/5000, at least 1s).
 // ALLOT_BENCH_PROGRESS=1 logs, each second of the 5000pods shapes, where
-// the pods wait (see progress).
+// the pods wait (see progress). ALLOT_BENCH_HEAPPROFILE=path writes a heap
+// profile at the highest live heap until every pod is bound
+// (watchHeapPeak; PODSpods_NODESnodes only).
 func BenchmarkDRA(b *testing.B) {
 	nodes, pods := envInt("ALLOT_BENCH_NODES", 500), envInt("ALLOT_BENCH_PODS", 5000)
 	b.Run(fmt.Sprintf("%dpods_%dnodes", pods, nodes), func(b *testing.B) {
@@ -89,6 +91,7 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	resetPeakRSS(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	stopHeap := watchHeapPeak(ctx, b)
 	cl := startDRACluster(ctx, b, nodes, statusWrites)
 	for _, ns := range []string{"init", "test", "ceiling"} {
 		cl.addNamespace(ctx, b, ns)
@@ -126,6 +129,7 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	writes, cycles := diffWrites(writes0, cl.e.settledWrites(b), len(measured)), diffCycles(cycles0, schedulerCycles(b, cl.sched), len(measured))
 	cl.check(b)
 	checkAllocations(ctx, b, cl.c, pods)
+	stopHeap()
 	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
 	ceil.measure(ctx, b, cl.c, benchClients, ceilingN)
 	b.Logf("API creates at %d clients: %s", benchClients, &ceil)

@@ -66,7 +66,9 @@
 // Models) for the inventory.
 //
 // Ownership: objects passed in are read, never modified; results are new
-// objects owned by the caller. Model, NodeState and Request are safe for
+// objects owned by the caller (AllocateV1 reuses its scratch memory
+// between calls, never its results). The devices of an inventory's pools
+// share maps where their values are equal: read them, never write. Model, NodeState and Request are safe for
 // concurrent use. Simulation is not safe for concurrent mutation; see its
 // documentation.
 //

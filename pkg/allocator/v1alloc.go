@@ -224,6 +224,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.N
 		res.Reasons = rs
 		return res, nil
 	}
+	defer p.release()
 	s, err := p.solve(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)

@@ -98,14 +98,24 @@ type v1cand struct {
 
 func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1search {
 	n, ng := len(p.devs), len(p.lgroups)
-	ints := make([]int32, 3*n+3*ng+len(p.cons))
-	s := &v1search{p: p, ctx: ctx, fixed: slices.Clone(fixed), budget: budget, limit: maxSteps,
-		pickNA: ints[:n:n], pickAny: ints[n : 2*n : 2*n], seedBlk: ints[2*n : 3*n : 3*n],
-		gPicks: ints[3*n : 3*n+ng : 3*n+ng], gStamp: ints[3*n+ng : 3*n+2*ng : 3*n+2*ng], gCnt: ints[3*n+2*ng : 3*n+3*ng : 3*n+3*ng],
-		consN: ints[3*n+3*ng:], gCap: make([]int64, p.nGroupCtr),
-		mark: make([]int32, n), gFresh: make([]bool, ng), bans: make([]uint64, n), left: slices.Clone(p.left0), claimDev: make([][]int32, len(p.r.claims)),
+	ar := p.ar
+	s := &ar.search
+	if ar.searchUsed {
+		s = new(v1search)
+	}
+	ar.searchUsed = true
+	ints := ar.i32.take(4*n + 3*ng + len(p.cons))
+	*s = v1search{p: p, ctx: ctx, fixed: append(ar.ints.room(len(fixed)), fixed...), budget: budget, limit: maxSteps,
+		pickNA: ints[:n:n], pickAny: ints[n : 2*n : 2*n], seedBlk: ints[2*n : 3*n : 3*n], mark: ints[3*n : 4*n : 4*n],
+		gPicks: ints[4*n : 4*n+ng : 4*n+ng], gStamp: ints[4*n+ng : 4*n+2*ng : 4*n+2*ng], gCnt: ints[4*n+2*ng : 4*n+3*ng : 4*n+3*ng],
+		consN: ints[4*n+3*ng:], gCap: ar.i64.take(p.nGroupCtr),
+		// The first slot's candidates, at most the node's devices, fit
+		// without growing the stack.
+		cbuf:   ar.cands.room(n),
+		banned: ar.i32.room(n), picks: ar.picks.room(n), best: ar.picks.room(n),
+		gFresh: ar.bools.take(ng), bans: ar.u64.take(n), left: append(ar.i64.room(len(p.left0)), p.left0...), claimDev: ar.lists.take(len(p.r.claims)),
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
-		chosen: make([]int, len(p.sreqs)), minNA: make([]int, len(p.order)+1), pend: make([]uint64, len(p.order)+1)}
+		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
 	for k := range p.cons {
 		if !p.cons[k].c.match {
 			s.consSeen[k] = map[string]int32{}

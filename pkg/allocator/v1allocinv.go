@@ -150,6 +150,11 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 	slices.SortStableFunc(inv.pools, func(a, b V1Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
+	total := 0
+	for pi := range inv.pools {
+		total += len(inv.pools[pi].Devices)
+	}
+	inv.devs, inv.byKey = make([]v1dev, 0, total), make(map[string]int32, total)
 
 	for pi := range inv.pools {
 		p := &inv.pools[pi]
@@ -349,8 +354,9 @@ func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
 
 // nodeDevices returns the devices that can be allocated on the node
 // (usable pools, available on the node), in
-// inventory order, and the unusable pools that reach the node.
-func (inv *V1Inventory) nodeDevices(node *corev1.Node) (devs []int32, unusable []int32) {
+// inventory order, appended to into[:0], and the unusable pools that
+// reach the node.
+func (inv *V1Inventory) nodeDevices(node *corev1.Node, into []int32) (devs []int32, unusable []int32) {
 	name := ""
 	if node != nil {
 		name = node.Name
@@ -359,7 +365,7 @@ func (inv *V1Inventory) nodeDevices(node *corev1.Node) (devs []int32, unusable [
 	if node == nil {
 		local = nil
 	}
-	devs = make([]int32, 0, len(local)+len(inv.elsewhere))
+	devs = slices.Grow(into[:0], len(local)+len(inv.elsewhere))
 	i, j := 0, 0
 	for i < len(local) || j < len(inv.elsewhere) {
 		var x int32

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -26,6 +25,7 @@ type v1prob struct {
 	st   *V1State
 	inv  *V1Inventory
 	node *corev1.Node
+	ar   *v1arena // backs the slices below (see v1arena)
 
 	devs      []int32   // local device → inventory device, ascending
 	unusable  []int32   // unusable pools that reach the node
@@ -123,13 +123,16 @@ type v1consP struct {
 // fails to evaluate on a device (the claim cannot be judged on the node).
 func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 	inv := st.inv
-	p := &v1prob{r: r, st: st, inv: inv, node: node}
-	p.devs, p.unusable = inv.nodeDevices(node)
+	p := newV1Prob()
+	p.r, p.st, p.inv, p.node = r, st, inv, node
+	p.devs, p.unusable = inv.nodeDevices(node, p.devs)
 	n := len(p.devs)
-	flags := make([]bool, 4*n)
+	ar := p.ar
+	flags := ar.bools.take(4 * n)
 	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
-	p.stamp = make([]int32, n)
-	p.uses, p.nbr, p.kinds = make([][]v1use, n), make([][]v1edge, n), make([]uint64, n)
+	ints := ar.i32.take(3 * n)
+	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
+	p.uses, p.nbr, p.kinds = ar.uses.take(n), ar.edges.take(n), ar.u64.take(n)
 	var ctrLocal map[int32]int32
 	for l, x := range p.devs {
 		d := &inv.devs[x]
@@ -181,7 +184,7 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		}
 		for qi := range r.reqs[ci] {
 			req := &r.reqs[ci][qi]
-			sr := v1sreq{claim: ci, req: req, alts: make([]v1salt, len(req.alts))}
+			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.alts))}
 			for ai := range req.alts {
 				a := &sr.alts[ai]
 				a.a, a.kind = &req.alts[ai], -1
@@ -196,8 +199,11 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 				}
 				if reason, failed := p.candidates(r.keys[ci], a); failed {
 					// A subrequest's selector error counts only if the
-					// search gets to that subrequest (see solve).
-					a.ok, a.cands, a.err = false, nil, &reason
+					// search gets to that subrequest (see solve). (A
+					// copy, so that reason itself does not escape: it
+					// would be allocated for every alternative.)
+					err := reason
+					a.ok, a.cands, a.err = false, nil, &err
 					if !req.first {
 						reasons = append(reasons, reason)
 					}
@@ -213,13 +219,14 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		}
 	}
 	if len(reasons) > 0 {
+		p.release()
 		return nil, reasons
 	}
 
 	// Requests with the fewest spare candidates first; All requests, whose
 	// devices are given, before all.
-	p.order = make([]int, len(p.sreqs))
-	slack := make([]int, len(p.sreqs))
+	p.order = ar.ints.take(len(p.sreqs))
+	slack := ar.ints.take(len(p.sreqs))
 	for i := range p.sreqs {
 		p.order[i] = i
 		slack[i] = 1 << 30
@@ -237,231 +244,6 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 
 	p.buildGroups(kind)
 	return p, nil
-}
-
-// v1lgroup is an inventory group with devices on the node: the consumers
-// of one shared counter set, or the leaves of one seed root instance.
-type v1lgroup struct {
-	members []int32 // local devices
-	seed    bool
-	// fresh0: nothing of the group is in use; the first pick from a fresh
-	// group of several devices breaks up a whole physical device.
-	fresh0 bool
-	sig    int32 // the class of the set (members, counters) or seed root (leaves), for symmetry, else -1
-	// ctrs are a counter group's counters (local), at ctrOff in the
-	// search's per-counter scratch.
-	ctrs   []int32
-	ctrOff int32
-}
-
-// buildGroups finds the groups of the node's devices and the symmetry
-// signatures: msig of a device that can be swapped with another of equal
-// msig (independent devices, consumers of exactly one counter set, leaves
-// of one partition group of a seed instance), and the class of each
-// counter set and seed root. kinds is the number of
-// alternatives; beyond 64 there is no symmetry (kinds are a 64-bit mask).
-func (p *v1prob) buildGroups(kinds int) {
-	inv := p.inv
-	n := len(p.devs)
-	var local map[int32]int32
-	p.devGroups = make([][]int32, n)
-	var groupBuf []int32 // backs devGroups
-	for l, x := range p.devs {
-		d := &inv.devs[x]
-		if len(d.groups) == 0 {
-			continue
-		}
-		if local == nil {
-			local = map[int32]int32{}
-			groupBuf = make([]int32, 0, n)
-		}
-		start := len(groupBuf)
-		for _, g := range d.groups {
-			j, ok := local[g]
-			if !ok {
-				j = int32(len(p.lgroups))
-				local[g] = j
-				p.lgroups = append(p.lgroups, v1lgroup{seed: g == d.seedGroup, fresh0: true, sig: -1,
-					members: make([]int32, 0, len(inv.groups[g]))})
-			}
-			lg := &p.lgroups[j]
-			lg.members = append(lg.members, int32(l))
-			if p.inUse[l] || p.seedLock[l] {
-				lg.fresh0 = false
-			}
-			for _, u := range p.uses[l] {
-				if p.left0[u.ctr] != inv.ctrs[p.lctr[u.ctr]].total {
-					lg.fresh0 = false
-				}
-			}
-			groupBuf = append(groupBuf, j)
-		}
-		p.devGroups[l] = groupBuf[start:len(groupBuf):len(groupBuf)]
-	}
-
-	// Signatures are interned: a short list (few classes in practice),
-	// a map beyond.
-	var list []string
-	var sigs map[string]int32
-	intern := func(key []byte) int32 {
-		if sigs == nil {
-			for i, k := range list {
-				if k == string(key) {
-					return int32(i)
-				}
-			}
-			list = append(list, string(key))
-			if len(list) > 32 {
-				sigs = make(map[string]int32, 2*len(list))
-				for i, k := range list {
-					sigs[k] = int32(i)
-				}
-			}
-			return int32(len(list) - 1)
-		}
-		s, ok := sigs[string(key)]
-		if !ok {
-			s = int32(len(sigs))
-			sigs[string(key)] = s
-		}
-		return s
-	}
-	p.msig = make([]int32, n)
-	var key []byte
-	for l, x := range p.devs {
-		p.msig[l] = -1
-		gs := p.devGroups[l]
-		in := inv.devs[x].d.SeedInstance
-		switch {
-		case kinds > 64:
-			continue
-		case len(gs) == 0:
-		case len(gs) == 1 && !p.lgroups[gs[0]].seed:
-		case len(gs) == 1 && len(inv.groups[inv.devs[x].groups[0]]) == 1:
-			in = "" // a seed root without partitions: independent
-		case len(gs) == 1:
-			// A leaf of a partitioned seed instance: its class includes
-			// the partition group it is in (its ID without the root and
-			// the leaf name); siblings of one class are interchangeable.
-		default:
-			continue
-		}
-		key = key[:0]
-		if in != "" {
-			_, rel, _ := strings.Cut(in, "/")
-			parent, _, _ := cutLast(rel)
-			key = append(append(key, parent...), 0)
-		}
-		key = strconv.AppendUint(key, p.kinds[l], 16)
-		key = append(key, byte('0'+b2i(p.inUse[l])), byte('0'+b2i(p.seedLock[l])), byte('0'+b2i(p.free0[l])))
-		for k := range p.cons {
-			key = append(key, p.cons[k].vals[x]...)
-			key = append(key, 0)
-		}
-		if d := &inv.devs[x]; d.multi {
-			key = append(key, 'M')
-			for i := range d.caps {
-				key = append(key, d.caps[i].dc.String()...)
-				key = strconv.AppendInt(append(key, '='), p.capLeft0[l][i], 10)
-				key = append(key, 0)
-			}
-		}
-		for _, u := range p.uses[l] {
-			key = append(key, inv.ctrs[p.lctr[u.ctr]].name...)
-			key = strconv.AppendInt(append(key, '='), u.amount, 10)
-			key = append(key, 0)
-		}
-		p.msig[l] = intern(key)
-	}
-	p.ctrGroup = make([]int32, n)
-	for l := range p.devs {
-		p.ctrGroup[l] = -1
-		if gs := p.devGroups[l]; len(gs) == 1 && !p.lgroups[gs[0]].seed {
-			p.ctrGroup[l] = gs[0]
-		}
-	}
-	for j := range p.lgroups {
-		lg := &p.lgroups[j]
-		if lg.seed {
-			continue
-		}
-		for _, m := range lg.members {
-			for _, u := range p.uses[m] {
-				if !slices.Contains(lg.ctrs, u.ctr) {
-					lg.ctrs = append(lg.ctrs, u.ctr)
-				}
-			}
-		}
-		lg.ctrOff = int32(p.nGroupCtr)
-		p.nGroupCtr += len(lg.ctrs)
-	}
-	// A seed root's class: its leaves, by their path under the root, and
-	// their classes.
-	type leaf struct {
-		rel  string
-		msig int32
-	}
-	var leaves []leaf
-	for j := range p.lgroups {
-		lg := &p.lgroups[j]
-		if !lg.seed || len(lg.members) < 2 {
-			continue
-		}
-		leaves = leaves[:0]
-		for _, m := range lg.members {
-			if p.msig[m] < 0 {
-				leaves = nil
-				break
-			}
-			_, rel, _ := strings.Cut(inv.devs[p.devs[m]].d.SeedInstance, "/")
-			leaves = append(leaves, leaf{rel, p.msig[m]})
-		}
-		if leaves == nil {
-			continue
-		}
-		slices.SortFunc(leaves, func(a, b leaf) int { return strings.Compare(a.rel, b.rel) })
-		key = append(key[:0], 'S')
-		for _, lf := range leaves {
-			key = append(append(key, lf.rel...), 0)
-			key = strconv.AppendInt(key, int64(lf.msig), 10)
-			key = append(key, 0)
-		}
-		lg.sig = intern(key)
-	}
-	// A counter set's class: its members' msigs and its counters.
-	var msBuf, ctrBuf []int32
-	for j := range p.lgroups {
-		lg := &p.lgroups[j]
-		if lg.seed {
-			continue
-		}
-		ms := msBuf[:0]
-		ctrs := append(ctrBuf[:0], lg.ctrs...)
-		ok := true
-		for _, m := range lg.members {
-			if p.msig[m] < 0 {
-				ok = false
-				break
-			}
-			ms = append(ms, p.msig[m])
-		}
-		if !ok {
-			continue
-		}
-		slices.Sort(ms)
-		slices.SortFunc(ctrs, func(a, b int32) int { return cmp.Compare(inv.ctrs[p.lctr[a]].name, inv.ctrs[p.lctr[b]].name) })
-		key = append(key[:0], 'G')
-		for _, m := range ms {
-			key = strconv.AppendInt(append(key, ','), int64(m), 10)
-		}
-		for _, c := range ctrs {
-			key = append(append(key, ';'), inv.ctrs[p.lctr[c]].name...)
-			key = strconv.AppendInt(append(key, '='), p.left0[c], 10)
-			key = strconv.AppendInt(append(key, '/'), inv.ctrs[p.lctr[c]].total, 10)
-		}
-		lg.sig = intern(key)
-		msBuf, ctrBuf = ms, ctrs
-	}
 }
 
 func b2i(b bool) int {
@@ -491,10 +273,13 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	alt := a.a
 	st := &a.stats
 	st.devices = len(p.devs)
-	st.rejected = make([]int, len(alt.classSel)+len(alt.sel))
-	mcs := make([]*v1matchCache, len(alt.classSel)+len(alt.sel))
-	for j, expr := range slices.Concat(alt.classSel, alt.sel) {
+	st.rejected = p.ar.ints.take(len(alt.classSel) + len(alt.sel))
+	mcs := p.ar.matchers.take(len(alt.classSel) + len(alt.sel))
+	for j, expr := range alt.classSel {
 		mcs[j] = p.inv.matcher(expr)
+	}
+	for j, expr := range alt.sel {
+		mcs[len(alt.classSel)+j] = p.inv.matcher(expr)
 	}
 	for l, x := range p.devs {
 		if !alt.admin && !alt.all && (p.inUse[l] || p.seedLock[l]) {
