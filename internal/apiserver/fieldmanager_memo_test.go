@@ -517,3 +517,42 @@ func perturbWith(v reflect.Value, r *rand.Rand, o perturbing) {
 		}
 	}
 }
+
+// Creates of several shapes by one manager at once (run with -race): each
+// gets the field manager's answer for its own shape.
+func TestCreateMemoConcurrent(t *testing.T) {
+	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
+	shapes := make([]*corev1.Pod, 6) // more than the memo keeps per manager
+	want := make([]string, len(shapes))
+	for i := range shapes {
+		p := makePod(fmt.Sprint("c", i)).label(fmt.Sprint("l", i), "v").obj()
+		p.Namespace = "default"
+		shapes[i] = p
+		want[i] = libraryCreate(t, k, p, "memo-concurrent")
+	}
+	errs := make(chan string, 8*60)
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for n := range 60 {
+				i := (g + n) % len(shapes)
+				out, err := testAPI.trackCreate(k, shapes[i].DeepCopy(), "memo-concurrent")
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				if got := entriesWithoutTime(out.(*corev1.Pod).ManagedFields); got != want[i] {
+					errs <- fmt.Sprintf("shape %d: got %s, want %s", i, got, want[i])
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
