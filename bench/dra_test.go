@@ -89,6 +89,7 @@ func runDRATemplate(b *testing.B, nodes, pods int, statusWrites bool) {
 	resetPeakRSS(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	watchPeakHeap(ctx, b, fmt.Sprintf("dra-%dpods-status%v", pods, statusWrites))
 	cl := startDRACluster(ctx, b, nodes, statusWrites)
 	for _, ns := range []string{"init", "test", "ceiling"} {
 		cl.addNamespace(ctx, b, ns)
