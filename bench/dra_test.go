@@ -38,7 +38,8 @@ import (
 // ALLOT_BENCH_RATE (arrival rate, 1000/s), ALLOT_BENCH_DURATION (steady
 // state; default 10s scaled by PODS/5000, at least 1s).
 // ALLOT_BENCH_PROGRESS=1 logs, each second of the 5000pods shapes, where
-// the pods wait (see progress).
+// the pods wait (see progress). ALLOT_BENCH_HEAPPROFILE=DIR writes the
+// 5000pods shapes' heap profile nearest the peak (watchPeakHeap).
 func BenchmarkDRA(b *testing.B) {
 	nodes, pods := envInt("ALLOT_BENCH_NODES", 500), envInt("ALLOT_BENCH_PODS", 5000)
 	b.Run(fmt.Sprintf("%dpods_%dnodes", pods, nodes), func(b *testing.B) {
