@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,7 +56,12 @@ import (
 // (those decide the starting set) and no last-applied-configuration
 // annotation, and remembers only answers of exactly one entry (an object
 // whose fields are all stripped, or a failed comparison, gets none, and is
-// left to the field manager every time). TestCreateMemoAgreesWithTheFieldManager
+// left to the field manager every time). A manager whose last creates
+// all missed (more than 2×memoShapes lookups) stores one miss in
+// memoStoreEvery only: claims made from a template, each owned by
+// another pod, never share a shape (the owner's uid is a list key), and
+// would otherwise pay a copy per create for nothing.
+// TestCreateMemoAgreesWithTheFieldManager
 // and FuzzCreateMemo compare its answers with the field manager's own.
 
 const (
@@ -80,7 +86,15 @@ type createMemo struct {
 type memoShapeRing struct {
 	entries [memoShapes]*memoEntry // immutable once stored
 	next    int
+	// misses counts the lookups since the last hit: a family whose
+	// objects never share a shape (claims owned by one pod each: the
+	// owner's uid is a list key) stops paying a copy per create.
+	misses atomic.Int32
 }
+
+// memoStoreEvery is how often a manager whose last lookups all missed
+// (more than twice memoShapes) still stores a shape.
+const memoStoreEvery = 32
 
 // memoEntry is the field manager's answer for one object (without its
 // managedFields): its managedFields entry, time aside.
@@ -109,7 +123,7 @@ func (s *Server) trackCreate(k *kind, obj runtime.Object, manager string) (runti
 	if err != nil {
 		return nil, err
 	}
-	if oacc, err := meta.Accessor(out); err == nil && len(oacc.GetManagedFields()) == 1 {
+	if oacc, err := meta.Accessor(out); err == nil && len(oacc.GetManagedFields()) == 1 && m.worthStoring(manager) {
 		shape := out.DeepCopyObject()
 		if sacc, err := meta.Accessor(shape); err == nil {
 			sacc.SetManagedFields(nil)
@@ -124,16 +138,37 @@ func (s *Server) trackCreate(k *kind, obj runtime.Object, manager string) (runti
 func (m *createMemo) lookup(manager string, obj runtime.Object) *memoEntry {
 	var cands [memoShapes]*memoEntry
 	m.mu.RLock()
-	if r := m.byManager[manager]; r != nil {
+	r := m.byManager[manager]
+	if r != nil {
 		cands = r.entries
 	}
 	m.mu.RUnlock()
 	for _, e := range cands {
 		if e != nil && sameShape(shapeValue(e.shape), shapeValue(obj)) {
+			if r.misses.Load() != 0 {
+				r.misses.Store(0)
+			}
 			return e
 		}
 	}
+	if r != nil {
+		r.misses.Add(1)
+	}
 	return nil
+}
+
+// worthStoring says whether a miss of manager's should store its shape:
+// always while the manager's creates hit, or missed a few times only;
+// then one miss in memoStoreEvery, so that a new family still gets in.
+func (m *createMemo) worthStoring(manager string) bool {
+	m.mu.RLock()
+	r := m.byManager[manager]
+	m.mu.RUnlock()
+	if r == nil {
+		return true
+	}
+	n := r.misses.Load()
+	return n <= 2*memoShapes || n%memoStoreEvery == 0
 }
 
 // shapeValue is what the field manager reads of obj: an unstructured

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -554,5 +555,61 @@ func TestCreateMemoConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// A manager whose creates never share a shape (each owned by another
+// pod: the owner's uid is a list key) stops storing every miss; a family
+// of one shape arriving later still gets in and hits.
+func TestCreateMemoThrottlesMisses(t *testing.T) {
+	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
+	m := &k.fm.creates
+	const manager = "memo-throttle"
+	owned := func(i int) *corev1.Pod {
+		p := makePod(fmt.Sprint("o", i)).obj()
+		p.Namespace = "default"
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "owner", UID: types.UID(fmt.Sprint("u", i))}}
+		return p
+	}
+	stored := func() (n int) {
+		m.mu.RLock()
+		defer m.mu.RUnlock()
+		for _, e := range m.byManager[manager].entries {
+			if e != nil {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range 3 * memoShapes {
+		p := owned(i)
+		if got, want := memoCreate(t, k, p, manager), libraryCreate(t, k, p, manager); got != want {
+			t.Fatalf("got\n%s\nwant\n%s", got, want)
+		}
+	}
+	m.mu.RLock()
+	before := m.byManager[manager].entries
+	m.mu.RUnlock()
+	p := owned(1000)
+	memoCreate(t, k, p, manager)
+	m.mu.RLock()
+	after := m.byManager[manager].entries
+	m.mu.RUnlock()
+	if after != before || stored() != memoShapes {
+		t.Errorf("a miss after %d misses in a row was stored", 3*memoShapes)
+	}
+	same := owned(2000)
+	hit := false
+	for range memoStoreEvery + 1 {
+		if m.lookup(manager, same) != nil {
+			hit = true
+			break
+		}
+		if got, want := memoCreate(t, k, same, manager), libraryCreate(t, k, same, manager); got != want {
+			t.Fatalf("got\n%s\nwant\n%s", got, want)
+		}
+	}
+	if !hit {
+		t.Errorf("a shape created %d times never got into the memo", memoStoreEvery+1)
 	}
 }
