@@ -209,6 +209,7 @@ const (
 var (
 	shapeClasses  sync.Map // reflect.Type -> shapeClass
 	marshalerType = reflect.TypeFor[json.Marshaler]()
+	stringMapType = reflect.TypeFor[map[string]string]()
 	leafTypes     = map[reflect.Type]shapeClass{
 		reflect.TypeFor[metav1.Time]():        leafZero,
 		reflect.TypeFor[metav1.MicroTime]():   leafZero,
@@ -277,6 +278,15 @@ func sameShape(a, b reflect.Value) bool {
 	case reflect.Map:
 		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
 			return false
+		}
+		if t == stringMapType { // labels, annotations, selectors: no reflection
+			bm := b.Interface().(map[string]string)
+			for k, v := range a.Interface().(map[string]string) {
+				if w, ok := bm[k]; !ok || (v == "") != (w == "") {
+					return false
+				}
+			}
+			return true
 		}
 		for it := a.MapRange(); it.Next(); {
 			bv := b.MapIndex(it.Key())
