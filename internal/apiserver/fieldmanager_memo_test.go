@@ -278,10 +278,11 @@ func TestCreateMemoSkips(t *testing.T) {
 	}
 }
 
-// FuzzCreateMemo decodes two pods from JSON: each and a copy with other
-// values of its shape get one answer from the field manager, and so do
-// the two when the memo takes them for one shape; the memo's answer is
-// the field manager's.
+// FuzzCreateMemo decodes two pods from JSON (or, when the input is not
+// that, fills two pods at random from the seed): each and a copy with
+// other values of its shape get one answer from the field manager, and
+// so do the two when the memo takes them for one shape; the memo's
+// answer is the field manager's.
 func FuzzCreateMemo(f *testing.F) {
 	for _, s := range [][2]string{
 		{`{"metadata":{"name":"a","labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`,
@@ -296,10 +297,20 @@ func FuzzCreateMemo(f *testing.F) {
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]), uint64(1))
 	}
+	f.Add([]byte{200}, []byte{200}, uint64(2)) // random pods
+	f.Add([]byte{40}, []byte{90}, uint64(3))
 	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
 	f.Fuzz(func(t *testing.T, a, b []byte, seed uint64) {
 		var pa, pb corev1.Pod
-		if json.Unmarshal(a, &pa) != nil || json.Unmarshal(b, &pb) != nil || len(pa.ManagedFields) > 0 || len(pb.ManagedFields) > 0 {
+		if json.Unmarshal(a, &pa) != nil || json.Unmarshal(b, &pb) != nil {
+			// Not two pods: random pods of the seed, filled as densely
+			// as a's first byte says, b's first byte for the second.
+			pa, pb = corev1.Pod{}, corev1.Pod{}
+			r := rand.New(rand.NewPCG(seed, uint64(len(a))))
+			fillRandom(reflect.ValueOf(&pa).Elem(), r, density(a), 0, new(int))
+			fillRandom(reflect.ValueOf(&pb).Elem(), r, density(b), 0, new(int))
+		}
+		if len(pa.ManagedFields) > 0 || len(pb.ManagedFields) > 0 {
 			return
 		}
 		ca := pa.DeepCopy()
@@ -309,6 +320,14 @@ func FuzzCreateMemo(f *testing.F) {
 		}
 		checkMemo(t, k, []runtime.Object{&pa, ca, &pb}, fmt.Sprint("memo-fuzz-", seed%4))
 	})
+}
+
+// density is a probability from data's first byte.
+func density(data []byte) float64 {
+	if len(data) == 0 {
+		return 0.5
+	}
+	return float64(data[0]) / 255
 }
 
 // fillRandom fills v (settable) at random: each field, element or key
