@@ -61,7 +61,7 @@ import (
 // memoStoreEvery only: claims made from a template, each owned by
 // another pod, never share a shape (the owner's uid is a list key), and
 // would otherwise pay a copy per create for nothing.
-// TestCreateMemoAgreesWithTheFieldManager
+// TestCreateMemoAgreesWithTheFieldManager, TestCreateMemoCustomResources
 // and FuzzCreateMemo compare its answers with the field manager's own.
 
 const (
