@@ -135,8 +135,8 @@ func walkQuantities(v reflect.Value, p *field.Path, write bool, fn func(*field.P
 				continue
 			}
 			name, inline := jsonName(f)
-			if name == "-" {
-				continue
+			if name == "-" || !typeHoldsQuantity(f.Type) || emptyValue(v.Field(i)) {
+				continue // no path built for a field without a quantity
 			}
 			fp := p
 			if !inline {
@@ -145,6 +145,9 @@ func walkQuantities(v reflect.Value, p *field.Path, write bool, fn func(*field.P
 			walkQuantities(v.Field(i), fp, write, fn)
 		}
 	case reflect.Slice, reflect.Array:
+		if !typeHoldsQuantity(v.Type().Elem()) {
+			return
+		}
 		for i := 0; i < v.Len(); i++ {
 			walkQuantities(v.Index(i), indexPath(p, i), write, fn)
 		}
@@ -354,6 +357,18 @@ func quantityFieldNames(t reflect.Type) map[string]bool {
 
 var quantityNames sync.Map // reflect.Type → map[string]bool
 
+// emptyValue reports whether v is a nil pointer, interface, map or slice
+// or an empty one: nothing in it to walk.
+func emptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Map, reflect.Slice:
+		return v.Len() == 0
+	}
+	return false
+}
+
 // walkWritten walks a decoded object and its generic JSON side by side.
 func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *resource.Quantity, string)) {
 	if !v.IsValid() || raw == nil || !typeHoldsQuantity(v.Type()) {
@@ -391,7 +406,11 @@ func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *
 			case inline:
 				walkWritten(v.Field(i), raw, p, fn)
 			default:
-				walkWritten(v.Field(i), m[name], childPath(p, name), fn)
+				// The path is built only for a field written that can
+				// hold a quantity: most fields of a pod are neither.
+				if r := m[name]; r != nil && typeHoldsQuantity(f.Type) {
+					walkWritten(v.Field(i), r, childPath(p, name), fn)
+				}
 			}
 		}
 	case reflect.Slice, reflect.Array:
@@ -399,8 +418,13 @@ func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *
 		if !ok {
 			return
 		}
+		if !typeHoldsQuantity(v.Type().Elem()) {
+			return
+		}
 		for i := 0; i < v.Len() && i < len(l); i++ {
-			walkWritten(v.Index(i), l[i], indexPath(p, i), fn)
+			if l[i] != nil {
+				walkWritten(v.Index(i), l[i], indexPath(p, i), fn)
+			}
 		}
 	case reflect.Map:
 		m, ok := raw.(map[string]any)
@@ -410,7 +434,9 @@ func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *
 		iter := v.MapRange()
 		for iter.Next() {
 			key := fmt.Sprint(iter.Key().Interface())
-			walkWritten(iter.Value(), m[key], keyPathOf(p, key), fn)
+			if r := m[key]; r != nil {
+				walkWritten(iter.Value(), r, keyPathOf(p, key), fn)
+			}
 		}
 	}
 }

@@ -2,12 +2,14 @@ package validation
 
 import (
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 func TestExactQuantity(t *testing.T) {
@@ -142,5 +144,36 @@ func TestQuantitiesAsWrittenReadsOnlyQuantityFields(t *testing.T) {
 		if errs := ValidateQuantitiesAsWritten(pod, []byte(body)); len(errs) != 0 {
 			t.Errorf("%s: %v, want none (as a decode of the whole body reads it)", name, errs)
 		}
+	}
+}
+
+// The walks skip the fields that cannot hold a quantity and the empty
+// ones without building their paths; every quantity is still visited,
+// with its path, and the as-written check still names each.
+func TestQuantityWalksVisitEveryQuantity(t *testing.T) {
+	q := resource.MustParse
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "i", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"memory": q("1Gi")}}}},
+		Containers: []corev1.Container{
+			{Name: "a"},
+			{Name: "b", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": q("1"), "memory": q("2Gi")},
+				Limits:   corev1.ResourceList{"cpu": q("2")}}},
+		},
+	}}
+	var got []string
+	QuantityFields(pod, func(p *field.Path, _ *resource.Quantity) { got = append(got, p.String()) })
+	slices.Sort(got)
+	want := []string{"spec.containers[1].resources.limits[cpu]", "spec.containers[1].resources.requests[cpu]",
+		"spec.containers[1].resources.requests[memory]", "spec.initContainers[0].resources.limits[memory]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("QuantityFields visits\n%v\nwant\n%v", got, want)
+	}
+	body := `{"spec":{"initContainers":[{"name":"i","resources":{"limits":{"memory":"1Gi"}}}],"containers":[{"name":"a"},` +
+		`{"name":"b","resources":{"requests":{"cpu":"1","memory":"2Gi"},"limits":{"cpu":"0.0000000001"}}}]}}`
+	pod.Spec.Containers[1].Resources.Limits["cpu"] = q("0.0000000001")
+	errs := ValidateQuantitiesAsWritten(pod, []byte(body))
+	if len(errs) != 1 || errs[0].Field != "spec.containers[1].resources.limits[cpu]" {
+		t.Errorf("as written: %v", errs)
 	}
 }

@@ -47,6 +47,9 @@ type fieldManagers struct {
 	once         sync.Once
 	main, status *managedfields.FieldManager
 	err          error
+	// creates remembers the main field manager's answers for creates
+	// by shape (fieldmanager_memo.go).
+	creates createMemo
 }
 
 var builtinTC struct {

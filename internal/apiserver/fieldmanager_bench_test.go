@@ -94,4 +94,17 @@ func BenchmarkTrackUpdate(b *testing.B) {
 			reportCPU(b, c0)
 		})
 	}
+	// A create as the create path tracks it: from the memo of the
+	// field manager's answers for the pod's shape (fieldmanager_memo.go).
+	created := newPod()
+	b.Run("pod/create-memo", func(b *testing.B) {
+		b.ReportAllocs()
+		c0 := processCPU()
+		for range b.N {
+			if _, err := testAPI.trackCreate(pods, created.DeepCopyObject(), "writer"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, c0)
+	})
 }

@@ -145,6 +145,11 @@ func addDefaultTolerations(p *corev1.Pod, notReady, unreachable int64) {
 // returns once the caches are ready.
 func (s *Server) Start(ctx context.Context) error {
 	s.ctx = ctx
+	// The built-in kinds' type converter (the field manager's schemas,
+	// 50 ms of CPU) is built in the background at start, as
+	// kube-apiserver builds its own when it installs its APIs, so that
+	// the first writes do not wait for it; once per process.
+	go builtinTypeConverter() //nolint:errcheck // the first write reports its error
 	for _, k := range s.reg.all() {
 		if err := s.startCache(ctx, k); err != nil {
 			return err

@@ -72,7 +72,7 @@ func (s *Server) create(ctx context.Context, k *kind, ri *requestInfo, obj runti
 	}
 	s.keepPreparedClaims(ctx, obj, nil)
 	if !ri.applied {
-		if obj, err = s.trackUpdate(k, "", k.newObj(), obj, ri.manager); err != nil {
+		if obj, err = s.trackCreate(k, obj, ri.manager); err != nil {
 			return nil, err
 		}
 		acc, _ = meta.Accessor(obj)
