@@ -46,11 +46,9 @@ const stateKey framework.StateKey = Name
 // all cycles of one scheduler; create one per scheduler (or simulation).
 type DynamicResources struct {
 	mu       sync.Mutex
-	reserved map[string]*memClaim // by claim key
-	// reservedV1 are the in-memory resource.k8s.io/v1 claims, by key.
-	reservedV1 map[string]*memClaimV1
-	fences     map[[2]string]uint64    // (node, driver) -> revision of our last binding there
-	inflight   map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
+	reserved map[string]*memClaim    // the in-memory claims of both versions, by claim key
+	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
+	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
 	derived derivedCache
 	slots   atomic.Pointer[[]atomic.Pointer[slotAnswer]] // by snapshot position; see reuseView
@@ -138,11 +136,54 @@ type ticket struct {
 }
 
 // memClaim is a claim as a pod assumed but not yet visible in Objects
-// will leave it: allocated and/or reserved for the pod.
+// will leave it: allocated and/or reserved for the pod. It holds the
+// claim in the version it is stored in (one of seed and v1); the rest is
+// the same for both.
 type memClaim struct {
-	claim   *resourceapi.ResourceClaim
+	seed    *resourceapi.ResourceClaim
+	v1      *resourcev1.ResourceClaim
 	pod     string // pod key that wrote it
 	bindRev uint64 // revision of the binding, once committed
+	// ext marks a pod's extended-resource claim (v1): it does not exist
+	// until the binding, so its absence from the Objects does not end
+	// it. The binding that created it leaves the claim named as created.
+	ext bool
+}
+
+// stored is the claim m holds as objs show it: its resourceVersion and
+// whether it is allocated there.
+func (m *memClaim) stored(objs *Objects, key string) (rv string, allocated, ok bool) {
+	if m.v1 != nil {
+		c, ok := objs.v1ClaimByKey(key)
+		if !ok {
+			return "", false, false
+		}
+		return c.ResourceVersion, c.Status.Allocation != nil, true
+	}
+	c, ok := objs.claims.Get(key)
+	if !ok {
+		return "", false, false
+	}
+	return c.ResourceVersion, c.Status.Allocation != nil, true
+}
+
+// addTo counts m, a claim of another pod in flight that objs do not show
+// allocated yet, in the cycle's one device-use state, and notes the nodes
+// whose seed state it changes (extra) and, for answer reuse, where it
+// holds devices (inFlight).
+func (m *memClaim) addTo(s *stateData, objs *Objects) {
+	if m.v1 != nil {
+		s.cycle.addV1 = append(s.cycle.addV1, m.v1)
+		for _, n := range objs.seedNodesOf(m.v1, nil) {
+			s.extra[n] = true
+		}
+		objs.touchOf(m.v1, &s.inFlightV1)
+		return
+	}
+	s.cycle.addSeed = append(s.cycle.addSeed, m.seed)
+	for _, n := range allocator.AllocatedNodes(m.seed) {
+		s.extra[n] = true
+	}
 }
 
 var (
@@ -161,7 +202,7 @@ var (
 
 // New returns the plugin.
 func New() *DynamicResources {
-	return &DynamicResources{reserved: map[string]*memClaim{}, reservedV1: map[string]*memClaimV1{},
+	return &DynamicResources{reserved: map[string]*memClaim{},
 		fences: map[[2]string]uint64{}, inflight: map[[2]string][]*ticket{}}
 }
 
@@ -246,28 +287,12 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	// seed device is one device for both APIs.
 	overlay := p.overlay(objs, podKey(pod))
 	for _, k := range slices.Sorted(maps.Keys(overlay)) {
-		c := overlay[k]
-		if cur, ok := objs.claims.Get(k); ok && cur.Status.Allocation != nil {
+		if _, allocated, _ := overlay[k].stored(objs, k); allocated {
 			continue // counted on its node already; the overlay adds reservations only
 		}
-		s.cycle.addSeed = append(s.cycle.addSeed, c)
-		for _, n := range allocator.AllocatedNodes(c) {
-			s.extra[n] = true
-		}
+		overlay[k].addTo(s, objs)
 	}
-	overlayV1 := p.overlayV1(objs, podKey(pod))
-	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
-		c := overlayV1[k]
-		if cur, ok := objs.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
-			continue
-		}
-		s.cycle.addV1 = append(s.cycle.addV1, c)
-		for _, n := range objs.seedNodesOf(c, nil) {
-			s.extra[n] = true
-		}
-		objs.touchOf(c, &s.inFlightV1)
-	}
-	claims, st := s.resolveClaims(pod, overlay, overlayV1)
+	claims, st := s.resolveClaims(pod, overlay)
 	if st != nil {
 		return st
 	}
@@ -299,7 +324,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 // classes and parameters; anything missing is a Wait. Claims allocated by
 // a driver's controller go to s.cp: their parameters are the driver's
 // business.
-func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim, overlayV1 map[string]*resourcev1.ResourceClaim) ([]allocator.Claim, *framework.Status) {
+func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*memClaim) ([]allocator.Claim, *framework.Status) {
 	var out []allocator.Claim
 	var waiting []string
 	for _, pc := range pod.Spec.ResourceClaims {
@@ -313,8 +338,8 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			// Stored as resource.k8s.io/v1 (its v1alpha2 view may be
 			// among the seed claims, counting its devices there).
 			claim := base
-			if c, ok := overlayV1[key]; ok {
-				claim = c
+			if m, ok := overlay[key]; ok && m.v1 != nil {
+				claim = m.v1
 			}
 			s.base[key] = base.ResourceVersion
 			if s.v1 == nil {
@@ -323,8 +348,11 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			s.v1.claims = append(s.v1.claims, allocator.V1Claim{Claim: claim, AdminNamespace: s.objects.v1.admin[pod.Namespace]})
 			continue
 		}
-		claim, ok := overlay[key]
-		if !ok {
+		var claim *resourceapi.ResourceClaim
+		m, ok := overlay[key]
+		if ok && m.seed != nil {
+			claim = m.seed
+		} else {
 			claim, ok = s.objects.claims.Get(key)
 		}
 		if !ok {
@@ -435,21 +463,25 @@ func podLevelStatus(rs []allocator.Reason) *framework.Status {
 	return framework.NewStatus(code, msgs...)
 }
 
-// overlay returns the in-memory claims of other pods that Objects does not
-// show yet, dropping those it now shows at or after their binding, or
-// that were deleted.
-func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*resourceapi.ResourceClaim {
+// overlay returns the in-memory claims of other pods, of both versions,
+// that Objects does not show yet, dropping those it now shows at or after
+// their binding, or that were deleted (an extended-resource claim not
+// created yet, or created by a binding the objects do not show yet,
+// stays).
+func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*memClaim {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]*resourceapi.ResourceClaim{}
+	out := map[string]*memClaim{}
 	for k, m := range p.reserved {
-		cur, ok := objs.claims.Get(k)
-		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
+		rv, _, ok := m.stored(objs, k)
+		switch {
+		case m.ext && !ok && (m.bindRev == 0 || parseRev(objs.Revision()) < m.bindRev):
+		case !ok || (m.bindRev > 0 && parseRev(rv) >= m.bindRev):
 			delete(p.reserved, k)
 			continue
 		}
 		if m.pod != self {
-			out[k] = m.claim
+			out[k] = m
 		}
 	}
 	return out

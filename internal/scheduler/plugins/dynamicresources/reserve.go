@@ -50,11 +50,11 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range chosen {
-		p.reserved[claimKey(c)] = &memClaim{claim: c, pod: self}
+		p.reserved[claimKey(c)] = &memClaim{seed: c, pod: self}
 	}
 	if s.v1 != nil {
 		for i, c := range s.v1.chosen {
-			p.reservedV1[claimKeyV1(c)] = &memClaimV1{claim: c, pod: self, ext: s.v1.isExtended(i)}
+			p.reserved[claimKeyV1(c)] = &memClaim{v1: c, pod: self, ext: s.v1.isExtended(i)}
 		}
 	}
 	for _, k := range s.fenceKeys() {
@@ -198,8 +198,8 @@ func (p *DynamicResources) Unreserve(_ context.Context, state *framework.CycleSt
 	}
 	if s.v1 != nil {
 		for _, c := range s.v1.chosen {
-			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
-				delete(p.reservedV1, claimKeyV1(c))
+			if m := p.reserved[claimKeyV1(c)]; m != nil && m.pod == self {
+				delete(p.reserved, claimKeyV1(c))
 			}
 		}
 	}
@@ -314,7 +314,7 @@ func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleSta
 	}
 	if s.v1 != nil {
 		for _, c := range s.v1.chosen {
-			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
+			if m := p.reserved[claimKeyV1(c)]; m != nil && m.pod == self {
 				m.bindRev = max(rev, 1)
 			}
 		}

@@ -27,9 +27,9 @@ import (
 //	   [TestReuseNeedsTheSameNodeInfo]
 //	R2 the request signature is the same [TestReuseNeedsTheSameSignature]
 //	R3 the answer was computed on an Objects this cycle's Objects derives
-//	   from through claim events alone (WithClaimUpdates,
-//	   WithClaimChanges): NewObjects, Next and WithClaims start a new
-//	   line (allocator.ClaimSet.Gen numbers every Objects in the process);
+//	   from through claim events alone (WithClaimChanges, of both
+//	   versions, the scheduler's and a simulation's): NewObjects and Next
+//	   start a new line (allocator.ClaimSet.Gen numbers every Objects in the process);
 //	   slices, classes and taint rules change only through Next
 //	   [TestReuseNeedsAnAncestor]
 //	R4 no link since then touched the node: changed its allocated
@@ -47,7 +47,7 @@ import (
 //	   in flight holds v1 devices of a pool not local to one node, the
 //	   cycle neither answers nor remembers at all
 //	   [TestReuseOffWhileSharedPoolsAreInFlight]
-//	R6 the ancestry is kept maxAncestry links long (WithClaimUpdates cuts
+//	R6 the ancestry is kept maxAncestry links long (WithClaimChanges cuts
 //	   it), so an answer older than that is not taken... [TestReuseAncestryIsBounded]
 //	R7 ...unless it was taken in the older half of the ancestry, which
 //	   stamps it again with the current Objects, so answers of nodes that

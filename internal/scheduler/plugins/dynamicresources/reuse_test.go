@@ -61,7 +61,7 @@ func (f *reuseFixture) heldAt1(o *Objects, inFlight ...string) bool {
 	return a != nil && a.res == f.res
 }
 
-// update is a WithClaimUpdates link that changes the claims of the nodes
+// update is a WithClaimChanges link that changes the claims of the nodes
 // named (none: a link that touches no node).
 func update(o *Objects, nodes ...string) *Objects {
 	upd := map[string]*resourceapi.ResourceClaim{}
@@ -72,10 +72,10 @@ func update(o *Objects, nodes ...string) *Objects {
 			DriverName: "d", StructuredData: &resourceapi.StructuredResourceHandle{NodeName: n}}}}
 		upd[claimKey(c)] = c
 	}
-	return o.WithClaimUpdates("2", upd)
+	return o.WithClaimChanges("2", ClaimChanges{Seed: upd})
 }
 
-// links derives n WithClaimUpdates links from o that touch no node.
+// links derives n WithClaimChanges links from o that touch no node.
 func links(o *Objects, n int) *Objects {
 	for range n {
 		o = update(o)
@@ -111,9 +111,8 @@ func TestReuseNeedsAnAncestor(t *testing.T) {
 		next func(*Objects) *Objects
 		held bool
 	}{
-		{"WithClaimUpdates (the parent)", func(o *Objects) *Objects { return update(o) }, true},
-		{"WithClaimChanges (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", nil, nil) }, true},
-		{"WithClaims, which starts a new line", func(o *Objects) *Objects { return o.WithClaims() }, false},
+		{"WithClaimChanges of v1alpha2 claims (the parent)", func(o *Objects) *Objects { return update(o) }, true},
+		{"WithClaimChanges without changes (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", ClaimChanges{}) }, true},
 		{"Next, which starts a new line", func(o *Objects) *Objects { return o.Next(Lists{}) }, false},
 		{"unrelated Objects", func(*Objects) *Objects { return NewObjects(Lists{}) }, false},
 	} {
@@ -240,19 +239,19 @@ func TestReuseSkipsNodesTouchedByV1Claims(t *testing.T) {
 	f := newReuseFixture(t)
 	f.o = NewObjects(l)
 	f.rememberAt1(f.o)
-	if !f.heldAt1(f.o.WithClaimChanges("2", nil, v1On("n2"))) {
+	if !f.heldAt1(f.o.WithClaimChanges("2", ClaimChanges{V1: v1On("n2")})) {
 		t.Fatal("R4: a v1 claim on another node made n1's answer stale")
 	}
 	g := newReuseFixture(t)
 	g.o = NewObjects(l)
 	g.rememberAt1(g.o)
-	allocated := g.o.WithClaimChanges("2", nil, v1On("n1"))
+	allocated := g.o.WithClaimChanges("2", ClaimChanges{V1: v1On("n1")})
 	if g.heldAt1(allocated) {
 		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim allocated since")
 	}
 	h := newReuseFixture(t)
 	h.rememberAt1(allocated)
-	if h.heldAt1(allocated.WithClaimChanges("3", nil, map[string]*resourcev1.ResourceClaim{"default/v-n1": nil})) {
+	if h.heldAt1(allocated.WithClaimChanges("3", ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/v-n1": nil}})) {
 		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim freed since")
 	}
 }
@@ -306,7 +305,7 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 		f := newReuseFixture(t)
 		f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 		f.rememberAt1(f.o)
-		if got := f.heldAt1(f.o.WithClaimChanges("2", nil, v1ClaimOn(tc.pool))); got != tc.held {
+		if got := f.heldAt1(f.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn(tc.pool)})); got != tc.held {
 			t.Errorf("R4: after a v1 claim on pool %s, n1's answer taken = %v, want %v", tc.pool, got, tc.held)
 		}
 	}
@@ -315,7 +314,7 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 	first := newReuseFixture(t)
 	first.o = NewObjects(Lists{V1Slices: v1Pools()})
 	first.rememberAt1(first.o)
-	if first.heldAt1(first.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2"))) {
+	if first.heldAt1(first.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn("local-n2")})) {
 		t.Error("R4: an answer was taken across the first v1 claim, which changes the inventory")
 	}
 	// The v1 claim on n2's local pool touches n2.
@@ -328,7 +327,7 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 	g := newReuseFixture(t)
 	g.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, g.res, nil)
-	if a := g.view(g.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2")), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
+	if a := g.view(g.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn("local-n2")}), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
 		t.Error("R4: an answer was taken for a node whose local v1 pool a claim allocated since")
 	}
 }
