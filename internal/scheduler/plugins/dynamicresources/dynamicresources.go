@@ -150,6 +150,22 @@ type memClaim struct {
 	ext bool
 }
 
+// key is the claim's namespace/name.
+func (m *memClaim) key() string {
+	if m.v1 != nil {
+		return claimKeyV1(m.v1)
+	}
+	return claimKey(m.seed)
+}
+
+// name is the claim's name.
+func (m *memClaim) name() string {
+	if m.v1 != nil {
+		return m.v1.Name
+	}
+	return m.seed.Name
+}
+
 // stored is the claim m holds as objs show it: its resourceVersion and
 // whether it is allocated there.
 func (m *memClaim) stored(objs *Objects, key string) (rv string, allocated, ok bool) {
@@ -234,6 +250,10 @@ type stateData struct {
 
 	v1 *v1Part // the pod's resource.k8s.io/v1 claims; nil when it has none
 
+	// parts are the pod's claims by version (parts.go), through which the
+	// shared steps judge, reserve and bind them.
+	parts []claimPart
+
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
 	dealloc *Deallocation                     // PostFilter's choice
@@ -250,6 +270,9 @@ func (s *stateData) Clone() framework.StateData {
 	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
 	cp.cp = slices.Clone(s.cp)
 	cp.v1 = s.v1.clone()
+	if s.parts != nil {
+		cp.parts = cp.makeParts()
+	}
 	return &cp
 }
 
@@ -302,6 +325,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		}
 		s.v1.pod, s.v1.ext = pod, &extendedPart{reqs: ext}
 	}
+	s.parts = s.makeParts()
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()
 	if rs := s.req.Unresolvable(); len(rs) > 0 {
@@ -505,8 +529,8 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
 	}
 	i = s.results.at(i, ni)
-	if a := s.reuse.answer(i, ni, s.reuseSig); a != nil && (a.v1 != nil || s.v1 == nil || !a.res.Fits) {
-		return s.reusedStatus(i, a)
+	if a := s.reuse.answer(i, ni, s.reuseSig); a != nil && a.final(len(s.parts)) {
+		return s.reusedStatus(i, ni.Node(), a)
 	}
 	st, noCDI := s.objects.nodeState(ni.Node())
 	if noCDI {
@@ -515,49 +539,35 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 	if st := s.filterControlPlane(ni.Node()); st != nil {
 		return st
 	}
-	res, err := s.check(ctx, ni.Node(), st, i)
-	if err != nil {
-		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
-	}
-	if !res.Fits {
-		s.reuse.remember(i, ni, s.reuseSig, res, nil)
-		return s.results.status(res.ReasonsFor(s.req))
-	}
-	if s.v1 == nil {
-		s.reuse.remember(i, ni, s.reuseSig, res, nil)
-		return nil
-	}
-	v1res, err := s.checkV1(ctx, ni.Node(), i)
-	if err != nil {
-		return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
-	}
-	s.reuse.remember(i, ni, s.reuseSig, res, v1res)
-	if !v1res.Fits {
-		if vr := s.variantOn(ni.Node()); vr != nil {
-			return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
+	var ans answers
+	for _, part := range s.parts {
+		a, err := part.judge(ctx, ni.Node(), st, i)
+		if err != nil {
+			return framework.AsStatus(err)
 		}
-		return s.results.status(v1res.ReasonsFor(s.v1.req))
+		ans.of[ans.n], ans.n = a, ans.n+1
+		if rst := part.rejected(ni.Node(), a); rst != nil {
+			ans.rejected = true
+			s.reuse.remember(i, ni, s.reuseSig, &ans)
+			return rst
+		}
 	}
+	s.reuse.remember(i, ni, s.reuseSig, &ans)
 	return nil
 }
 
 // reusedStatus is Filter's status on node i from an earlier cycle's
-// answer, which the cycle keeps as node i's (R12: its reasons are taken
+// answers, which the cycle keeps as node i's (R12: its reasons are taken
 // For this pod's requests; Reserve takes the allocations so too).
-func (s *stateData) reusedStatus(i int, a *slotAnswer) *framework.Status {
+func (s *stateData) reusedStatus(i int, node *corev1.Node, a *slotAnswer) *framework.Status {
 	if s.reused != nil {
 		s.reused.Add(1)
 	}
-	s.results.store(i, a.res)
-	if !a.res.Fits {
-		return s.results.status(a.res.ReasonsFor(s.req))
-	}
-	if s.v1 == nil {
-		return nil
-	}
-	s.v1.store(i, a.v1)
-	if !a.v1.Fits {
-		return s.results.status(a.v1.ReasonsFor(s.v1.req))
+	for k := range a.n {
+		s.parts[k].take(i, a.of[k])
+		if st := s.parts[k].rejected(node, a.of[k]); st != nil {
+			return st
+		}
 	}
 	return nil
 }
@@ -699,22 +709,25 @@ func (p *DynamicResources) ScoreAt(ctx context.Context, state *framework.CycleSt
 		return 0, nil
 	}
 	i = s.results.at(i, ni)
-	res, err := s.result(ctx, ni.Node(), i)
-	if err != nil {
-		return 0, framework.AsStatus(err)
-	}
-	score := min(max(res.Score, 0), 100)
-	if s.v1 != nil {
-		v1res, err := s.checkV1(ctx, ni.Node(), i)
+	// The mean of the scores of the parts with claims of their own (the
+	// first part's when none has).
+	sum, n, first := 0, 0, 0
+	for k, part := range s.parts {
+		a, err := part.judge(ctx, ni.Node(), nil, i)
 		if err != nil {
 			return 0, framework.AsStatus(err)
 		}
-		v1score := min(max(v1res.Score, 0), 100)
-		if len(s.req.Claims()) == 0 {
-			score = v1score
-		} else {
-			score = (score + v1score) / 2
+		score, counts := part.score(a)
+		if k == 0 {
+			first = score
 		}
+		if counts {
+			sum, n = sum+score, n+1
+		}
+	}
+	score := first
+	if n > 0 {
+		score = sum / n
 	}
 	return int64(score), nil
 }

@@ -259,7 +259,7 @@ func (*DynamicResources) ClaimCreated(state *framework.CycleState, b *corev1.Bin
 // objects show that claim at or after the binding. Callers hold p.mu.
 func (p *DynamicResources) rekeyExtended(s *stateData, self string) {
 	v := s.v1
-	if v.variant == nil || v.created == "" || len(v.chosen) == 0 {
+	if v == nil || v.variant == nil || v.created == "" || len(v.chosen) == 0 {
 		return
 	}
 	old := claimKeyV1(v.chosen[len(v.chosen)-1])

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/pkg/allocator"
 )
 
 // Answer reuse across cycles.
@@ -84,13 +83,13 @@ type reuseView struct {
 }
 
 // slotAnswer is the last answer computed, without in-flight claims, at
-// one position of a snapshot.
+// one position of a snapshot: the answers of the pod's parts (parts.go),
+// up to the first that rejected the node.
 type slotAnswer struct {
 	ni  *framework.NodeInfo
 	gen atomic.Uint64 // of the Objects it was computed on, or restamped with (R7)
 	sig string
-	res *allocator.Result
-	v1  *allocator.V1Result // nil for a pod without v1 claims, or when res does not fit
+	answers
 }
 
 // reuseView builds the cycle's view of the plugin's answers.
@@ -164,33 +163,38 @@ func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *slotAnswe
 // remember keeps the answer computed at position i on this cycle's
 // Objects, unless the node has claims of pods in flight (R5): such an
 // answer counts claims no Objects has.
-func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, res *allocator.Result, v1 *allocator.V1Result) {
+func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, ans *answers) {
 	if v == nil || i < 0 || i >= len(v.slots) || v.stale[0][i/64]&(1<<(i%64)) != 0 {
 		return
 	}
-	a := &slotAnswer{ni: ni, sig: sig, res: res, v1: v1}
+	a := &slotAnswer{ni: ni, sig: sig, answers: *ans}
 	a.gen.Store(v.gens[0])
 	v.slots[i].Store(a)
 }
 
 // reuseSignature is the signature of the pod's answers (R2, R9-R11):
-// the seed request's, paired with the v1 request's for a pod with v1
-// claims; "" when answers are not to be shared.
+// the signatures of the parts with claims of their own, joined (the
+// first part's when none has); "" when answers are not to be shared.
 func (s *stateData) reuseSignature() string {
-	if s.v1 == nil {
-		return s.sig
+	out, first, n := "", "", 0
+	for k, part := range s.parts {
+		sig, has := part.signature()
+		if k == 0 {
+			first = sig
+		}
+		if !has {
+			continue
+		}
+		if sig == "" {
+			return ""
+		}
+		if n > 0 {
+			out += "\x00"
+		}
+		out, n = out+sig, n+1
 	}
-	if s.v1.ext != nil || s.v1.req == nil {
-		return ""
+	if n == 0 {
+		return first
 	}
-	v1 := s.v1.req.Signature()
-	switch {
-	case v1 == "":
-		return ""
-	case len(s.req.Claims()) == 0:
-		return "v1:" + v1
-	case s.sig == "":
-		return ""
-	}
-	return s.sig + "\x00v1:" + v1
+	return out
 }

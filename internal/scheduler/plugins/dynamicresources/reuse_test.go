@@ -52,13 +52,13 @@ func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...st
 
 // rememberAt1 remembers f.res at node n1 (position 1) on o.
 func (f *reuseFixture) rememberAt1(o *Objects) {
-	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, f.res, nil)
+	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, seedAnswer(f.res))
 }
 
 // heldAt1 reports whether a cycle on o takes the answer at n1.
 func (f *reuseFixture) heldAt1(o *Objects, inFlight ...string) bool {
 	a := f.view(o, f.snap, inFlight...).answer(1, f.snap.Nodes()[1], reuseSig)
-	return a != nil && a.res == f.res
+	return a != nil && a.of[0] == any(f.res)
 }
 
 // update is a WithClaimChanges link that changes the claims of the nodes
@@ -145,7 +145,7 @@ func TestReuseSkipsNodesWithPodsInFlight(t *testing.T) {
 		t.Fatal("R5: an answer was taken for a node with claims of pods in flight")
 	}
 	g := newReuseFixture(t)
-	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
+	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, seedAnswer(g.res))
 	if g.heldAt1(g.o) {
 		t.Fatal("R5: an answer computed with claims of pods in flight was remembered")
 	}
@@ -320,13 +320,13 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 	// The v1 claim on n2's local pool touches n2.
 	f := newReuseFixture(t)
 	f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
-	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, f.res, nil)
+	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, seedAnswer(f.res))
 	if a := f.view(f.o, f.snap).answer(2, f.snap.Nodes()[2], reuseSig); a == nil {
 		t.Fatal("n2's answer is not taken at all")
 	}
 	g := newReuseFixture(t)
 	g.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
-	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, g.res, nil)
+	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, seedAnswer(g.res))
 	if a := g.view(g.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn("local-n2")}), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
 		t.Error("R4: an answer was taken for a node whose local v1 pool a claim allocated since")
 	}
@@ -352,8 +352,13 @@ func TestReuseOffWhileSharedPoolsAreInFlight(t *testing.T) {
 		t.Error("R5: an answer was taken while a pod in flight holds devices of a pool not local to one node")
 	}
 	g := newReuseFixture(t)
-	view(g, allocator.Touch{All: true}).remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
+	view(g, allocator.Touch{All: true}).remember(1, g.snap.Nodes()[1], reuseSig, seedAnswer(g.res))
 	if g.heldAt1(g.o) {
 		t.Error("R5: an answer computed while a pod in flight held devices of a shared pool was remembered")
 	}
+}
+
+// seedAnswer is the answers of a pod with v1alpha2 claims only.
+func seedAnswer(res *allocator.Result) *answers {
+	return &answers{of: [maxParts]any{res}, n: 1, rejected: !res.Fits}
 }
