@@ -253,6 +253,10 @@ type stateData struct {
 	// parts are the pod's claims by version (parts.go), through which the
 	// shared steps judge, reserve and bind them.
 	parts []claimPart
+	// held are the in-memory claims Reserve made of the parts' chosen
+	// claims, as the plugin keeps them (Unreserve and PostBind find them
+	// there by identity).
+	held []*memClaim
 
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
@@ -273,6 +277,7 @@ func (s *stateData) Clone() framework.StateData {
 	if s.parts != nil {
 		cp.parts = cp.makeParts()
 	}
+	cp.held = slices.Clone(s.held)
 	return &cp
 }
 
@@ -310,10 +315,11 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	// seed device is one device for both APIs.
 	overlay := p.overlay(objs, podKey(pod))
 	for _, k := range slices.Sorted(maps.Keys(overlay)) {
-		if _, allocated, _ := overlay[k].stored(objs, k); allocated {
+		m := overlay[k]
+		if _, allocated, _ := m.stored(objs, k); allocated {
 			continue // counted on its node already; the overlay adds reservations only
 		}
-		overlay[k].addTo(s, objs)
+		m.addTo(s, objs)
 	}
 	claims, st := s.resolveClaims(pod, overlay)
 	if st != nil {
@@ -348,7 +354,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 // classes and parameters; anything missing is a Wait. Claims allocated by
 // a driver's controller go to s.cp: their parameters are the driver's
 // business.
-func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*memClaim) ([]allocator.Claim, *framework.Status) {
+func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]memClaim) ([]allocator.Claim, *framework.Status) {
 	var out []allocator.Claim
 	var waiting []string
 	for _, pc := range pod.Spec.ResourceClaims {
@@ -492,10 +498,10 @@ func podLevelStatus(rs []allocator.Reason) *framework.Status {
 // their binding, or that were deleted (an extended-resource claim not
 // created yet, or created by a binding the objects do not show yet,
 // stays).
-func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*memClaim {
+func (p *DynamicResources) overlay(objs *Objects, self string) map[string]memClaim {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]*memClaim{}
+	out := map[string]memClaim{} // copies: PostBind may rename an entry's claim (rekeyExtended)
 	for k, m := range p.reserved {
 		rv, _, ok := m.stored(objs, k)
 		switch {
@@ -505,7 +511,7 @@ func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*memCl
 			continue
 		}
 		if m.pod != self {
-			out[k] = m
+			out[k] = *m
 		}
 	}
 	return out

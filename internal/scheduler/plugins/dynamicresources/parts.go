@@ -49,13 +49,14 @@ type claimPart interface {
 	// them (allocated there and reserved for pod).
 	reserve(ctx context.Context, pod *corev1.Pod, node string) error
 	// chosen are the claims reserve chose, as the in-memory claims of the
-	// pod self.
+	// pod self (Reserve keeps them, stateData.held).
 	chosen(self string) []*memClaim
 	// contribute adds the chosen claims to the binding, with the
 	// resourceVersions they were decided on and the new allocations.
 	contribute(b *corev1.Binding) error
-	// fences adds the (node, driver) fences of the new allocations.
-	fences(add func([2]string))
+	// fences appends to keys the (node, driver) fences of the new
+	// allocations.
+	fences(keys [][2]string) [][2]string
 }
 
 // maxParts is the number of resource.k8s.io versions a pod's claims may
@@ -149,17 +150,18 @@ func (p partSeed) contribute(b *corev1.Binding) error {
 	return nil
 }
 
-func (p partSeed) fences(add func([2]string)) {
+func (p partSeed) fences(keys [][2]string) [][2]string {
 	for i, c := range p.s.chosen {
 		if !p.s.newly[i] {
 			continue
 		}
 		for _, h := range c.Status.Allocation.ResourceHandles {
 			if h.StructuredData != nil {
-				add([2]string{h.StructuredData.NodeName, h.DriverName})
+				keys = append(keys, [2]string{h.StructuredData.NodeName, h.DriverName})
 			}
 		}
 	}
+	return keys
 }
 
 // partV1 is the resource.k8s.io/v1 part (v1.go): the pod's v1 claims and,
@@ -254,8 +256,6 @@ func (p partV1) contribute(b *corev1.Binding) error {
 	return nil
 }
 
-func (p partV1) fences(add func([2]string)) {
-	for _, k := range p.s.fenceKeysV1(p.s.v1.node) {
-		add(k)
-	}
+func (p partV1) fences(keys [][2]string) [][2]string {
+	return append(keys, p.s.fenceKeysV1(p.s.v1.node)...)
 }

@@ -34,10 +34,12 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 	self := podKey(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	s.held = s.held[:0]
 	for _, part := range s.parts {
-		for _, m := range part.chosen(self) {
-			p.reserved[m.key()] = m
-		}
+		s.held = append(s.held, part.chosen(self)...)
+	}
+	for _, m := range s.held {
+		p.reserved[m.key()] = m
 	}
 	for _, k := range s.fenceKeys() {
 		p.inflight[k] = append(p.inflight[k], &ticket{pod: self, done: make(chan struct{})})
@@ -48,16 +50,12 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 // fenceKeys lists the (node, driver) pairs of the pod's new structured
 // allocations, sorted.
 func (s *stateData) fenceKeys() [][2]string {
-	set := map[[2]string]bool{}
+	var keys [][2]string
 	for _, part := range s.parts {
-		part.fences(func(k [2]string) { set[k] = true })
-	}
-	keys := make([][2]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
+		keys = part.fences(keys)
 	}
 	slices.SortFunc(keys, compareKey)
-	return keys
+	return slices.Compact(keys)
 }
 
 // release ends the pod's tickets. Callers hold p.mu.
@@ -161,11 +159,9 @@ func (p *DynamicResources) Unreserve(_ context.Context, state *framework.CycleSt
 	self := podKey(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, part := range s.parts {
-		for _, c := range part.chosen(self) {
-			if m := p.reserved[c.key()]; m != nil && m.pod == self {
-				delete(p.reserved, c.key())
-			}
+	for _, m := range s.held {
+		if k := m.key(); p.reserved[k] == m {
+			delete(p.reserved, k)
 		}
 	}
 	p.release(s, self)
@@ -204,10 +200,8 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 // contributeReservations lists the pod's claims to be reserved only: the
 // second step of a two-step binding, after the first committed them.
 func (s *stateData) contributeReservations(b *corev1.Binding) {
-	for _, part := range s.parts {
-		for _, m := range part.chosen("") {
-			b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: m.name()})
-		}
+	for _, m := range s.held {
+		b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: m.name()})
 	}
 }
 
@@ -243,11 +237,9 @@ func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleSta
 	for _, k := range s.fenceKeys() {
 		p.fences[k] = max(p.fences[k], rev)
 	}
-	for _, part := range s.parts {
-		for _, c := range part.chosen(self) {
-			if m := p.reserved[c.key()]; m != nil && m.pod == self {
-				m.bindRev = max(rev, 1)
-			}
+	for _, m := range s.held {
+		if p.reserved[m.key()] == m {
+			m.bindRev = max(rev, 1)
 		}
 	}
 	p.rekeyExtended(s, self)

@@ -291,14 +291,6 @@ type v1Part struct {
 	created string        // that claim's name once the scheduler created it
 }
 
-// v1Node is the node Reserve chose for the v1 claims ("" without).
-func (s *stateData) v1Node() string {
-	if s.v1 == nil {
-		return ""
-	}
-	return s.v1.node
-}
-
 // ownSeedResults are the allocations Reserve makes for the pod's
 // v1alpha2 claims on node i of the snapshot (nil when they were not
 // checked there, do not fit, or there are none).
