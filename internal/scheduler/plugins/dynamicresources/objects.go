@@ -104,7 +104,7 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	o.v1.inv.model = func(node string, _ []*resourceapi.NodeResourceSlice) *allocator.Model {
 		return models.get(node, byNode[node])
 	}
-	if prev != nil && prev.v1 != nil {
+	if prev != nil {
 		o.v1.keepInventory(prev.v1)
 	}
 	claims := l.Claims

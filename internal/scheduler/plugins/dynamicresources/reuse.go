@@ -15,8 +15,9 @@ import (
 // the answer still holds costs a few comparisons of values the cycle keeps
 // in cache, where finding a node's claims and state costs several map
 // lookups in memory the rest of the process has long evicted. An answer
-// is the pair of the seed check's Result and, for a pod with
-// resource.k8s.io/v1 claims, AllocateV1's V1Result. The answer at
+// is one per part of the pod's claims (parts.go): the seed check's
+// Result and, for a pod with resource.k8s.io/v1 claims, AllocateV1's
+// V1Result. The answer at
 // position i holds when every one of these holds; each is pinned by the
 // test named after it, which fails when the rule is broken (reuse_test.go
 // on the view alone; where PreFilter, Filter or Reserve decide, R9 in
@@ -59,7 +60,9 @@ import (
 //	R10 a pod with v1 claims reuses only when its v1 request has a
 //	   signature too (allocator.V1Request.Signature: no allocated v1
 //	   claim, versioned DeviceClasses), and so do its v1alpha2 claims
-//	   if it has any; the cycle's signature is the pair. The v1 answer
+//	   if it has any; the cycle's signature is the parts' joined
+//	   (reuseSignature), and a slot keeps one answer per part, up to
+//	   the first that rejects the node (parts.go). The v1 answer
 //	   counts the pod's own seed allocations on the node
 //	   (ownSeedResults), which the node's state and the seed signature
 //	   fix [TestReuseNeedsSignaturesOfBothVersions]

@@ -19,11 +19,11 @@ import (
 
 // resource.k8s.io/v1 claims go through the same plugin as the seeds'
 // v1alpha2 claims: PreFilter splits a pod's claims by the version they
-// are stored in, Filter and Score judge both parts on the node (the v1
-// part with allocator.AllocateV1 over one device inventory: v1
-// ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
-// both in memory, and the binding carries both, fenced per (node,
-// driver) alike. Device use is one state for both versions
+// are stored in, and the shared steps go through the pod's parts
+// (parts.go); the v1 part (partV1) is judged with allocator.AllocateV1
+// over one device inventory (v1 ResourceSlices and the seed slices seen
+// as v1 devices), and its claims are kept in memory and bound as the
+// v1alpha2 part's are, fenced per (node, driver) alike. Device use is one state for both versions
 // (allocator.V1State, the v1Objects' base state): the seed side reads a
 // node's state from it (V1State.SeedNodeState), so neither API hands out
 // a device the other one did.
