@@ -331,16 +331,11 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 		}
 		s.v1.pod, s.v1.ext = pod, &extendedPart{reqs: ext}
 	}
-	s.parts = s.makeParts()
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()
-	if rs := s.req.Unresolvable(); len(rs) > 0 {
-		s.reasons = rs
-		return podLevelStatus(rs)
-	}
-	if s.v1 != nil {
-		s.v1.results = make([]*allocator.V1Result, snap.Len())
-		if st := s.prepareV1(pod); st != nil {
+	s.parts = s.makeParts()
+	for _, part := range s.parts {
+		if st := part.prepare(pod, snap.Len()); st != nil {
 			return st
 		}
 	}

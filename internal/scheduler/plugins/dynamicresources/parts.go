@@ -28,6 +28,11 @@ import (
 
 // claimPart is one version's share of a pod's claims in a cycle.
 type claimPart interface {
+	// prepare checks, once PreFilter has found the claims, that the
+	// part's request can be judged on a snapshot of n nodes: a status
+	// when it cannot (a Wait for a missing class, or the pod-level
+	// reasons), nil when it can.
+	prepare(pod *corev1.Pod, n int) *framework.Status
 	// signature is the part's request signature for answer reuse ("":
 	// its answers are not to be shared), and whether the part has claims
 	// of its own to judge.
@@ -86,6 +91,14 @@ func (a *answers) final(n int) bool { return a.n == n || (a.n > 0 && a.rejected)
 
 // partSeed is the resource.k8s.io/v1alpha2 part (the seed claims).
 type partSeed struct{ s *stateData }
+
+func (p partSeed) prepare(*corev1.Pod, int) *framework.Status {
+	if rs := p.s.req.Unresolvable(); len(rs) > 0 {
+		p.s.reasons = rs
+		return podLevelStatus(rs)
+	}
+	return nil
+}
 
 func (p partSeed) signature() (string, bool) { return p.s.sig, len(p.s.req.Claims()) > 0 }
 
@@ -168,6 +181,11 @@ func (p partSeed) fences(keys [][2]string) [][2]string {
 // on nodes where DRA serves some of its extended resources, the claim
 // built for them (extended.go).
 type partV1 struct{ s *stateData }
+
+func (p partV1) prepare(pod *corev1.Pod, n int) *framework.Status {
+	p.s.v1.results = make([]*allocator.V1Result, n)
+	return p.s.prepareV1(pod)
+}
 
 func (p partV1) signature() (string, bool) {
 	v := p.s.v1
