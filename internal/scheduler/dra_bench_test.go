@@ -107,7 +107,7 @@ func BenchmarkDRACycles500Nodes(b *testing.B) {
 				cl.ResourceVersion = rev
 				upd[cl.Namespace+"/"+cl.Name] = cl
 			}
-			return objs.WithClaimUpdates(rev, upd)
+			return objs.WithClaimChanges(rev, dynamicresources.ClaimChanges{Seed: upd})
 		})
 	})
 	b.Run("v1", func(b *testing.B) {
@@ -117,7 +117,7 @@ func BenchmarkDRACycles500Nodes(b *testing.B) {
 				cl.ResourceVersion = rev
 				upd[cl.Namespace+"/"+cl.Name] = cl
 			}
-			return objs.WithClaimChanges(rev, nil, upd)
+			return objs.WithClaimChanges(rev, dynamicresources.ClaimChanges{V1: upd})
 		})
 	})
 }

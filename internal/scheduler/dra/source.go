@@ -212,13 +212,13 @@ func (d *source) update(prev *dynamicresources.Objects, rev string, changed, cha
 		return nil, err
 	}
 	if d.V1 == nil {
-		return prev.WithClaimUpdates(rev, upd), nil
+		return prev.WithClaimChanges(rev, dynamicresources.ClaimChanges{Seed: upd}), nil
 	}
 	updV1, err := readChanged(changedV1, d.V1.Claims.Get)
 	if err != nil {
 		return nil, err
 	}
-	return prev.WithClaimChanges(rev, upd, updV1), nil
+	return prev.WithClaimChanges(rev, dynamicresources.ClaimChanges{Seed: upd, V1: updV1}), nil
 }
 
 // readChanged reads the claims with these keys (namespace/name) through

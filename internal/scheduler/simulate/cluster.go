@@ -104,20 +104,21 @@ func (c *cluster) bind(ctx context.Context, fw *framework.Framework, state *fram
 	if err != nil {
 		return err
 	}
+	// Both versions' claims as the binding leaves them, applied as the
+	// scheduler's claim informers would report them.
 	claims, v1 := dynamicresources.BoundClaims(state), dynamicresources.BoundClaimsV1(state)
-	switch {
-	case len(v1) > 0:
-		upd := make(map[string]*resourceapi.ResourceClaim, len(claims))
+	if len(claims) > 0 || len(v1) > 0 {
+		ch := dynamicresources.ClaimChanges{
+			Seed: make(map[string]*resourceapi.ResourceClaim, len(claims)),
+			V1:   make(map[string]*resourcev1.ResourceClaim, len(v1)),
+		}
 		for _, cl := range claims {
-			upd[cl.Namespace+"/"+cl.Name] = cl
+			ch.Seed[cl.Namespace+"/"+cl.Name] = cl
 		}
-		updV1 := make(map[string]*resourcev1.ResourceClaim, len(v1))
 		for _, cl := range v1 {
-			updV1[cl.Namespace+"/"+cl.Name] = cl
+			ch.V1[cl.Namespace+"/"+cl.Name] = cl
 		}
-		snap = snap.WithExtension(dynamicresources.Name, c.objects().WithClaimChanges(c.objects().Revision(), upd, updV1))
-	case len(claims) > 0:
-		snap = snap.WithExtension(dynamicresources.Name, c.objects().WithClaims(claims...))
+		snap = snap.WithExtension(dynamicresources.Name, c.objects().WithClaimChanges(c.objects().Revision(), ch))
 	}
 	c.snap = snap
 	fw.RunPostBind(ctx, state, bound, node, "")

@@ -51,10 +51,10 @@ func TestNextReusesTheCatalog(t *testing.T) {
 		}
 	}
 	o := NewObjects(lists())
-	if o.WithClaims(claim).catalog != o.catalog || o.WithClaimUpdates("2", map[string]*resourceapi.ResourceClaim{"default/c": claim}).catalog != o.catalog {
-		t.Fatal("WithClaims or WithClaimUpdates built a catalog of their own")
+	if o.WithClaimChanges("2", ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/c": claim}}).catalog != o.catalog {
+		t.Fatal("WithClaimChanges (v1alpha2 claims) built a catalog of its own")
 	}
-	if o.WithClaimChanges("2", nil, map[string]*resourcev1.ResourceClaim{"default/v": {ObjectMeta: meta("default", "v")}}).catalog != o.catalog {
+	if o.WithClaimChanges("2", ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/v": {ObjectMeta: meta("default", "v")}}}).catalog != o.catalog {
 		t.Fatal("WithClaimChanges built a catalog of its own")
 	}
 	if o.catalog.DeviceClass("gpu-v1") != deviceClass {

@@ -64,7 +64,7 @@ func TestV1ClaimDeallocatedBeforeAPodNeedsItsDevice(t *testing.T) {
 	// event applies claim events as the scheduler's source does.
 	event := func(upd map[string]*resourcev1.ResourceClaim) {
 		rev++
-		objs = objs.WithClaimChanges(fmt.Sprint(rev), nil, upd)
+		objs = objs.WithClaimChanges(fmt.Sprint(rev), dynamicresources.ClaimChanges{V1: upd})
 	}
 	inUse := func() []string {
 		var out []string
@@ -220,7 +220,7 @@ func testOneStateFollowsEvents(t *testing.T, mixed bool, seed uint64) {
 			} else {
 				delete(seedClaims, name)
 			}
-			objs = objs.WithClaimChanges(rev, map[string]*resourceapi.ResourceClaim{"default/" + name: next}, nil)
+			objs = objs.WithClaimChanges(rev, dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/" + name: next}})
 		} else {
 			cur, exists := v1Claims[name]
 			var next *resourcev1.ResourceClaim
@@ -238,7 +238,7 @@ func testOneStateFollowsEvents(t *testing.T, mixed bool, seed uint64) {
 			} else {
 				delete(v1Claims, name)
 			}
-			objs = objs.WithClaimChanges(rev, nil, map[string]*resourcev1.ResourceClaim{"default/" + name: next})
+			objs = objs.WithClaimChanges(rev, dynamicresources.ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/" + name: next}})
 		}
 		if rng.IntN(3) == 0 {
 			continue // state not built: the next Objects carries a pending delta

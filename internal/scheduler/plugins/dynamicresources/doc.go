@@ -63,19 +63,29 @@
 //   - Objects.Next rebuilds the view after events, keeping each node's
 //     compiled model while its slices are the same objects, and its base
 //     NodeState while the node object and its instances in use are too.
-//   - resource.k8s.io/v1 claims (v1.go) take the same path: PreFilter
-//     splits the pod's claims by the version they are stored in; Filter
-//     judges the v1 part with allocator.AllocateV1 over one inventory (v1
+//   - One path for both resource.k8s.io versions (parts.go): PreFilter
+//     splits the pod's claims by the version they are stored in into
+//     parts (claimPart: the v1alpha2 part, then the v1 part when the pod
+//     has v1 claims, v1.go); Filter, Score, Reserve, Unreserve,
+//     ContributeBinding, PostBind and answer reuse loop over the parts,
+//     each doing what its API decides (how its claims are judged, how a
+//     result is written into a claim and the binding, how a claim is
+//     named), with no version branch in the shared steps. The v1 part is
+//     judged with allocator.AllocateV1 over one inventory (v1
 //     ResourceSlices and the seed slices as v1 devices) and the claims of
-//     both versions; Score averages both parts; Reserve, the binding and
-//     the fences carry both. DeviceClasses are in the Objects' catalog
+//     both versions; Score averages the parts with claims. Reserve keeps
+//     the chosen claims of both versions in one in-memory map (memClaim,
+//     holding a claim in its version), which one overlay hands to later
+//     cycles; claim events of both versions reach the Objects through one
+//     entry (WithClaimChanges with ClaimChanges), for the scheduler's
+//     informers and a simulation's bindings alike. DeviceClasses are in the Objects' catalog
 //     with the seed classes (allocator.Catalog.DeviceClass), v1 claims in
 //     its claim set with the seed claims (allocator.ClaimSet.V1Claim). A
 //     v1 claim event touches, for answer reuse, the nodes whose local
 //     pools (seed or v1) it holds or held devices of, and every node when
 //     a pool is not local to one node. Answer reuse covers pods with v1
-//     claims (reuse.go, R10-R12): the answer is the pair of both checks',
-//     under both requests' signatures, and a reused v1 answer is taken
+//     claims (reuse.go, R10-R12): the answer is one per part, under the
+//     parts' signatures joined, and a reused v1 answer is taken
 //     For the pod's request (allocator.V1Result.For) before its reasons
 //     or allocations are read.
 //   - DeviceTaintRules (Lists.TaintRules) taint the devices of both

@@ -46,11 +46,9 @@ const stateKey framework.StateKey = Name
 // all cycles of one scheduler; create one per scheduler (or simulation).
 type DynamicResources struct {
 	mu       sync.Mutex
-	reserved map[string]*memClaim // by claim key
-	// reservedV1 are the in-memory resource.k8s.io/v1 claims, by key.
-	reservedV1 map[string]*memClaimV1
-	fences     map[[2]string]uint64    // (node, driver) -> revision of our last binding there
-	inflight   map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
+	reserved map[string]*memClaim    // the in-memory claims of both versions, by claim key
+	fences   map[[2]string]uint64    // (node, driver) -> revision of our last binding there
+	inflight map[[2]string][]*ticket // (node, driver) -> bindings in Reserve order
 
 	derived derivedCache
 	slots   atomic.Pointer[[]atomic.Pointer[slotAnswer]] // by snapshot position; see reuseView
@@ -138,11 +136,70 @@ type ticket struct {
 }
 
 // memClaim is a claim as a pod assumed but not yet visible in Objects
-// will leave it: allocated and/or reserved for the pod.
+// will leave it: allocated and/or reserved for the pod. It holds the
+// claim in the version it is stored in (one of seed and v1); the rest is
+// the same for both.
 type memClaim struct {
-	claim   *resourceapi.ResourceClaim
+	seed    *resourceapi.ResourceClaim
+	v1      *resourcev1.ResourceClaim
 	pod     string // pod key that wrote it
 	bindRev uint64 // revision of the binding, once committed
+	// ext marks a pod's extended-resource claim (v1): it does not exist
+	// until the binding, so its absence from the Objects does not end
+	// it. The binding that created it leaves the claim named as created.
+	ext bool
+}
+
+// key is the claim's namespace/name.
+func (m *memClaim) key() string {
+	if m.v1 != nil {
+		return claimKeyV1(m.v1)
+	}
+	return claimKey(m.seed)
+}
+
+// name is the claim's name.
+func (m *memClaim) name() string {
+	if m.v1 != nil {
+		return m.v1.Name
+	}
+	return m.seed.Name
+}
+
+// stored is the claim m holds as objs show it: its resourceVersion and
+// whether it is allocated there.
+func (m *memClaim) stored(objs *Objects, key string) (rv string, allocated, ok bool) {
+	if m.v1 != nil {
+		c, ok := objs.v1ClaimByKey(key)
+		if !ok {
+			return "", false, false
+		}
+		return c.ResourceVersion, c.Status.Allocation != nil, true
+	}
+	c, ok := objs.claims.Get(key)
+	if !ok {
+		return "", false, false
+	}
+	return c.ResourceVersion, c.Status.Allocation != nil, true
+}
+
+// addTo counts m, a claim of another pod in flight that objs do not show
+// allocated yet, in the cycle's one device-use state, and notes the nodes
+// whose seed state it changes (extra) and, for answer reuse, where it
+// holds devices (inFlight).
+func (m *memClaim) addTo(s *stateData, objs *Objects) {
+	if m.v1 != nil {
+		s.cycle.addV1 = append(s.cycle.addV1, m.v1)
+		for _, n := range objs.seedNodesOf(m.v1, nil) {
+			s.extra[n] = true
+		}
+		objs.touchOf(m.v1, &s.inFlightV1)
+		return
+	}
+	s.cycle.addSeed = append(s.cycle.addSeed, m.seed)
+	for _, n := range allocator.AllocatedNodes(m.seed) {
+		s.extra[n] = true
+	}
 }
 
 var (
@@ -161,7 +218,7 @@ var (
 
 // New returns the plugin.
 func New() *DynamicResources {
-	return &DynamicResources{reserved: map[string]*memClaim{}, reservedV1: map[string]*memClaimV1{},
+	return &DynamicResources{reserved: map[string]*memClaim{},
 		fences: map[[2]string]uint64{}, inflight: map[[2]string][]*ticket{}}
 }
 
@@ -193,6 +250,14 @@ type stateData struct {
 
 	v1 *v1Part // the pod's resource.k8s.io/v1 claims; nil when it has none
 
+	// parts are the pod's claims by version (parts.go), through which the
+	// shared steps judge, reserve and bind them.
+	parts []claimPart
+	// held are the in-memory claims Reserve made of the parts' chosen
+	// claims, as the plugin keeps them (Unreserve and PostBind find them
+	// there by identity).
+	held []*memClaim
+
 	cp      []cpClaim                         // claims allocated by a driver's controller
 	context *resourceapi.PodSchedulingContext // the pod's own, as the snapshot shows it
 	dealloc *Deallocation                     // PostFilter's choice
@@ -209,6 +274,10 @@ func (s *stateData) Clone() framework.StateData {
 	cp.chosen, cp.newly = slices.Clone(s.chosen), slices.Clone(s.newly)
 	cp.cp = slices.Clone(s.cp)
 	cp.v1 = s.v1.clone()
+	if s.parts != nil {
+		cp.parts = cp.makeParts()
+	}
+	cp.held = slices.Clone(s.held)
 	return &cp
 }
 
@@ -246,28 +315,13 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	// seed device is one device for both APIs.
 	overlay := p.overlay(objs, podKey(pod))
 	for _, k := range slices.Sorted(maps.Keys(overlay)) {
-		c := overlay[k]
-		if cur, ok := objs.claims.Get(k); ok && cur.Status.Allocation != nil {
+		m := overlay[k]
+		if _, allocated, _ := m.stored(objs, k); allocated {
 			continue // counted on its node already; the overlay adds reservations only
 		}
-		s.cycle.addSeed = append(s.cycle.addSeed, c)
-		for _, n := range allocator.AllocatedNodes(c) {
-			s.extra[n] = true
-		}
+		m.addTo(s, objs)
 	}
-	overlayV1 := p.overlayV1(objs, podKey(pod))
-	for _, k := range slices.Sorted(maps.Keys(overlayV1)) {
-		c := overlayV1[k]
-		if cur, ok := objs.v1ClaimByKey(k); ok && cur.Status.Allocation != nil {
-			continue
-		}
-		s.cycle.addV1 = append(s.cycle.addV1, c)
-		for _, n := range objs.seedNodesOf(c, nil) {
-			s.extra[n] = true
-		}
-		objs.touchOf(c, &s.inFlightV1)
-	}
-	claims, st := s.resolveClaims(pod, overlay, overlayV1)
+	claims, st := s.resolveClaims(pod, overlay)
 	if st != nil {
 		return st
 	}
@@ -279,13 +333,9 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 	}
 	s.req = allocator.Prepare(pod, claims)
 	s.sig = s.req.Signature()
-	if rs := s.req.Unresolvable(); len(rs) > 0 {
-		s.reasons = rs
-		return podLevelStatus(rs)
-	}
-	if s.v1 != nil {
-		s.v1.results = make([]*allocator.V1Result, snap.Len())
-		if st := s.prepareV1(pod); st != nil {
+	s.parts = s.makeParts()
+	for _, part := range s.parts {
+		if st := part.prepare(pod, snap.Len()); st != nil {
 			return st
 		}
 	}
@@ -299,7 +349,7 @@ func (p *DynamicResources) PreFilter(_ context.Context, state *framework.CycleSt
 // classes and parameters; anything missing is a Wait. Claims allocated by
 // a driver's controller go to s.cp: their parameters are the driver's
 // business.
-func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourceapi.ResourceClaim, overlayV1 map[string]*resourcev1.ResourceClaim) ([]allocator.Claim, *framework.Status) {
+func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]memClaim) ([]allocator.Claim, *framework.Status) {
 	var out []allocator.Claim
 	var waiting []string
 	for _, pc := range pod.Spec.ResourceClaims {
@@ -313,8 +363,8 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			// Stored as resource.k8s.io/v1 (its v1alpha2 view may be
 			// among the seed claims, counting its devices there).
 			claim := base
-			if c, ok := overlayV1[key]; ok {
-				claim = c
+			if m, ok := overlay[key]; ok && m.v1 != nil {
+				claim = m.v1
 			}
 			s.base[key] = base.ResourceVersion
 			if s.v1 == nil {
@@ -323,8 +373,11 @@ func (s *stateData) resolveClaims(pod *corev1.Pod, overlay map[string]*resourcea
 			s.v1.claims = append(s.v1.claims, allocator.V1Claim{Claim: claim, AdminNamespace: s.objects.v1.admin[pod.Namespace]})
 			continue
 		}
-		claim, ok := overlay[key]
-		if !ok {
+		var claim *resourceapi.ResourceClaim
+		m, ok := overlay[key]
+		if ok && m.seed != nil {
+			claim = m.seed
+		} else {
 			claim, ok = s.objects.claims.Get(key)
 		}
 		if !ok {
@@ -435,21 +488,25 @@ func podLevelStatus(rs []allocator.Reason) *framework.Status {
 	return framework.NewStatus(code, msgs...)
 }
 
-// overlay returns the in-memory claims of other pods that Objects does not
-// show yet, dropping those it now shows at or after their binding, or
-// that were deleted.
-func (p *DynamicResources) overlay(objs *Objects, self string) map[string]*resourceapi.ResourceClaim {
+// overlay returns the in-memory claims of other pods, of both versions,
+// that Objects does not show yet, dropping those it now shows at or after
+// their binding, or that were deleted (an extended-resource claim not
+// created yet, or created by a binding the objects do not show yet,
+// stays).
+func (p *DynamicResources) overlay(objs *Objects, self string) map[string]memClaim {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]*resourceapi.ResourceClaim{}
+	out := map[string]memClaim{} // copies: PostBind may rename an entry's claim (rekeyExtended)
 	for k, m := range p.reserved {
-		cur, ok := objs.claims.Get(k)
-		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
+		rv, _, ok := m.stored(objs, k)
+		switch {
+		case m.ext && !ok && (m.bindRev == 0 || parseRev(objs.Revision()) < m.bindRev):
+		case !ok || (m.bindRev > 0 && parseRev(rv) >= m.bindRev):
 			delete(p.reserved, k)
 			continue
 		}
 		if m.pod != self {
-			out[k] = m.claim
+			out[k] = *m
 		}
 	}
 	return out
@@ -473,8 +530,8 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 		return framework.AsStatus(fmt.Errorf("%s: filter without prefilter state", Name))
 	}
 	i = s.results.at(i, ni)
-	if a := s.reuse.answer(i, ni, s.reuseSig); a != nil && (a.v1 != nil || s.v1 == nil || !a.res.Fits) {
-		return s.reusedStatus(i, a)
+	if a := s.reuse.answer(i, ni, s.reuseSig); a != nil && a.final(len(s.parts)) {
+		return s.reusedStatus(i, ni.Node(), a)
 	}
 	st, noCDI := s.objects.nodeState(ni.Node())
 	if noCDI {
@@ -483,49 +540,35 @@ func (p *DynamicResources) FilterAt(ctx context.Context, state *framework.CycleS
 	if st := s.filterControlPlane(ni.Node()); st != nil {
 		return st
 	}
-	res, err := s.check(ctx, ni.Node(), st, i)
-	if err != nil {
-		return framework.AsStatus(fmt.Errorf("allocate on node %s: %w", ni.Name(), err))
-	}
-	if !res.Fits {
-		s.reuse.remember(i, ni, s.reuseSig, res, nil)
-		return s.results.status(res.ReasonsFor(s.req))
-	}
-	if s.v1 == nil {
-		s.reuse.remember(i, ni, s.reuseSig, res, nil)
-		return nil
-	}
-	v1res, err := s.checkV1(ctx, ni.Node(), i)
-	if err != nil {
-		return framework.AsStatus(fmt.Errorf("allocate resource.k8s.io/v1 claims on node %s: %w", ni.Name(), err))
-	}
-	s.reuse.remember(i, ni, s.reuseSig, res, v1res)
-	if !v1res.Fits {
-		if vr := s.variantOn(ni.Node()); vr != nil {
-			return servedStatus(vr, s.v1.ext.reqs, v1res.Reasons)
+	var ans answers
+	for _, part := range s.parts {
+		a, err := part.judge(ctx, ni.Node(), st, i)
+		if err != nil {
+			return framework.AsStatus(err)
 		}
-		return s.results.status(v1res.ReasonsFor(s.v1.req))
+		ans.of[ans.n], ans.n = a, ans.n+1
+		if rst := part.rejected(ni.Node(), a); rst != nil {
+			ans.rejected = true
+			s.reuse.remember(i, ni, s.reuseSig, &ans)
+			return rst
+		}
 	}
+	s.reuse.remember(i, ni, s.reuseSig, &ans)
 	return nil
 }
 
 // reusedStatus is Filter's status on node i from an earlier cycle's
-// answer, which the cycle keeps as node i's (R12: its reasons are taken
+// answers, which the cycle keeps as node i's (R12: its reasons are taken
 // For this pod's requests; Reserve takes the allocations so too).
-func (s *stateData) reusedStatus(i int, a *slotAnswer) *framework.Status {
+func (s *stateData) reusedStatus(i int, node *corev1.Node, a *slotAnswer) *framework.Status {
 	if s.reused != nil {
 		s.reused.Add(1)
 	}
-	s.results.store(i, a.res)
-	if !a.res.Fits {
-		return s.results.status(a.res.ReasonsFor(s.req))
-	}
-	if s.v1 == nil {
-		return nil
-	}
-	s.v1.store(i, a.v1)
-	if !a.v1.Fits {
-		return s.results.status(a.v1.ReasonsFor(s.v1.req))
+	for k := range a.n {
+		s.parts[k].take(i, a.of[k])
+		if st := s.parts[k].rejected(node, a.of[k]); st != nil {
+			return st
+		}
 	}
 	return nil
 }
@@ -667,22 +710,25 @@ func (p *DynamicResources) ScoreAt(ctx context.Context, state *framework.CycleSt
 		return 0, nil
 	}
 	i = s.results.at(i, ni)
-	res, err := s.result(ctx, ni.Node(), i)
-	if err != nil {
-		return 0, framework.AsStatus(err)
-	}
-	score := min(max(res.Score, 0), 100)
-	if s.v1 != nil {
-		v1res, err := s.checkV1(ctx, ni.Node(), i)
+	// The mean of the scores of the parts with claims of their own (the
+	// first part's when none has).
+	sum, n, first := 0, 0, 0
+	for k, part := range s.parts {
+		a, err := part.judge(ctx, ni.Node(), nil, i)
 		if err != nil {
 			return 0, framework.AsStatus(err)
 		}
-		v1score := min(max(v1res.Score, 0), 100)
-		if len(s.req.Claims()) == 0 {
-			score = v1score
-		} else {
-			score = (score + v1score) / 2
+		score, counts := part.score(a)
+		if k == 0 {
+			first = score
 		}
+		if counts {
+			sum, n = sum+score, n+1
+		}
+	}
+	score := first
+	if n > 0 {
+		score = sum / n
 	}
 	return int64(score), nil
 }

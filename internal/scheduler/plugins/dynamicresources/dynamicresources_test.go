@@ -489,7 +489,7 @@ func TestFilterReusesChecksAcrossPods(t *testing.T) {
 // TestAnswersCarryOverUnchangedNodes: a cycle takes an earlier cycle's
 // answer for a node whose NodeInfo and allocated claims are the same
 // since, for a pod of the same request signature, and checks again a
-// node whose claims changed (WithClaimUpdates), whose NodeInfo is new,
+// node whose claims changed (WithClaimChanges), whose NodeInfo is new,
 // or that has claims of a pod in flight.
 func TestAnswersCarryOverUnchangedNodes(t *testing.T) {
 	ctx := context.Background()
@@ -520,8 +520,8 @@ func TestAnswersCarryOverUnchangedNodes(t *testing.T) {
 
 	// n1 fills up: the next pod checks n1 again and takes n2's and n3's
 	// answers.
-	full := objs.WithClaimUpdates("11", map[string]*resourceapi.ResourceClaim{
-		"default/x": onGPU(claim("x", "small"), "n1", "gpu-0"), "default/y": onGPU(claim("y", "small"), "n1", "gpu-1")})
+	full := objs.WithClaimChanges("11", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{
+		"default/x": onGPU(claim("x", "small"), "n1", "gpu-0"), "default/y": onGPU(claim("y", "small"), "n1", "gpu-1")}})
 	state, _ := run(nodes.WithExtension(dynamicresources.Name, full), podUsing("pod-b", "b"))
 	if got := p.ReusedChecks(); got != 2 {
 		t.Fatalf("after n1 changed: %d reused answers, want 2 (n2, n3)", got)

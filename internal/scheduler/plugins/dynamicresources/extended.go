@@ -259,19 +259,19 @@ func (*DynamicResources) ClaimCreated(state *framework.CycleState, b *corev1.Bin
 // objects show that claim at or after the binding. Callers hold p.mu.
 func (p *DynamicResources) rekeyExtended(s *stateData, self string) {
 	v := s.v1
-	if v.variant == nil || v.created == "" || len(v.chosen) == 0 {
+	if v == nil || v.variant == nil || v.created == "" || len(v.chosen) == 0 {
 		return
 	}
 	old := claimKeyV1(v.chosen[len(v.chosen)-1])
-	m := p.reservedV1[old]
-	if m == nil || m.pod != self {
+	m := p.reserved[old]
+	if m == nil || m.pod != self || m.v1 == nil {
 		return
 	}
-	delete(p.reservedV1, old)
-	c := m.claim.DeepCopy()
+	delete(p.reserved, old)
+	c := m.v1.DeepCopy()
 	c.Name = v.created
-	m.claim = c
-	p.reservedV1[claimKeyV1(c)] = m
+	m.v1 = c
+	p.reserved[claimKeyV1(c)] = m
 }
 
 // nodeExtendedHint queues a pod on a node update that changes the node's

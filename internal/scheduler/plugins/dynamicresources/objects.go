@@ -51,7 +51,7 @@ type Lists struct {
 // Objects is the immutable, indexed view of Lists that the plugin reads
 // from framework.Snapshot.Extension(Name). Node models and base node
 // states are built lazily, at most once per Objects, and are safe for
-// concurrent use; Next and WithClaims hand them on to the Objects they
+// concurrent use; Next and WithClaimChanges hand them on to the Objects they
 // derive for as long as the objects they were built from are the same.
 // Nothing in an Objects may be modified.
 type Objects struct {
@@ -60,12 +60,12 @@ type Objects struct {
 	catalog  *allocator.Catalog                           // classes (both versions), parameters, vendor objects; carried over by Next while they are unchanged
 	claims   *allocator.ClaimSet                          // with the claims allocated per node and the ancestry answer reuse reads (reuse.go)
 	contexts map[string]*resourceapi.PodSchedulingContext // namespace/name
-	models   *modelCache                                  // shared with WithClaims' Objects, carried over by Next
-	states   *stateCache                                  // shared with WithClaims' and WithClaimUpdates' Objects, carried over by Next
+	models   *modelCache                                  // shared with WithClaimChanges' Objects, carried over by Next
+	states   *stateCache                                  // shared with WithClaimChanges' Objects, carried over by Next
 	v1       *v1Objects                                   // v1 slices and claims, and the one device-use state (v1.go)
 }
 
-// maxAncestry is how many Objects a chain of WithClaimUpdates keeps:
+// maxAncestry is how many Objects a chain of WithClaimChanges keeps:
 // their ClaimSets' ancestry.
 const maxAncestry = allocator.MaxAncestry
 
@@ -104,7 +104,7 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	o.v1.inv.model = func(node string, _ []*resourceapi.NodeResourceSlice) *allocator.Model {
 		return models.get(node, byNode[node])
 	}
-	if prev != nil && prev.v1 != nil {
+	if prev != nil {
 		o.v1.keepInventory(prev.v1)
 	}
 	claims := l.Claims
@@ -113,42 +113,64 @@ func newObjects(l Lists, cat *allocator.Catalog, prev *Objects) *Objects {
 	return o
 }
 
-// WithClaims returns Objects in which the given claims replace (or add
-// to) the claims of o, as a simulation records a binding. The models are
-// shared with o, the one device-use state is derived from o's, and the
-// node states of nodes whose allocations are unchanged are o's.
-func (o *Objects) WithClaims(claims ...*resourceapi.ResourceClaim) *Objects {
-	out := *o
-	out.claims = o.claims.With(claims...)
-	var delta claimDelta
-	for _, c := range claims {
-		old, _ := o.claims.Claim(c.Namespace, c.Name)
-		delta.seed(old, c)
-	}
-	out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
-	return &out
+// ClaimChanges are claim events of both resource.k8s.io versions, by
+// namespace/name: the claim as its informer now holds it, nil for one
+// that is gone. A claim is stored in one version; its v1alpha2 view
+// (resourceapi.IsView) in Seed is counted by the claim set only.
+type ClaimChanges struct {
+	Seed map[string]*resourceapi.ResourceClaim
+	V1   map[string]*resourcev1.ResourceClaim
 }
 
-// WithClaimUpdates returns the Objects that follow o after claim events:
-// upd maps namespace/name to the claim's current version, nil for a
-// deleted claim; revision is the new fence. Everything else is shared
-// with o, and the claims allocated per node are updated for the claims
-// that changed instead of indexed again (allocator.ClaimSet.Update): a
-// scheduler at a steady rate of claim events pays for the events, not
-// for every claim on every cycle.
-func (o *Objects) WithClaimUpdates(revision string, upd map[string]*resourceapi.ResourceClaim) *Objects {
+// WithClaimChanges returns the Objects that follow o after claim events
+// of both versions (ch); revision is the new fence. It is the one way
+// claims change in an Objects: the scheduler's claim informers and a
+// simulation's bindings alike. The claim set gets both
+// (allocator.ClaimSet.UpdateTouching), updating the claims allocated per
+// node for the claims that changed instead of indexing them again; the
+// one device-use state follows them; the inventory, catalog, models and
+// node states are shared with o. The nodes where a changed v1 claim held
+// or holds devices of a pool local to one node (seed or v1) count as
+// touched in the claim set's ancestry (answer reuse reads it; seed claims
+// touch the nodes of their structured handles); a device of another pool
+// touches all nodes (touchOf). A steady rate of claim events of either
+// version costs the events, not a listing of every DRA object nor a copy
+// of every claim.
+func (o *Objects) WithClaimChanges(revision string, ch ClaimChanges) *Objects {
+	var delta claimDelta
+	var touched allocator.Touch
+	first := false
+	for k, c := range ch.V1 {
+		if old, ok := o.claims.V1Claim(k); ok {
+			delta.removeV1 = append(delta.removeV1, old)
+			o.touchOf(old, &touched)
+		}
+		if c != nil {
+			delta.addV1 = append(delta.addV1, c)
+			o.touchOf(c, &touched)
+			first = o.v1.inv.seedless
+		}
+	}
+	for k, c := range ch.Seed {
+		ns, name, _ := strings.Cut(k, "/")
+		old, _ := o.claims.Claim(ns, name)
+		delta.seed(old, c)
+	}
 	out := *o
 	out.revision = revision
-	out.claims = o.claims.Update(upd)
-	if o.v1 != nil {
-		var delta claimDelta
-		for k, c := range upd {
-			ns, name, _ := strings.Cut(k, "/")
-			old, _ := o.claims.Claim(ns, name)
-			delta.seed(old, c)
-		}
-		out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
+	// The inventory changes with the first v1 claim: no v1 answer can
+	// predate it, but say so anyway.
+	touched.All = touched.All || first
+	out.claims = o.claims.UpdateTouching(ch.Seed, ch.V1, touched)
+	if first {
+		// The first v1 claim: the seed slices join the inventory, and
+		// the one state is counted afresh over it.
+		v := *o.v1.v1Shared
+		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
+		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{claims: out.claims}}
+		return &out
 	}
+	out.v1 = &v1Objects{v1Shared: o.v1.v1Shared, st: o.v1.following(out.claims, delta)}
 	return &out
 }
 
@@ -262,7 +284,7 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 // stateCache holds the last two base NodeStates derived per node, which
 // answer again while the node's model, node object and instances in use
 // are unchanged (allocator.V1State.SeedNodeState): Objects of one lineage
-// share it (two, so that an Objects and the WithClaims Objects of a
+// share it (two, so that an Objects and the WithClaimChanges Objects of a
 // simulation do not evict each other's), Next carries over the entries of
 // nodes whose model is the same.
 type stateCache struct {

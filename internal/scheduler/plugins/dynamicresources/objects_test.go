@@ -70,7 +70,7 @@ func TestSeedOnlyInventory(t *testing.T) {
 	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 0 {
 		t.Fatalf("a seed-only inventory has %d pools, want none", n)
 	}
-	o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/v": v1OnGPU("v", "n1", "gpu-1", "")})
+	o = o.WithClaimChanges("30", dynamicresources.ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/v": v1OnGPU("v", "n1", "gpu-1", "")}})
 	if n := len(dynamicresources.V1Inventory(o).Pools()); n != 1 {
 		t.Fatalf("after a v1 claim the inventory has %d pools, want n1's seed pool", n)
 	}
@@ -144,7 +144,8 @@ func TestNextReusesUnchangedNodes(t *testing.T) {
 	}
 }
 
-// TestWithClaimsKeepsOtherNodesStates: a simulated binding on n1 leaves
+// TestWithClaimsKeepsOtherNodesStates: a simulated binding on n1
+// (WithClaimChanges, as `allot simulate` records one) leaves
 // n2's state as it was.
 func TestWithClaimsKeepsOtherNodesStates(t *testing.T) {
 	n1, n2 := schedtest.MakeNode("n1").Obj(), schedtest.MakeNode("n2").Obj()
@@ -152,15 +153,15 @@ func TestWithClaimsKeepsOtherNodesStates(t *testing.T) {
 	l.Slices = []*resourceapi.NodeResourceSlice{slice(t, "n1"), slice(t, "n2")}
 	o := dynamicresources.NewObjects(l)
 	st1, st2 := o.NodeState(n1), o.NodeState(n2)
-	w := o.WithClaims(onGPU(claim("a", "small"), "n1", "gpu-1"))
+	w := o.WithClaimChanges("", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/a": onGPU(claim("a", "small"), "n1", "gpu-1")}})
 	if w.NodeState(n2) != st2 {
-		t.Fatal("WithClaims rebuilt the state of a node it did not touch")
+		t.Fatal("WithClaimChanges rebuilt the state of a node it did not touch")
 	}
 	if got := w.NodeState(n1); got == st1 || got.Capacity() != 1 {
 		t.Fatalf("n1 after the simulated binding: capacity %d, want 1", got.Capacity())
 	}
 	if o.NodeState(n1) != st1 || st1.Capacity() != 2 {
-		t.Fatal("WithClaims changed the states of the Objects it came from")
+		t.Fatal("WithClaimChanges changed the states of the Objects it came from")
 	}
 }
 
@@ -203,7 +204,7 @@ func TestNextComparesManyClaimsAsASet(t *testing.T) {
 	}
 }
 
-// TestWithClaimUpdates: applying claim events to Objects gives the node
+// TestWithClaimUpdates: applying v1alpha2 claim events (WithClaimChanges) to Objects gives the node
 // states that indexing the new lists from scratch gives, keeps the states
 // of nodes the events did not touch, and leaves the old Objects as it was.
 func TestWithClaimUpdates(t *testing.T) {
@@ -228,7 +229,7 @@ func TestWithClaimUpdates(t *testing.T) {
 	cur := o
 	wantFree := []int{1, 2}
 	for i, upd := range steps {
-		next := cur.WithClaimUpdates(fmt.Sprint(10+i), upd)
+		next := cur.WithClaimChanges(fmt.Sprint(10+i), dynamicresources.ClaimChanges{Seed: upd})
 		if got := next.NodeState(n1).Capacity(); got != wantFree[i] {
 			t.Fatalf("step %d: n1 capacity %d, want %d", i, got, wantFree[i])
 		}
@@ -289,16 +290,16 @@ func TestGeneratedClaimIndex(t *testing.T) {
 	want(o, "u1", "fpga", "")
 	deleting := gen("a", "u1", "gpu")
 	deleting.DeletionTimestamp = &metav1.Time{}
-	o2 := o.WithClaimUpdates("8", map[string]*resourceapi.ResourceClaim{"default/a": deleting, "default/b": gen("b", "u2", "gpu")})
+	o2 := o.WithClaimChanges("8", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/a": deleting, "default/b": gen("b", "u2", "gpu")}})
 	want(o2, "u1", "gpu", "")
 	want(o2, "u2", "gpu", "b")
-	o3 := o2.WithClaimUpdates("9", map[string]*resourceapi.ResourceClaim{"default/a": nil, "default/c": gen("c", "u1", "gpu")})
+	o3 := o2.WithClaimChanges("9", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/a": nil, "default/c": gen("c", "u1", "gpu")}})
 	want(o3, "u1", "gpu", "c")
-	o4 := o3.WithClaimUpdates("10", map[string]*resourceapi.ResourceClaim{"default/b": nil})
+	o4 := o3.WithClaimChanges("10", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/b": nil}})
 	want(o4, "u2", "gpu", "")
 	want(o, "u1", "gpu", "a") // earlier versions are unchanged
 	want(o2, "u2", "gpu", "b")
-	want(o.WithClaims(gen("d", "u3", "x")), "u3", "x", "d")
+	want(o.WithClaimChanges("11", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/d": gen("d", "u3", "x")}}), "u3", "x", "d")
 }
 
 // v1OnGPU is a v1 claim allocated the seed GPU gpu of node (seen as the
@@ -325,11 +326,11 @@ func TestV1ClaimWhenTheV1EventComesFirst(t *testing.T) {
 	n1 := schedtest.MakeNode("n1").Obj()
 	old := onGPU(claim("y", "small"), "n1", "gpu-0")
 	o := dynamicresources.NewObjects(mixedLists(t, []*resourceapi.ResourceClaim{old}))
-	o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/y": v1OnGPU("y", "n1", "gpu-1", "")})
+	o = o.WithClaimChanges("30", dynamicresources.ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/y": v1OnGPU("y", "n1", "gpu-1", "")}})
 	if c, ok := o.Claim("default", "y"); !ok || resourceapi.IsView(c) {
 		t.Fatalf("before its deletion is seen, the v1alpha2 claim y should stay: %v %v", ok, c)
 	}
-	o = o.WithClaimChanges("31", map[string]*resourceapi.ResourceClaim{"default/y": nil}, nil)
+	o = o.WithClaimChanges("31", dynamicresources.ClaimChanges{Seed: map[string]*resourceapi.ResourceClaim{"default/y": nil}})
 	if c, ok := o.Claim("default", "y"); ok {
 		t.Fatalf("after the v1alpha2 deletion, y is still a v1alpha2 claim: %v", c)
 	}
@@ -381,7 +382,7 @@ func TestWithClaimChanges(t *testing.T) {
 	}
 	for i, st := range steps {
 		v1Free(cur) // built: the next state is derived from it
-		cur = cur.WithClaimChanges(fmt.Sprint(20+i), st.upd, st.updV1)
+		cur = cur.WithClaimChanges(fmt.Sprint(20+i), dynamicresources.ClaimChanges{Seed: st.upd, V1: st.updV1})
 		if got := cur.NodeState(n1).Capacity(); got != st.free {
 			t.Fatalf("step %d: n1 capacity %d, want %d", i, got, st.free)
 		}

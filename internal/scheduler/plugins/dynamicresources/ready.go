@@ -26,9 +26,6 @@ func (p *DynamicResources) ClaimsReady(pod *corev1.Pod, lookup func(namespace, n
 		if m := p.reserved[pod.Namespace+"/"+name]; m != nil && m.pod == self && m.bindRev > 0 {
 			continue
 		}
-		if m := p.reservedV1[pod.Namespace+"/"+name]; m != nil && m.pod == self && m.bindRev > 0 {
-			continue
-		}
 		c, ok := lookup(pod.Namespace, name)
 		if !ok || c.Status.Allocation == nil || !allocator.ReservedFor(c, pod) {
 			return false

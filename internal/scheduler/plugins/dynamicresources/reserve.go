@@ -2,19 +2,15 @@ package dynamicresources
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Reserve implements framework.ReservePlugin: the pod's claims, allocated
@@ -30,32 +26,20 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 		// allocate for a driver's controller.
 		return framework.NewStatus(framework.Wait, ReasonWaitingForAllocation).WithDetail("claim %s", pending[0].key)
 	}
-	chosen, newly, err := s.bound(pod, nodeName)
-	if err != nil {
-		return framework.AsStatus(err)
-	}
-	s.chosen, s.newly = chosen, newly
-	if s.v1 != nil {
-		i := s.results.index(nodeName)
-		node := s.results.node(i)
-		if node == nil {
-			return framework.AsStatus(fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName))
-		}
-		s.v1.chosen, s.v1.newly, err = s.boundV1(ctx, pod, node, i)
-		if err != nil {
+	for _, part := range s.parts {
+		if err := part.reserve(ctx, pod, nodeName); err != nil {
 			return framework.AsStatus(err)
 		}
 	}
 	self := podKey(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range chosen {
-		p.reserved[claimKey(c)] = &memClaim{claim: c, pod: self}
+	s.held = s.held[:0]
+	for _, part := range s.parts {
+		s.held = append(s.held, part.chosen(self)...)
 	}
-	if s.v1 != nil {
-		for i, c := range s.v1.chosen {
-			p.reservedV1[claimKeyV1(c)] = &memClaimV1{claim: c, pod: self, ext: s.v1.isExtended(i)}
-		}
+	for _, m := range s.held {
+		p.reserved[m.key()] = m
 	}
 	for _, k := range s.fenceKeys() {
 		p.inflight[k] = append(p.inflight[k], &ticket{pod: self, done: make(chan struct{})})
@@ -66,28 +50,12 @@ func (p *DynamicResources) Reserve(ctx context.Context, state *framework.CycleSt
 // fenceKeys lists the (node, driver) pairs of the pod's new structured
 // allocations, sorted.
 func (s *stateData) fenceKeys() [][2]string {
-	set := map[[2]string]bool{}
-	for i, c := range s.chosen {
-		if !s.newly[i] {
-			continue
-		}
-		for _, h := range c.Status.Allocation.ResourceHandles {
-			if h.StructuredData != nil {
-				set[[2]string{h.StructuredData.NodeName, h.DriverName}] = true
-			}
-		}
-	}
-	if s.v1 != nil && len(s.v1.chosen) > 0 {
-		for _, k := range s.fenceKeysV1(s.v1.node) {
-			set[k] = true
-		}
-	}
-	keys := make([][2]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
+	var keys [][2]string
+	for _, part := range s.parts {
+		keys = part.fences(keys)
 	}
 	slices.SortFunc(keys, compareKey)
-	return keys
+	return slices.Compact(keys)
 }
 
 // release ends the pod's tickets. Callers hold p.mu.
@@ -191,16 +159,9 @@ func (p *DynamicResources) Unreserve(_ context.Context, state *framework.CycleSt
 	self := podKey(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range s.chosen {
-		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
-			delete(p.reserved, claimKey(c))
-		}
-	}
-	if s.v1 != nil {
-		for _, c := range s.v1.chosen {
-			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
-				delete(p.reservedV1, claimKeyV1(c))
-			}
+	for _, m := range s.held {
+		if k := m.key(); p.reserved[k] == m {
+			delete(p.reserved, k)
 		}
 	}
 	p.release(s, self)
@@ -218,40 +179,9 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 		s.contributeReservations(b)
 		return nil
 	}
-	for i, c := range s.chosen {
-		bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKey(c)]}
-		if s.newly[i] {
-			raw, err := json.Marshal(c.Status.Allocation)
-			if err != nil {
-				return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKey(c), err))
-			}
-			bc.DriverName = c.Status.DriverName
-			bc.Allocation = &runtime.RawExtension{Raw: raw}
-		}
-		b.ResourceClaims = append(b.ResourceClaims, bc)
-	}
-	if s.v1 != nil {
-		if vr := s.v1.variant; vr != nil {
-			b.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{
-				ResourceClaimName: s.v1.chosen[len(s.v1.chosen)-1].Name, RequestMappings: slices.Clone(vr.mappings)}
-		}
-		for i, c := range s.v1.chosen {
-			bc := corev1.BindingResourceClaim{Name: c.Name, ResourceVersion: s.base[claimKeyV1(c)]}
-			if s.v1.newly[i] {
-				alloc := c.Status.Allocation
-				if HasBindingConditions(c) {
-					// As Kubernetes: when the allocation was made, for
-					// drivers that time their binding conditions.
-					alloc = alloc.DeepCopy()
-					alloc.AllocationTimestamp = &metav1.Time{Time: time.Now()}
-				}
-				raw, err := json.Marshal(alloc)
-				if err != nil {
-					return framework.AsStatus(fmt.Errorf("encode allocation of claim %s: %w", claimKeyV1(c), err))
-				}
-				bc.Allocation = &runtime.RawExtension{Raw: raw}
-			}
-			b.ResourceClaims = append(b.ResourceClaims, bc)
+	for _, part := range s.parts {
+		if err := part.contribute(b); err != nil {
+			return framework.AsStatus(err)
 		}
 	}
 	keys := s.fenceKeys()
@@ -270,13 +200,8 @@ func (p *DynamicResources) ContributeBinding(ctx context.Context, state *framewo
 // contributeReservations lists the pod's claims to be reserved only: the
 // second step of a two-step binding, after the first committed them.
 func (s *stateData) contributeReservations(b *corev1.Binding) {
-	for _, c := range s.chosen {
-		b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
-	}
-	if s.v1 != nil {
-		for _, c := range s.v1.chosen {
-			b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: c.Name})
-		}
+	for _, m := range s.held {
+		b.ResourceClaims = append(b.ResourceClaims, corev1.BindingResourceClaim{Name: m.name()})
 	}
 }
 
@@ -309,31 +234,15 @@ func (p *DynamicResources) PostBind(_ context.Context, state *framework.CycleSta
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.release(s, self)
-	for _, k := range s.fenceKeysV1(s.v1Node()) {
+	for _, k := range s.fenceKeys() {
 		p.fences[k] = max(p.fences[k], rev)
 	}
-	if s.v1 != nil {
-		for _, c := range s.v1.chosen {
-			if m := p.reservedV1[claimKeyV1(c)]; m != nil && m.pod == self {
-				m.bindRev = max(rev, 1)
-			}
-		}
-		p.rekeyExtended(s, self)
-	}
-	for i, c := range s.chosen {
-		if m := p.reserved[claimKey(c)]; m != nil && m.pod == self {
+	for _, m := range s.held {
+		if p.reserved[m.key()] == m {
 			m.bindRev = max(rev, 1)
 		}
-		if !s.newly[i] {
-			continue
-		}
-		for _, h := range c.Status.Allocation.ResourceHandles {
-			if h.StructuredData != nil {
-				k := [2]string{h.StructuredData.NodeName, h.DriverName}
-				p.fences[k] = max(p.fences[k], rev)
-			}
-		}
 	}
+	p.rekeyExtended(s, self)
 }
 
 // BoundClaims returns the pod's claims as Reserve chose them (allocated

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/pkg/allocator"
 )
 
 // Answer reuse across cycles.
@@ -16,8 +15,9 @@ import (
 // the answer still holds costs a few comparisons of values the cycle keeps
 // in cache, where finding a node's claims and state costs several map
 // lookups in memory the rest of the process has long evicted. An answer
-// is the pair of the seed check's Result and, for a pod with
-// resource.k8s.io/v1 claims, AllocateV1's V1Result. The answer at
+// is one per part of the pod's claims (parts.go): the seed check's
+// Result and, for a pod with resource.k8s.io/v1 claims, AllocateV1's
+// V1Result. The answer at
 // position i holds when every one of these holds; each is pinned by the
 // test named after it, which fails when the rule is broken (reuse_test.go
 // on the view alone; where PreFilter, Filter or Reserve decide, R9 in
@@ -27,9 +27,9 @@ import (
 //	   [TestReuseNeedsTheSameNodeInfo]
 //	R2 the request signature is the same [TestReuseNeedsTheSameSignature]
 //	R3 the answer was computed on an Objects this cycle's Objects derives
-//	   from through claim events alone (WithClaimUpdates,
-//	   WithClaimChanges): NewObjects, Next and WithClaims start a new
-//	   line (allocator.ClaimSet.Gen numbers every Objects in the process);
+//	   from through claim events alone (WithClaimChanges, of both
+//	   versions, the scheduler's and a simulation's): NewObjects and Next
+//	   start a new line (allocator.ClaimSet.Gen numbers every Objects in the process);
 //	   slices, classes and taint rules change only through Next
 //	   [TestReuseNeedsAnAncestor]
 //	R4 no link since then touched the node: changed its allocated
@@ -47,7 +47,7 @@ import (
 //	   in flight holds v1 devices of a pool not local to one node, the
 //	   cycle neither answers nor remembers at all
 //	   [TestReuseOffWhileSharedPoolsAreInFlight]
-//	R6 the ancestry is kept maxAncestry links long (WithClaimUpdates cuts
+//	R6 the ancestry is kept maxAncestry links long (WithClaimChanges cuts
 //	   it), so an answer older than that is not taken... [TestReuseAncestryIsBounded]
 //	R7 ...unless it was taken in the older half of the ancestry, which
 //	   stamps it again with the current Objects, so answers of nodes that
@@ -60,7 +60,9 @@ import (
 //	R10 a pod with v1 claims reuses only when its v1 request has a
 //	   signature too (allocator.V1Request.Signature: no allocated v1
 //	   claim, versioned DeviceClasses), and so do its v1alpha2 claims
-//	   if it has any; the cycle's signature is the pair. The v1 answer
+//	   if it has any; the cycle's signature is the parts' joined
+//	   (reuseSignature), and a slot keeps one answer per part, up to
+//	   the first that rejects the node (parts.go). The v1 answer
 //	   counts the pod's own seed allocations on the node
 //	   (ownSeedResults), which the node's state and the seed signature
 //	   fix [TestReuseNeedsSignaturesOfBothVersions]
@@ -84,13 +86,13 @@ type reuseView struct {
 }
 
 // slotAnswer is the last answer computed, without in-flight claims, at
-// one position of a snapshot.
+// one position of a snapshot: the answers of the pod's parts (parts.go),
+// up to the first that rejected the node.
 type slotAnswer struct {
 	ni  *framework.NodeInfo
 	gen atomic.Uint64 // of the Objects it was computed on, or restamped with (R7)
 	sig string
-	res *allocator.Result
-	v1  *allocator.V1Result // nil for a pod without v1 claims, or when res does not fit
+	answers
 }
 
 // reuseView builds the cycle's view of the plugin's answers.
@@ -164,33 +166,38 @@ func (v *reuseView) answer(i int, ni *framework.NodeInfo, sig string) *slotAnswe
 // remember keeps the answer computed at position i on this cycle's
 // Objects, unless the node has claims of pods in flight (R5): such an
 // answer counts claims no Objects has.
-func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, res *allocator.Result, v1 *allocator.V1Result) {
+func (v *reuseView) remember(i int, ni *framework.NodeInfo, sig string, ans *answers) {
 	if v == nil || i < 0 || i >= len(v.slots) || v.stale[0][i/64]&(1<<(i%64)) != 0 {
 		return
 	}
-	a := &slotAnswer{ni: ni, sig: sig, res: res, v1: v1}
+	a := &slotAnswer{ni: ni, sig: sig, answers: *ans}
 	a.gen.Store(v.gens[0])
 	v.slots[i].Store(a)
 }
 
 // reuseSignature is the signature of the pod's answers (R2, R9-R11):
-// the seed request's, paired with the v1 request's for a pod with v1
-// claims; "" when answers are not to be shared.
+// the signatures of the parts with claims of their own, joined (the
+// first part's when none has); "" when answers are not to be shared.
 func (s *stateData) reuseSignature() string {
-	if s.v1 == nil {
-		return s.sig
+	out, first, n := "", "", 0
+	for k, part := range s.parts {
+		sig, has := part.signature()
+		if k == 0 {
+			first = sig
+		}
+		if !has {
+			continue
+		}
+		if sig == "" {
+			return ""
+		}
+		if n > 0 {
+			out += "\x00"
+		}
+		out, n = out+sig, n+1
 	}
-	if s.v1.ext != nil || s.v1.req == nil {
-		return ""
+	if n == 0 {
+		return first
 	}
-	v1 := s.v1.req.Signature()
-	switch {
-	case v1 == "":
-		return ""
-	case len(s.req.Claims()) == 0:
-		return "v1:" + v1
-	case s.sig == "":
-		return ""
-	}
-	return s.sig + "\x00v1:" + v1
+	return out
 }

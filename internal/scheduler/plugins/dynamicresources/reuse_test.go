@@ -52,16 +52,16 @@ func (f *reuseFixture) view(o *Objects, snap *framework.Snapshot, inFlight ...st
 
 // rememberAt1 remembers f.res at node n1 (position 1) on o.
 func (f *reuseFixture) rememberAt1(o *Objects) {
-	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, f.res, nil)
+	f.view(o, f.snap).remember(1, f.snap.Nodes()[1], reuseSig, seedAnswer(f.res))
 }
 
 // heldAt1 reports whether a cycle on o takes the answer at n1.
 func (f *reuseFixture) heldAt1(o *Objects, inFlight ...string) bool {
 	a := f.view(o, f.snap, inFlight...).answer(1, f.snap.Nodes()[1], reuseSig)
-	return a != nil && a.res == f.res
+	return a != nil && a.of[0] == any(f.res)
 }
 
-// update is a WithClaimUpdates link that changes the claims of the nodes
+// update is a WithClaimChanges link that changes the claims of the nodes
 // named (none: a link that touches no node).
 func update(o *Objects, nodes ...string) *Objects {
 	upd := map[string]*resourceapi.ResourceClaim{}
@@ -72,10 +72,10 @@ func update(o *Objects, nodes ...string) *Objects {
 			DriverName: "d", StructuredData: &resourceapi.StructuredResourceHandle{NodeName: n}}}}
 		upd[claimKey(c)] = c
 	}
-	return o.WithClaimUpdates("2", upd)
+	return o.WithClaimChanges("2", ClaimChanges{Seed: upd})
 }
 
-// links derives n WithClaimUpdates links from o that touch no node.
+// links derives n WithClaimChanges links from o that touch no node.
 func links(o *Objects, n int) *Objects {
 	for range n {
 		o = update(o)
@@ -111,9 +111,8 @@ func TestReuseNeedsAnAncestor(t *testing.T) {
 		next func(*Objects) *Objects
 		held bool
 	}{
-		{"WithClaimUpdates (the parent)", func(o *Objects) *Objects { return update(o) }, true},
-		{"WithClaimChanges (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", nil, nil) }, true},
-		{"WithClaims, which starts a new line", func(o *Objects) *Objects { return o.WithClaims() }, false},
+		{"WithClaimChanges of v1alpha2 claims (the parent)", func(o *Objects) *Objects { return update(o) }, true},
+		{"WithClaimChanges without changes (the parent)", func(o *Objects) *Objects { return o.WithClaimChanges("2", ClaimChanges{}) }, true},
 		{"Next, which starts a new line", func(o *Objects) *Objects { return o.Next(Lists{}) }, false},
 		{"unrelated Objects", func(*Objects) *Objects { return NewObjects(Lists{}) }, false},
 	} {
@@ -146,7 +145,7 @@ func TestReuseSkipsNodesWithPodsInFlight(t *testing.T) {
 		t.Fatal("R5: an answer was taken for a node with claims of pods in flight")
 	}
 	g := newReuseFixture(t)
-	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
+	g.view(g.o, g.snap, "n1").remember(1, g.snap.Nodes()[1], reuseSig, seedAnswer(g.res))
 	if g.heldAt1(g.o) {
 		t.Fatal("R5: an answer computed with claims of pods in flight was remembered")
 	}
@@ -240,19 +239,19 @@ func TestReuseSkipsNodesTouchedByV1Claims(t *testing.T) {
 	f := newReuseFixture(t)
 	f.o = NewObjects(l)
 	f.rememberAt1(f.o)
-	if !f.heldAt1(f.o.WithClaimChanges("2", nil, v1On("n2"))) {
+	if !f.heldAt1(f.o.WithClaimChanges("2", ClaimChanges{V1: v1On("n2")})) {
 		t.Fatal("R4: a v1 claim on another node made n1's answer stale")
 	}
 	g := newReuseFixture(t)
 	g.o = NewObjects(l)
 	g.rememberAt1(g.o)
-	allocated := g.o.WithClaimChanges("2", nil, v1On("n1"))
+	allocated := g.o.WithClaimChanges("2", ClaimChanges{V1: v1On("n1")})
 	if g.heldAt1(allocated) {
 		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim allocated since")
 	}
 	h := newReuseFixture(t)
 	h.rememberAt1(allocated)
-	if h.heldAt1(allocated.WithClaimChanges("3", nil, map[string]*resourcev1.ResourceClaim{"default/v-n1": nil})) {
+	if h.heldAt1(allocated.WithClaimChanges("3", ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/v-n1": nil}})) {
 		t.Fatal("R4: an answer was taken for a node whose seed devices a v1 claim freed since")
 	}
 }
@@ -306,7 +305,7 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 		f := newReuseFixture(t)
 		f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
 		f.rememberAt1(f.o)
-		if got := f.heldAt1(f.o.WithClaimChanges("2", nil, v1ClaimOn(tc.pool))); got != tc.held {
+		if got := f.heldAt1(f.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn(tc.pool)})); got != tc.held {
 			t.Errorf("R4: after a v1 claim on pool %s, n1's answer taken = %v, want %v", tc.pool, got, tc.held)
 		}
 	}
@@ -315,20 +314,20 @@ func TestReuseSkipsAllNodesAfterSharedPoolClaims(t *testing.T) {
 	first := newReuseFixture(t)
 	first.o = NewObjects(Lists{V1Slices: v1Pools()})
 	first.rememberAt1(first.o)
-	if first.heldAt1(first.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2"))) {
+	if first.heldAt1(first.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn("local-n2")})) {
 		t.Error("R4: an answer was taken across the first v1 claim, which changes the inventory")
 	}
 	// The v1 claim on n2's local pool touches n2.
 	f := newReuseFixture(t)
 	f.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
-	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, f.res, nil)
+	f.view(f.o, f.snap).remember(2, f.snap.Nodes()[2], reuseSig, seedAnswer(f.res))
 	if a := f.view(f.o, f.snap).answer(2, f.snap.Nodes()[2], reuseSig); a == nil {
 		t.Fatal("n2's answer is not taken at all")
 	}
 	g := newReuseFixture(t)
 	g.o = NewObjects(Lists{V1Slices: v1Pools(), V1Claims: []*resourcev1.ResourceClaim{pendingV1Claim()}})
-	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, g.res, nil)
-	if a := g.view(g.o.WithClaimChanges("2", nil, v1ClaimOn("local-n2")), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
+	g.view(g.o, g.snap).remember(2, g.snap.Nodes()[2], reuseSig, seedAnswer(g.res))
+	if a := g.view(g.o.WithClaimChanges("2", ClaimChanges{V1: v1ClaimOn("local-n2")}), g.snap).answer(2, g.snap.Nodes()[2], reuseSig); a != nil {
 		t.Error("R4: an answer was taken for a node whose local v1 pool a claim allocated since")
 	}
 }
@@ -353,8 +352,13 @@ func TestReuseOffWhileSharedPoolsAreInFlight(t *testing.T) {
 		t.Error("R5: an answer was taken while a pod in flight holds devices of a pool not local to one node")
 	}
 	g := newReuseFixture(t)
-	view(g, allocator.Touch{All: true}).remember(1, g.snap.Nodes()[1], reuseSig, g.res, nil)
+	view(g, allocator.Touch{All: true}).remember(1, g.snap.Nodes()[1], reuseSig, seedAnswer(g.res))
 	if g.heldAt1(g.o) {
 		t.Error("R5: an answer computed while a pod in flight held devices of a shared pool was remembered")
 	}
+}
+
+// seedAnswer is the answers of a pod with v1alpha2 claims only.
+func seedAnswer(res *allocator.Result) *answers {
+	return &answers{of: [maxParts]any{res}, n: 1, rejected: !res.Fits}
 }

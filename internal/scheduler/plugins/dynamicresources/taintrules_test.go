@@ -61,7 +61,7 @@ func TestTaintRulesBeforeTheFirstV1Claim(t *testing.T) {
 			l := lists()
 			l.TaintRules = []*resourcev1.DeviceTaintRule{noSchedule("n1", "gpu-0")}
 			o := dynamicresources.NewObjects(l)
-			o = o.WithClaimChanges("30", nil, map[string]*resourcev1.ResourceClaim{"default/one": v1Claim("one"), "default/pair": v1Pair("pair")})
+			o = o.WithClaimChanges("30", dynamicresources.ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/one": v1Claim("one"), "default/pair": v1Pair("pair")}})
 			snap := framework.NewSnapshot([]*corev1.Node{schedtest.MakeNode("n1").Obj()}, nil).WithExtension(dynamicresources.Name, o)
 			p := dynamicresources.New()
 			if _, st := cycle(t, p, snap, podUsing("both", "pair")); st.Code() != framework.Unschedulable {

@@ -3,9 +3,7 @@ package dynamicresources
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -21,11 +19,11 @@ import (
 
 // resource.k8s.io/v1 claims go through the same plugin as the seeds'
 // v1alpha2 claims: PreFilter splits a pod's claims by the version they
-// are stored in, Filter and Score judge both parts on the node (the v1
-// part with allocator.AllocateV1 over one device inventory: v1
-// ResourceSlices and the seed slices seen as v1 devices), Reserve keeps
-// both in memory, and the binding carries both, fenced per (node,
-// driver) alike. Device use is one state for both versions
+// are stored in, and the shared steps go through the pod's parts
+// (parts.go); the v1 part (partV1) is judged with allocator.AllocateV1
+// over one device inventory (v1 ResourceSlices and the seed slices seen
+// as v1 devices), and its claims are kept in memory and bound as the
+// v1alpha2 part's are, fenced per (node, driver) alike. Device use is one state for both versions
 // (allocator.V1State, the v1Objects' base state): the seed side reads a
 // node's state from it (V1State.SeedNodeState), so neither API hands out
 // a device the other one did.
@@ -213,57 +211,6 @@ func (v *v1Objects) baseState() *allocator.V1State {
 // claim informer.
 var V1GeneratedKey = allocator.GeneratedKeyV1
 
-// WithClaimChanges returns the Objects that follow o after claim events
-// of both versions: upd maps namespace/name to the claim as the v1alpha2
-// informer now holds it (nil: gone from it), updV1 likewise for the v1
-// informer. The claim set gets both (allocator.ClaimSet.UpdateTouching);
-// the one device-use state follows them; the inventory and catalog are
-// shared with o. The nodes where a changed v1 claim held or holds
-// devices of a pool local to one node (seed or v1) count as touched in
-// the claim set's ancestry (answer reuse reads it); a device of another
-// pool touches all nodes (touchOf). Like WithClaimUpdates, a steady rate
-// of claim events of either version costs the events, not a listing of
-// every DRA object nor a copy of every claim.
-func (o *Objects) WithClaimChanges(revision string, upd map[string]*resourceapi.ResourceClaim, updV1 map[string]*resourcev1.ResourceClaim) *Objects {
-	if o.v1 == nil {
-		return o.WithClaimUpdates(revision, upd)
-	}
-	v := *o.v1.v1Shared
-	var delta claimDelta
-	var touched allocator.Touch
-	for k, c := range updV1 {
-		if old, ok := o.claims.V1Claim(k); ok {
-			delta.removeV1 = append(delta.removeV1, old)
-			o.touchOf(old, &touched)
-		}
-		if c != nil {
-			delta.addV1 = append(delta.addV1, c)
-			o.touchOf(c, &touched)
-		}
-	}
-	for k, c := range upd {
-		ns, name, _ := strings.Cut(k, "/")
-		old, _ := o.claims.Claim(ns, name)
-		delta.seed(old, c)
-	}
-	out := *o
-	out.revision = revision
-	first := v.inv.seedless && slices.ContainsFunc(slices.Collect(maps.Values(updV1)), func(c *resourcev1.ResourceClaim) bool { return c != nil })
-	// The inventory changes with the first v1 claim: no v1 answer can
-	// predate it, but say so anyway.
-	touched.All = touched.All || first
-	out.claims = o.claims.UpdateTouching(upd, updV1, touched)
-	if first {
-		// The first v1 claim: the seed slices join the inventory, and
-		// the one state is counted afresh over it.
-		v.inv = &v1Inventory{slices: v.inv.slices, seed: v.inv.seed, model: v.inv.model, rules: v.inv.rules}
-		out.v1 = &v1Objects{v1Shared: &v, st: &v1StateHolder{claims: out.claims}}
-		return &out
-	}
-	out.v1 = &v1Objects{v1Shared: &v, st: o.v1.following(out.claims, delta)}
-	return &out
-}
-
 // touchOf adds to t where the v1 claim's allocated devices are, for
 // answer reuse: the node of a pool local to one node (a v1 pool whose
 // slices name one node, or a projected seed pool, named after its
@@ -328,17 +275,6 @@ func (o *Objects) ClaimAnyVersion(namespace, name string) (*resourceapi.Resource
 	return o.Claim(namespace, name)
 }
 
-// memClaimV1 is memClaim for a v1 claim.
-type memClaimV1 struct {
-	claim   *resourcev1.ResourceClaim
-	pod     string
-	bindRev uint64
-	// ext marks a pod's extended-resource claim: it does not exist until
-	// the binding, so its absence from the Objects does not end it. The
-	// binding that created it leaves claim named as created.
-	ext bool
-}
-
 // v1Part is the v1 side of one cycle's state.
 type v1Part struct {
 	claims  []allocator.V1Claim
@@ -355,14 +291,6 @@ type v1Part struct {
 	created string        // that claim's name once the scheduler created it
 }
 
-// v1Node is the node Reserve chose for the v1 claims ("" without).
-func (s *stateData) v1Node() string {
-	if s.v1 == nil {
-		return ""
-	}
-	return s.v1.node
-}
-
 // ownSeedResults are the allocations Reserve makes for the pod's
 // v1alpha2 claims on node i of the snapshot (nil when they were not
 // checked there, do not fit, or there are none).
@@ -375,33 +303,6 @@ func (s *stateData) ownSeedResults(i int) []*resourceapi.AllocationResult {
 		return nil
 	}
 	return res.For(s.req).Build()
-}
-
-// overlayV1 returns the in-memory v1 claims of other pods in flight,
-// dropping those the objects show at or after their binding.
-func (p *DynamicResources) overlayV1(objs *Objects, self string) map[string]*resourcev1.ResourceClaim {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := map[string]*resourcev1.ResourceClaim{}
-	for k, m := range p.reservedV1 {
-		cur, ok := objs.v1ClaimByKey(k)
-		if m.ext && !ok && (m.bindRev == 0 || parseRev(objs.Revision()) < m.bindRev) {
-			// Not created yet, or created by a binding the objects do not
-			// show yet.
-			if m.pod != self {
-				out[k] = m.claim
-			}
-			continue
-		}
-		if !ok || (m.bindRev > 0 && parseRev(cur.ResourceVersion) >= m.bindRev) {
-			delete(p.reservedV1, k)
-			continue
-		}
-		if m.pod != self {
-			out[k] = m.claim
-		}
-	}
-	return out
 }
 
 func (o *Objects) v1ClaimByKey(key string) (*resourcev1.ResourceClaim, bool) {

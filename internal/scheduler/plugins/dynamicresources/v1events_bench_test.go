@@ -28,7 +28,7 @@ func BenchmarkV1ClaimEvent(b *testing.B) {
 		if i%2 == 1 {
 			c = free
 		}
-		o = o.WithClaimChanges(fmt.Sprint(20+i), nil, map[string]*resourcev1.ResourceClaim{"default/c-0": c})
+		o = o.WithClaimChanges(fmt.Sprint(20+i), dynamicresources.ClaimChanges{V1: map[string]*resourcev1.ResourceClaim{"default/c-0": c}})
 		dynamicresources.V1InUse(o, driver, "n1", "gpu-0")
 	}
 }
