@@ -79,8 +79,14 @@ func IsView(obj metav1.Object) bool {
 // names no pod, and claims of several such pods would pass for each
 // other's.
 func GeneratedFor(c *ResourceClaim) (podUID types.UID, entry string, ok bool) {
-	entry, ok = c.Annotations[PodClaimNameAnnotation]
-	ref := metav1.GetControllerOfNoCopy(c)
+	return GeneratedForMeta(&c.ObjectMeta)
+}
+
+// GeneratedForMeta is GeneratedFor on a claim's metadata, whatever the
+// claim's version.
+func GeneratedForMeta(m metav1.Object) (podUID types.UID, entry string, ok bool) {
+	entry, ok = m.GetAnnotations()[PodClaimNameAnnotation]
+	ref := metav1.GetControllerOfNoCopy(m)
 	if !ok || ref == nil || ref.Kind != "Pod" || ref.APIVersion != "v1" || ref.UID == "" {
 		return "", "", false
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/internal/scheduler/plugins/dynamicresources"
@@ -38,10 +39,17 @@ func templatePod(name, recorded string) *corev1.Pod {
 	return p
 }
 
-// TestClaimEventsMoveOnlyPodsTheyCanHelp parks a pod that the plugin
-// rejected in a real queue with the plugin's registrations, delivers one
-// claim event, and checks whether the pod was moved.
-func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
+// claimEvent is one claim event delivered to a parked pod, and whether
+// it moves the pod.
+type claimEvent struct {
+	pod      *corev1.Pod
+	ev       framework.ClusterEvent
+	old, new *resourceapi.ResourceClaim
+	moved    bool
+}
+
+// claimEvents are the cases of TestClaimEventsMoveOnlyPodsTheyCanHelp.
+func claimEvents() map[string]claimEvent {
 	mine := claim("mine", "small")
 	other := claim("other", "small")
 	otherElsewhere := other.DeepCopy()
@@ -58,12 +66,7 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 	add := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Add}
 	update := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Update}
 	del := framework.ClusterEvent{Resource: framework.ResourceClaim, ActionType: framework.Delete}
-	for name, tc := range map[string]struct {
-		pod      *corev1.Pod
-		ev       framework.ClusterEvent
-		old, new *resourceapi.ResourceClaim
-		moved    bool
-	}{
+	return map[string]claimEvent{
 		// The pod's own claims.
 		"own claim created":                   {pod: podUsing("p", "mine"), ev: add, new: mine, moved: true},
 		"own claim allocated for another pod": {pod: podUsing("p", "mine"), ev: update, old: mine, new: allocated(mine, "n1", "q"), moved: true},
@@ -99,21 +102,15 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 		"other claim's deallocation requested": {pod: podUsing("p", "mine"), ev: update, old: allocated(other, "n1", "q"), new: deallocating},
 		"other unallocated claim deleted":      {pod: podUsing("p", "mine"), ev: del, old: other},
 		"claim created for another pod":        {pod: templatePod("q", ""), ev: add, new: owned},
-	} {
+	}
+}
+
+// TestClaimEventsMoveOnlyPodsTheyCanHelp parks a pod that the plugin
+// rejected in a real queue with the plugin's registrations, delivers one
+// claim event, and checks whether the pod was moved.
+func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
+	for name, tc := range claimEvents() {
 		t.Run(name, func(t *testing.T) {
-			q := queue.New(queue.Options{
-				InitialBackoff: time.Second, MaxBackoff: time.Second,
-				Events: map[string][]framework.ClusterEventWithHint{dynamicresources.Name: dynamicresources.New().EventsToRegister()},
-			})
-			q.Add(tc.pod)
-			qp, err := q.Pop()
-			if err != nil {
-				t.Fatal(err)
-			}
-			q.Unschedulable(qp, []string{dynamicresources.Name}, true)
-			if got := q.Where(tc.pod.UID); got != queue.Unschedulable {
-				t.Fatalf("after the attempt the pod is %q, want parked", got)
-			}
 			var oldObj, newObj any
 			if tc.old != nil {
 				oldObj = tc.old
@@ -121,12 +118,56 @@ func TestClaimEventsMoveOnlyPodsTheyCanHelp(t *testing.T) {
 			if tc.new != nil {
 				newObj = tc.new
 			}
-			q.OnEvent(tc.ev, oldObj, newObj)
-			if moved := q.Where(tc.pod.UID) != queue.Unschedulable; moved != tc.moved {
+			if moved := movedBy(t, tc.pod, tc.ev, oldObj, newObj); moved != tc.moved {
 				t.Fatalf("%s moved the pod: %v, want %v", tc.ev, moved, tc.moved)
 			}
 		})
 	}
+}
+
+// TestV1ClaimEventsMoveLikeSeedEvents delivers each seed claim event of
+// TestClaimEventsMoveOnlyPodsTheyCanHelp as the event of the claims' v1
+// forms: the v1 hint, which reads the v1 claim in place, moves the pod
+// exactly when the seed hint does (it did so by judging the claims'
+// converted v1alpha2 views before).
+func TestV1ClaimEventsMoveLikeSeedEvents(t *testing.T) {
+	for name, tc := range claimEvents() {
+		t.Run(name, func(t *testing.T) {
+			var oldObj, newObj any
+			if tc.old != nil {
+				oldObj = resourceconv.ClaimToV1(tc.old)
+			}
+			if tc.new != nil {
+				newObj = resourceconv.ClaimToV1(tc.new)
+			}
+			ev := framework.ClusterEvent{Resource: framework.ResourceClaimV1, ActionType: tc.ev.ActionType}
+			if moved := movedBy(t, tc.pod, ev, oldObj, newObj); moved != tc.moved {
+				t.Fatalf("%s moved the pod: %v, want %v", ev, moved, tc.moved)
+			}
+		})
+	}
+}
+
+// movedBy parks pod, which the plugin rejected, in a real queue with the
+// plugin's registrations, delivers the event and reports whether the pod
+// was moved.
+func movedBy(t *testing.T, pod *corev1.Pod, ev framework.ClusterEvent, oldObj, newObj any) bool {
+	t.Helper()
+	q := queue.New(queue.Options{
+		InitialBackoff: time.Second, MaxBackoff: time.Second,
+		Events: map[string][]framework.ClusterEventWithHint{dynamicresources.Name: dynamicresources.New().EventsToRegister()},
+	})
+	q.Add(pod)
+	qp, err := q.Pop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Unschedulable(qp, []string{dynamicresources.Name}, true)
+	if got := q.Where(pod.UID); got != queue.Unschedulable {
+		t.Fatalf("after the attempt the pod is %q, want parked", got)
+	}
+	q.OnEvent(ev, oldObj, newObj)
+	return q.Where(pod.UID) != queue.Unschedulable
 }
 
 // TestV1ClaimEventsMovePodsTheyCanHelp: the same rules for

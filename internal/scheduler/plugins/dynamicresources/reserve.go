@@ -11,6 +11,7 @@ import (
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Reserve implements framework.ReservePlugin: the pod's claims, allocated
@@ -348,16 +349,34 @@ func contextHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
 // claim to be recorded is moved by that status update). Other claims
 // being created, allocated or reserved cannot make the pod fit.
 func claimHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
-	oldC, _ := oldObj.(*resourceapi.ResourceClaim)
-	newC, _ := newObj.(*resourceapi.ResourceClaim)
+	return judgeClaimEvent(pod, seedHintClaim(oldObj), seedHintClaim(newObj))
+}
+
+// hintClaim is what claimHint judges a claim by, for either version: its
+// metadata (nil when the object is not a claim) and whether it is
+// allocated. It points into the claim: nothing is copied to judge an
+// event.
+type hintClaim struct {
+	meta      *metav1.ObjectMeta
+	allocated bool
+}
+
+func seedHintClaim(o any) hintClaim {
+	if c, ok := o.(*resourceapi.ResourceClaim); ok && c != nil {
+		return hintClaim{meta: &c.ObjectMeta, allocated: c.Status.Allocation != nil}
+	}
+	return hintClaim{}
+}
+
+func judgeClaimEvent(pod *corev1.Pod, oldC, newC hintClaim) framework.QueueingHint {
 	c := newC
-	if c == nil {
+	if c.meta == nil {
 		c = oldC
 	}
-	if c == nil {
+	if c.meta == nil {
 		return framework.Queue // not a claim: nothing to judge by
 	}
-	if c.Namespace == pod.Namespace && ownedByPod(c, pod) {
+	if c.meta.Namespace == pod.Namespace && ownedByPod(c.meta, pod) {
 		return framework.Queue
 	}
 	known := true
@@ -365,11 +384,11 @@ func claimHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
 		switch n := entryClaim(pod, pc); {
 		case n == "":
 			known = false
-		case n == c.Name && c.Namespace == pod.Namespace:
+		case n == c.meta.Name && c.meta.Namespace == pod.Namespace:
 			return framework.Queue
 		}
 	}
-	if known && oldC != nil && oldC.Status.Allocation != nil && (newC == nil || newC.Status.Allocation == nil) {
+	if known && oldC.meta != nil && oldC.allocated && (newC.meta == nil || !newC.allocated) {
 		return framework.Queue
 	}
 	return framework.QueueSkip
@@ -378,7 +397,7 @@ func claimHint(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
 // ownedByPod reports whether the claim is the one generated for one of
 // the pod's template entries (resourceapi.GeneratedFor: the claim
 // controller's annotation and the pod as controlling owner).
-func ownedByPod(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
-	uid, _, ok := resourceapi.GeneratedFor(c)
+func ownedByPod(m *metav1.ObjectMeta, pod *corev1.Pod) bool {
+	uid, _, ok := resourceapi.GeneratedForMeta(m)
 	return ok && pod.UID != "" && uid == pod.UID
 }

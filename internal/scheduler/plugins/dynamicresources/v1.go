@@ -512,18 +512,16 @@ func (r *nodeResults) node(i int) *corev1.Node {
 	return nodes[i].Node()
 }
 
-// claimHintV1 is claimHint for v1 claims, judged by their v1alpha2 views
-// (the same metadata, and an allocation exactly when the claim has one).
+// claimHintV1 is claimHint for v1 claims: the same metadata, and an
+// allocation exactly when the claim has one (as their v1alpha2 views
+// have), read in place rather than through a converted view.
 func claimHintV1(pod *corev1.Pod, oldObj, newObj any) framework.QueueingHint {
-	view := func(o any) any {
-		if c, ok := o.(*resourcev1.ResourceClaim); ok && c != nil {
-			return resourceconv.ClaimToV1alpha2(c)
-		}
-		return nil
+	return judgeClaimEvent(pod, v1HintClaim(oldObj), v1HintClaim(newObj))
+}
+
+func v1HintClaim(o any) hintClaim {
+	if c, ok := o.(*resourcev1.ResourceClaim); ok && c != nil {
+		return hintClaim{meta: &c.ObjectMeta, allocated: c.Status.Allocation != nil}
 	}
-	oldV, newV := view(oldObj), view(newObj)
-	if oldV == nil && newV == nil {
-		return framework.Queue
-	}
-	return claimHint(pod, oldV, newV)
+	return hintClaim{}
 }
