@@ -641,3 +641,29 @@ func TestInFlightAcrossVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestResultOfAPodWithOnlyV1Claims: Filter gives a pod without v1alpha2
+// claims one shared seed answer on every node, and Result still reports
+// the node's own (fitting, the node's capacity in the cycle's state, the
+// pods in flight counted), as allocator.Check did per node.
+func TestResultOfAPodWithOnlyV1Claims(t *testing.T) {
+	ctx := context.Background()
+	snap := snapshotOf(mixedLists(t, nil, v1Claim("v1-b"), v1Claim("v1-c")), "n1")
+	p := dynamicresources.New()
+	check := func(pod *corev1.Pod, capacity int) {
+		t.Helper()
+		state, st := cycle(t, p, snap, pod)
+		if !st.IsSuccess() {
+			t.Fatalf("%s: Filter = %v", pod.Name, st.Message())
+		}
+		res := dynamicresources.Result(state, "n1")
+		if res == nil || !res.Fits || res.Node != "n1" || res.CapacityBefore != capacity || res.CapacityAfter != capacity || res.Score != 100 || len(res.Reasons) > 0 {
+			t.Fatalf("%s: Result = %+v, want n1 fitting with capacity %d before and after, score 100", pod.Name, res, capacity)
+		}
+		if st := p.Reserve(ctx, state, pod, "n1"); !st.IsSuccess() {
+			t.Fatalf("%s: Reserve = %v", pod.Name, st.Message())
+		}
+	}
+	check(podUsing("first", "v1-b"), 2)
+	check(podUsing("second", "v1-c"), 1) // first holds a GPU in flight
+}

@@ -103,6 +103,14 @@ func (p partSeed) prepare(*corev1.Pod, int) *framework.Status {
 func (p partSeed) signature() (string, bool) { return p.s.sig, len(p.s.req.Claims()) > 0 }
 
 func (p partSeed) judge(ctx context.Context, node *corev1.Node, st *allocator.NodeState, i int) (any, error) {
+	if len(p.s.req.Claims()) == 0 {
+		// A pod whose claims are all v1 (or a driver's controller's):
+		// the seed part fits every node with nothing to allocate, which
+		// one shared answer says; Result builds a node's full answer
+		// (its capacity) when asked.
+		p.s.results.store(i, noSeedClaims)
+		return noSeedClaims, nil
+	}
 	var res *allocator.Result
 	var err error
 	if st != nil {
@@ -176,6 +184,12 @@ func (p partSeed) fences(keys [][2]string) [][2]string {
 	}
 	return keys
 }
+
+// noSeedClaims is the seed part's answer on every node for a pod without
+// v1alpha2 claims of its own to allocate: it fits, with nothing to
+// allocate or score. Shared and never modified; Result replaces it with
+// the node's allocator.Check answer.
+var noSeedClaims = &allocator.Result{Fits: true, Score: 100}
 
 // partV1 is the resource.k8s.io/v1 part (v1.go): the pod's v1 claims and,
 // on nodes where DRA serves some of its extended resources, the claim

@@ -109,10 +109,13 @@ func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.Reso
 	if !res.Fits {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, where the claims do not fit", Name, nodeName)
 	}
-	res = res.For(s.req) // allocate may keep another request's fitting answer
 	var out []*resourceapi.ResourceClaim
 	var newly []bool
-	allocs := res.Build()
+	var allocs []*resourceapi.AllocationResult
+	if res != noSeedClaims {
+		// allocate may keep another request's fitting answer
+		allocs = res.For(s.req).Build()
+	}
 	for i, c := range s.req.Claims() {
 		claim := c.Claim.DeepCopy()
 		a := allocs[i]
@@ -263,10 +266,37 @@ func Result(state *framework.CycleState, node string) *allocator.Result {
 	if !ok {
 		return nil
 	}
-	if r := s.results.load(s.results.index(node)); r != nil && s.req != nil {
-		return r.For(s.req)
+	i := s.results.index(node)
+	r := s.results.load(i)
+	switch {
+	case r == nil || s.req == nil:
+		return nil
+	case r == noSeedClaims:
+		return s.checkNoClaims(i)
 	}
-	return nil
+	return r.For(s.req)
+}
+
+// checkNoClaims is allocator.Check's answer on node i for a request
+// without claims (the node's capacity, fitting), which Filter left to the
+// shared noSeedClaims. The cycle's state does not change once built, so
+// it is the answer Filter would have had.
+func (s *stateData) checkNoClaims(i int) *allocator.Result {
+	node := s.results.node(i)
+	st, _ := s.objects.nodeState(node)
+	if st == nil {
+		return nil
+	}
+	if s.extra[node.Name] {
+		st = s.derived.view(s.cycle.state(), node, st)
+	}
+	res, err := allocator.Check(context.Background(), s.req, st)
+	if err != nil {
+		// Unreachable: Check fails only when its search runs out of
+		// time, and a request without claims searches nothing.
+		return nil
+	}
+	return res
 }
 
 // AwaitsRecordedClaims reports whether the cycle's pod waits only for
