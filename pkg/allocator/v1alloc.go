@@ -82,7 +82,8 @@ type V1Result struct {
 	// without free devices, and when the claims do not fit.
 	Score int
 
-	req *V1Request // the request AllocateV1 answered (see For)
+	req *V1Request  // the request AllocateV1 answered (see For)
+	sol *v1Solution // CheckV1's: what Build builds the allocations from
 }
 
 // AllocateV1 decides whether the pod's pending v1 claims fit on the node,
@@ -199,6 +200,21 @@ type V1Result struct {
 // cannot serve it. A device that no longer allows multiple allocations
 // but still has shares is in use (upstream ignores the shares).
 func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+	res, err := CheckV1(ctx, req, st, node)
+	if err != nil {
+		return nil, err
+	}
+	if res.sol != nil {
+		res.Allocations, res.sol = res.sol.build(req), nil
+	}
+	return res, nil
+}
+
+// CheckV1 is AllocateV1 without writing the allocation results down: the
+// decision, reasons and score are the same, Allocations is nil, and
+// Build returns the allocations AllocateV1 would have. A scheduler
+// judges every node and builds the allocations of the node it chooses.
+func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
 	res := &V1Result{Score: 100, req: req}
 	if node != nil {
 		res.Node = node.Name
@@ -238,7 +254,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.N
 		return res, nil
 	}
 	res.Fits = true
-	res.Allocations = p.build(s)
+	res.sol = p.solution(s)
 	before := 0
 	for _, f := range p.free0 {
 		if f {
@@ -249,4 +265,25 @@ func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.N
 		res.Score = 100 * (before - s.bestLost) / before
 	}
 	return res, nil
+}
+
+// Build returns the allocations of a fitting result, parallel to the
+// request's claims (nil for claims already allocated); nil when the
+// claims do not fit. Each call returns new objects.
+func (r *V1Result) Build() []*resourcev1.AllocationResult {
+	switch {
+	case !r.Fits:
+		return nil
+	case r.sol != nil:
+		return r.sol.build(r.req)
+	case r.Allocations != nil:
+		out := make([]*resourcev1.AllocationResult, len(r.Allocations))
+		for i, a := range r.Allocations {
+			out[i] = a.DeepCopy()
+		}
+		return out
+	case r.req != nil:
+		return make([]*resourcev1.AllocationResult, len(r.req.claims))
+	}
+	return nil
 }

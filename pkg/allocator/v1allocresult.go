@@ -3,42 +3,101 @@ package allocator
 import (
 	"slices"
 
+	corev1 "allot.dev/allot/api/core/v1"
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// build writes the allocation results of the pending claims from the
-// search's best solution.
-func (p *v1prob) build(s *v1search) []*resourcev1.AllocationResult {
-	r := p.r
-	out := make([]*resourcev1.AllocationResult, len(r.claims))
-	per := make([][]int32, len(p.sreqs))
+// v1Solution is a search's best solution as far as the allocation
+// results need it, kept past the search (whose arena is reused): a
+// V1Result of CheckV1 builds its allocations from it only when they are
+// read (V1Result.Build), for its own request or, taken For another
+// request of the same Signature, for that one's claims.
+type v1Solution struct {
+	inv  *V1Inventory
+	node *corev1.Node
+	reqs []v1SolReq // per pending request: claims in order, requests in order
+	devs []v1SolDev // the devices taken, by request, each request's in result order
+}
+
+// v1SolReq is what one pending request took: the alternative (index in
+// the request's alts: the exactly request, or the subrequest) and the
+// end of its devices in v1Solution.devs.
+type v1SolReq struct {
+	alt, end int32
+}
+
+// v1SolDev is one device taken: its inventory index and, for a share of
+// a shared device, what the share consumes (the search's own slice,
+// never modified; build copies it).
+type v1SolDev struct {
+	x        int32
+	consumed []resource.Quantity
+}
+
+// solution keeps the search's best solution (see v1Solution).
+func (p *v1prob) solution(s *v1search) *v1Solution {
+	sol := &v1Solution{inv: p.inv, node: p.node, reqs: make([]v1SolReq, len(p.sreqs)), devs: make([]v1SolDev, len(s.best))}
+	// Count each request's devices, place them from its start (end is the
+	// cursor while filling), then order each request's devices as the
+	// inventory does (local devices are in inventory order).
 	for _, pk := range s.best {
-		per[pk.sreq] = append(per[pk.sreq], pk.c.l)
+		sol.reqs[pk.sreq].end++
 	}
+	start := int32(0)
+	for i := range sol.reqs {
+		start, sol.reqs[i].end = start+sol.reqs[i].end, start
+	}
+	for _, pk := range s.best {
+		sr := &p.sreqs[pk.sreq]
+		sa := &sr.alts[s.bestChosen[pk.sreq]]
+		l := pk.c.l
+		dv := v1SolDev{x: p.devs[l]}
+		if p.inv.devs[dv.x].multi {
+			dv.consumed = sa.consumed[l]
+		}
+		sol.devs[sol.reqs[pk.sreq].end] = dv
+		sol.reqs[pk.sreq].end++
+	}
+	begin := int32(0)
+	for i := range sol.reqs {
+		// The search's alternatives of a request are the request's, in
+		// order.
+		sol.reqs[i].alt = int32(s.bestChosen[i])
+		end := sol.reqs[i].end
+		slices.SortFunc(sol.devs[begin:end], func(x, y v1SolDev) int { return int(x.x - y.x) })
+		begin = end
+	}
+	return sol
+}
+
+// build writes the allocation results of the request's pending claims
+// from the solution, for r: the request the solution was found for, or
+// one with the same Signature (whose claims it names, and whose claims'
+// configuration and share IDs it gives).
+func (sol *v1Solution) build(r *V1Request) []*resourcev1.AllocationResult {
+	out := make([]*resourcev1.AllocationResult, len(r.claims))
 	si := 0
+	start := int32(0)
 	for ci := range r.claims {
 		if !r.pending[ci] {
 			continue
 		}
 		alloc := &resourcev1.AllocationResult{}
-		n := 0
-		for j := si; j < si+len(r.reqs[ci]); j++ {
-			n += len(per[j])
+		claimStart, n := start, int32(0)
+		if k := len(r.reqs[ci]); k > 0 {
+			n = sol.reqs[si+k-1].end - start
 		}
 		alloc.Devices.Results = make([]resourcev1.DeviceRequestAllocationResult, 0, n)
 		chosen := make([]*v1alt, len(r.reqs[ci]))
-		devs := make([]int32, 0, n)
 		for qi := range r.reqs[ci] {
-			sa := &p.sreqs[si].alts[s.bestChosen[si]]
-			a := sa.a
+			sr := sol.reqs[si]
+			a := &r.reqs[ci][qi].alts[sr.alt]
 			chosen[qi] = a
-			slices.Sort(per[si])
-			for _, l := range per[si] {
-				x := p.devs[l]
-				d := &p.inv.devs[x]
-				pool := &p.inv.pools[d.pool]
+			for _, dv := range sol.devs[start:sr.end] {
+				d := &sol.inv.devs[dv.x]
+				pool := &sol.inv.pools[d.pool]
 				res := resourcev1.DeviceRequestAllocationResult{Request: a.name, Driver: pool.Driver, Pool: pool.Name, Device: d.d.Name}
 				if a.admin {
 					res.AdminAccess = ptr(true)
@@ -57,16 +116,16 @@ func (p *v1prob) build(s *v1search) []*resourcev1.AllocationResult {
 					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.name, d.key))
 					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(d.caps))
 					for j := range d.caps {
-						res.ConsumedCapacity[d.caps[j].name] = sa.consumed[l][j].DeepCopy()
+						res.ConsumedCapacity[d.caps[j].name] = dv.consumed[j].DeepCopy()
 					}
 				}
 				alloc.Devices.Results = append(alloc.Devices.Results, res)
-				devs = append(devs, x)
 			}
+			start = sr.end
 			si++
 		}
 		alloc.Devices.Config = v1Config(r.claims[ci].Claim, r.reqs[ci], chosen)
-		alloc.NodeSelector = p.nodeSelector(devs)
+		alloc.NodeSelector = sol.nodeSelector(sol.devs[claimStart:start])
 		out[ci] = alloc
 	}
 	return out
@@ -132,20 +191,20 @@ func v1Config(claim *resourcev1.ResourceClaim, reqs []v1req, chosen []*v1alt) []
 // node selectors merged into one term; nil when every device is on all
 // nodes. A selector of several terms (which validation forbids for
 // slices) pins the claim to this node.
-func (p *v1prob) nodeSelector(devs []int32) *k8scorev1.NodeSelector {
+func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
 	byName := func(name string) *k8scorev1.NodeSelector {
 		return &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{
 			MatchFields: []k8scorev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: k8scorev1.NodeSelectorOpIn, Values: []string{name}}},
 		}}}
 	}
 	var term k8scorev1.NodeSelectorTerm
-	for _, x := range devs {
-		d := p.inv.devs[x].d
+	for _, dv := range devs {
+		d := sol.inv.devs[dv.x].d
 		switch {
-		case d.BindsToNode && p.node != nil:
+		case d.BindsToNode && sol.node != nil:
 			// The device is attached to the node the allocation is made
 			// for (KEP-5007): the allocation is not usable elsewhere.
-			return byName(p.node.Name)
+			return byName(sol.node.Name)
 		case d.NodeName != "":
 			return byName(d.NodeName)
 		case d.NodeSelector != nil:
@@ -156,8 +215,8 @@ func (p *v1prob) nodeSelector(devs []int32) *k8scorev1.NodeSelector {
 				term.MatchFields = v1AddRequirements(term.MatchFields, t.MatchFields)
 				term.MatchExpressions = v1AddRequirements(term.MatchExpressions, t.MatchExpressions)
 			default:
-				if p.node != nil {
-					return byName(p.node.Name)
+				if sol.node != nil {
+					return byName(sol.node.Name)
 				}
 			}
 		}

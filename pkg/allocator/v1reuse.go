@@ -89,7 +89,7 @@ func writeV1Alt(b *strings.Builder, a *v1alt) bool {
 // allocations are copies with the configuration of req's claims and the
 // share IDs AllocateV1 gives their shares (RederiveShareIDs), so that no
 // two claims carry one share ID of a device. r itself when it answers
-// req.
+// req. A result of CheckV1 stays one: Build builds req's allocations.
 func (r *V1Result) For(req *V1Request) *V1Result {
 	if r.req == req || r.req == nil || req == nil {
 		return r

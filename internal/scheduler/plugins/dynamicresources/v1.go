@@ -380,7 +380,7 @@ func (s *stateData) checkV1(ctx context.Context, node *corev1.Node, i int) (*all
 	if vr := s.variantOn(node); vr != nil {
 		req = vr.req
 	}
-	res, err := allocator.AllocateV1(ctx, req, st, node)
+	res, err := allocator.CheckV1(ctx, req, st, node) // Reserve builds the chosen node's allocations
 	if err != nil {
 		return nil, err
 	}
@@ -429,11 +429,12 @@ func (s *stateData) boundV1(ctx context.Context, pod *corev1.Pod, node *corev1.N
 	}
 	var out []*resourcev1.ResourceClaim
 	var newly []bool
+	allocs := res.Build()
 	for j, c := range claims {
 		claim := c.Claim.DeepCopy()
 		var a *resourcev1.AllocationResult
-		if j < len(res.Allocations) {
-			a = res.Allocations[j]
+		if j < len(allocs) {
+			a = allocs[j]
 		}
 		if a != nil {
 			claim.Status.Allocation = a

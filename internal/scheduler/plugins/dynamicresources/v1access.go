@@ -43,7 +43,11 @@ func ResultV1(state *framework.CycleState, node string) *allocator.V1Result {
 	if res == nil {
 		return nil
 	}
-	return s.forNode(res, s.results.node(i))
+	// The cycle judged the node with allocator.CheckV1: the answer's
+	// allocations are built for the caller.
+	out := *s.forNode(res, s.results.node(i))
+	out.Allocations = out.Build()
+	return &out
 }
 
 // V1Claims returns the claims stored as resource.k8s.io/v1, sorted by
