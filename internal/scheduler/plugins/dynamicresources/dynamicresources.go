@@ -617,7 +617,7 @@ func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.
 // one Filter call of the node and read after filtering has ended.
 type nodeResults struct {
 	snap     *framework.Snapshot
-	byNode   []*allocator.Result
+	byNode   []*allocator.Result // nil while the seed part keeps no answers (partSeed.prepare)
 	statuses *sync.Map // reasonsKey -> *framework.Status; read by the filtering goroutines, rarely written
 }
 
@@ -629,7 +629,7 @@ type reasonsKey struct {
 }
 
 func newNodeResults(snap *framework.Snapshot) *nodeResults {
-	return &nodeResults{snap: snap, byNode: make([]*allocator.Result, snap.Len()), statuses: &sync.Map{}}
+	return &nodeResults{snap: snap, statuses: &sync.Map{}}
 }
 
 // index is the node's position in the snapshot, -1 when it is not there.

@@ -642,13 +642,14 @@ func TestInFlightAcrossVersions(t *testing.T) {
 	}
 }
 
-// TestResultOfAPodWithOnlyV1Claims: Filter gives a pod without v1alpha2
-// claims one shared seed answer on every node, and Result still reports
-// the node's own (fitting, the node's capacity in the cycle's state, the
-// pods in flight counted), as allocator.Check did per node.
+// TestResultOfAPodWithOnlyV1Claims: Filter keeps no seed answers for a
+// pod without v1alpha2 claims, and Result still reports the node's own
+// where the cycle judged it (fitting, the node's capacity in the cycle's
+// state, the pods in flight counted), as allocator.Check did per node,
+// and nothing where it did not.
 func TestResultOfAPodWithOnlyV1Claims(t *testing.T) {
 	ctx := context.Background()
-	snap := snapshotOf(mixedLists(t, nil, v1Claim("v1-b"), v1Claim("v1-c")), "n1")
+	snap := snapshotOf(mixedLists(t, nil, v1Claim("v1-b"), v1Claim("v1-c")), "n1", "n2")
 	p := dynamicresources.New()
 	check := func(pod *corev1.Pod, capacity int) {
 		t.Helper()
@@ -659,6 +660,9 @@ func TestResultOfAPodWithOnlyV1Claims(t *testing.T) {
 		res := dynamicresources.Result(state, "n1")
 		if res == nil || !res.Fits || res.Node != "n1" || res.CapacityBefore != capacity || res.CapacityAfter != capacity || res.Score != 100 || len(res.Reasons) > 0 {
 			t.Fatalf("%s: Result = %+v, want n1 fitting with capacity %d before and after, score 100", pod.Name, res, capacity)
+		}
+		if res := dynamicresources.Result(state, "n2"); res != nil {
+			t.Fatalf("%s: Result on n2, which the cycle did not filter = %+v, want nil", pod.Name, res)
 		}
 		if st := p.Reserve(ctx, state, pod, "n1"); !st.IsSuccess() {
 			t.Fatalf("%s: Reserve = %v", pod.Name, st.Message())

@@ -92,10 +92,32 @@ func (a *answers) final(n int) bool { return a.n == n || (a.n > 0 && a.rejected)
 // partSeed is the resource.k8s.io/v1alpha2 part (the seed claims).
 type partSeed struct{ s *stateData }
 
-func (p partSeed) prepare(*corev1.Pod, int) *framework.Status {
+func (p partSeed) prepare(_ *corev1.Pod, n int) *framework.Status {
 	if rs := p.s.req.Unresolvable(); len(rs) > 0 {
 		p.s.reasons = rs
 		return podLevelStatus(rs)
+	}
+	if len(p.s.req.Claims()) > 0 || p.s.v1 == nil {
+		// Without claims of its own, beside a v1 part, the seed part's
+		// answer is noSeedClaims on every node the v1 part judged
+		// (seedAnswer): it keeps none.
+		p.s.results.byNode = make([]*allocator.Result, n)
+	}
+	return nil
+}
+
+// seedAnswer is the seed part's answer on node i of the snapshot: the one
+// kept, or noSeedClaims on a node the v1 part judged when the seed part
+// keeps none (a pod whose claims are all v1); nil when the node was not
+// judged.
+func (s *stateData) seedAnswer(i int) *allocator.Result {
+	if s.results.byNode != nil || s.v1 == nil {
+		return s.results.load(i)
+	}
+	s.v1.mu.Lock()
+	defer s.v1.mu.Unlock()
+	if i >= 0 && i < len(s.v1.results) && s.v1.results[i] != nil {
+		return noSeedClaims
 	}
 	return nil
 }
@@ -108,7 +130,7 @@ func (p partSeed) judge(ctx context.Context, node *corev1.Node, st *allocator.No
 		// the seed part fits every node with nothing to allocate, which
 		// one shared answer says; Result builds a node's full answer
 		// (its capacity) when asked.
-		p.s.results.store(i, noSeedClaims)
+		p.s.results.store(i, noSeedClaims) // kept only when there is no v1 part
 		return noSeedClaims, nil
 	}
 	var res *allocator.Result

@@ -102,7 +102,7 @@ func (p *DynamicResources) awaitEarlier(ctx context.Context, keys [][2]string, s
 // bound returns the pod's claims as the binding to nodeName will leave
 // them, and which of them the pod allocates.
 func (s *stateData) bound(pod *corev1.Pod, nodeName string) ([]*resourceapi.ResourceClaim, []bool, error) {
-	res := s.results.load(s.results.index(nodeName))
+	res := s.seedAnswer(s.results.index(nodeName))
 	if res == nil {
 		return nil, nil, fmt.Errorf("%s: reserve on node %s, which was not filtered", Name, nodeName)
 	}
@@ -267,7 +267,7 @@ func Result(state *framework.CycleState, node string) *allocator.Result {
 		return nil
 	}
 	i := s.results.index(node)
-	r := s.results.load(i)
+	r := s.seedAnswer(i)
 	switch {
 	case r == nil || s.req == nil:
 		return nil
