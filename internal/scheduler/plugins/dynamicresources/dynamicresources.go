@@ -618,7 +618,7 @@ func (s *stateData) check(ctx context.Context, node *corev1.Node, st *allocator.
 type nodeResults struct {
 	snap     *framework.Snapshot
 	byNode   []*allocator.Result // nil while the seed part keeps no answers (partSeed.prepare)
-	statuses *sync.Map // reasonsKey -> *framework.Status; read by the filtering goroutines, rarely written
+	statuses *sync.Map           // reasonsKey -> *framework.Status; read by the filtering goroutines, rarely written
 }
 
 // reasonsKey names a slice of reasons, which the cycle's results keep
