@@ -47,7 +47,8 @@
 //  3. PrepareV1(pod, claims, class) once per pod (a Catalog's
 //     DeviceClass is such a class function);
 //  4. AllocateV1(ctx, request, state, node) per node, failing only with
-//     ErrDeadline.
+//     ErrDeadline; or CheckV1, the same answer without the allocation
+//     results, which V1Result.Build writes for the node a caller picks.
 //
 // Requests of one shape (pods from one template) have one
 // V1Request.Signature; an answer kept per state and node is given to

@@ -71,7 +71,7 @@
 //     each doing what its API decides (how its claims are judged, how a
 //     result is written into a claim and the binding, how a claim is
 //     named), with no version branch in the shared steps. The v1 part is
-//     judged with allocator.AllocateV1 over one inventory (v1
+//     judged with allocator.CheckV1 over one inventory (v1
 //     ResourceSlices and the seed slices as v1 devices) and the claims of
 //     both versions; Score averages the parts with claims. Reserve keeps
 //     the chosen claims of both versions in one in-memory map (memClaim,

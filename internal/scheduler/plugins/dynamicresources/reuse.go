@@ -16,8 +16,9 @@ import (
 // in cache, where finding a node's claims and state costs several map
 // lookups in memory the rest of the process has long evicted. An answer
 // is one per part of the pod's claims (parts.go): the seed check's
-// Result and, for a pod with resource.k8s.io/v1 claims, AllocateV1's
-// V1Result. The answer at
+// Result (the shared noSeedClaims for a pod without v1alpha2 claims)
+// and, for a pod with resource.k8s.io/v1 claims, CheckV1's V1Result. The
+// answer at
 // position i holds when every one of these holds; each is pinned by the
 // test named after it, which fails when the rule is broken (reuse_test.go
 // on the view alone; where PreFilter, Filter or Reserve decide, R9 in
@@ -71,8 +72,9 @@ import (
 //	   [TestReuseNeedsNoExtendedResources]
 //	R12 a reused answer names the claims of the pod it was computed for:
 //	   the cycle takes it For its own request (Result.For, ReasonsFor;
-//	   V1Result.For rebuilds the v1 allocations' config and share IDs
-//	   for the pod's claims) wherever it reads reasons or allocations
+//	   V1Result.For keeps CheckV1's solution, whose Build writes the
+//	   pod's claims' config and share IDs) wherever it reads reasons or
+//	   allocations
 //	   (Filter, Reserve, ResultV1) [TestReusedV1AnswersAreTheCyclesOwn]
 //
 // The seed answers come from allocator.CheckReusing, which also gives a
