@@ -195,41 +195,55 @@ type reboundKey struct {
 // caller with a reason of the same content, so that they can share what
 // they make of it too; no result may be modified.
 func (r *Request) rebind(from *Request, reasons []Reason) []Reason {
+	return rebindReasons(&r.reasonMemo, reasons, func(claim string) (string, int) {
+		j := slices.IndexFunc(from.claims, func(c *Claim) bool { return c.hasKey(claim) })
+		if j < 0 {
+			return "", -1
+		}
+		return r.claims[j].Key(), j
+	})
+}
+
+// rebindReasons renames the claims reasons name, of a request's answer
+// taken for another request of the same signature (Request.rebind,
+// V1Request.rebind): rename gives, for a claim of the answer's request,
+// the other request's claim at the same position and that position, or
+// -1 to leave the reason as it is. One renamed reason is kept in memo
+// (the other request's), by content, so that every node answered alike
+// shares one slice.
+func rebindReasons(memo *sync.Map, reasons []Reason, rename func(claim string) (string, int)) []Reason {
 	switch len(reasons) {
 	case 0:
 		return nil
 	case 1:
-		return r.rebound(from, reasons[0])
+		return rebound(memo, reasons[0], rename)
 	}
 	out := make([]Reason, len(reasons))
 	for i, x := range reasons {
-		out[i] = r.rebound(from, x)[0]
+		out[i] = rebound(memo, x, rename)[0]
 	}
 	return out
 }
 
-// rebound is rebind of one reason, as a one-element slice.
-func (r *Request) rebound(from *Request, x Reason) []Reason {
-	j := -1
-	if x.Claim != "" {
-		j = slices.IndexFunc(from.claims, func(c *Claim) bool { return c.hasKey(x.Claim) })
+// rebound is rebindReasons of one reason, as a one-element slice.
+func rebound(memo *sync.Map, x Reason, rename func(claim string) (string, int)) []Reason {
+	if x.Claim == "" {
+		return []Reason{x}
 	}
+	to, j := rename(x.Claim)
 	if j < 0 {
 		return []Reason{x}
 	}
 	if len(x.Requests) > len(reboundKey{}.requests) {
-		return []Reason{newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)}
+		return []Reason{newReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.detail)}
 	}
 	k := reboundKey{code: x.Code, claim: j, driver: x.Driver, clause: x.Clause, detail: x.detail, n: len(x.Requests)}
 	copy(k.requests[:], x.Requests)
-	if v, ok := r.reasonMemo.Load(k); ok {
+	if v, ok := memo.Load(k); ok {
 		return v.([]Reason)
 	}
-	out := []Reason{newReason(x.Code, r.claims[j].Key(), x.Driver, x.Requests, x.Clause, x.detail)}
-	if v, loaded := r.reasonMemo.LoadOrStore(k, out); loaded {
-		return v.([]Reason)
-	}
-	return out
+	v, _ := memo.LoadOrStore(k, []Reason{newReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.detail)})
+	return v.([]Reason)
 }
 
 // checkClaim decides whether a claim still needs allocating and whether the

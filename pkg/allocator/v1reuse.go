@@ -123,44 +123,16 @@ func (r *V1Result) ReasonsFor(req *V1Request) []Reason {
 }
 
 // rebind returns reasons of an AllocateV1 of request from, which has
-// the same Signature as r, naming r's claims instead of from's. As the
-// seed's Request.rebind, a single reason comes back as a slice shared by
-// every caller with a reason of the same content (nodes that are full
-// all say the same), so that they can share what they make of it.
+// the same Signature as r, naming r's claims instead of from's, as the
+// seed's Request.rebind does (rebindReasons).
 func (r *V1Request) rebind(from *V1Request, reasons []Reason) []Reason {
-	switch len(reasons) {
-	case 0:
-		return nil
-	case 1:
-		return r.rebound(from, reasons[0])
-	}
-	out := make([]Reason, len(reasons))
-	for i, x := range reasons {
-		out[i] = r.rebound(from, x)[0]
-	}
-	return out
-}
-
-// rebound is rebind of one reason, as a one-element slice.
-func (r *V1Request) rebound(from *V1Request, x Reason) []Reason {
-	j := -1
-	if x.Claim != "" {
-		j = slices.Index(from.keys, x.Claim)
-	}
-	if j < 0 || j >= len(r.keys) {
-		return []Reason{x}
-	}
-	if len(x.Requests) > len(reboundKey{}.requests) {
-		return []Reason{newReason(x.Code, r.keys[j], x.Driver, x.Requests, x.Clause, x.detail)}
-	}
-	k := reboundKey{code: x.Code, claim: j, driver: x.Driver, clause: x.Clause, detail: x.detail, n: len(x.Requests)}
-	copy(k.requests[:], x.Requests)
-	if v, ok := r.reasonMemo.Load(k); ok {
-		return v.([]Reason)
-	}
-	out := []Reason{newReason(x.Code, r.keys[j], x.Driver, x.Requests, x.Clause, x.detail)}
-	v, _ := r.reasonMemo.LoadOrStore(k, out)
-	return v.([]Reason)
+	return rebindReasons(&r.reasonMemo, reasons, func(claim string) (string, int) {
+		j := slices.Index(from.keys, claim)
+		if j < 0 || j >= len(r.keys) {
+			return "", -1
+		}
+		return r.keys[j], j
+	})
 }
 
 // chosenAlts are, per request of claim ci, the exactly request or the
