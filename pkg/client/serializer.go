@@ -221,19 +221,31 @@ func (s typedSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	case runtime.Unstructured, *runtime.Unknown:
 		return s.Serializer.Decode(data, defaults, into)
 	}
+	if actual, ok := decodeTyped(data, into); ok {
+		return into, actual, nil
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// decodeTyped decodes data into the typed object into with encoding/json's
+// v2 engine and opts when data is a document of into's own kind, and
+// returns that kind. ok is false, and into is left zero, when data is of
+// another kind, has none, or is refused by the v2 engine: the caller then
+// decodes it with the general serializer.
+func decodeTyped(data []byte, into runtime.Object, opts ...jsonv2.Options) (_ *schema.GroupVersionKind, ok bool) {
 	kinds, _, err := scheme.Scheme.ObjectKinds(into)
 	if err != nil {
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
 	actual, err := topLevelMeta{}.Interpret(data)
 	if err != nil || actual.Kind == "" || actual.Version == "" || !slices.Contains(kinds, *actual) {
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
-	if err := jsonv2.Unmarshal(data, into); err != nil {
+	if err := jsonv2.Unmarshal(data, into, opts...); err != nil {
 		reflect.ValueOf(into).Elem().SetZero()
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
-	return into, actual, nil
+	return actual, true
 }
 
 func (s clientSerializer) EncoderForVersion(e runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
