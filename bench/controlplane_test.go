@@ -121,7 +121,7 @@ func runClaimShape(b *testing.B, controlPlane bool, nodes, pods int) claimRun {
 	} else {
 		createStructuredObjects(ctx, b, c, nodes, pods+1)
 	}
-	f := client.NewFactory(ctrlC, 0)
+	f := client.NewFactory(ctrlC, 0, client.WithoutManagedFields())
 	claims, err := resourceclaim.New(ctrlC, f, resourceclaim.Options{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)

@@ -64,7 +64,7 @@ func startDRACluster(ctx context.Context, b *testing.B, nodes int, statusWrites 
 	}
 	cl.createClusterObjects(ctx, b)
 
-	f := client.NewFactory(ctrlC, 0)
+	f := client.NewFactory(ctrlC, 0, client.WithoutManagedFields())
 	cl.ctrl = prometheus.NewRegistry()
 	queues, err := controllerutil.NewQueueMetrics(cl.ctrl)
 	if err != nil {

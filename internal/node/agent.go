@@ -134,7 +134,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer a.devices.Stop()
 	}
 	sel := client.WithFieldSelector("spec.nodeName=" + a.cfg.NodeName)
-	f := client.NewFactory(a.cfg.Client, 0, client.WithTweakFor("pods", sel))
+	f := client.NewFactory(a.cfg.Client, 0, client.WithoutManagedFields(), client.WithTweakFor("pods", sel))
 	inf := f.Pods()
 	a.gate.useCache(func() ([]*corev1.Pod, bool, error) {
 		pods, err := inf.Lister().List(labels.Everything())

@@ -57,7 +57,7 @@ func (f *Fleet) Run(ctx context.Context) error {
 			a.shutdown()
 		}
 	}()
-	inf := client.NewInformer(f.c.Pods(""), 0, nil, client.WithFieldSelector("spec.nodeName!="))
+	inf := client.NewInformer(f.c.Pods("").WithoutManagedFields(), 0, nil, client.WithFieldSelector("spec.nodeName!="))
 	if err := inf.AddIndexers(cache.Indexers{podNodeIndex: podNode}); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
 	}

@@ -92,7 +92,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.claims = apiClaimWriter{cfg.Client}
 	s.factory = cfg.Factory
 	if s.factory == nil {
-		s.factory = client.NewFactory(cfg.Client, 0)
+		s.factory = client.NewFactory(cfg.Client, 0, client.WithoutManagedFields())
 	}
 	if err := s.addHandlers(s.factory); err != nil {
 		rec.Shutdown(context.Background())

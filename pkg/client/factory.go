@@ -41,6 +41,9 @@ type Factory struct {
 	namespace string
 	tweaks    []TweakListOptions
 	perKind   map[string][]TweakListOptions
+	// noManagedFields: informers leave metadata.managedFields out
+	// (WithoutManagedFields).
+	noManagedFields bool
 
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -66,6 +69,14 @@ func WithTweakFor(resource string, t TweakListOptions) FactoryOption {
 	return func(f *Factory) { f.perKind[resource] = append(f.perKind[resource], t) }
 }
 
+// WithoutManagedFields makes the factory's informers leave
+// metadata.managedFields out of the objects they decode and cache
+// (Resource.WithoutManagedFields): for components that never read them,
+// as Kubernetes' scheduler and controller manager strip them. An object
+// from such an informer may be sent back in an Update: the API server
+// keeps its stored managedFields.
+func WithoutManagedFields() FactoryOption { return func(f *Factory) { f.noManagedFields = true } }
+
 // NewFactory returns a factory whose informers resync every resync (0:
 // never).
 func NewFactory(c *Client, resync time.Duration, opts ...FactoryOption) *Factory {
@@ -84,6 +95,9 @@ func NewFactory(c *Client, resync time.Duration, opts ...FactoryOption) *Factory
 // it on first use. r's namespace is ignored: the factory's applies.
 func InformerFor[T runtime.Object, L runtime.Object](f *Factory, r *Resource[T, L]) Informer[T] {
 	r = r.InNamespace(f.namespace)
+	if f.noManagedFields {
+		r = r.WithoutManagedFields()
+	}
 	gvr := r.GroupVersionResource()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,9 @@ type Resource[T runtime.Object, L runtime.Object] struct {
 	namespaced bool
 	newObj     func() T
 	newList    func() L
+	// noManagedFields: List and Watch leave metadata.managedFields out
+	// (WithoutManagedFields).
+	noManagedFields bool
 }
 
 func newResource[T runtime.Object, L runtime.Object](rc rest.Interface, gv schema.GroupVersion, resource, ns string, namespaced bool, newObj func() T, newList func() L) *Resource[T, L] {
@@ -96,6 +101,9 @@ func (r *Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, 
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
+	if r.noManagedFields {
+		return out, listWithoutManagedFields(req.Do(ctx), out)
+	}
 	err := req.Do(ctx).Into(out)
 	return out, err
 }
@@ -114,7 +122,11 @@ func (r *Resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 	if err != nil {
 		return nil, err
 	}
-	return watch.NewStreamWatcher(newWatchDecoder(body, r.newObj), watchReporter), nil
+	var decOpts []jsonv2.Options
+	if r.noManagedFields {
+		decOpts = append(decOpts, skipManagedFields)
+	}
+	return watch.NewStreamWatcher(newWatchDecoder(body, r.newObj, decOpts...), watchReporter), nil
 }
 
 // Create stores a new object.

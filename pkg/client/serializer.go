@@ -113,11 +113,21 @@ func skipSpace(data []byte, i int) int {
 // none); plain is false when the string holds an escape or a byte outside
 // printable ASCII, whose meaning is left to encoding/json.
 func readString(data []byte, i int) (s string, end int, plain bool) {
+	end, plain = stringEnd(data, i)
+	if end < 0 {
+		return "", -1, false
+	}
+	return string(data[i+1 : end-1]), end, plain
+}
+
+// stringEnd is readString without the text, which it does not allocate:
+// skipValue passes over every string nested in the values it skips.
+func stringEnd(data []byte, i int) (end int, plain bool) {
 	plain = true
 	for j := i + 1; j < len(data); j++ {
 		switch c := data[j]; {
 		case c == '"':
-			return string(data[i+1 : j]), j + 1, plain
+			return j + 1, plain
 		case c == '\\':
 			plain = false
 			j++
@@ -125,7 +135,7 @@ func readString(data []byte, i int) (s string, end int, plain bool) {
 			plain = false
 		}
 	}
-	return "", -1, false
+	return -1, false
 }
 
 // skipValue returns the index after the value that starts at data[i], or
@@ -136,14 +146,14 @@ func skipValue(data []byte, i int) int {
 	}
 	switch data[i] {
 	case '"':
-		_, end, _ := readString(data, i)
+		end, _ := stringEnd(data, i)
 		return end
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(data); j++ {
 			switch data[j] {
 			case '"':
-				_, end, _ := readString(data, j)
+				end, _ := stringEnd(data, j)
 				if end < 0 {
 					return -1
 				}
@@ -221,19 +231,31 @@ func (s typedSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	case runtime.Unstructured, *runtime.Unknown:
 		return s.Serializer.Decode(data, defaults, into)
 	}
+	if actual, ok := decodeTyped(data, into); ok {
+		return into, actual, nil
+	}
+	return s.Serializer.Decode(data, defaults, into)
+}
+
+// decodeTyped decodes data into the typed object into with encoding/json's
+// v2 engine and opts when data is a document of into's own kind, and
+// returns that kind. ok is false, and into is left zero, when data is of
+// another kind, has none, or is refused by the v2 engine: the caller then
+// decodes it with the general serializer.
+func decodeTyped(data []byte, into runtime.Object, opts ...jsonv2.Options) (_ *schema.GroupVersionKind, ok bool) {
 	kinds, _, err := scheme.Scheme.ObjectKinds(into)
 	if err != nil {
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
 	actual, err := topLevelMeta{}.Interpret(data)
 	if err != nil || actual.Kind == "" || actual.Version == "" || !slices.Contains(kinds, *actual) {
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
-	if err := jsonv2.Unmarshal(data, into); err != nil {
+	if err := jsonv2.Unmarshal(data, into, opts...); err != nil {
 		reflect.ValueOf(into).Elem().SetZero()
-		return s.Serializer.Decode(data, defaults, into)
+		return nil, false
 	}
-	return into, actual, nil
+	return actual, true
 }
 
 func (s clientSerializer) EncoderForVersion(e runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {

@@ -34,10 +34,13 @@ type watchDecoder[T runtime.Object] struct {
 	body   io.ReadCloser
 	dec    *jsontext.Decoder
 	newObj func() T
+	opts   []jsonv2.Options // skipManagedFields, or none
 }
 
-func newWatchDecoder[T runtime.Object](body io.ReadCloser, newObj func() T) *watchDecoder[T] {
-	return &watchDecoder[T]{body: body, dec: jsontext.NewDecoder(body), newObj: newObj}
+// newWatchDecoder returns a decoder of body's events; opts (none, or
+// skipManagedFields) apply to every object.
+func newWatchDecoder[T runtime.Object](body io.ReadCloser, newObj func() T, opts ...jsonv2.Options) *watchDecoder[T] {
+	return &watchDecoder[T]{body: body, dec: jsontext.NewDecoder(body, opts...), newObj: newObj, opts: opts}
 }
 
 // objectFor returns a new object for an event of type typ.
@@ -114,7 +117,7 @@ func (d *watchDecoder[T]) Decode() (watch.EventType, runtime.Object, error) {
 		if raw == nil {
 			return "", nil, fmt.Errorf("watch event %s has no object", typ)
 		}
-		if err := jsonv2.Unmarshal(raw, obj); err != nil {
+		if err := jsonv2.Unmarshal(raw, obj, d.opts...); err != nil {
 			return "", nil, fmt.Errorf("decode %s watch event: %w", typ, err)
 		}
 	}

@@ -46,9 +46,13 @@ func DynamicListWatch(c dynamic.Interface, gvr schema.GroupVersionResource, ns s
 }
 
 // NewInformer builds a shared informer over lw for objects like example,
-// resyncing every resync (0: never).
+// resyncing every resync (0: never). It caches the objects without their
+// managedFields (client.StripManagedFields), which no controller reads.
 func NewInformer(lw cache.ListerWatcher, example runtime.Object, resync time.Duration) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ResyncPeriod: resync})
+	inf := cache.NewSharedIndexInformerWithOptions(lw, example, cache.SharedIndexInformerOptions{ResyncPeriod: resync})
+	// SetTransform fails only once the informer has started.
+	_ = inf.SetTransform(client.StripManagedFields)
+	return inf
 }
 
 // ObjectMeta returns the metadata of an informer event's object, looking

@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("create namespace controller: %w", err)
 	}
-	factory := client.NewFactory(c, 0)
+	factory := client.NewFactory(c, 0, client.WithoutManagedFields())
 	nodes, err := nodelifecycle.New(c, factory, nodelifecycle.Options{
 		GracePeriod: cfg.NodeMonitorGracePeriod, MonitorPeriod: cfg.NodeMonitorPeriod,
 		EvictionRate: cfg.NodeEvictionRate, SecondaryEvictionRate: cfg.SecondaryNodeEvictionRate,

@@ -223,7 +223,7 @@ func (m *Manager) Start(ctx context.Context) (err error) {
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	m.cancel, m.ctx = cancel, ctx
-	m.factory = client.NewFactory(m.opts.Client, 0,
+	m.factory = client.NewFactory(m.opts.Client, 0, client.WithoutManagedFields(),
 		client.WithTweakFor("noderesourceslices", client.WithFieldSelector("spec.nodeName="+m.opts.NodeName)))
 	claims := m.factory.ResourceClaims()
 	if _, err := claims.AddEventHandler(client.SplitReplacements(cache.ResourceEventHandlerFuncs{
