@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,21 +25,14 @@ import (
 // cluster, listed by the writer next to its per-node fences.
 const SharedFenceNode = "_shared"
 
-// bindClaimV1 is bindClaim for a claim stored as resource.k8s.io/v1: the
-// allocation in the binding is a v1 AllocationResult (every v1 allocation
-// is structured), fenced per (node, driver) of its devices.
-func (s *Server) bindClaimV1(ctx context.Context, pod *corev1.Pod, node *corev1.Node, bc corev1.BindingResourceClaim, path *field.Path) (storage.Op, [][2]string, error) {
+// bindClaimV1 is bindClaim for a claim stored as resource.k8s.io/v1, old
+// as bindClaim read it: the allocation in the binding is a v1
+// AllocationResult (every v1 allocation is structured), fenced per
+// (node, driver) of its devices.
+func (s *Server) bindClaimV1(old *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1.Node, bc corev1.BindingResourceClaim, named bool, path *field.Path) (storage.Op, [][2]string, error) {
 	ck := s.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
 	gr := ck.groupResource()
-	obj, err := s.readClaimForBinding(ctx, ck, pod.Namespace, bc)
-	if err != nil {
-		return storage.Op{}, nil, err
-	}
-	old, ok := obj.(*resourcev1.ResourceClaim)
-	if !ok || resourcev1alpha2.IsView(old) {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s changed version during the binding", bc.Name))
-	}
-	rev, err := claimBindingPrologue(gr, pod, old, podUsesClaim(pod, bc.Name), bc, path)
+	rev, err := claimBindingPrologue(gr, pod, old, named, bc, path)
 	if err != nil {
 		return storage.Op{}, nil, err
 	}

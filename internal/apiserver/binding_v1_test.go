@@ -1,10 +1,14 @@
 package apiserver
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -138,4 +142,50 @@ func TestBindingClaimsOnly(t *testing.T) {
 	again := bindingWith(t, "bind-co", "", corev1.BindingResourceClaim{Name: "c"})
 	again.ClaimsOnly = true
 	expect(t, admin(t, "POST", pods+"p/binding", again), 409, "claimsOnly is for a pod without a node")
+}
+
+// A binding reads each claim once, in the version it is stored in (no
+// view, so a v1 claim is not converted to v1alpha2 and read again): from
+// the watch cache at the binding's resourceVersion, else from etcd.
+func TestReadClaimForBindingIsNative(t *testing.T) {
+	ns := newNamespace(t)
+	var v1c resourcev1.ResourceClaim
+	admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("c1")).into(t, &v1c)
+	var seed resourcev1alpha2.ResourceClaim
+	admin(t, "POST", path2(ns, "resourceclaims"), makeClaim("c2", "gpu")).into(t, &seed)
+	ck := testAPI.reg.get(gvrOf(resourcev1alpha2.SchemeGroupVersion, "resourceclaims"))
+	for _, tc := range []struct {
+		name, rv string
+		fresh    bool
+		want     string // the Go type read
+	}{
+		{"c1", v1c.ResourceVersion, false, "*v1.ResourceClaim"},
+		{"c1", "", false, "*v1.ResourceClaim"},
+		{"c1", v1c.ResourceVersion, true, "*v1.ResourceClaim"},
+		{"c2", seed.ResourceVersion, false, "*v1alpha2.ResourceClaim"},
+		{"c2", "1", false, "*v1alpha2.ResourceClaim"},
+	} {
+		ctx := context.Background()
+		if tc.fresh {
+			ctx = context.WithValue(ctx, freshKey{}, true)
+		}
+		// The cache may lag behind the create; a read at the binding's
+		// resourceVersion from etcd answers the same.
+		obj, err := testAPI.readClaimForBinding(ctx, ck, ns, corev1.BindingResourceClaim{Name: tc.name, ResourceVersion: tc.rv})
+		if err != nil {
+			t.Fatalf("%s at %q: %v", tc.name, tc.rv, err)
+		}
+		acc, _ := meta.Accessor(obj)
+		if got := fmt.Sprintf("%T", obj); got != tc.want || resourcev1alpha2.IsView(acc) {
+			t.Errorf("%s at %q: read %s (view %v), want %s in its own version", tc.name, tc.rv, got, resourcev1alpha2.IsView(acc), tc.want)
+		}
+		want := map[string]string{"c1": v1c.ResourceVersion, "c2": seed.ResourceVersion}[tc.name]
+		if acc.GetResourceVersion() != want {
+			t.Errorf("%s at %q: resourceVersion %s, want %s", tc.name, tc.rv, acc.GetResourceVersion(), want)
+		}
+	}
+	_, err := testAPI.readClaimForBinding(context.Background(), ck, ns, corev1.BindingResourceClaim{Name: "absent"})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("absent claim: %v, want NotFound", err)
+	}
 }
