@@ -1,10 +1,10 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
+	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -78,11 +78,7 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 		return fmt.Errorf("claim %s is not allocated", claim.Name)
 	}
 	if a.NodeSelector != nil {
-		sel, err := allotNodeSelector(a.NodeSelector)
-		if err != nil {
-			return fmt.Errorf("claim %s: read status.allocation.nodeSelector: %w", claim.Name, err)
-		}
-		if !sel.Matches(node.Name, node.Labels) {
+		if !allotNodeSelector(a.NodeSelector).Matches(node.Name, node.Labels) {
 			return fmt.Errorf("claim %s is not available on node %s", claim.Name, node.Name)
 		}
 	}
@@ -100,15 +96,25 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 	return nil
 }
 
-// allotNodeSelector reads a Kubernetes node selector as allot's (the same
-// JSON form), whose Matches the binding uses.
-func allotNodeSelector(s any) (*corev1.NodeSelector, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
+// allotNodeSelector reads a Kubernetes node selector as allot's, whose
+// Matches the binding uses: the same fields (and JSON form), copied
+// field by field; the values are shared, not copied.
+func allotNodeSelector(s *kcorev1.NodeSelector) *corev1.NodeSelector {
+	reqs := func(in []kcorev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+		if in == nil {
+			return nil
+		}
+		out := make([]corev1.NodeSelectorRequirement, len(in))
+		for i, r := range in {
+			out[i] = corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values}
+		}
+		return out
 	}
-	out := &corev1.NodeSelector{}
-	return out, json.Unmarshal(data, out)
+	out := &corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(s.NodeSelectorTerms))}
+	for i, t := range s.NodeSelectorTerms {
+		out.NodeSelectorTerms[i] = corev1.NodeSelectorTerm{MatchExpressions: reqs(t.MatchExpressions), MatchFields: reqs(t.MatchFields)}
+	}
+	return out
 }
 
 // unrecordedEntryOf is unrecordedEntry for a claim of any version: the

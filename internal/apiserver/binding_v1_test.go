@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -187,5 +188,36 @@ func TestReadClaimForBindingIsNative(t *testing.T) {
 	_, err := testAPI.readClaimForBinding(context.Background(), ck, ns, corev1.BindingResourceClaim{Name: "absent"})
 	if !apierrors.IsNotFound(err) {
 		t.Fatalf("absent claim: %v, want NotFound", err)
+	}
+}
+
+// allotNodeSelector reads a v1 allocation's node selector as its JSON
+// form does, field by field.
+func TestAllotNodeSelectorAsJSON(t *testing.T) {
+	req := func(key string, op kcorev1.NodeSelectorOperator, values ...string) kcorev1.NodeSelectorRequirement {
+		return kcorev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	for name, s := range map[string]*kcorev1.NodeSelector{
+		"no terms":    {},
+		"empty term":  {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{}}},
+		"node name":   {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{MatchFields: []kcorev1.NodeSelectorRequirement{req("metadata.name", kcorev1.NodeSelectorOpIn, "n1")}}}},
+		"labels, two": {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{MatchExpressions: []kcorev1.NodeSelectorRequirement{req("rack", kcorev1.NodeSelectorOpIn, "a", "b"), req("gpu", kcorev1.NodeSelectorOpExists)}}, {MatchExpressions: []kcorev1.NodeSelectorRequirement{req("zone", kcorev1.NodeSelectorOpNotIn, "z")}, MatchFields: []kcorev1.NodeSelectorRequirement{req("metadata.name", kcorev1.NodeSelectorOpIn, "n2")}}}},
+	} {
+		var want corev1.NodeSelector
+		if err := json.Unmarshal(mustJSON(t, s), &want); err != nil {
+			t.Fatal(err)
+		}
+		got := allotNodeSelector(s)
+		if g, w := string(mustJSON(t, got)), string(mustJSON(t, &want)); g != w && !(name == "no terms" && g == `{"nodeSelectorTerms":[]}`) {
+			t.Errorf("%s: %s, want %s", name, g, w)
+		}
+		for _, n := range []struct {
+			name   string
+			labels map[string]string
+		}{{"n1", nil}, {"n2", map[string]string{"zone": "y"}}, {"n3", map[string]string{"rack": "b", "gpu": "x"}}, {"n4", map[string]string{"rack": "c", "gpu": "x"}}} {
+			if g, w := got.Matches(n.name, n.labels), want.Matches(n.name, n.labels); g != w {
+				t.Errorf("%s on %s: matches %v, want %v", name, n.name, g, w)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package resourceclaim
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -42,8 +43,9 @@ func BenchmarkCreateClaimFromTemplate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			f.Start(e.ctx)
-			b.Cleanup(f.Shutdown)
+			ctx, cancel := context.WithCancel(e.ctx)
+			f.Start(ctx)
+			b.Cleanup(func() { cancel(); f.Shutdown() })
 			if err := f.WaitForCacheSync(e.ctx); err != nil {
 				b.Fatal(err)
 			}
