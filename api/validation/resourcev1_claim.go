@@ -372,12 +372,53 @@ func defaultTolerationsV1(tols []resourcev1.DeviceToleration) {
 	}
 }
 
-// defaultedClaimV1 returns a defaulted copy of c, so that validation
-// judges a claim as it will be stored without changing its input.
+// defaultedClaimV1 returns c as Default leaves it, so that validation
+// judges a claim as it will be stored without changing its input: c
+// itself when Default would change nothing (a claim as stored, every
+// status write's old one), else a defaulted copy. Validation only reads
+// what it is given.
 func defaultedClaimV1(c *resourcev1.ResourceClaim) *resourcev1.ResourceClaim {
+	if claimDefaultedV1(c) {
+		return c
+	}
 	d := c.DeepCopy()
 	DefaultResourceClaimV1(d)
 	return d
+}
+
+// claimDefaultedV1 reports whether DefaultResourceClaimV1 would leave c
+// as it is.
+func claimDefaultedV1(c *resourcev1.ResourceClaim) bool {
+	modeSet := func(mode resourcev1.DeviceAllocationMode, count int64) bool {
+		return mode != "" && (mode != resourcev1.DeviceAllocationModeExactCount || count != 0)
+	}
+	tolsSet := func(tols []resourcev1.DeviceToleration) bool {
+		for i := range tols {
+			if tols[i].Operator == "" {
+				return false
+			}
+		}
+		return true
+	}
+	for i := range c.Spec.Devices.Requests {
+		r := &c.Spec.Devices.Requests[i]
+		if e := r.Exactly; e != nil && !(modeSet(e.AllocationMode, e.Count) && tolsSet(e.Tolerations)) {
+			return false
+		}
+		for j := range r.FirstAvailable {
+			if s := &r.FirstAvailable[j]; !(modeSet(s.AllocationMode, s.Count) && tolsSet(s.Tolerations)) {
+				return false
+			}
+		}
+	}
+	if a := c.Status.Allocation; a != nil {
+		for i := range a.Devices.Results {
+			if !tolsSet(a.Devices.Results[i].Tolerations) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func defaultedTemplateV1(t *resourcev1.ResourceClaimTemplate) *resourcev1.ResourceClaimTemplate {

@@ -691,3 +691,47 @@ func shareOfEth1(c *resourcev1.ResourceClaim) {
 	c.Status.Allocation.Devices.Results[1].ShareID = &share
 	c.Status.Allocation.Devices.Results[1].ConsumedCapacity = map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("10G")}
 }
+
+// Validation copies a claim to default it only when Default would change
+// it (claimDefaultedV1); either way it leaves its input as it was.
+func TestClaimDefaultedV1(t *testing.T) {
+	tol := func(op resourcev1.DeviceTolerationOperator) []resourcev1.DeviceToleration {
+		return []resourcev1.DeviceToleration{{Key: "a", Operator: op}}
+	}
+	cases := map[string]*resourcev1.ResourceClaim{
+		"as written": v1Claim(nil),
+		"defaulted":  allocatedClaim(nil),
+		"exactly without count": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Spec.Devices.Requests[0].Exactly.Count = 0
+		}),
+		"All without count": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Spec.Devices.Requests[0].Exactly.AllocationMode, c.Spec.Devices.Requests[0].Exactly.Count = "All", 0
+		}),
+		"request toleration without operator": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Spec.Devices.Requests[0].Exactly.Tolerations = tol("")
+		}),
+		"request toleration with operator": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Spec.Devices.Requests[0].Exactly.Tolerations = tol("Exists")
+		}),
+		"result toleration without operator": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Status.Allocation.Devices.Results[0].Tolerations = tol("")
+		}),
+		"result toleration with operator": allocatedClaim(func(c *resourcev1.ResourceClaim) {
+			c.Status.Allocation.Devices.Results[0].Tolerations = tol("Equal")
+		}),
+	}
+	for name, c := range cases {
+		d := c.DeepCopy()
+		DefaultResourceClaimV1(d)
+		if got, want := claimDefaultedV1(c), equalObjects(c, d); got != want {
+			t.Errorf("%s: claimDefaultedV1 %v, but Default changes it: %v", name, got, !want)
+		}
+		before := c.DeepCopy()
+		ValidateResourceClaimV1(c)
+		ValidateResourceClaimV1Update(c, c)
+		ValidateResourceClaimV1StatusUpdate(c, c)
+		if !equalObjects(before, c) {
+			t.Errorf("%s: validation changed its input", name)
+		}
+	}
+}

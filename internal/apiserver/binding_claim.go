@@ -3,7 +3,9 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,12 +34,12 @@ func (s *Server) bindClaim(ctx context.Context, ck *kind, pod *corev1.Pod, node 
 		return storage.Op{}, nil, err
 	}
 	var old *resourcev1alpha2.ResourceClaim
-	if obj != nil {
-		old = obj.(*resourcev1alpha2.ResourceClaim)
-		if resourcev1alpha2.IsView(old) {
-			// Stored as resource.k8s.io/v1: bound through its own version.
-			return s.bindClaimV1(ctx, pod, node, bc, path)
-		}
+	switch c := obj.(type) {
+	case *resourcev1.ResourceClaim:
+		// Stored as resource.k8s.io/v1: bound through its own version.
+		return s.bindClaimV1(c, pod, node, bc, named, path)
+	case *resourcev1alpha2.ResourceClaim:
+		old = c
 	}
 	if old != nil && bc.Name == pod.ExtendedResourceClaimName() {
 		return storage.Op{}, nil, apierrors.NewBadRequest(fmt.Sprintf("%s: claim %s is a resource.k8s.io/v1alpha2 claim; the claim of a pod's extended resources is a resource.k8s.io/v1 claim", path.Child("name"), bc.Name))
@@ -136,20 +138,35 @@ func claimBindingPrologue(gr schema.GroupResource, pod *corev1.Pod, claim runtim
 	return rev, nil
 }
 
-// readClaimForBinding reads a claim of a binding: from the watch cache
-// when the cache holds the very version the binding was decided on
-// (bc.ResourceVersion), else from etcd. Either way the transaction
-// compares the claim's revision, so a claim changed since fails the
-// binding exactly as a read from etcd would have.
+// readClaimForBinding reads a claim of a binding in the version it is
+// stored in (a *resourcev1alpha2.ResourceClaim or a
+// *resourcev1.ResourceClaim, whichever of ck and its sibling that is;
+// never a view, so a v1 claim is decoded once and not converted): from
+// the watch cache when the cache holds the very version the binding was
+// decided on (bc.ResourceVersion), else from etcd. Either way the
+// transaction compares the claim's revision, so a claim changed since
+// fails the binding exactly as a read from etcd would have.
 func (s *Server) readClaimForBinding(ctx context.Context, ck *kind, ns string, bc corev1.BindingResourceClaim) (runtime.Object, error) {
+	key := ck.storageKey(ns, bc.Name)
 	if bc.ResourceVersion != "" && ctx.Value(freshKey{}) == nil {
-		if obj, err := s.cachedGet(ctx, ck, ns, bc.Name); err == nil {
-			if acc, err := meta.Accessor(obj); err == nil && acc.GetResourceVersion() == bc.ResourceVersion {
-				return obj, nil
+		if c, err := s.cacheFor(ck); err == nil {
+			cached, ok, _, err := c.Get(ctx, key, 0)
+			if err == nil && ok && strconv.FormatInt(cached.KV.ModRevision, 10) == bc.ResourceVersion {
+				if obj, _, err := decodeNative(ck, cached.KV.Value, cached.KV.ModRevision); err == nil {
+					return obj, nil
+				}
 			}
 		}
 	}
-	return s.getObj(ctx, ck, ns, bc.Name)
+	kv, err := s.store.Get(ctx, key)
+	if err != nil {
+		return nil, apiError(ck, bc.Name, err)
+	}
+	obj, _, err := decodeNative(ck, kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return obj, nil
 }
 
 // reserveFor adds the pod to the claim's reservedFor, checking that the

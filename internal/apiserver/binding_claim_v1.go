@@ -1,11 +1,10 @@
 package apiserver
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
+	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,21 +25,14 @@ import (
 // cluster, listed by the writer next to its per-node fences.
 const SharedFenceNode = "_shared"
 
-// bindClaimV1 is bindClaim for a claim stored as resource.k8s.io/v1: the
-// allocation in the binding is a v1 AllocationResult (every v1 allocation
-// is structured), fenced per (node, driver) of its devices.
-func (s *Server) bindClaimV1(ctx context.Context, pod *corev1.Pod, node *corev1.Node, bc corev1.BindingResourceClaim, path *field.Path) (storage.Op, [][2]string, error) {
+// bindClaimV1 is bindClaim for a claim stored as resource.k8s.io/v1, old
+// as bindClaim read it: the allocation in the binding is a v1
+// AllocationResult (every v1 allocation is structured), fenced per
+// (node, driver) of its devices.
+func (s *Server) bindClaimV1(old *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1.Node, bc corev1.BindingResourceClaim, named bool, path *field.Path) (storage.Op, [][2]string, error) {
 	ck := s.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
 	gr := ck.groupResource()
-	obj, err := s.readClaimForBinding(ctx, ck, pod.Namespace, bc)
-	if err != nil {
-		return storage.Op{}, nil, err
-	}
-	old, ok := obj.(*resourcev1.ResourceClaim)
-	if !ok || resourcev1alpha2.IsView(old) {
-		return storage.Op{}, nil, apierrors.NewConflict(gr, bc.Name, fmt.Errorf("claim %s changed version during the binding", bc.Name))
-	}
-	rev, err := claimBindingPrologue(gr, pod, old, podUsesClaim(pod, bc.Name), bc, path)
+	rev, err := claimBindingPrologue(gr, pod, old, named, bc, path)
 	if err != nil {
 		return storage.Op{}, nil, err
 	}
@@ -86,11 +78,7 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 		return fmt.Errorf("claim %s is not allocated", claim.Name)
 	}
 	if a.NodeSelector != nil {
-		sel, err := allotNodeSelector(a.NodeSelector)
-		if err != nil {
-			return fmt.Errorf("claim %s: read status.allocation.nodeSelector: %w", claim.Name, err)
-		}
-		if !sel.Matches(node.Name, node.Labels) {
+		if !allotNodeSelector(a.NodeSelector).Matches(node.Name, node.Labels) {
 			return fmt.Errorf("claim %s is not available on node %s", claim.Name, node.Name)
 		}
 	}
@@ -108,15 +96,25 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 	return nil
 }
 
-// allotNodeSelector reads a Kubernetes node selector as allot's (the same
-// JSON form), whose Matches the binding uses.
-func allotNodeSelector(s any) (*corev1.NodeSelector, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
+// allotNodeSelector reads a Kubernetes node selector as allot's, whose
+// Matches the binding uses: the same fields (and JSON form), copied
+// field by field; the values are shared, not copied.
+func allotNodeSelector(s *kcorev1.NodeSelector) *corev1.NodeSelector {
+	reqs := func(in []kcorev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+		if in == nil {
+			return nil
+		}
+		out := make([]corev1.NodeSelectorRequirement, len(in))
+		for i, r := range in {
+			out[i] = corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values}
+		}
+		return out
 	}
-	out := &corev1.NodeSelector{}
-	return out, json.Unmarshal(data, out)
+	out := &corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(s.NodeSelectorTerms))}
+	for i, t := range s.NodeSelectorTerms {
+		out.NodeSelectorTerms[i] = corev1.NodeSelectorTerm{MatchExpressions: reqs(t.MatchExpressions), MatchFields: reqs(t.MatchFields)}
+	}
+	return out
 }
 
 // unrecordedEntryOf is unrecordedEntry for a claim of any version: the

@@ -1,10 +1,15 @@
 package apiserver
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
@@ -138,4 +143,81 @@ func TestBindingClaimsOnly(t *testing.T) {
 	again := bindingWith(t, "bind-co", "", corev1.BindingResourceClaim{Name: "c"})
 	again.ClaimsOnly = true
 	expect(t, admin(t, "POST", pods+"p/binding", again), 409, "claimsOnly is for a pod without a node")
+}
+
+// A binding reads each claim once, in the version it is stored in (no
+// view, so a v1 claim is not converted to v1alpha2 and read again): from
+// the watch cache at the binding's resourceVersion, else from etcd.
+func TestReadClaimForBindingIsNative(t *testing.T) {
+	ns := newNamespace(t)
+	var v1c resourcev1.ResourceClaim
+	admin(t, "POST", path1(ns, "resourceclaims"), v1Claim("c1")).into(t, &v1c)
+	var seed resourcev1alpha2.ResourceClaim
+	admin(t, "POST", path2(ns, "resourceclaims"), makeClaim("c2", "gpu")).into(t, &seed)
+	ck := testAPI.reg.get(gvrOf(resourcev1alpha2.SchemeGroupVersion, "resourceclaims"))
+	for _, tc := range []struct {
+		name, rv string
+		fresh    bool
+		want     string // the Go type read
+	}{
+		{"c1", v1c.ResourceVersion, false, "*v1.ResourceClaim"},
+		{"c1", "", false, "*v1.ResourceClaim"},
+		{"c1", v1c.ResourceVersion, true, "*v1.ResourceClaim"},
+		{"c2", seed.ResourceVersion, false, "*v1alpha2.ResourceClaim"},
+		{"c2", "1", false, "*v1alpha2.ResourceClaim"},
+	} {
+		ctx := context.Background()
+		if tc.fresh {
+			ctx = context.WithValue(ctx, freshKey{}, true)
+		}
+		// The cache may lag behind the create; a read at the binding's
+		// resourceVersion from etcd answers the same.
+		obj, err := testAPI.readClaimForBinding(ctx, ck, ns, corev1.BindingResourceClaim{Name: tc.name, ResourceVersion: tc.rv})
+		if err != nil {
+			t.Fatalf("%s at %q: %v", tc.name, tc.rv, err)
+		}
+		acc, _ := meta.Accessor(obj)
+		if got := fmt.Sprintf("%T", obj); got != tc.want || resourcev1alpha2.IsView(acc) {
+			t.Errorf("%s at %q: read %s (view %v), want %s in its own version", tc.name, tc.rv, got, resourcev1alpha2.IsView(acc), tc.want)
+		}
+		want := map[string]string{"c1": v1c.ResourceVersion, "c2": seed.ResourceVersion}[tc.name]
+		if acc.GetResourceVersion() != want {
+			t.Errorf("%s at %q: resourceVersion %s, want %s", tc.name, tc.rv, acc.GetResourceVersion(), want)
+		}
+	}
+	_, err := testAPI.readClaimForBinding(context.Background(), ck, ns, corev1.BindingResourceClaim{Name: "absent"})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("absent claim: %v, want NotFound", err)
+	}
+}
+
+// allotNodeSelector reads a v1 allocation's node selector as its JSON
+// form does, field by field.
+func TestAllotNodeSelectorAsJSON(t *testing.T) {
+	req := func(key string, op kcorev1.NodeSelectorOperator, values ...string) kcorev1.NodeSelectorRequirement {
+		return kcorev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	for name, s := range map[string]*kcorev1.NodeSelector{
+		"no terms":    {},
+		"empty term":  {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{}}},
+		"node name":   {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{MatchFields: []kcorev1.NodeSelectorRequirement{req("metadata.name", kcorev1.NodeSelectorOpIn, "n1")}}}},
+		"labels, two": {NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{MatchExpressions: []kcorev1.NodeSelectorRequirement{req("rack", kcorev1.NodeSelectorOpIn, "a", "b"), req("gpu", kcorev1.NodeSelectorOpExists)}}, {MatchExpressions: []kcorev1.NodeSelectorRequirement{req("zone", kcorev1.NodeSelectorOpNotIn, "z")}, MatchFields: []kcorev1.NodeSelectorRequirement{req("metadata.name", kcorev1.NodeSelectorOpIn, "n2")}}}},
+	} {
+		var want corev1.NodeSelector
+		if err := json.Unmarshal(mustJSON(t, s), &want); err != nil {
+			t.Fatal(err)
+		}
+		got := allotNodeSelector(s)
+		if g, w := string(mustJSON(t, got)), string(mustJSON(t, &want)); g != w && !(name == "no terms" && g == `{"nodeSelectorTerms":[]}`) {
+			t.Errorf("%s: %s, want %s", name, g, w)
+		}
+		for _, n := range []struct {
+			name   string
+			labels map[string]string
+		}{{"n1", nil}, {"n2", map[string]string{"zone": "y"}}, {"n3", map[string]string{"rack": "b", "gpu": "x"}}, {"n4", map[string]string{"rack": "c", "gpu": "x"}}} {
+			if g, w := got.Matches(n.name, n.labels), want.Matches(n.name, n.labels); g != w {
+				t.Errorf("%s on %s: matches %v, want %v", name, n.name, g, w)
+			}
+		}
+	}
 }

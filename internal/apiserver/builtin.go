@@ -63,7 +63,8 @@ func builtinKinds() []*kind {
 			newObj: func() runtime.Object { return &resourcev1.ResourceSlice{} }, fields: resourceSliceFields,
 			columns: resourceSliceColumns, row: resourceSliceRow},
 		{gvk: v1.WithKind("ResourceClaim"), resource: "resourceclaims", namespaced: true, hasStatus: true, onCreate: dropStatusOnCreate,
-			newObj: func() runtime.Object { return &resourcev1.ResourceClaim{} }, columns: claimV1Columns, row: claimV1Row},
+			newObj: func() runtime.Object { return &resourcev1.ResourceClaim{} }, viewFields: claimV1ViewFields,
+			columns: claimV1Columns, row: claimV1Row},
 		{gvk: v1.WithKind("ResourceClaimTemplate"), resource: "resourceclaimtemplates", namespaced: true,
 			newObj: func() runtime.Object { return &resourcev1.ResourceClaimTemplate{} }, columns: ageColumns, row: ageRow},
 		{gvk: v1.WithKind("DeviceTaintRule"), resource: "devicetaintrules", hasStatus: true, onCreate: dropStatusOnCreate, prepareCreate: stampTaints,
@@ -179,6 +180,24 @@ func eventFields(obj runtime.Object) fields.Set {
 func claimFields(obj runtime.Object) fields.Set {
 	c := obj.(*resourcev1alpha2.ResourceClaim)
 	return fields.Set{"spec.resourceClassName": c.Spec.ResourceClassName, "status.driverName": c.Status.DriverName}
+}
+
+// claimV1ViewFields is claimFields of a v1 claim's v1alpha2 view
+// (resourceconv.ClaimToV1alpha2): a view has no spec, and its driverName
+// is the driver of the allocation's results when they all have one.
+func claimV1ViewFields(obj runtime.Object) fields.Set {
+	c := obj.(*resourcev1.ResourceClaim)
+	driver := ""
+	if a := c.Status.Allocation; a != nil {
+		for i, r := range a.Devices.Results {
+			if i > 0 && r.Driver != driver {
+				driver = ""
+				break
+			}
+			driver = r.Driver
+		}
+	}
+	return fields.Set{"spec.resourceClassName": "", "status.driverName": driver}
 }
 
 func sliceFields(obj runtime.Object) fields.Set {

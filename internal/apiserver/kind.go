@@ -48,6 +48,10 @@ type kind struct {
 	// fields are the values usable in field selectors, besides
 	// metadata.name and metadata.namespace.
 	fields func(obj runtime.Object) fields.Set
+	// viewFields, when set, are the sibling's fields of the view of an
+	// object of this kind, computed without building the view (the watch
+	// cache computes them on every write: siblingFields).
+	viewFields func(obj runtime.Object) fields.Set
 	// lightDecode, when set, extracts labels and fields for the watch
 	// cache without decoding the whole object.
 	lightDecode func(stored []byte) (storage.Decoded, error)

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -292,18 +293,25 @@ func emptyValue(v any) bool {
 }
 
 // siblingFields adds to a stored object's selectable fields those its
-// sibling version defines, computed on its view, so one watch cache
+// sibling version defines, computed on its view (or by sk.viewFields,
+// which answers the same without building it), so one watch cache
 // answers field selectors of both versions.
 func siblingFields(sk *kind, obj runtime.Object, set map[string]string) {
 	o := sk.sibling
 	if o == nil || o.fields == nil {
 		return
 	}
-	v, err := viewOf(o, obj)
-	if err != nil {
-		return
+	var vf fields.Set
+	if sk.viewFields != nil {
+		vf = sk.viewFields(obj)
+	} else {
+		v, err := viewOf(o, obj)
+		if err != nil {
+			return
+		}
+		vf = o.fields(v)
 	}
-	for f, val := range o.fields(v) {
+	for f, val := range vf {
 		if _, ok := set[f]; !ok {
 			set[f] = val
 		}

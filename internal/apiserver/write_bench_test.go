@@ -108,6 +108,13 @@ func BenchmarkWrite(b *testing.B) {
 	run("claim/create", nil, func(b *testing.B, i int) {
 		serve(b, "POST", claims, js, claimJSON(fmt.Sprintf("c-%d-%d", seq, i), i), 201)
 	})
+	// The seed form's claim, as the claim controller makes it from a
+	// v1alpha2 template.
+	run("claim/create-v1alpha2", nil, func(b *testing.B, i int) {
+		c := makeClaim(fmt.Sprintf("c2-%d-%d", seq, i), "gpu.example.com")
+		c.Labels = map[string]string{"app": "demo", "i": fmt.Sprint(i)}
+		serve(b, "POST", path2("default", "resourceclaims"), js, string(mustJSONb(c)), 201)
+	})
 	run("claim/update", func(b *testing.B, i int) {
 		serve(b, "POST", claims, js, claimJSON(obj("u", i), 0), 201)
 	}, func(b *testing.B, i int) {

@@ -59,7 +59,7 @@ func runTests(m *testing.M) int {
 const pollTimeout = 30 * time.Second
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	c   *client.Client
 	ns  string
@@ -68,7 +68,7 @@ type env struct {
 var nsSeq atomic.Int64
 
 // newEnv connects to the cluster and creates a namespace for the test.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	c, err := client.NewForKubeconfig(cluster.Kubeconfig)
 	if err != nil {
@@ -143,7 +143,7 @@ func (e *env) startController(tune ...func(*Options)) (*Controller, func()) {
 }
 
 // testWriter sends the controller's log to the test's log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
