@@ -296,9 +296,15 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 func claimStatusFeatures(st *resourcev1.ResourceClaimStatus, path *field.Path) featureUses {
 	var u featureUses
 	if a := st.Allocation; a != nil {
-		rp := path.Child("allocation", "devices", "results")
 		for i := range a.Devices.Results {
-			r, p := &a.Devices.Results[i], rp.Index(i)
+			r := &a.Devices.Results[i]
+			// Most results use no gated field: their paths are built only
+			// for a use (this runs twice on every binding).
+			if r.AdminAccess == nil && len(r.Tolerations) == 0 && len(r.BindingConditions) == 0 && len(r.BindingFailureConditions) == 0 &&
+				r.ShareID == nil && len(r.ConsumedCapacity) == 0 && len(r.SkipNodeOperations) == 0 {
+				continue
+			}
+			p := path.Child("allocation", "devices", "results").Index(i)
 			if r.AdminAccess != nil {
 				u.add(V1FeatureAdminAccess, p.Child("adminAccess"))
 			}
