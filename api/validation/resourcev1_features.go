@@ -256,9 +256,11 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 	var u featureUses
 	dp := path.Child("devices")
 	for i := range spec.Devices.Requests {
-		r, rp := &spec.Devices.Requests[i], dp.Child("requests").Index(i)
-		if e := r.Exactly; e != nil {
-			ep := rp.Child("exactly")
+		// Paths are built only for a use: most requests use no gated
+		// field, and this runs on every claim create.
+		r, rp := &spec.Devices.Requests[i], func() *field.Path { return dp.Child("requests").Index(i) }
+		if e := r.Exactly; e != nil && (e.AdminAccess != nil || len(e.Tolerations) > 0 || e.Capacity != nil || len(e.DerivedAttributes) > 0) {
+			ep := rp().Child("exactly")
 			if e.AdminAccess != nil {
 				u.add(V1FeatureAdminAccess, ep.Child("adminAccess"))
 			}
@@ -271,10 +273,10 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 			}
 		}
 		if len(r.FirstAvailable) > 0 {
-			u.add(V1FeaturePrioritizedList, rp.Child("firstAvailable"))
+			u.add(V1FeaturePrioritizedList, rp().Child("firstAvailable"))
 		}
 		for j := range r.FirstAvailable {
-			s, sp := &r.FirstAvailable[j], rp.Child("firstAvailable").Index(j)
+			s, sp := &r.FirstAvailable[j], rp().Child("firstAvailable").Index(j)
 			tolerationFeatures(&u, s.Tolerations, sp.Child("tolerations"))
 			if s.Capacity != nil {
 				u.add(V1FeatureConsumableCapacity, sp.Child("capacity"))

@@ -32,7 +32,7 @@ func ValidateResourceClaimV1StatusUpdate(newC, oldC *resourcev1.ResourceClaim) f
 }
 
 func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resourcev1.ResourceClaimSpec, deleting bool, path *field.Path) field.ErrorList {
-	rp := path.Child("reservedFor")
+	rp := func() *field.Path { return path.Child("reservedFor") }
 	var errs field.ErrorList
 	if len(st.ReservedFor) <= resourcev1.ResourceClaimReservedForMaxSize {
 		// Paths are built only for an error: these checks run on every
@@ -40,11 +40,11 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 		for i := range st.ReservedFor {
 			r := &st.ReservedFor[i]
 			if r.APIGroup != "" && len(utilvalidation.IsDNS1123Subdomain(r.APIGroup)) > 0 {
-				errs = append(errs, dnsSubdomain(rp.Index(i).Child("apiGroup"), r.APIGroup)...)
+				errs = append(errs, dnsSubdomain(rp().Index(i).Child("apiGroup"), r.APIGroup)...)
 			}
 			for _, f := range [...]struct{ name, value string }{{"resource", r.Resource}, {"name", r.Name}, {"uid", string(r.UID)}} {
 				if f.value == "" {
-					errs = append(errs, field.Required(rp.Index(i).Child(f.name), ""))
+					errs = append(errs, field.Required(rp().Index(i).Child(f.name), ""))
 				}
 			}
 		}
@@ -53,7 +53,7 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 		if old.Allocation != nil {
 			errs = append(errs, field.Forbidden(path.Child("allocation"), "may not be cleared while `reservedFor` is not empty: a claim that is reserved must not get deallocated"))
 		} else {
-			errs = append(errs, field.Forbidden(rp, "may only be set while `allocation` is set"))
+			errs = append(errs, field.Forbidden(rp(), "may only be set while `allocation` is set"))
 		}
 	}
 	if deleting {
@@ -63,7 +63,7 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 		}
 		for i, r := range st.ReservedFor {
 			if !had[r.UID] {
-				errs = append(errs, field.Forbidden(rp.Index(i), "new consumers may not be added while the claim is being deleted"))
+				errs = append(errs, field.Forbidden(rp().Index(i), "new consumers may not be added while the claim is being deleted"))
 			}
 		}
 	}
@@ -72,6 +72,9 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 	// checked again.
 	if st.Allocation != nil && old.Allocation == nil {
 		errs = append(errs, validateAllocationV1(st.Allocation, gatherRequestNamesV1(&spec.Devices), path.Child("allocation"))...)
+	}
+	if len(st.Devices) == 0 {
+		return errs
 	}
 	return append(errs, validateDeviceStatusesV1(st, path.Child("devices"))...)
 }
