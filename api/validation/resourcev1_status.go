@@ -91,29 +91,29 @@ func validateAllocationV1(a *resourcev1.AllocationResult, names requestNamesV1, 
 			// A result's path is built only when something is there to
 			// check or to report: these checks run on every binding.
 			r := &a.Devices.Results[i]
-			path := func() *field.Path { return dp.Child("results").Index(i) }
+			rp := func() *field.Path { return dp.Child("results").Index(i) }
 			// "If it references a subrequest in the firstAvailable list on
 			// a DeviceRequest, this field must include both the name of the
 			// main request and the subrequest".
 			if _, hasSubs := names[r.Request]; !names.has(r.Request) || (hasSubs && names[r.Request] != nil) {
-				errs = append(errs, field.Invalid(path().Child("request"), r.Request, "must be the name of an `exactly` request of the claim, or <request>/<subrequest> for a `firstAvailable` request"))
+				errs = append(errs, field.Invalid(rp().Child("request"), r.Request, "must be the name of an `exactly` request of the claim, or <request>/<subrequest> for a `firstAvailable` request"))
 			}
 			if r.Device == "" || len(utilvalidation.IsDNS1123Label(r.Device)) > 0 {
-				errs = append(errs, required(path().Child("device"), r.Device, dnsLabel)...)
+				errs = append(errs, required(rp().Child("device"), r.Device, dnsLabel)...)
 			}
 			if len(r.Tolerations) > 0 {
-				errs = append(errs, validateTolerationsV1(r.Tolerations, path().Child("tolerations"))...)
+				errs = append(errs, validateTolerationsV1(r.Tolerations, rp().Child("tolerations"))...)
 			}
 			if len(r.BindingConditions) > 0 || len(r.BindingFailureConditions) > 0 {
-				errs = append(errs, validateBindingConditionsV1(r.BindingConditions, r.BindingFailureConditions, path())...)
+				errs = append(errs, validateBindingConditionsV1(r.BindingConditions, r.BindingFailureConditions, rp())...)
 			}
 			if len(r.SkipNodeOperations) > 0 {
-				errs = append(errs, validateSkipNodeOperationsV1(r.SkipNodeOperations, path().Child("skipNodeOperations"))...)
+				errs = append(errs, validateSkipNodeOperationsV1(r.SkipNodeOperations, rp().Child("skipNodeOperations"))...)
 			}
 			if len(r.ConsumedCapacity) == 0 {
 				continue
 			}
-			p := path()
+			p := rp()
 			for _, k := range sortedKeys(r.ConsumedCapacity) {
 				cp := keyPath(p.Child("consumedCapacity"), string(k))
 				errs = append(errs, validateQualifiedNameV1(string(k), cp)...)
