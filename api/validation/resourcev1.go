@@ -66,13 +66,21 @@ func currentDeviceCompiler() SelectorCompiler {
 // spec.partitionTypeAttribute), is set: whether the field is accepted is
 // decided by V1Features, and the generated code then only checks its
 // format instead of refusing it a second time.
+//
+// Both operations are built once and share one options map, which the
+// generated code only reads (it was two allocations per call).
 func v1Op(update bool) operation.Operation {
-	op := operation.Operation{Type: operation.Create, Options: map[string]bool{"DRAPartitionableDevicesType": true}}
 	if update {
-		op.Type = operation.Update
+		return v1UpdateOp
 	}
-	return op
+	return v1CreateOp
 }
+
+var (
+	v1Options  = map[string]bool{"DRAPartitionableDevicesType": true}
+	v1CreateOp = operation.Operation{Type: operation.Create, Options: v1Options}
+	v1UpdateOp = operation.Operation{Type: operation.Update, Options: v1Options}
+)
 
 // ValidateDeviceClass checks a DeviceClass being created: a DNS-subdomain
 // name, selectors that compile, and opaque configurations.
@@ -324,6 +332,9 @@ func validateJSONObjectV1(raw *runtime.RawExtension, path *field.Path, limit int
 	if !stored && len(data) > limit {
 		return field.ErrorList{field.TooLong(path, "", limit)}
 	}
+	if jsonObjectDecodes(data) {
+		return nil
+	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
 		return field.ErrorList{field.Invalid(path, omit, "is not valid JSON: "+abbreviate(err.Error(), maxEchoedError))}
@@ -332,6 +343,37 @@ func validateJSONObjectV1(raw *runtime.RawExtension, path *field.Path, limit int
 		return field.ErrorList{field.Invalid(path, omit, "must be a JSON object")}
 	}
 	return nil
+}
+
+// jsonObjectDecodes reports, without decoding, that json.Unmarshal of
+// data into an any would give a map: data is valid JSON, an object, and
+// none of its numbers can overflow a float64 (no digit followed by an
+// exponent, no run of more than 300 digits), the one way the decode of
+// valid JSON into an any fails. It errs on the side of false, for which
+// validateJSONObjectV1 decodes as it always did; the decode was 15
+// allocations for the parameters of a typical claim.
+func jsonObjectDecodes(data []byte) bool {
+	i := 0
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	if i == len(data) || data[i] != '{' {
+		return false
+	}
+	digits := 0
+	for _, c := range data[i:] {
+		switch {
+		case c >= '0' && c <= '9':
+			if digits++; digits > 300 {
+				return false
+			}
+		case (c == 'e' || c == 'E') && digits > 0:
+			return false
+		default:
+			digits = 0
+		}
+	}
+	return json.Valid(data)
 }
 
 // Taints and tolerations.

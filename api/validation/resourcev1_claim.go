@@ -178,7 +178,9 @@ func validateRequestCommonV1(sels []resourcev1.DeviceSelector, mode resourcev1.D
 		}
 	}
 	errs = append(errs, validateAllocationModeV1(mode, count, path)...)
-	errs = append(errs, validateTolerationsV1(tols, path.Child("tolerations"))...)
+	if len(tols) > 0 {
+		errs = append(errs, validateTolerationsV1(tols, path.Child("tolerations"))...)
+	}
 	if capacity != nil {
 		cp := path.Child("capacity", "requests")
 		for _, k := range sortedKeys(capacity.Requests) {
@@ -215,18 +217,18 @@ func validateRequestCommonV1(sels []resourcev1.DeviceSelector, mode resourcev1.D
 // mode to ExactCount and a zero count of ExactCount to one, and claims are
 // judged defaulted.
 func validateAllocationModeV1(mode resourcev1.DeviceAllocationMode, count int64, path *field.Path) field.ErrorList {
-	cp := path.Child("count")
+	cp := func() *field.Path { return path.Child("count") }
 	switch mode {
 	case resourcev1.DeviceAllocationModeAll:
 		if count != 0 {
-			return field.ErrorList{field.Invalid(cp, count, "must not be set when `allocationMode` is 'All'")}
+			return field.ErrorList{field.Invalid(cp(), count, "must not be set when `allocationMode` is 'All'")}
 		}
 	case resourcev1.DeviceAllocationModeExactCount:
 		if count <= 0 {
-			return field.ErrorList{field.Invalid(cp, count, "must be greater than zero")}
+			return field.ErrorList{field.Invalid(cp(), count, "must be greater than zero")}
 		}
 		if count > resourcev1.AllocationResultsMaxSize {
-			return field.ErrorList{field.Invalid(cp, count, fmt.Sprintf("must be at most %d: no allocation holds more devices (AllocationResultsMaxSize)", resourcev1.AllocationResultsMaxSize))}
+			return field.ErrorList{field.Invalid(cp(), count, fmt.Sprintf("must be at most %d: no allocation holds more devices (AllocationResultsMaxSize)", resourcev1.AllocationResultsMaxSize))}
 		}
 	}
 	return nil
@@ -301,16 +303,18 @@ func validateDerivedAttributeUse(dc *resourcev1.DeviceClaim, path *field.Path) f
 			}
 		}
 	}
+	// Paths only for requests that derive attributes (few do).
 	for i, r := range dc.Requests {
-		rp := path.Child("requests").Index(i)
-		if r.Exactly != nil {
-			check(r.Exactly.DerivedAttributes, r.Name, "", rp.Child("exactly", "derivedAttributes"))
+		if r.Exactly != nil && len(r.Exactly.DerivedAttributes) > 0 {
+			check(r.Exactly.DerivedAttributes, r.Name, "", path.Child("requests").Index(i).Child("exactly", "derivedAttributes"))
 		}
 		if len(r.FirstAvailable) > resourcev1.FirstAvailableDeviceRequestMaxSize {
 			continue
 		}
 		for j, s := range r.FirstAvailable {
-			check(s.DerivedAttributes, r.Name, s.Name, rp.Child("firstAvailable").Index(j).Child("derivedAttributes"))
+			if len(s.DerivedAttributes) > 0 {
+				check(s.DerivedAttributes, r.Name, s.Name, path.Child("requests").Index(i).Child("firstAvailable").Index(j).Child("derivedAttributes"))
+			}
 		}
 	}
 	return errs

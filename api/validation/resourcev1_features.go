@@ -256,9 +256,11 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 	var u featureUses
 	dp := path.Child("devices")
 	for i := range spec.Devices.Requests {
-		r, rp := &spec.Devices.Requests[i], dp.Child("requests").Index(i)
-		if e := r.Exactly; e != nil {
-			ep := rp.Child("exactly")
+		// Paths are built only for a use: most requests use no gated
+		// field, and this runs on every claim create.
+		r, rp := &spec.Devices.Requests[i], func() *field.Path { return dp.Child("requests").Index(i) }
+		if e := r.Exactly; e != nil && (e.AdminAccess != nil || len(e.Tolerations) > 0 || e.Capacity != nil || len(e.DerivedAttributes) > 0) {
+			ep := rp().Child("exactly")
 			if e.AdminAccess != nil {
 				u.add(V1FeatureAdminAccess, ep.Child("adminAccess"))
 			}
@@ -271,10 +273,10 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 			}
 		}
 		if len(r.FirstAvailable) > 0 {
-			u.add(V1FeaturePrioritizedList, rp.Child("firstAvailable"))
+			u.add(V1FeaturePrioritizedList, rp().Child("firstAvailable"))
 		}
 		for j := range r.FirstAvailable {
-			s, sp := &r.FirstAvailable[j], rp.Child("firstAvailable").Index(j)
+			s, sp := &r.FirstAvailable[j], rp().Child("firstAvailable").Index(j)
 			tolerationFeatures(&u, s.Tolerations, sp.Child("tolerations"))
 			if s.Capacity != nil {
 				u.add(V1FeatureConsumableCapacity, sp.Child("capacity"))
@@ -296,9 +298,15 @@ func claimSpecFeatures(spec *resourcev1.ResourceClaimSpec, path *field.Path) fea
 func claimStatusFeatures(st *resourcev1.ResourceClaimStatus, path *field.Path) featureUses {
 	var u featureUses
 	if a := st.Allocation; a != nil {
-		rp := path.Child("allocation", "devices", "results")
 		for i := range a.Devices.Results {
-			r, p := &a.Devices.Results[i], rp.Index(i)
+			r := &a.Devices.Results[i]
+			// Most results use no gated field: their paths are built only
+			// for a use (this runs twice on every binding).
+			if r.AdminAccess == nil && len(r.Tolerations) == 0 && len(r.BindingConditions) == 0 && len(r.BindingFailureConditions) == 0 &&
+				r.ShareID == nil && len(r.ConsumedCapacity) == 0 && len(r.SkipNodeOperations) == 0 {
+				continue
+			}
+			p := path.Child("allocation", "devices", "results").Index(i)
 			if r.AdminAccess != nil {
 				u.add(V1FeatureAdminAccess, p.Child("adminAccess"))
 			}

@@ -32,22 +32,28 @@ func ValidateResourceClaimV1StatusUpdate(newC, oldC *resourcev1.ResourceClaim) f
 }
 
 func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resourcev1.ResourceClaimSpec, deleting bool, path *field.Path) field.ErrorList {
-	rp := path.Child("reservedFor")
+	rp := func() *field.Path { return path.Child("reservedFor") }
 	var errs field.ErrorList
 	if len(st.ReservedFor) <= resourcev1.ResourceClaimReservedForMaxSize {
-		for i, r := range st.ReservedFor {
-			p := rp.Index(i)
-			errs = append(errs, optional(p.Child("apiGroup"), r.APIGroup, dnsSubdomain)...)
-			errs = append(errs, required(p.Child("resource"), r.Resource, nil)...)
-			errs = append(errs, required(p.Child("name"), r.Name, nil)...)
-			errs = append(errs, required(p.Child("uid"), string(r.UID), nil)...)
+		// Paths are built only for an error: these checks run on every
+		// binding.
+		for i := range st.ReservedFor {
+			r := &st.ReservedFor[i]
+			if r.APIGroup != "" && len(utilvalidation.IsDNS1123Subdomain(r.APIGroup)) > 0 {
+				errs = append(errs, dnsSubdomain(rp().Index(i).Child("apiGroup"), r.APIGroup)...)
+			}
+			for _, f := range [...]struct{ name, value string }{{"resource", r.Resource}, {"name", r.Name}, {"uid", string(r.UID)}} {
+				if f.value == "" {
+					errs = append(errs, field.Required(rp().Index(i).Child(f.name), ""))
+				}
+			}
 		}
 	}
 	if len(st.ReservedFor) > 0 && st.Allocation == nil {
 		if old.Allocation != nil {
 			errs = append(errs, field.Forbidden(path.Child("allocation"), "may not be cleared while `reservedFor` is not empty: a claim that is reserved must not get deallocated"))
 		} else {
-			errs = append(errs, field.Forbidden(rp, "may only be set while `allocation` is set"))
+			errs = append(errs, field.Forbidden(rp(), "may only be set while `allocation` is set"))
 		}
 	}
 	if deleting {
@@ -57,7 +63,7 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 		}
 		for i, r := range st.ReservedFor {
 			if !had[r.UID] {
-				errs = append(errs, field.Forbidden(rp.Index(i), "new consumers may not be added while the claim is being deleted"))
+				errs = append(errs, field.Forbidden(rp().Index(i), "new consumers may not be added while the claim is being deleted"))
 			}
 		}
 	}
@@ -66,6 +72,9 @@ func validateClaimStatusV1(st, old *resourcev1.ResourceClaimStatus, spec *resour
 	// checked again.
 	if st.Allocation != nil && old.Allocation == nil {
 		errs = append(errs, validateAllocationV1(st.Allocation, gatherRequestNamesV1(&spec.Devices), path.Child("allocation"))...)
+	}
+	if len(st.Devices) == 0 {
+		return errs
 	}
 	return append(errs, validateDeviceStatusesV1(st, path.Child("devices"))...)
 }
@@ -79,17 +88,32 @@ func validateAllocationV1(a *resourcev1.AllocationResult, names requestNamesV1, 
 	dp := path.Child("devices")
 	if len(a.Devices.Results) <= resourcev1.AllocationResultsMaxSize {
 		for i := range a.Devices.Results {
-			r, p := &a.Devices.Results[i], dp.Child("results").Index(i)
+			// A result's path is built only when something is there to
+			// check or to report: these checks run on every binding.
+			r := &a.Devices.Results[i]
+			rp := func() *field.Path { return dp.Child("results").Index(i) }
 			// "If it references a subrequest in the firstAvailable list on
 			// a DeviceRequest, this field must include both the name of the
 			// main request and the subrequest".
 			if _, hasSubs := names[r.Request]; !names.has(r.Request) || (hasSubs && names[r.Request] != nil) {
-				errs = append(errs, field.Invalid(p.Child("request"), r.Request, "must be the name of an `exactly` request of the claim, or <request>/<subrequest> for a `firstAvailable` request"))
+				errs = append(errs, field.Invalid(rp().Child("request"), r.Request, "must be the name of an `exactly` request of the claim, or <request>/<subrequest> for a `firstAvailable` request"))
 			}
-			errs = append(errs, required(p.Child("device"), r.Device, dnsLabel)...)
-			errs = append(errs, validateTolerationsV1(r.Tolerations, p.Child("tolerations"))...)
-			errs = append(errs, validateBindingConditionsV1(r.BindingConditions, r.BindingFailureConditions, p)...)
-			errs = append(errs, validateSkipNodeOperationsV1(r.SkipNodeOperations, p.Child("skipNodeOperations"))...)
+			if r.Device == "" || len(utilvalidation.IsDNS1123Label(r.Device)) > 0 {
+				errs = append(errs, required(rp().Child("device"), r.Device, dnsLabel)...)
+			}
+			if len(r.Tolerations) > 0 {
+				errs = append(errs, validateTolerationsV1(r.Tolerations, rp().Child("tolerations"))...)
+			}
+			if len(r.BindingConditions) > 0 || len(r.BindingFailureConditions) > 0 {
+				errs = append(errs, validateBindingConditionsV1(r.BindingConditions, r.BindingFailureConditions, rp())...)
+			}
+			if len(r.SkipNodeOperations) > 0 {
+				errs = append(errs, validateSkipNodeOperationsV1(r.SkipNodeOperations, rp().Child("skipNodeOperations"))...)
+			}
+			if len(r.ConsumedCapacity) == 0 {
+				continue
+			}
+			p := rp()
 			for _, k := range sortedKeys(r.ConsumedCapacity) {
 				cp := keyPath(p.Child("consumedCapacity"), string(k))
 				errs = append(errs, validateQualifiedNameV1(string(k), cp)...)
