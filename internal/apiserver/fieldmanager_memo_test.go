@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -631,4 +632,57 @@ func TestCreateMemoThrottlesMisses(t *testing.T) {
 	if !hit {
 		t.Errorf("a shape created %d times never got into the memo", memoStoreEvery+1)
 	}
+}
+
+// templateClaim is a v1 claim as the claim controller makes it from a
+// template for pod i: owned by the pod (its uid a list key), labelled.
+func templateClaim(i int, owners ...string) *resourcev1.ResourceClaim {
+	c := v1Claim(fmt.Sprint("pod-", i, "-gpu"))
+	c.Namespace = "default"
+	c.Annotations = map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"}
+	for j, uid := range owners {
+		c.OwnerReferences = append(c.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod",
+			Name: fmt.Sprint("pod-", i, "-", j), UID: types.UID(uid), Controller: ptrTo(j == 0), BlockOwnerDeletion: ptrTo(true)})
+	}
+	return c
+}
+
+// BenchmarkCreateMemo is trackCreate for claims made from a template
+// (each owned by another pod) and for pods of a shape the memo does not
+// hold while it holds memoShapes others (the lookup of a miss).
+func BenchmarkCreateMemo(b *testing.B) {
+	claims := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
+	pods := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
+	b.Run("claim/template", func(b *testing.B) {
+		objs := make([]*resourcev1.ResourceClaim, 64)
+		for i := range objs {
+			objs[i] = templateClaim(i, fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i))
+		}
+		b.ReportAllocs()
+		c0 := processCPU()
+		for i := range b.N {
+			if _, err := testAPI.trackCreate(claims, objs[i%len(objs)].DeepCopyObject(), "bench-claims"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, c0)
+	})
+	b.Run("pod/lookup-miss", func(b *testing.B) {
+		for i := range memoShapes {
+			p := makePod(fmt.Sprint("m", i)).label(fmt.Sprint("l", i), "v").obj()
+			p.Namespace = "default"
+			if _, err := testAPI.trackCreate(pods, p, "bench-miss"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		other := makePod("other").label("app", "web").label("tier", "x").obj()
+		other.Namespace = "default"
+		m := &pods.fm.creates
+		b.ReportAllocs()
+		for range b.N {
+			if m.lookup("bench-miss", other) != nil {
+				b.Fatal("hit")
+			}
+		}
+	})
 }
