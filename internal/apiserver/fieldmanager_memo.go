@@ -76,11 +76,13 @@ import (
 // whose fields are all stripped, or a failed comparison, gets none, and is
 // left to the field manager every time). A manager whose last creates
 // all missed (more than 2×memoShapes lookups) stores one miss in
-// memoStoreEvery only: claims made from a template, each owned by
-// another pod, never share a shape (the owner's uid is a list key), and
-// would otherwise pay a copy per create for nothing.
-// TestCreateMemoAgreesWithTheFieldManager, TestCreateMemoCustomResources
-// and FuzzCreateMemo compare its answers with the field manager's own.
+// memoStoreEvery only: a family whose objects never share a shape would
+// otherwise pay a copy per create for nothing. A lookup tries the shape
+// of the manager's last hit first, and compares no shape whose labels,
+// annotations or owners are not as many as the object's.
+// TestCreateMemoAgreesWithTheFieldManager, TestCreateMemoCustomResources,
+// TestCreateMemoOwnerUIDs and FuzzCreateMemo compare its answers with the
+// field manager's own.
 
 const (
 	// memoShapes is how many shapes the memo keeps per kind and manager;
@@ -107,8 +109,7 @@ type memoShapeRing struct {
 	// last is the entry of the last hit, tried first.
 	last atomic.Int32
 	// misses counts the lookups since the last hit: a family whose
-	// objects never share a shape (claims owned by one pod each: the
-	// owner's uid is a list key) stops paying a copy per create.
+	// objects never share a shape stops paying a copy per create.
 	misses atomic.Int32
 }
 
