@@ -803,14 +803,20 @@ func BenchmarkCreateMemo(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		other := makePod("other").label("app", "web").label("tier", "x").obj()
-		other.Namespace = "default"
 		m := &pods.fm.creates
-		b.ReportAllocs()
-		for range b.N {
-			if memoHas(m, "bench-miss", other) {
-				b.Fatal("hit")
-			}
+		for _, other := range []*corev1.Pod{
+			makePod("other").label("app", "web").label("tier", "x").obj(), // labels: as many as none
+			makePod("other").label("app", "web").obj(),                    // one: compared
+		} {
+			other.Namespace = "default"
+			b.Run(fmt.Sprint("labels=", len(other.Labels)), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					if memoHas(m, "bench-miss", other) {
+						b.Fatal("hit")
+					}
+				}
+			})
 		}
 	})
 }
