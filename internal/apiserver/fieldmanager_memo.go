@@ -60,8 +60,9 @@ import (
 // entry by entry: each entry's other fields (apiVersion, kind, name,
 // controller, blockOwnerDeletion) by shape, as outside a list, for the
 // field set holds their presence only, and the uids (the keys,
-// k:{"uid":"..."}) equal, or else rewritten. Claims made from a template,
-// each owned by another pod (another name and uid), are one shape so. A hit whose owners' uids differ rewrites those keys in the
+// k:{"uid":"..."}) equal, or else rewritten. Claims made from a
+// template, each owned by another pod (another name and uid), are one
+// shape so. A hit whose owners' uids differ rewrites those keys in the
 // remembered FieldsV1 (rewriteOwners), which is exact only when
 // ownerKeysOf proved, when the shape was stored, that each owner's key
 // text occurs once in it and is the key of metadata.ownerReferences; the
