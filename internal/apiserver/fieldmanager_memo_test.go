@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -125,6 +127,7 @@ func TestCreateMemoAgreesWithTheFieldManager(t *testing.T) {
 				objs = append(objs, c)
 			}
 			objs = append(objs, o)
+			objs = append(objs, reowned(o, r)...)
 			if libraryCreate(t, k, o, "m") != "" {
 				tracked++
 			}
@@ -140,6 +143,129 @@ func TestCreateMemoAgreesWithTheFieldManager(t *testing.T) {
 	}
 	if served < 10 {
 		t.Errorf("only %d built-in kinds checked", served)
+	}
+}
+
+// reowned is copies of o (when it has owners of its own) whose owners
+// have other uids: fresh plain ones, in the same order among themselves
+// as o's or not, with other values of the same shape; o's owners
+// reversed; and one owner's uid made unplain.
+func reowned(o runtime.Object, r *rand.Rand) []runtime.Object {
+	om := objectMeta(o)
+	if om == nil || len(om.OwnerReferences) == 0 {
+		return nil
+	}
+	var out []runtime.Object
+	for n := range 3 {
+		c := o.DeepCopyObject()
+		cm := objectMeta(c)
+		for i := range cm.OwnerReferences {
+			cm.OwnerReferences[i].UID = types.UID(fmt.Sprintf("%d-%d-%d", r.IntN(1000), n, i))
+			if n == 2 && cm.OwnerReferences[i].Name != "" {
+				cm.OwnerReferences[i].Name += "-other"
+			}
+		}
+		out = append(out, c)
+	}
+	c := o.DeepCopyObject()
+	cm := objectMeta(c)
+	slices.Reverse(cm.OwnerReferences)
+	out = append(out, c)
+	c = o.DeepCopyObject()
+	cm = objectMeta(c)
+	cm.OwnerReferences[0].UID = `a"b\u00e9<`
+	return append(out, c)
+}
+
+// TestCreateMemoOwnerUIDs checks the memo's answers for objects whose
+// only difference is their owners' uids (the keys of
+// metadata.ownerReferences) against the field manager's: claims made
+// from a template (one owner, several), owners reordered, uids that sort
+// otherwise, unplain or repeated uids, an owner's field dropped, a
+// template's owners inside a PodTemplate; and that the claims of one
+// template hit.
+func TestCreateMemoOwnerUIDs(t *testing.T) {
+	claims := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
+	templates := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaimtemplates"))
+	uid := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i) }
+	type step struct {
+		obj  runtime.Object
+		hits bool // the memo answers it (rewriting uids where they differ)
+	}
+	noController := templateClaim(9, uid(9))
+	noController.OwnerReferences[0].Controller = nil
+	podTemplate := func(owner string) runtime.Object {
+		p := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "default"}}
+		p.Spec.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: types.UID(owner)}}
+		p.Spec.Spec = v1Claim("c").Spec
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		k     *kind
+		steps []step
+	}{
+		{"one owner", claims, []step{
+			{templateClaim(0, uid(1)), false},
+			{templateClaim(1, uid(2)), true},
+			{templateClaim(2, "0"), true},
+			{templateClaim(3, "zzz.9_x"), true},
+			{templateClaim(4, uid(1)), true},
+		}},
+		{"several owners", claims, []step{
+			{templateClaim(0, "b", "d", "f"), false},
+			{templateClaim(1, "c", "e", "g"), true},
+			{templateClaim(2, "a", "b", "c"), true},
+			{templateClaim(3, "b", "a", "c"), false}, // another order among them
+			{templateClaim(4, "c", "b", "d"), true},  // as the last stored
+			{templateClaim(5, "x", "x", "y"), false}, // repeated
+			{templateClaim(6, "c", "e"), false},
+		}},
+		{"reordered owners", claims, []step{
+			{templateClaim(0, "u1", "u2"), false},
+			{templateClaim(0, "u2", "u1"), false},
+			{templateClaim(0, "u3", "u4"), true},
+		}},
+		{"unplain uids", claims, []step{
+			{templateClaim(0, "u1"), false},
+			{templateClaim(1, `u"2`), false},
+			{templateClaim(2, "ué"), false},
+			{templateClaim(3, ""), false},
+			{templateClaim(4, "u5"), true},
+		}},
+		{"an owner's field dropped", claims, []step{
+			{templateClaim(0, uid(0)), false},
+			{noController, false},
+			{templateClaim(1, uid(1)), true},
+		}},
+		{"a template's owners", templates, []step{
+			{podTemplate("a"), false},
+			{podTemplate("b"), false},
+			{podTemplate("a"), true}, // the same uids
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			manager := "memo-owners-" + tc.name
+			m := &tc.k.fm.creates
+			for i, s := range tc.steps {
+				s.obj.GetObjectKind().SetGroupVersionKind(tc.k.gvk) // as trackCreate does
+				e, rewrite := m.lookup(manager, s.obj)
+				if hit := e != nil; hit != s.hits {
+					t.Errorf("step %d: hit %v (rewrite %v), want %v", i, e != nil, rewrite, s.hits)
+				}
+				if got, want := memoCreate(t, tc.k, s.obj, manager), libraryCreate(t, tc.k, s.obj, manager); got != want {
+					t.Errorf("step %d: memo answers\n%s\nthe field manager\n%s", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+// The owners' comparison (ownersMatch) names every field of an owner
+// reference; a new one must be added to it.
+func TestCreateMemoOwnerFields(t *testing.T) {
+	if n := reflect.TypeFor[metav1.OwnerReference]().NumField(); n != 6 {
+		t.Errorf("metav1.OwnerReference has %d fields, ownersMatch compares 6", n)
 	}
 }
 
@@ -260,11 +386,11 @@ func TestCreateMemoSkips(t *testing.T) {
 			t.Errorf("got\n%s\nwant\n%s", got, want)
 		}
 	}
-	if m.lookup("memo-skip", own) != nil || m.lookup("memo-skip", applied) != nil || m.lookup("memo-skip", bare) != nil {
+	if memoHas(m, "memo-skip", own) || memoHas(m, "memo-skip", applied) || memoHas(m, "memo-skip", bare) {
 		t.Errorf("remembered a create it must leave to the field manager")
 	}
 	memoCreate(t, k, p, "memo-skip")
-	if m.lookup("memo-skip", p) == nil {
+	if !memoHas(m, "memo-skip", p) {
 		t.Errorf("a plain create is not remembered")
 	}
 	for i := range memoManagers + 1 {
@@ -294,6 +420,8 @@ func FuzzCreateMemo(f *testing.F) {
 		{`{"metadata":{"name":"a"},"spec":{"nodeName":"","hostNetwork":true,"terminationGracePeriodSeconds":0}}`,
 			`{"metadata":{"name":"a"},"spec":{"nodeName":"n","hostNetwork":false,"terminationGracePeriodSeconds":30}}`},
 		{`{"metadata":{"name":"a"},"status":{"phase":"Pending","startTime":"2026-01-01T00:00:00Z"}}`, `{}`},
+		{`{"metadata":{"name":"a","ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u1","controller":true},{"apiVersion":"v1","kind":"Node","name":"n","uid":"u0"}]}}`,
+			`{"metadata":{"name":"b","ownerReferences":[{"apiVersion":"v1","kind":"Pod","name":"q","uid":"u3","controller":false},{"apiVersion":"v1","kind":"Node","name":"m","uid":"u2"}]}}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]), uint64(1))
 	}
@@ -318,7 +446,8 @@ func FuzzCreateMemo(f *testing.F) {
 		if !sameShape(reflect.ValueOf(&pa), reflect.ValueOf(ca)) {
 			t.Fatalf("a copy with other values is not taken as the same shape: %s", a)
 		}
-		checkMemo(t, k, []runtime.Object{&pa, ca, &pb}, fmt.Sprint("memo-fuzz-", seed%4))
+		objs := []runtime.Object{&pa, ca, &pb}
+		checkMemo(t, k, append(objs, reowned(&pa, rand.New(rand.NewPCG(seed, 27)))...), fmt.Sprint("memo-fuzz-", seed%4))
 	})
 }
 
@@ -577,17 +706,17 @@ func TestCreateMemoConcurrent(t *testing.T) {
 	}
 }
 
-// A manager whose creates never share a shape (each owned by another
-// pod: the owner's uid is a list key) stops storing every miss; a family
-// of one shape arriving later still gets in and hits.
+// A manager whose creates never share a shape (each with another label)
+// stops storing every miss; a family of one shape
+// arriving later still gets in and hits.
 func TestCreateMemoThrottlesMisses(t *testing.T) {
 	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
 	m := &k.fm.creates
 	const manager = "memo-throttle"
 	owned := func(i int) *corev1.Pod {
-		p := makePod(fmt.Sprint("o", i)).obj()
+		p := makePod(fmt.Sprint("o", i)).label(fmt.Sprint("l", i), "v").obj()
 		p.Namespace = "default"
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "owner", UID: types.UID(fmt.Sprint("u", i))}}
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: fmt.Sprint("owner", i), UID: types.UID(fmt.Sprint("u", i))}}
 		return p
 	}
 	stored := func() (n int) {
@@ -620,7 +749,7 @@ func TestCreateMemoThrottlesMisses(t *testing.T) {
 	same := owned(2000)
 	hit := false
 	for range memoStoreEvery + 1 {
-		if m.lookup(manager, same) != nil {
+		if memoHas(m, manager, same) {
 			hit = true
 			break
 		}
@@ -631,4 +760,69 @@ func TestCreateMemoThrottlesMisses(t *testing.T) {
 	if !hit {
 		t.Errorf("a shape created %d times never got into the memo", memoStoreEvery+1)
 	}
+}
+
+// templateClaim is a v1 claim as the claim controller makes it from a
+// template for pod i: owned by the pod (its uid a list key), labelled.
+func templateClaim(i int, owners ...string) *resourcev1.ResourceClaim {
+	c := v1Claim(fmt.Sprint("pod-", i, "-gpu"))
+	c.Namespace = "default"
+	c.Annotations = map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"}
+	for j, uid := range owners {
+		c.OwnerReferences = append(c.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "Pod",
+			Name: fmt.Sprint("pod-", i, "-", j), UID: types.UID(uid), Controller: ptrTo(j == 0), BlockOwnerDeletion: ptrTo(true)})
+	}
+	return c
+}
+
+// BenchmarkCreateMemo is trackCreate for claims made from a template
+// (each owned by another pod) and for pods of a shape the memo does not
+// hold while it holds memoShapes others (the lookup of a miss).
+func BenchmarkCreateMemo(b *testing.B) {
+	claims := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
+	pods := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
+	b.Run("claim/template", func(b *testing.B) {
+		objs := make([]*resourcev1.ResourceClaim, 64)
+		for i := range objs {
+			objs[i] = templateClaim(i, fmt.Sprintf("%08x-0000-4000-8000-%012x", i*7919, i))
+		}
+		b.ReportAllocs()
+		c0 := processCPU()
+		for i := range b.N {
+			if _, err := testAPI.trackCreate(claims, objs[i%len(objs)].DeepCopyObject(), "bench-claims"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, c0)
+	})
+	b.Run("pod/lookup-miss", func(b *testing.B) {
+		for i := range memoShapes {
+			p := makePod(fmt.Sprint("m", i)).label(fmt.Sprint("l", i), "v").obj()
+			p.Namespace = "default"
+			if _, err := testAPI.trackCreate(pods, p, "bench-miss"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m := &pods.fm.creates
+		for _, other := range []*corev1.Pod{
+			makePod("other").label("app", "web").label("tier", "x").obj(), // labels: as many as none
+			makePod("other").label("app", "web").obj(),                    // one: compared
+		} {
+			other.Namespace = "default"
+			b.Run(fmt.Sprint("labels=", len(other.Labels)), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					if memoHas(m, "bench-miss", other) {
+						b.Fatal("hit")
+					}
+				}
+			})
+		}
+	})
+}
+
+// memoHas says whether the memo holds manager's answer for obj's shape.
+func memoHas(m *createMemo, manager string, obj runtime.Object) bool {
+	e, _ := m.lookup(manager, obj)
+	return e != nil
 }
