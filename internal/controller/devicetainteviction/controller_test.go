@@ -98,13 +98,7 @@ func TestToleratedForeverNeverEvicted(t *testing.T) {
 	e.start()
 	r := e.rule("all", "", resourcev1.DeviceTaintEffectNoExecute)
 	e.eventually("the 1 s pod is evicted", e.evicted("short"))
-	watchUntil := time.Now().Add(2 * time.Second)
-	for time.Now().Before(watchUntil) {
-		if p := e.pod("forever"); p == nil || p.DeletionTimestamp != nil {
-			t.Fatalf("the forever-tolerating pod was evicted: %+v", p)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	e.keeps("forever", time.Now().Add(2*time.Second))
 	e.eventually("the rule's status has nothing pending",
 		e.ruleSays(r.Name, "Completed", "1 pod evicted since starting the controller."))
 }
@@ -128,14 +122,9 @@ func TestTaintRemovedCancelsEviction(t *testing.T) {
 		t.Fatalf("delete rule: %v", err)
 	}
 	e.eventually("the eviction is cancelled", e.event("saved", "Cancelling deletion"))
-	// Past the due time (timeAdded + 3 s, plus 1 s): still there.
-	due := r.Spec.Taint.TimeAdded.Add(4 * time.Second)
-	for time.Now().Before(due) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p := e.pod("saved"); p == nil || p.DeletionTimestamp != nil {
-		t.Fatalf("the pod was evicted after its taint was removed: %+v", p)
-	}
+	// Watched past the due time (timeAdded + 3 s, plus 1 s): the only
+	// time the controller could have evicted it.
+	e.keeps("saved", r.Spec.Taint.TimeAdded.Add(4*time.Second))
 }
 
 // TestSliceTaintRemovedCancelsEviction: a driver republishing its slice
@@ -175,13 +164,9 @@ func TestSliceTaintRemovedCancelsEviction(t *testing.T) {
 	// "kept" was pending (both pods were synced on the first update) and
 	// is cancelled, or was never pending if the controller saw only the
 	// republished slice; either way it stays past its due time.
-	due := added.Add(4 * time.Second)
-	for time.Now().Before(due) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if p := e.pod("kept"); p == nil || p.DeletionTimestamp != nil {
-		t.Fatalf("the pod whose device was untainted was evicted: %+v", p)
-	}
+	// Watched until timeAdded + 3 s, plus 1 s: the only time the
+	// controller could have evicted it.
+	e.keeps("kept", added.Add(4*time.Second))
 }
 
 // TestRuleStatusOtherEffects: a None rule says what NoExecute would do;

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
@@ -245,6 +246,40 @@ func (e *env) pod(name string) *corev1.Pod {
 		e.t.Fatalf("get pod %s: %v", name, err)
 	}
 	return p
+}
+
+// keeps watches the pod until the deadline and fails the test as soon as
+// it is deleted or marked for deletion: the test's check that the
+// controller leaves it alone. Callers say why the deadline is enough.
+func (e *env) keeps(name string, until time.Time) {
+	e.t.Helper()
+	ctx, cancel := context.WithDeadline(e.ctx, until)
+	defer cancel()
+	for ctx.Err() == nil {
+		p := e.pod(name)
+		if p == nil {
+			e.t.Fatalf("pod %s was evicted before %v: gone", name, until)
+		}
+		if p.DeletionTimestamp != nil {
+			e.t.Fatalf("pod %s was evicted before %v: deleted at %v", name, until, p.DeletionTimestamp)
+		}
+		w, err := e.c.Pods(e.ns).Watch(ctx, metav1.ListOptions{
+			FieldSelector: "metadata.name=" + name, ResourceVersion: p.ResourceVersion})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			e.t.Fatalf("watch pod %s: %v", name, err)
+		}
+		for ev := range w.ResultChan() {
+			q, _ := ev.Object.(*corev1.Pod)
+			if ev.Type == watch.Deleted || (q != nil && q.DeletionTimestamp != nil) {
+				w.Stop()
+				e.t.Fatalf("pod %s was evicted before %v: %s event", name, until, ev.Type)
+			}
+		}
+		w.Stop() // ended by the deadline, or by the server: then watch again
+	}
 }
 
 // evicted reports whether the pod was evicted by this controller: being
