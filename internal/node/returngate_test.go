@@ -65,8 +65,18 @@ func testReturningNode(t *testing.T, restart bool) {
 		t.Fatalf("plugin refused: %s", st.Error)
 	}
 	var log callLog
+	// prepared is closed by the first prepare of the new pod's claim: an
+	// unprepare in progress then logs after it, which is what the test
+	// catches.
+	prepared := make(chan struct{})
+	var prepareOnce sync.Once
 	plugin.OnPrepare(func(req *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
 		log.add("prepare", req.GetClaims())
+		for _, cl := range req.GetClaims() {
+			if cl.GetName() == "new-claim" {
+				prepareOnce.Do(func() { close(prepared) })
+			}
+		}
 		resp := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
 		for _, cl := range req.GetClaims() {
 			resp.Claims[cl.GetUid()] = &drapb.NodePrepareResourceResponse{CdiDevices: []string{dratest.DeviceFor(cl.GetName())}}
@@ -74,7 +84,14 @@ func testReturningNode(t *testing.T, restart bool) {
 		return resp, nil
 	})
 	plugin.OnUnprepare(func(req *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
-		time.Sleep(300 * time.Millisecond) // a slow driver: the new pod must wait for it
+		// A slow driver: an agent that does not wait for it prepares the
+		// new pod's claim meanwhile. Watched for 300 ms (the agent
+		// prepares within milliseconds of starting the unprepare when it
+		// does not wait), or until that prepare arrives.
+		select {
+		case <-prepared:
+		case <-time.After(300 * time.Millisecond):
+		}
 		log.add("unprepare", req.GetClaims())
 		resp := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
 		for _, cl := range req.GetClaims() {
