@@ -52,8 +52,9 @@ type driverModel struct {
 	leaves    []int32 // instances without partitions, in listing order
 	byID      map[string]int32
 	groupByID map[string]int32
-	matches   memo[[]outcome]   // per kind key: the outcome on each leaf
-	explained memo[explanation] // per kind key and class: why nothing matches
+	matches   memo[[]outcome]            // per kind key: the outcome on each leaf
+	explained memo[explanation]          // per kind key and class: why nothing matches
+	seed      atomic.Pointer[seedLayout] // see layout
 }
 
 type instNode struct {

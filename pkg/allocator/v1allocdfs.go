@@ -71,6 +71,9 @@ type v1search struct {
 	mark     []int32 // per device: scratch of bound
 	markN    int32
 	capLeft  [][]int64 // per shareable device: what its capacities have left (nil for others)
+	filled   []int     // per request, under the seed policy (v1prob.seed): its slots filled
+	costs    []v1cand  // under the seed policy: the costs rated in call costCall, by symmetry key
+	costCall int32
 
 	found      bool
 	done       bool
@@ -113,13 +116,16 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		// without growing the stack.
 		cbuf:   ar.cands.room(n),
 		banned: ar.i32.room(n), picks: ar.picks.room(n), best: ar.picks.room(n),
-		gFresh: ar.bools.take(ng), bans: ar.u64.take(n), left: append(ar.i64.room(len(p.left0)), p.left0...), claimDev: ar.lists.take(len(p.r.claims)),
+		gFresh: ar.bools.take(ng), bans: ar.u64.take(n), left: append(ar.i64.room(len(p.left0)), p.left0...), claimDev: ar.lists.take(p.claimCount()),
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
 	for k := range p.cons {
 		if !p.cons[k].c.match {
 			s.consSeen[k] = map[string]int32{}
 		}
+	}
+	if p.seed != nil {
+		s.filled = ar.ints.take(len(p.sreqs))
 	}
 	if p.anyMulti {
 		s.capLeft = make([][]int64, n)
@@ -169,6 +175,9 @@ func (s *v1search) run() error {
 }
 
 func (s *v1search) request(o int) error {
+	if s.p.seed != nil {
+		return s.next(0, -1, nil, 0)
+	}
 	if o == len(s.p.order) {
 		s.solution()
 		return nil
@@ -248,7 +257,7 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 			return nil
 		}
 		s.pick(i, a, c)
-		err := s.slot(o, i, a, k+1)
+		err := s.next(o, i, a, k+1)
 		s.unpick(i, a, c)
 		return err
 	}
@@ -262,8 +271,9 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 			if s.found && s.cost+c.cost+rest >= s.bestCost {
 				continue
 			}
+			cBans := s.bans[c.l]
 			s.pick(i, a, c)
-			err := s.slot(o, i, a, k+1)
+			err := s.next(o, i, a, k+1)
 			s.unpick(i, a, c)
 			if err != nil || s.done {
 				return err
@@ -272,9 +282,11 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 			if c.key >= 0 && i < 64 {
 				// Its images too: their subtrees are images of c's, and
 				// a later candidate's subtree with one of them is an
-				// image of a subtree with c.
+				// image of a subtree with c. Under the seed policy other
+				// requests' slots come between this request's, so an
+				// image must also be banned for the same requests.
 				for _, d := range cands {
-					if d.key == c.key && s.bans[d.l]>>i&1 == 0 {
+					if d.key == c.key && s.bans[d.l]>>i&1 == 0 && (s.p.seed == nil || s.bans[d.l] == cBans) {
 						s.ban(i, d.l)
 					}
 				}
@@ -288,6 +300,53 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	s.banned = s.banned[:bstart]
 	s.cbuf = s.cbuf[:cstart]
 	return err
+}
+
+// next goes on once slot k-1 of request i (at position o of the order)
+// is filled: with slot k of the same request, in the request order; under
+// the seed policy (v1prob.seed) with the next free slot of the request
+// that has the fewest free candidates (ties: the lowest), as seed 002's
+// allocator always chose its next request. i < 0 starts the search.
+func (s *v1search) next(o, i int, a *v1salt, k int) error {
+	if s.p.seed == nil {
+		return s.slot(o, i, a, k)
+	}
+	if i >= 0 {
+		s.filled[i] = k
+	}
+	j := s.nextSeed()
+	var err error
+	if j < 0 {
+		s.solution()
+	} else {
+		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.filled[j])
+	}
+	if i >= 0 {
+		s.filled[i] = k - 1
+	}
+	return err
+}
+
+// nextSeed returns the request with slots left and the fewest free
+// candidates (ties: the lowest), or -1 when every slot is filled.
+func (s *v1search) nextSeed() int {
+	best, bestN := -1, 0
+	for j := range s.p.sreqs {
+		a := &s.p.sreqs[j].alts[0]
+		if s.filled[j] >= a.a.count {
+			continue
+		}
+		n := 0
+		for _, l := range a.cands {
+			if s.free(l) {
+				n++
+			}
+		}
+		if best < 0 || n < bestN {
+			best, bestN = j, n
+		}
+	}
+	return best
 }
 
 // ban keeps device l from the later slots of request i, while the
@@ -320,6 +379,26 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 
 // candidate rates device l for a slot of request i.
 func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
+	if s.p.seed != nil {
+		// Images (equal keys) cost the same: rate one of each.
+		c := v1cand{l: l, key: s.symmetryKey(i, l)}
+		if c.key >= 0 {
+			if s.costCall != s.call {
+				s.costs, s.costCall = s.costs[:0], s.call
+			}
+			for _, d := range s.costs {
+				if d.key == c.key {
+					c.lost, c.cost = d.lost, d.cost
+					return c
+				}
+			}
+		}
+		c.lost, c.cost = s.p.seed.cost(l)
+		if c.key >= 0 {
+			s.costs = append(s.costs, c)
+		}
+		return c
+	}
 	c := v1cand{l: l, key: -1, demand: int32(bits.OnesCount64(s.p.kinds[l] & s.pend[o]))}
 	if !a.a.admin {
 		c.lost = int32(s.lostOf(l))
@@ -363,7 +442,7 @@ func (s *v1search) untouched(i int, g int32) bool {
 	}
 	fresh := true
 	for _, m := range s.p.lgroups[g].members {
-		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) {
+		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) || (s.p.seed != nil && s.bans[m] != 0) {
 			fresh = false
 			break
 		}
@@ -380,6 +459,9 @@ func (s *v1search) untouched(i int, g int32) bool {
 func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 	if !s.enough(i, a, k) {
 		return false
+	}
+	if s.p.seed != nil {
+		return s.boundSeed(i, a, k)
 	}
 	for _, j := range s.p.order[o+1:] {
 		sr := &s.p.sreqs[j]
@@ -422,6 +504,40 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 		for bi := range sr.alts {
 			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.admin {
 				count(j, b)
+			}
+		}
+	}
+	return have >= want
+}
+
+// boundSeed is bound under the seed policy, where every request with
+// slots left comes later.
+func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
+	want := a.a.count - k
+	for j := range s.p.sreqs {
+		b := &s.p.sreqs[j].alts[0]
+		if j == i || s.filled[j] >= b.a.count {
+			continue
+		}
+		if !s.enough(j, b, s.filled[j]) {
+			return false
+		}
+		want += b.a.count - s.filled[j]
+	}
+	if want <= 1 {
+		return true
+	}
+	s.markN++
+	have := 0
+	for j := range s.p.sreqs {
+		b := &s.p.sreqs[j].alts[0]
+		if j != i && s.filled[j] >= b.a.count {
+			continue
+		}
+		for _, l := range b.cands {
+			if s.mark[l] != s.markN && s.allowed(j, b, l) {
+				s.mark[l] = s.markN
+				have++
 			}
 		}
 	}
@@ -500,7 +616,7 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	c := s.p.sreqs[i].claim
 	cd := s.claimDev[c]
-	if len(cd) >= resourcev1.AllocationResultsMaxSize {
+	if len(cd) >= resourcev1.AllocationResultsMaxSize && s.p.seed == nil {
 		return false
 	}
 	multi := s.capLeft != nil && s.capLeft[l] != nil
@@ -509,7 +625,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 		if s.pickedBy(i, l) {
 			return false
 		}
-	} else if slices.Contains(cd, l) {
+	} else if s.p.seed == nil && slices.Contains(cd, l) {
 		return false
 	}
 	if !a.a.admin {
@@ -628,6 +744,9 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 			m[v]++
 		}
 	}
+	if s.p.seed != nil {
+		s.p.seed.place(l, 1)
+	}
 	s.picks = append(s.picks, v1pick{sreq: int32(i), c: c})
 	s.cost += c.cost
 	s.lost += int(c.lost)
@@ -670,6 +789,9 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 				delete(m, v)
 			}
 		}
+	}
+	if s.p.seed != nil {
+		s.p.seed.place(l, -1)
 	}
 	s.picks = s.picks[:len(s.picks)-1]
 	s.cost -= c.cost

@@ -57,6 +57,9 @@ type v1prob struct {
 	shared0  []bool
 	anyMulti bool
 
+	// seed is the seed policy (seedsearch.go), nil for v1 requests.
+	seed *seedView
+
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in
 	cons  []v1consP // constraints of the pending claims

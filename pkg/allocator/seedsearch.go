@@ -1,0 +1,367 @@
+package allocator
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The seed front end of the one search: a driver's part of a seed
+// Request on one node becomes a v1prob over the driver's leaves (local
+// device l is leaf l of the driverModel, in listing order) with one
+// request per kind (count: the items of that kind, of all claims), and
+// the seed policy (v1prob.seed): the next request is the kind with the
+// fewest free candidates, candidates are tried best fit first (the
+// fewest leaves lost to the node's capacity, then inside groups already
+// split, then listing order), and the first solution is the answer. That
+// is the order seed 002's allocator searched in, so the answers are the
+// same leaves.
+
+// seedLayout is what the seed front end needs of a driverModel beyond
+// the tree, computed once per model.
+type seedLayout struct {
+	rootOf     []int32   // per leaf: its root's position in roots
+	rootLeaves [][]int32 // per root: its leaves, in listing order
+	conflicts  [][]int32 // per leaf: the leaves it cannot be allocated with
+	parent     []int32   // per leaf: its partition group's path below the root, interned (0: a root)
+	rel        []int32   // per leaf: its path below the root, interned
+}
+
+// layout returns dm's seedLayout.
+func (dm *driverModel) layout() *seedLayout {
+	if l := dm.seed.Load(); l != nil {
+		return l
+	}
+	n := len(dm.leaves)
+	lo := &seedLayout{rootOf: make([]int32, n), rootLeaves: make([][]int32, len(dm.roots)),
+		conflicts: make([][]int32, n), parent: make([]int32, n), rel: make([]int32, n)}
+	rootPos := make(map[int32]int32, len(dm.roots))
+	for j, r := range dm.roots {
+		rootPos[r] = int32(j)
+	}
+	paths := map[string]int32{"": 0}
+	intern := func(s string) int32 {
+		id, ok := paths[s]
+		if !ok {
+			id = int32(len(paths))
+			paths[s] = id
+		}
+		return id
+	}
+	// groupPath[l]: the groups from the root down to leaf l.
+	groupPath := make([][]int32, n)
+	for l, x := range dm.leaves {
+		in := &dm.insts[x]
+		j := rootPos[in.root]
+		lo.rootOf[l] = j
+		lo.rootLeaves[j] = append(lo.rootLeaves[j], int32(l))
+		_, rel, _ := strings.Cut(in.id, "/")
+		parent, _, _ := cutLast(rel)
+		lo.rel[l], lo.parent[l] = intern(rel), intern(parent)
+		for g := in.parent; g >= 0; g = dm.insts[dm.groups[g].owner].parent {
+			groupPath[l] = append(groupPath[l], g)
+		}
+		slices.Reverse(groupPath[l])
+	}
+	// Two leaves of one root conflict when, where their paths part, they
+	// are in different groups of one instance.
+	for _, leaves := range lo.rootLeaves {
+		for a, la := range leaves {
+			for _, lb := range leaves[a+1:] {
+				pa, pb := groupPath[la], groupPath[lb]
+				k := 0
+				for k < len(pa) && k < len(pb) && pa[k] == pb[k] {
+					k++
+				}
+				if k < len(pa) && k < len(pb) && dm.groups[pa[k]].owner == dm.groups[pb[k]].owner {
+					lo.conflicts[la] = append(lo.conflicts[la], lb)
+					lo.conflicts[lb] = append(lo.conflicts[lb], la)
+				}
+			}
+		}
+	}
+	dm.seed.CompareAndSwap(nil, lo)
+	return dm.seed.Load()
+}
+
+// seedView is the seed policy's state of one search: the driver's tree
+// with the node's and the search's allocations, to rate candidates by
+// the capacity they take.
+type seedView struct {
+	dm    *driverModel
+	lo    *seedLayout
+	st    driverState // the node's state plus the search's picks
+	roots []int32     // per root: its capacity now
+}
+
+// place allocates (sign 1) or frees (sign -1) leaf l.
+func (v *seedView) place(l int32, sign int32) {
+	x := v.dm.leaves[l]
+	v.st.used[x] += sign
+	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
+		v.st.lock[g] += sign
+	}
+	r := v.lo.rootOf[l]
+	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
+}
+
+// cost rates leaf l as seed 002's allocator did: the leaves of the node
+// that can no longer be allocated at the same time once l is (lost),
+// then, among equal losses, the more partition groups on its path already
+// in use the better.
+func (v *seedView) cost(l int32) (lost int32, cost int64) {
+	x := v.dm.leaves[l]
+	pack := 0
+	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
+		if v.st.lock[g] > 0 {
+			pack++
+		}
+	}
+	r := v.lo.rootOf[l]
+	before := v.roots[r]
+	v.place(l, 1)
+	after := v.roots[r]
+	v.place(l, -1)
+	lost = before - after
+	return lost, int64(lost)<<8 - int64(pack)
+}
+
+// seedSearch finds leaves for the items of one driver of a seed request
+// on a node: assign holds the instance of each item (kindOf gives the
+// items' kinds) and lost the capacity they take. Without a solution f
+// says why: the counting bound that failed, else an exhausted search.
+func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []uint64, kindOf []int, nKinds int) (assign []int32, lost int, f *failure, err error) {
+	count := make([]int, nKinds)
+	for _, k := range kindOf {
+		count[k]++
+	}
+	if f := seedBound(dm, ds, masks, count); f != nil {
+		return nil, 0, f, nil
+	}
+	p := dm.seedProb(ds, masks, count)
+	defer p.release()
+	s := p.newSearch(ctx, p.ar.ints.take(nKinds), 0)
+	if err := s.run(); err != nil {
+		return nil, 0, nil, err
+	}
+	if !s.found {
+		return nil, 0, &failure{}, nil
+	}
+	// The j-th pick of a kind goes to its j-th item.
+	assign = make([]int32, len(kindOf))
+	next := make([]int, nKinds)
+	for _, pk := range s.best {
+		k := int(pk.sreq)
+		for next[k] < len(kindOf) && kindOf[next[k]] != k {
+			next[k]++
+		}
+		assign[next[k]] = dm.leaves[pk.c.l]
+		next[k]++
+	}
+	return assign, s.bestLost, nil, nil
+}
+
+// seedBound is the counting bound (Hall's condition with partition
+// capacity): for every set of kinds (all sets when there are at most
+// four, else each kind and all of them together), the items of those
+// kinds must not outnumber the leaves matching them that can be
+// allocated at the same time.
+func seedBound(dm *driverModel, ds *driverState, masks []uint64, count []int) *failure {
+	var live []int
+	for k, c := range count {
+		if c > 0 {
+			live = append(live, k)
+		}
+	}
+	var sets []uint64
+	if len(live) <= 4 {
+		for sub := 1; sub < 1<<len(live); sub++ {
+			var m uint64
+			for i, k := range live {
+				if sub&(1<<i) != 0 {
+					m |= 1 << k
+				}
+			}
+			sets = append(sets, m)
+		}
+	} else {
+		var all uint64
+		for _, k := range live {
+			sets = append(sets, 1<<k)
+			all |= 1 << k
+		}
+		sets = append(sets, all)
+	}
+	for _, m := range sets {
+		need := 0
+		for k, c := range count {
+			if m&(1<<k) != 0 {
+				need += c
+			}
+		}
+		if capacity := dm.capacityOf(ds, masks, m); capacity < need {
+			return &failure{mask: m, need: int32(need), capacity: int32(capacity)}
+		}
+	}
+	return nil
+}
+
+// seedProb builds the one search's problem of a driver's leaves in state
+// ds for the kinds' counts.
+func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v1prob {
+	lo := dm.layout()
+	p := newV1Prob()
+	ar := p.ar
+	n := len(dm.leaves)
+	for l := range n {
+		p.devs = append(p.devs, int32(l))
+	}
+	flags := ar.bools.take(4 * n)
+	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
+	ints := ar.i32.take(3 * n)
+	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
+	p.uses, p.nbr, p.kinds = ar.uses.take(n), ar.edges.take(n), ar.u64.take(n)
+	v := &seedView{dm: dm, lo: lo, roots: ar.i32.take(len(dm.roots))}
+	v.st.used = ar.i32.take(len(dm.insts))
+	v.st.lock = ar.i32.take(len(dm.groups))
+	if ds != nil {
+		copy(v.st.used, ds.used)
+		copy(v.st.lock, ds.lock)
+	}
+	for j, r := range dm.roots {
+		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
+	}
+	p.seed = v
+	for l, x := range dm.leaves {
+		p.free0[l] = dm.free(ds, x)
+		p.inUse[l] = !p.free0[l]
+		p.nbrDone[l] = true
+		p.ctrGroup[l] = -1
+		if p.free0[l] {
+			p.kinds[l] = masks[l]
+		}
+		if c := lo.conflicts[l]; len(c) > 0 {
+			start := len(p.edgeBuf)
+			for _, m := range c {
+				p.edgeBuf = append(p.edgeBuf, v1edge{l: m, conflict: true})
+			}
+			p.nbr[l] = p.edgeBuf[start:len(p.edgeBuf):len(p.edgeBuf)]
+		}
+	}
+	alts := make([]v1alt, len(count))
+	p.sreqs = p.sreqs[:0]
+	salts := ar.alts.take(len(count))
+	for k, c := range count {
+		alts[k].count = c
+		a := &salts[k]
+		a.a, a.kind, a.ok = &alts[k], k, true
+		for l := range n {
+			if p.kinds[l]&(1<<k) != 0 {
+				if a.cands == nil {
+					if cap(p.candBuf)-len(p.candBuf) < n {
+						p.candBuf = make([]int32, 0, 4*n)
+					}
+					a.cands = p.candBuf[len(p.candBuf):len(p.candBuf)]
+				}
+				a.cands = append(a.cands, int32(l))
+			}
+		}
+		p.candBuf = p.candBuf[:len(p.candBuf)+len(a.cands)]
+		a.cands = slices.Clip(a.cands)
+		p.sreqs = append(p.sreqs, v1sreq{alts: salts[k : k+1 : k+1]})
+	}
+	p.order = ar.ints.take(len(count))
+	for i := range p.order {
+		p.order[i] = i
+	}
+	p.seedGroups(ds)
+	return p
+}
+
+// seedGroups gives the search its symmetry: one group per root (its
+// leaves), each leaf's class (its partition group's path below the root,
+// the kinds it matches, free or not), and the class of each root nothing
+// of which is in use (its leaves' paths and classes).
+func (p *v1prob) seedGroups(ds *driverState) {
+	v := p.seed
+	dm, lo := v.dm, v.lo
+	n := len(dm.leaves)
+	p.devGroups = p.ar.lists.take(n)
+	p.lgroups = p.ar.groups.take(len(dm.roots))
+	gbuf := p.ar.i32.take(len(dm.roots))
+	type leafKey struct {
+		parent int32
+		kinds  uint64
+		free   bool
+	}
+	msigs := map[leafKey]int32{}
+	for l := range n {
+		k := leafKey{lo.parent[l], p.kinds[l], p.free0[l]}
+		s, ok := msigs[k]
+		if !ok {
+			s = int32(len(msigs))
+			msigs[k] = s
+		}
+		p.msig[l] = s
+	}
+	var rootSigs map[string]int32
+	var key []byte
+	for j := range dm.roots {
+		lg := &p.lgroups[j]
+		gbuf[j] = int32(j)
+		lg.members, lg.seed, lg.sig = lo.rootLeaves[j], true, -1
+		lg.fresh0 = ds == nil || untouchedRoot(dm, ds, dm.roots[j])
+		for _, l := range lg.members {
+			p.devGroups[l] = gbuf[j : j+1 : j+1]
+		}
+		if !lg.fresh0 || len(lg.members) < 2 {
+			continue
+		}
+		// Leaves are listed in one order for equal trees.
+		key = key[:0]
+		for _, l := range lg.members {
+			key = strconv.AppendInt(key, int64(lo.rel[l]), 10)
+			key = append(key, ':')
+			key = strconv.AppendInt(key, int64(p.msig[l]), 10)
+			key = append(key, ',')
+		}
+		if rootSigs == nil {
+			rootSigs = map[string]int32{}
+		}
+		s, ok := rootSigs[string(key)]
+		if !ok {
+			s = int32(len(rootSigs))
+			rootSigs[string(key)] = s
+		}
+		lg.sig = s
+	}
+}
+
+// untouchedRoot reports whether nothing below root r is in use or locked
+// in ds.
+func untouchedRoot(dm *driverModel, ds *driverState, r int32) bool {
+	if ds.used[r] > 0 {
+		return false
+	}
+	for _, g := range dm.insts[r].groups {
+		if ds.lock[g] > 0 {
+			return false
+		}
+		for _, c := range dm.groups[g].children {
+			if !untouchedRoot(dm, ds, c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// claimCount is the number of claims whose devices the search keeps
+// apart (a seed problem counts its items as one claim's).
+func (p *v1prob) claimCount() int {
+	if p.r == nil {
+		return 1
+	}
+	return len(p.r.claims)
+}
