@@ -58,14 +58,6 @@ func Allocate(ctx context.Context, req *Request, st *NodeState) (*Result, error)
 // the allocations Allocate would have. A scheduler checks every node and
 // builds the allocations of the one it picks.
 func Check(ctx context.Context, req *Request, st *NodeState) (*Result, error) {
-	return check(ctx, req, st, oneSearch)
-}
-
-// oneSearch switches Check from the seed solver to the one search
-// (seedsearch.go) while the two are compared.
-var oneSearch = false
-
-func check(ctx context.Context, req *Request, st *NodeState, one bool) (*Result, error) {
 	node := st.model.node
 	res := &Result{Node: node, req: req, shape: new(atomic.Pointer[reasonShape])}
 	res.CapacityBefore = st.Capacity()
@@ -106,31 +98,16 @@ func check(ctx context.Context, req *Request, st *NodeState, one bool) (*Result,
 		for i, it := range req.items[d] {
 			kinds[i] = it.kind
 		}
-		if one {
-			assign, lost, f, err := seedSearch(ctx, dm, ds, masks, kinds, len(req.kinds[d]))
-			if err != nil {
-				return nil, fmt.Errorf("allocate on node %s, driver %s: %w", node, d, err)
-			}
-			if f != nil {
-				res.Reasons = joinReasons(res.Reasons, req.explain(d, dm, ds, masks, f))
-				continue
-			}
-			res.CapacityAfter -= lost
-			choose(d, assign)
-			continue
-		}
-		s := newSolver(ctx, dm, ds, masks, kinds, len(req.kinds[d]))
-		before := s.rootCap
-		ok, f, err := s.solve()
+		assign, lost, f, err := seedSearch(ctx, dm, ds, masks, kinds, len(req.kinds[d]), false)
 		if err != nil {
 			return nil, fmt.Errorf("allocate on node %s, driver %s: %w", node, d, err)
 		}
-		if !ok {
+		if f != nil {
 			res.Reasons = joinReasons(res.Reasons, req.explain(d, dm, ds, masks, f))
 			continue
 		}
-		res.CapacityAfter -= int(before - s.rootCap)
-		choose(d, s.assign)
+		res.CapacityAfter -= lost
+		choose(d, assign)
 	}
 	if len(res.Reasons) == 0 {
 		res.Fits = true

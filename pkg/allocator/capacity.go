@@ -1,8 +1,8 @@
 package allocator
 
 // Capacity in the plain recursive form: how many leaves can be allocated at
-// the same time. The search keeps the same measure incrementally through
-// signatures; this form scores nodes and is the reference in tests.
+// the same time. It scores nodes, rates the seed search's candidates
+// (per root, seedView) and bounds it (seedBound).
 
 // free reports whether leaf x can be allocated in state ds: it is usable
 // and unused, and no ancestor is used or locked to a group off its path.

@@ -294,33 +294,31 @@ func TestPruningKeepsAnswer(t *testing.T) {
 	}
 }
 
-func newTestSolver(ctx context.Context, req *Request, st *NodeState) *solver {
+// searchDirect runs the one search on driver "drv" of req on st.
+func searchDirect(ctx context.Context, req *Request, st *NodeState, exhaustive bool) (ok bool, assign []int32, lost int, f *failure, err error) {
 	dm := st.model.drivers["drv"]
 	kinds := make([]int, len(req.items["drv"]))
 	for i, it := range req.items["drv"] {
 		kinds[i] = it.kind
 	}
-	return newSolver(ctx, dm, st.stateOf("drv"), req.masks("drv", dm), kinds, len(req.kinds["drv"]))
+	assign, lost, f, err = seedSearch(ctx, dm, st.stateOf("drv"), req.masks("drv", dm), kinds, len(req.kinds["drv"]), exhaustive)
+	return err == nil && f == nil, assign, lost, f, err
 }
 
 func solveDirect(t *testing.T, req *Request, st *NodeState, exhaustive bool) (bool, []int32) {
 	t.Helper()
-	s := newTestSolver(context.Background(), req, st)
-	s.exhaustive = exhaustive
-	ok, _, err := s.solve()
+	ok, assign, _, _, err := searchDirect(context.Background(), req, st, exhaustive)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ok, s.assign
+	return ok, assign
 }
 
 func solveDirectExhaustive(req *Request, st *NodeState) (bool, []int32, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	s := newTestSolver(ctx, req, st)
-	s.exhaustive = true
-	ok, _, err := s.solve()
-	return ok, s.assign, err != nil
+	ok, assign, _, _, err := searchDirect(ctx, req, st, true)
+	return ok, assign, err != nil
 }
 
 // TestFlatMatchesSearch: on nodes without partitions and pods whose
@@ -354,9 +352,7 @@ func TestFlatMatchesSearch(t *testing.T) {
 			t.Fatalf("seed %d: shortcut refused a flat node with one kind", seed)
 		}
 		shortcut++
-		s := newTestSolver(context.Background(), req, st)
-		before := s.rootCap
-		fits, sf, err := s.solve()
+		fits, sAssign, lost, sf, err := searchDirect(context.Background(), req, st, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,8 +360,8 @@ func TestFlatMatchesSearch(t *testing.T) {
 			t.Fatalf("seed %d: shortcut fits=%v, search %v", seed, f == nil, fits)
 		}
 		if fits {
-			if !slices.Equal(assign, s.assign) || int(before-s.rootCap) != len(assign) {
-				t.Fatalf("seed %d: shortcut %v, search %v (capacity %d -> %d)", seed, assign, s.assign, before, s.rootCap)
+			if !slices.Equal(assign, sAssign) || lost != len(assign) {
+				t.Fatalf("seed %d: shortcut %v, search %v (capacity lost %d)", seed, assign, sAssign, lost)
 			}
 			continue
 		}

@@ -6,7 +6,10 @@
 // requests). A seed device is one device for both, and device use is one
 // state (V1State) that counts the claims of both versions; the seed path
 // reads a node's NodeState from it (V1State.SeedNodeState), so no device
-// is handed out twice whichever API asks. The
+// is handed out twice whichever API asks. One search allocates for both:
+// a seed request's items of one kind become one request of the search,
+// over the node's leaves, searched with the seed's policy (fewest free
+// candidates next, best fit first, the first solution). The
 // scheduler and `allot simulate` both use it. The CEL values of both
 // selector environments are in package celenv.
 //

@@ -18,6 +18,26 @@ import (
 // is the order seed 002's allocator searched in, so the answers are the
 // same leaves.
 
+// checkEvery is how many search steps pass between context checks.
+const checkEvery = 64
+
+// maxSteps bounds one search even without a deadline; reaching it is
+// reported like a deadline: unknown, not "does not fit".
+const maxSteps = 1 << 21
+
+// maxKinds is the number of distinct predicates one pod may use for one
+// driver (kinds are kept in a 64-bit mask).
+const maxKinds = 64
+
+// failure says why the search found nothing: when mask is set, the
+// requests of those kinds (need) exceed the capacity for them; otherwise
+// the search was exhausted.
+type failure struct {
+	mask     uint64
+	need     int32
+	capacity int32
+}
+
 // seedLayout is what the seed front end needs of a driverModel beyond
 // the tree, computed once per model.
 type seedLayout struct {
@@ -131,17 +151,23 @@ func (v *seedView) cost(l int32) (lost int32, cost int64) {
 // on a node: assign holds the instance of each item (kindOf gives the
 // items' kinds) and lost the capacity they take. Without a solution f
 // says why: the counting bound that failed, else an exhausted search.
-func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []uint64, kindOf []int, nKinds int) (assign []int32, lost int, f *failure, err error) {
+// exhaustive turns off every pruning (the bound, symmetry, subsets,
+// forward checking): a plain backtracking search that tests compare
+// against, which must give the same answer.
+func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []uint64, kindOf []int, nKinds int, exhaustive bool) (assign []int32, lost int, f *failure, err error) {
 	count := make([]int, nKinds)
 	for _, k := range kindOf {
 		count[k]++
 	}
-	if f := seedBound(dm, ds, masks, count); f != nil {
-		return nil, 0, f, nil
+	if !exhaustive {
+		if f := seedBound(dm, ds, masks, count); f != nil {
+			return nil, 0, f, nil
+		}
 	}
 	p := dm.seedProb(ds, masks, count)
 	defer p.release()
 	s := p.newSearch(ctx, p.ar.ints.take(nKinds), 0)
+	s.exhaustive = exhaustive
 	if err := s.run(); err != nil {
 		return nil, 0, nil, err
 	}
@@ -160,6 +186,87 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 		next[k]++
 	}
 	return assign, s.bestLost, nil, nil
+}
+
+// next goes on once slot k-1 of request i (at position o of the order)
+// is filled: with slot k of the same request, in the request order; under
+// the seed policy (v1prob.seed) with the next free slot of the request
+// that has the fewest free candidates (ties: the lowest), as seed 002's
+// allocator always chose its next request. i < 0 starts the search.
+func (s *v1search) next(o, i int, a *v1salt, k int) error {
+	if s.p.seed == nil {
+		return s.slot(o, i, a, k)
+	}
+	if i >= 0 {
+		s.filled[i] = k
+	}
+	j := s.nextSeed()
+	var err error
+	if j < 0 {
+		s.solution()
+	} else {
+		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.filled[j])
+	}
+	if i >= 0 {
+		s.filled[i] = k - 1
+	}
+	return err
+}
+
+// nextSeed returns the request with slots left and the fewest free
+// candidates (ties: the lowest), or -1 when every slot is filled.
+func (s *v1search) nextSeed() int {
+	best, bestN := -1, 0
+	for j := range s.p.sreqs {
+		a := &s.p.sreqs[j].alts[0]
+		if s.filled[j] >= a.a.count {
+			continue
+		}
+		n := 0
+		for _, l := range a.cands {
+			if s.free(l) {
+				n++
+			}
+		}
+		if best < 0 || n < bestN {
+			best, bestN = j, n
+		}
+	}
+	return best
+}
+
+// boundSeed is bound under the seed policy, where every request with
+// slots left comes later.
+func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
+	want := a.a.count - k
+	for j := range s.p.sreqs {
+		b := &s.p.sreqs[j].alts[0]
+		if j == i || s.filled[j] >= b.a.count {
+			continue
+		}
+		if !s.enough(j, b, s.filled[j]) {
+			return false
+		}
+		want += b.a.count - s.filled[j]
+	}
+	if want <= 1 {
+		return true
+	}
+	s.markN++
+	have := 0
+	for j := range s.p.sreqs {
+		b := &s.p.sreqs[j].alts[0]
+		if j != i && s.filled[j] >= b.a.count {
+			continue
+		}
+		for _, l := range b.cands {
+			if s.mark[l] != s.markN && s.allowed(j, b, l) {
+				s.mark[l] = s.markN
+				have++
+			}
+		}
+	}
+	return have >= want
 }
 
 // seedBound is the counting bound (Hall's condition with partition

@@ -73,7 +73,10 @@ type v1search struct {
 	capLeft  [][]int64 // per shareable device: what its capacities have left (nil for others)
 	filled   []int     // per request, under the seed policy (v1prob.seed): its slots filled
 	costs    []v1cand  // under the seed policy: the costs rated in call costCall, by symmetry key
-	costCall int32
+	// exhaustive (seed policy, tests) turns off the pruning: no bound, no
+	// subsets, no symmetry.
+	exhaustive bool
+	costCall   int32
 
 	found      bool
 	done       bool
@@ -248,7 +251,7 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	if !a.a.admin {
 		rest += int64(need(a) - k - 1)
 	}
-	if !s.bound(o, i, a, k) {
+	if !s.exhaustive && !s.bound(o, i, a, k) {
 		return nil
 	}
 	if a.a.all {
@@ -302,58 +305,11 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	return err
 }
 
-// next goes on once slot k-1 of request i (at position o of the order)
-// is filled: with slot k of the same request, in the request order; under
-// the seed policy (v1prob.seed) with the next free slot of the request
-// that has the fewest free candidates (ties: the lowest), as seed 002's
-// allocator always chose its next request. i < 0 starts the search.
-func (s *v1search) next(o, i int, a *v1salt, k int) error {
-	if s.p.seed == nil {
-		return s.slot(o, i, a, k)
-	}
-	if i >= 0 {
-		s.filled[i] = k
-	}
-	j := s.nextSeed()
-	var err error
-	if j < 0 {
-		s.solution()
-	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.filled[j])
-	}
-	if i >= 0 {
-		s.filled[i] = k - 1
-	}
-	return err
-}
-
-// nextSeed returns the request with slots left and the fewest free
-// candidates (ties: the lowest), or -1 when every slot is filled.
-func (s *v1search) nextSeed() int {
-	best, bestN := -1, 0
-	for j := range s.p.sreqs {
-		a := &s.p.sreqs[j].alts[0]
-		if s.filled[j] >= a.a.count {
-			continue
-		}
-		n := 0
-		for _, l := range a.cands {
-			if s.free(l) {
-				n++
-			}
-		}
-		if best < 0 || n < bestN {
-			best, bestN = j, n
-		}
-	}
-	return best
-}
-
 // ban keeps device l from the later slots of request i, while the
 // current slot tries its other candidates: within a request, devices are
 // chosen as a set, each set once.
 func (s *v1search) ban(i int, l int32) {
-	if i < 64 {
+	if i < 64 && !s.exhaustive {
 		s.bans[l] |= 1 << i
 		s.banned = append(s.banned, l)
 	}
@@ -420,7 +376,7 @@ func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
 // when there is none.
 func (s *v1search) symmetryKey(i int, l int32) int64 {
 	ms := s.p.msig[l]
-	if ms < 0 || s.pickAny[l] != 0 {
+	if ms < 0 || s.pickAny[l] != 0 || s.exhaustive {
 		return -1
 	}
 	gs := s.p.devGroups[l]
@@ -504,40 +460,6 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 		for bi := range sr.alts {
 			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.admin {
 				count(j, b)
-			}
-		}
-	}
-	return have >= want
-}
-
-// boundSeed is bound under the seed policy, where every request with
-// slots left comes later.
-func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
-	want := a.a.count - k
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.filled[j] >= b.a.count {
-			continue
-		}
-		if !s.enough(j, b, s.filled[j]) {
-			return false
-		}
-		want += b.a.count - s.filled[j]
-	}
-	if want <= 1 {
-		return true
-	}
-	s.markN++
-	have := 0
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.filled[j] >= b.a.count {
-			continue
-		}
-		for _, l := range b.cands {
-			if s.mark[l] != s.markN && s.allowed(j, b, l) {
-				s.mark[l] = s.markN
-				have++
 			}
 		}
 	}
