@@ -117,13 +117,19 @@ type seedView struct {
 
 // place allocates (sign 1) or frees (sign -1) leaf l.
 func (v *seedView) place(l int32, sign int32) {
+	v.mark(l, sign)
+	r := v.lo.rootOf[l]
+	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
+}
+
+// mark counts leaf l in use (sign 1) or no more (sign -1), and the
+// groups on its path, without updating the root's capacity.
+func (v *seedView) mark(l int32, sign int32) {
 	x := v.dm.leaves[l]
 	v.st.used[x] += sign
 	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
 		v.st.lock[g] += sign
 	}
-	r := v.lo.rootOf[l]
-	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
 }
 
 // cost rates leaf l as seed 002's allocator did: the leaves of the node
@@ -139,11 +145,10 @@ func (v *seedView) cost(l int32) (lost int32, cost int64) {
 		}
 	}
 	r := v.lo.rootOf[l]
-	before := v.roots[r]
-	v.place(l, 1)
-	after := v.roots[r]
-	v.place(l, -1)
-	lost = before - after
+	v.mark(l, 1)
+	after := int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
+	v.mark(l, -1)
+	lost = v.roots[r] - after
 	return lost, int64(lost)<<8 - int64(pack)
 }
 

@@ -31,6 +31,11 @@ const v1ExplainSteps = 1 << 12
 // request (a device tried for one slot is not tried again for the later
 // slots of the same request), interchangeable devices tried once, and,
 // after the first solution, branch and bound on the cost.
+//
+// It is the one search of both APIs: a seed request comes with the seed
+// policy (v1prob.seed, seedsearch.go), under which the next slot is that
+// of the request with the fewest free candidates, candidates cost what
+// the seed's best fit says, and the first solution is the answer.
 type v1search struct {
 	p     *v1prob
 	ctx   context.Context
