@@ -327,9 +327,19 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 	s.call++
 	start := len(s.cbuf)
 	for _, l := range a.cands {
-		if s.allowed(i, a, l) {
-			s.cbuf = append(s.cbuf, s.candidate(o, i, a, l))
+		if !s.allowed(i, a, l) {
+			continue
 		}
+		if s.p.seed != nil {
+			// Under the seed policy only the first of interchangeable
+			// candidates is tried: the others' subtrees are images of
+			// its own.
+			if c, image := s.seedCandidate(i, l); !image {
+				s.cbuf = append(s.cbuf, c)
+			}
+			continue
+		}
+		s.cbuf = append(s.cbuf, s.candidate(o, i, a, l))
 	}
 	out := s.cbuf[start:]
 	slices.SortFunc(out, func(x, y v1cand) int {
@@ -338,28 +348,30 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 	return out
 }
 
+// seedCandidate rates device l for a slot of request i under the seed
+// policy; image says that an earlier candidate of this slot has its
+// symmetry key (and so its cost).
+func (s *v1search) seedCandidate(i int, l int32) (c v1cand, image bool) {
+	c = v1cand{l: l, key: s.symmetryKey(i, l)}
+	if c.key >= 0 {
+		if s.costCall != s.call {
+			s.costs, s.costCall = s.costs[:0], s.call
+		}
+		for _, d := range s.costs {
+			if d.key == c.key {
+				return d, true
+			}
+		}
+	}
+	c.lost, c.cost = s.p.seed.cost(l)
+	if c.key >= 0 {
+		s.costs = append(s.costs, c)
+	}
+	return c, false
+}
+
 // candidate rates device l for a slot of request i.
 func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
-	if s.p.seed != nil {
-		// Images (equal keys) cost the same: rate one of each.
-		c := v1cand{l: l, key: s.symmetryKey(i, l)}
-		if c.key >= 0 {
-			if s.costCall != s.call {
-				s.costs, s.costCall = s.costs[:0], s.call
-			}
-			for _, d := range s.costs {
-				if d.key == c.key {
-					c.lost, c.cost = d.lost, d.cost
-					return c
-				}
-			}
-		}
-		c.lost, c.cost = s.p.seed.cost(l)
-		if c.key >= 0 {
-			s.costs = append(s.costs, c)
-		}
-		return c
-	}
 	c := v1cand{l: l, key: -1, demand: int32(bits.OnesCount64(s.p.kinds[l] & s.pend[o]))}
 	if !a.a.admin {
 		c.lost = int32(s.lostOf(l))
