@@ -279,7 +279,6 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 			if s.found && s.cost+c.cost+rest >= s.bestCost {
 				continue
 			}
-			cBans := s.bans[c.l]
 			s.pick(i, a, c)
 			err := s.next(o, i, a, k+1)
 			s.unpick(i, a, c)
@@ -290,11 +289,10 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 			if c.key >= 0 && i < 64 {
 				// Its images too: their subtrees are images of c's, and
 				// a later candidate's subtree with one of them is an
-				// image of a subtree with c. Under the seed policy other
-				// requests' slots come between this request's, so an
-				// image must also be banned for the same requests.
+				// image of a subtree with c. (Under the seed policy
+				// images are not candidates: see ordered.)
 				for _, d := range cands {
-					if d.key == c.key && s.bans[d.l]>>i&1 == 0 && (s.p.seed == nil || s.bans[d.l] == cBans) {
+					if d.key == c.key && s.bans[d.l]>>i&1 == 0 {
 						s.ban(i, d.l)
 					}
 				}
