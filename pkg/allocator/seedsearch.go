@@ -113,6 +113,12 @@ type seedView struct {
 	lo    *seedLayout
 	st    driverState // the node's state plus the search's picks
 	roots []int32     // per root: its capacity now
+
+	// The search's: per request, its slots filled; the candidates rated
+	// in the search's ordered call costCall, by symmetry key.
+	filled   []int
+	costs    []v1cand
+	costCall int32
 }
 
 // place allocates (sign 1) or frees (sign -1) leaf l.
@@ -203,17 +209,17 @@ func (s *v1search) next(o, i int, a *v1salt, k int) error {
 		return s.slot(o, i, a, k)
 	}
 	if i >= 0 {
-		s.filled[i] = k
+		s.p.seed.filled[i] = k
 	}
 	j := s.nextSeed()
 	var err error
 	if j < 0 {
 		s.solution()
 	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.filled[j])
+		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.p.seed.filled[j])
 	}
 	if i >= 0 {
-		s.filled[i] = k - 1
+		s.p.seed.filled[i] = k - 1
 	}
 	return err
 }
@@ -224,7 +230,7 @@ func (s *v1search) nextSeed() int {
 	best, bestN := -1, 0
 	for j := range s.p.sreqs {
 		a := &s.p.sreqs[j].alts[0]
-		if s.filled[j] >= a.a.count {
+		if s.p.seed.filled[j] >= a.a.count {
 			continue
 		}
 		n := 0
@@ -246,13 +252,13 @@ func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
 	want := a.a.count - k
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.filled[j] >= b.a.count {
+		if j == i || s.p.seed.filled[j] >= b.a.count {
 			continue
 		}
-		if !s.enough(j, b, s.filled[j]) {
+		if !s.enough(j, b, s.p.seed.filled[j]) {
 			return false
 		}
-		want += b.a.count - s.filled[j]
+		want += b.a.count - s.p.seed.filled[j]
 	}
 	if want <= 1 {
 		return true
@@ -261,7 +267,7 @@ func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
 	have := 0
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.filled[j] >= b.a.count {
+		if j != i && s.p.seed.filled[j] >= b.a.count {
 			continue
 		}
 		for _, l := range b.cands {
@@ -344,6 +350,7 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 	for j, r := range dm.roots {
 		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
 	}
+	v.filled = ar.ints.take(len(count))
 	p.seed = v
 	for l, x := range dm.leaves {
 		p.free0[l] = dm.free(ds, x)

@@ -76,12 +76,9 @@ type v1search struct {
 	mark     []int32 // per device: scratch of bound
 	markN    int32
 	capLeft  [][]int64 // per shareable device: what its capacities have left (nil for others)
-	filled   []int     // per request, under the seed policy (v1prob.seed): its slots filled
-	costs    []v1cand  // under the seed policy: the costs rated in call costCall, by symmetry key
 	// exhaustive (seed policy, tests) turns off the pruning: no bound, no
 	// subsets, no symmetry.
 	exhaustive bool
-	costCall   int32
 
 	found      bool
 	done       bool
@@ -131,9 +128,6 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		if !p.cons[k].c.match {
 			s.consSeen[k] = map[string]int32{}
 		}
-	}
-	if p.seed != nil {
-		s.filled = ar.ints.take(len(p.sreqs))
 	}
 	if p.anyMulti {
 		s.capLeft = make([][]int64, n)
@@ -350,20 +344,21 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 // policy; image says that an earlier candidate of this slot has its
 // symmetry key (and so its cost).
 func (s *v1search) seedCandidate(i int, l int32) (c v1cand, image bool) {
+	v := s.p.seed
 	c = v1cand{l: l, key: s.symmetryKey(i, l)}
 	if c.key >= 0 {
-		if s.costCall != s.call {
-			s.costs, s.costCall = s.costs[:0], s.call
+		if v.costCall != s.call {
+			v.costs, v.costCall = v.costs[:0], s.call
 		}
-		for _, d := range s.costs {
+		for _, d := range v.costs {
 			if d.key == c.key {
 				return d, true
 			}
 		}
 	}
-	c.lost, c.cost = s.p.seed.cost(l)
+	c.lost, c.cost = v.cost(l)
 	if c.key >= 0 {
-		s.costs = append(s.costs, c)
+		v.costs = append(v.costs, c)
 	}
 	return c, false
 }
