@@ -41,11 +41,11 @@ type failure struct {
 // seedLayout is what the seed front end needs of a driverModel beyond
 // the tree, computed once per model.
 type seedLayout struct {
-	rootOf     []int32   // per leaf: its root's position in roots
-	rootLeaves [][]int32 // per root: its leaves, in listing order
-	conflicts  [][]int32 // per leaf: the leaves it cannot be allocated with
-	parent     []int32   // per leaf: its partition group's path below the root, interned (0: a root)
-	rel        []int32   // per leaf: its path below the root, interned
+	rootOf     []int32    // per leaf: its root's position in roots
+	rootLeaves [][]int32  // per root: its leaves, in listing order
+	parent     []int32    // per leaf: its partition group's path below the root, interned (0: a root)
+	span       [][2]int32 // per partition group: its leaves, an index range (leaves are listed depth first)
+	rel        []int32    // per leaf: its path below the root, interned
 }
 
 // layout returns dm's seedLayout.
@@ -55,7 +55,10 @@ func (dm *driverModel) layout() *seedLayout {
 	}
 	n := len(dm.leaves)
 	lo := &seedLayout{rootOf: make([]int32, n), rootLeaves: make([][]int32, len(dm.roots)),
-		conflicts: make([][]int32, n), parent: make([]int32, n), rel: make([]int32, n)}
+		parent: make([]int32, n), rel: make([]int32, n), span: make([][2]int32, len(dm.groups))}
+	for g := range lo.span {
+		lo.span[g] = [2]int32{int32(n), 0}
+	}
 	rootPos := make(map[int32]int32, len(dm.roots))
 	for j, r := range dm.roots {
 		rootPos[r] = int32(j)
@@ -69,8 +72,6 @@ func (dm *driverModel) layout() *seedLayout {
 		}
 		return id
 	}
-	// groupPath[l]: the groups from the root down to leaf l.
-	groupPath := make([][]int32, n)
 	for l, x := range dm.leaves {
 		in := &dm.insts[x]
 		j := rootPos[in.root]
@@ -80,25 +81,7 @@ func (dm *driverModel) layout() *seedLayout {
 		parent, _, _ := cutLast(rel)
 		lo.rel[l], lo.parent[l] = intern(rel), intern(parent)
 		for g := in.parent; g >= 0; g = dm.insts[dm.groups[g].owner].parent {
-			groupPath[l] = append(groupPath[l], g)
-		}
-		slices.Reverse(groupPath[l])
-	}
-	// Two leaves of one root conflict when, where their paths part, they
-	// are in different groups of one instance.
-	for _, leaves := range lo.rootLeaves {
-		for a, la := range leaves {
-			for _, lb := range leaves[a+1:] {
-				pa, pb := groupPath[la], groupPath[lb]
-				k := 0
-				for k < len(pa) && k < len(pb) && pa[k] == pb[k] {
-					k++
-				}
-				if k < len(pa) && k < len(pb) && dm.groups[pa[k]].owner == dm.groups[pb[k]].owner {
-					lo.conflicts[la] = append(lo.conflicts[la], lb)
-					lo.conflicts[lb] = append(lo.conflicts[lb], la)
-				}
-			}
+			lo.span[g][0], lo.span[g][1] = min(lo.span[g][0], int32(l)), max(lo.span[g][1], int32(l)+1)
 		}
 	}
 	dm.seed.CompareAndSwap(nil, lo)
@@ -113,6 +96,11 @@ type seedView struct {
 	lo    *seedLayout
 	st    driverState // the node's state plus the search's picks
 	roots []int32     // per root: its capacity now
+	// blk counts per leaf the groups the search's picks lock that
+	// exclude it (another group of an instance on its path): the
+	// partition scheme constraint, the seed's stand-in for v1search's
+	// conflict edges, which would be quadratic in a root's leaves.
+	blk []int32
 
 	// The search's: per request, its slots filled; the candidates rated
 	// in the search's ordered call costCall, by symmetry key.
@@ -123,18 +111,35 @@ type seedView struct {
 
 // place allocates (sign 1) or frees (sign -1) leaf l.
 func (v *seedView) place(l int32, sign int32) {
-	v.mark(l, sign)
+	v.mark(l, sign, true)
 	r := v.lo.rootOf[l]
 	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
 }
 
+// open reports whether the search's picks leave leaf l allocatable
+// (what the node's allocations leave is v1prob.free0).
+func (v *seedView) open(l int32) bool { return v.blk[l] == 0 }
+
 // mark counts leaf l in use (sign 1) or no more (sign -1), and the
-// groups on its path, without updating the root's capacity.
-func (v *seedView) mark(l int32, sign int32) {
+// groups on its path, without updating the root's capacity; with blk,
+// also the leaves a group's first (or last) lock excludes.
+func (v *seedView) mark(l int32, sign int32, blk bool) {
 	x := v.dm.leaves[l]
 	v.st.used[x] += sign
 	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
 		v.st.lock[g] += sign
+		if !blk || v.st.lock[g] != max(sign, 0) {
+			continue
+		}
+		for _, other := range v.dm.insts[v.dm.groups[g].owner].groups {
+			if other == g {
+				continue
+			}
+			sp := v.lo.span[other]
+			for y := sp[0]; y < sp[1]; y++ {
+				v.blk[y] += sign
+			}
+		}
 	}
 }
 
@@ -151,9 +156,9 @@ func (v *seedView) cost(l int32) (lost int32, cost int64) {
 		}
 	}
 	r := v.lo.rootOf[l]
-	v.mark(l, 1)
+	v.mark(l, 1, false)
 	after := int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
-	v.mark(l, -1)
+	v.mark(l, -1, false)
 	lost = v.roots[r] - after
 	return lost, int64(lost)<<8 - int64(pack)
 }
@@ -351,6 +356,7 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
 	}
 	v.filled = ar.ints.take(len(count))
+	v.blk = ar.i32.take(n)
 	p.seed = v
 	for l, x := range dm.leaves {
 		p.free0[l] = dm.free(ds, x)
@@ -359,13 +365,6 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 		p.ctrGroup[l] = -1
 		if p.free0[l] {
 			p.kinds[l] = masks[l]
-		}
-		if c := lo.conflicts[l]; len(c) > 0 {
-			start := len(p.edgeBuf)
-			for _, m := range c {
-				p.edgeBuf = append(p.edgeBuf, v1edge{l: m, conflict: true})
-			}
-			p.nbr[l] = p.edgeBuf[start:len(p.edgeBuf):len(p.edgeBuf)]
 		}
 	}
 	alts := make([]v1alt, len(count))

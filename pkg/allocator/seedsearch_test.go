@@ -256,3 +256,32 @@ func seedCardInstance() resourceapi.ResourceInstance {
 			}}),
 	}}
 }
+
+// TestSeedSearchWideRoot: a root whose groups hold thousands of leaves
+// (a slice may hold 4096 instances) is searched without conflict edges
+// between every pair of its leaves: picks in one group exclude the other
+// group's leaves by range.
+func TestSeedSearchWideRoot(t *testing.T) {
+	leaves := func(n int, mem string) []resourceapi.ResourceInstance {
+		out := make([]resourceapi.ResourceInstance, n)
+		for i := range out {
+			out[i] = resourceapi.ResourceInstance{Name: fmt.Sprintf("l-%d", i), Attributes: []resourceapi.Attribute{quantityAttr("memory", mem)}}
+		}
+		return out
+	}
+	p := &resourceapi.PartitionableResources{ResourceInstances: []resourceapi.ResourceInstance{{Name: "wide", Partitions: []resourceapi.ResourceInstanceGroup{
+		{Name: "small", ResourceInstances: leaves(2000, "8Gi")},
+		{Name: "big", ResourceInstances: leaves(2000, "16Gi")},
+	}}}}
+	model := NewModel("node", []*resourceapi.NodeResourceSlice{makeSlice("node", "drv", p)})
+	st := NewNodeState(model, nil, nil)
+	eight, sixteen := `quantities["memory"] == quantity("8Gi")`, `quantities["memory"] == quantity("16Gi")`
+	res := sameAnswer(t, "one scheme", Prepare(nil, []Claim{makeClaim("c", "drv", eight, `true`, eight)}), st)
+	if !res.Fits || res.CapacityAfter != 1997 {
+		t.Fatalf("one scheme: fits=%v capacity %d -> %d, reasons %v", res.Fits, res.CapacityBefore, res.CapacityAfter, res.Reasons)
+	}
+	res = sameAnswer(t, "both schemes", Prepare(nil, []Claim{makeClaim("c", "drv", eight, sixteen)}), st)
+	if res.Fits || len(res.Reasons) == 0 || res.Reasons[0].Code != ReasonNoCombination {
+		t.Fatalf("both schemes: fits=%v, reasons %v", res.Fits, res.Reasons)
+	}
+}

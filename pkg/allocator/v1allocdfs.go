@@ -569,7 +569,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
 				return false
 			}
-		case s.pickNA[l] > 0 || s.seedBlk[l] > 0:
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.seed != nil && !s.p.seed.open(l)):
 			return false
 		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
@@ -600,7 +600,8 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 // free reports whether device l is still free: nothing takes it, its
 // partitions and counters allow it.
 func (s *v1search) free(l int32) bool {
-	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left))
+	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left)) &&
+		(s.p.seed == nil || s.p.seed.open(l))
 }
 
 // lostOf counts the free devices a pick of l (without admin access) makes
