@@ -48,6 +48,11 @@ func TestSeedDevicesShareEqualCapacities(t *testing.T) {
 // nodes (v1SharedMaps); devices whose attributes differ keep their own;
 // each device still reads its own values.
 func TestSeedDevicesShareEqualAttributes(t *testing.T) {
+	// Start from an empty table, so that it cannot start over between
+	// the projections compared (other tests fill it).
+	v1SharedMaps.mu.Lock()
+	v1SharedMaps.attrs, v1SharedMaps.caps = nil, nil
+	v1SharedMaps.mu.Unlock()
 	a, b := v1tBenchSeedSlice("node-a"), v1tBenchSeedSlice("node-b")
 	pools, problems := SeedDevices([]*resourceapi.NodeResourceSlice{a, b})
 	if len(problems) > 0 || len(pools) != 2 || len(pools[0].Devices) != 10 || len(pools[1].Devices) != 10 {
