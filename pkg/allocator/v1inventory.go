@@ -690,7 +690,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 var v1SharedMaps = &v1MapInterner{}
 
 // v1SharedMapsMax is how many maps of each kind v1SharedMaps keeps.
-var v1SharedMapsMax = 4096
+const v1SharedMapsMax = 4096
 
 type v1MapInterner struct {
 	mu    sync.Mutex
