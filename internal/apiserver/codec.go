@@ -85,19 +85,53 @@ var metadataKey = []byte(`"metadata":{`)
 // first object-valued "metadata" key (apiVersion and kind come before it
 // and cannot contain that text).
 func withRV(stored []byte, rev int64) []byte {
-	i := bytes.Index(stored, metadataKey)
-	if i < 0 {
+	at := rvAt(stored)
+	if at < 0 {
 		return stored
 	}
-	at := i + len(metadataKey)
-	rv := `"resourceVersion":"` + strconv.FormatInt(rev, 10) + `"`
-	out := make([]byte, 0, len(stored)+len(rv)+1)
+	var num [20]byte
+	rv := strconv.AppendInt(num[:0], rev, 10)
+	out := make([]byte, 0, len(stored)+len(rvPrefix)+len(rv)+2)
 	out = append(out, stored[:at]...)
+	out = append(out, rvPrefix...)
 	out = append(out, rv...)
+	out = append(out, '"')
 	if at < len(stored) && stored[at] != '}' {
 		out = append(out, ',')
 	}
 	return append(out, stored[at:]...)
+}
+
+// writeWithRV writes withRV(stored, rev) to buf without building it
+// apart: watch events and list items go straight into their response's
+// buffer.
+func writeWithRV(buf *bytes.Buffer, stored []byte, rev int64) {
+	at := rvAt(stored)
+	if at < 0 {
+		buf.Write(stored)
+		return
+	}
+	var num [20]byte
+	buf.Write(stored[:at])
+	buf.WriteString(rvPrefix)
+	buf.Write(strconv.AppendInt(num[:0], rev, 10))
+	buf.WriteByte('"')
+	if at < len(stored) && stored[at] != '}' {
+		buf.WriteByte(',')
+	}
+	buf.Write(stored[at:])
+}
+
+const rvPrefix = `"resourceVersion":"`
+
+// rvAt is where withRV inserts the resourceVersion in stored: just inside
+// the top-level metadata object, or -1 when stored has none.
+func rvAt(stored []byte) int {
+	i := bytes.Index(stored, metadataKey)
+	if i < 0 {
+		return -1
+	}
+	return i + len(metadataKey)
 }
 
 // decodeStored decodes stored JSON into a fresh object of the kind with its

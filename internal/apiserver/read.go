@@ -210,15 +210,9 @@ func encodeList(k *kind, items []listed, rev int64, cont string) ([]byte, error)
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if k.sibling == nil {
-			buf.Write(withRV(it.value, it.rev))
-			continue
-		}
-		data, err := viewJSON(k, it.value, it.rev)
-		if err != nil {
+		if err := writeViewJSON(&buf, k, it.value, it.rev); err != nil {
 			return nil, err
 		}
-		buf.Write(data)
 	}
 	buf.WriteString("]}")
 	return buf.Bytes(), nil

@@ -142,6 +142,21 @@ func viewJSON(k *kind, stored []byte, rev int64) ([]byte, error) {
 	return json.Marshal(obj)
 }
 
+// writeViewJSON writes viewJSON(k, stored, rev) to buf; an object stored
+// in k's version goes in without a copy of its own (writeWithRV).
+func writeViewJSON(buf *bytes.Buffer, k *kind, stored []byte, rev int64) error {
+	if k.storedKind(stored) == k {
+		writeWithRV(buf, stored, rev)
+		return nil
+	}
+	data, err := viewJSON(k, stored, rev)
+	if err != nil {
+		return err
+	}
+	buf.Write(data)
+	return nil
+}
+
 // isView reports whether obj, read through a kind with a sibling, is a
 // view of an object stored in the sibling's version.
 func isView(k *kind, obj runtime.Object) bool {

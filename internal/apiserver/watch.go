@@ -179,7 +179,9 @@ func (ww *watchWriter) event(ev storage.CacheEvent) bool {
 }
 
 func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
-	ww.buf.WriteString(`{"type":"` + typ + `","object":`)
+	ww.buf.WriteString(`{"type":"`)
+	ww.buf.WriteString(typ)
+	ww.buf.WriteString(`","object":`)
 	if ww.metadata {
 		data, err := metadataJSON(ww.k, []listed{{stored, rev}}, "", "", false)
 		if err != nil {
@@ -196,12 +198,8 @@ func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
 			return false
 		}
 		ww.buf.Write(data)
-	} else {
-		data, err := viewJSON(ww.k, stored, rev)
-		if err != nil {
-			return false
-		}
-		ww.buf.Write(data)
+	} else if err := writeViewJSON(&ww.buf, ww.k, stored, rev); err != nil {
+		return false
 	}
 	ww.buf.WriteString("}\n")
 	if ww.buf.Len() > 64<<10 {

@@ -72,6 +72,8 @@ type Embedded struct {
 
 const (
 	defaultMaxRequestBytes = 2 << 20
+	// embeddedCatchUpEntries is the single member's raft catch-up window.
+	embeddedCatchUpEntries = 100
 	defaultStartTimeout    = 60 * time.Second
 	bindAttempts           = 5
 )
@@ -259,6 +261,11 @@ func embedConfig(cfg EmbeddedConfig, closing *atomic.Bool) (*embed.Config, error
 		ec.MaxRequestBytes = defaultMaxRequestBytes
 	}
 	ec.UnsafeNoFsync = cfg.UnsafeNoFsync
+	// etcd keeps this many applied raft entries in memory for followers
+	// to catch up from (default 5,000); a single member has none, so they
+	// only held 5,000 recent writes, managedFields included, on the heap
+	// (bench/README.md, "Session 15: peak memory").
+	ec.SnapshotCatchUpEntries = embeddedCatchUpEntries
 	ec.Metrics = "basic"
 	ec.LogLevel = "warn"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(newZapLogger(cfg.Logger, "etcd", zapcore.WarnLevel, closing))

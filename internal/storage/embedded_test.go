@@ -141,3 +141,46 @@ func TestExternalCluster(t *testing.T) {
 		t.Fatalf("write from before the member loss: %v", err)
 	}
 }
+
+// TestEmbeddedSmallCatchUpWindowKeepsData: the single member keeps only a
+// small raft log in memory (embeddedCatchUpEntries, not etcd's 5,000);
+// writes well past several compactions of that log are all read back,
+// before and after a restart, which replays the WAL and snapshot.
+func TestEmbeddedSmallCatchUpWindowKeepsData(t *testing.T) {
+	ctx := testCtx(t)
+	cfg := storage.EmbeddedConfig{DataDir: t.TempDir(), Logger: storagetest.QuietLogger(), UnsafeNoFsync: true}
+	e1, err := storage.StartEmbedded(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, configured := e1.CatchUpEntriesForTest()
+	if running != configured || running >= 5000 {
+		t.Fatalf("catch-up entries %d, want the configured %d (below etcd's default 5,000)", running, configured)
+	}
+	const n = 600
+	c1 := storagetest.NewClient(t, e1.Endpoints())
+	st := storage.New(c1)
+	for i := range n {
+		if _, err := st.Create(ctx, fmt.Sprintf("/catchup/%04d", i), []byte(strings.Repeat("v", i))); err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	check := func(st *storage.Store, when string) {
+		for i := range n {
+			kv, err := st.Get(ctx, fmt.Sprintf("/catchup/%04d", i))
+			if err != nil || len(kv.Value) != i {
+				t.Fatalf("%s: key %d: %d bytes, %v; want %d bytes", when, i, len(kv.Value), err, i)
+			}
+		}
+	}
+	check(st, "before the restart")
+	if err := e1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := storage.StartEmbedded(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	check(storage.New(storagetest.NewClient(t, e2.Endpoints())), "after the restart")
+}

@@ -21,3 +21,9 @@ func (c *Cacher) PauseWatchForTest(release <-chan struct{}) <-chan struct{} {
 	}
 	return paused
 }
+
+// CatchUpEntriesForTest is the raft catch-up window the embedded member
+// runs with, and the one embeddedConfig asks for.
+func (e *Embedded) CatchUpEntriesForTest() (running, configured uint64) {
+	return e.etcd.Server.Cfg.SnapshotCatchUpEntries, embeddedCatchUpEntries
+}
