@@ -50,6 +50,11 @@ type fieldManagers struct {
 	// creates remembers the main field manager's answers for creates
 	// by shape (fieldmanager_memo.go).
 	creates createMemo
+	// updates remembers both field managers' answers for updates
+	// (fieldmanager_updmemo.go) of a built-in kind, whose schema walk
+	// is; nil for a custom resource.
+	updates updateMemo
+	walk    *updateWalk
 }
 
 var builtinTC struct {
@@ -153,7 +158,7 @@ func (k *kind) fieldManager(sub string) (*managedfields.FieldManager, error) {
 	if fm == nil {
 		return nil, fmt.Errorf("kind %s has no field manager", k.gvk)
 	}
-	fm.once.Do(func() { fm.main, fm.status, fm.err = newFieldManagers(k) })
+	fm.once.Do(func() { fm.main, fm.status, fm.walk, fm.err = newFieldManagers(k) })
 	if fm.err != nil {
 		return nil, fm.err
 	}
@@ -163,7 +168,7 @@ func (k *kind) fieldManager(sub string) (*managedfields.FieldManager, error) {
 	return fm.main, nil
 }
 
-func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err error) {
+func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, walk *updateWalk, err error) {
 	var tc managedfields.TypeConverter
 	if k.crd != nil {
 		b := newSchemaBuilder("#/components/schemas/")
@@ -171,9 +176,14 @@ func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err er
 		tc, err = typeConverterOf(b.defs)
 	} else {
 		tc, err = builtinTypeConverter()
+		if sc, ok := tc.(*schemaTypeConverter); ok && err == nil {
+			if pt, ok := sc.types[k.gvk]; ok && pt.Schema != nil {
+				walk = &updateWalk{s: pt.Schema, root: pt.TypeRef}
+			}
+		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", k.gvk, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", k.gvk, err)
 	}
 	conv := kindConvertor{k}
 	gv := fieldpath.APIVersion(k.gvk.GroupVersion().String())
@@ -189,14 +199,14 @@ func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err er
 	}
 	hub := k.gvk.GroupVersion()
 	if main, err = build(tc, conv, conv, conv, k.gvk, hub, "", mainReset); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if k.hasStatus {
 		if status, err = build(tc, conv, conv, conv, k.gvk, hub, "status", statusReset); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return main, status, nil
+	return main, status, walk, nil
 }
 
 // kindConvertor is the field manager's view of one kind's objects: one
@@ -349,10 +359,26 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		unchanged = "Status"
 	}
 	l, o := live, obj
+	var (
+		memo        *updateMemo
+		reset       bool
+		in, wrote   []metav1.ManagedFieldsEntry
+		liveM, objM = objectMeta(live), objectMeta(obj)
+	)
 	if acc, err := meta.Accessor(live); err == nil && acc.GetUID() != "" {
 		// An update: a create's live object is empty, nothing in it
 		// equal to leave out.
 		l, o = comparedParts(live, obj, unchanged)
+		if k.fm.walk != nil && liveM != nil && objM != nil {
+			var ok bool
+			if reset, ok = updateInput(sub, liveM, objM); ok {
+				memo, in, wrote = &k.fm.updates, liveM.ManagedFields, objM.ManagedFields
+				if e := memo.lookup(*k.fm.walk, manager, sub, l, o, in, reset); e != nil {
+					objM.ManagedFields = e.answer(in)
+					return obj, nil
+				}
+			}
+		}
 	}
 	out := fm.UpdateNoErrors(l, o, manager)
 	from, err := meta.Accessor(out)
@@ -364,5 +390,13 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		return nil, apierrors.NewInternalError(err)
 	}
 	to.SetManagedFields(from.GetManagedFields())
+	if memo != nil && memo.worthStoring(manager, sub) {
+		if sub != "" {
+			wrote = nil // not read by the field manager
+		}
+		if e := newUpdateEntry(l, o, in, wrote, objM.ManagedFields, reset, manager, sub); e != nil {
+			memo.store(manager, sub, e)
+		}
+	}
 	return obj, nil
 }

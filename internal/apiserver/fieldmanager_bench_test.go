@@ -80,6 +80,10 @@ func BenchmarkTrackUpdate(b *testing.B) {
 		{"pod/status", pods, "status", pod, p(func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "Ready", Status: "True"})
 		})},
+		// The claim controller's write of a template claim's name.
+		{"pod/claimstatus", pods, "status", pod, p(func(p *corev1.Pod) {
+			p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo("cmp-gpu-x7k2p")}}
+		})},
 		{"claim/status", claims, "status", claim, c(func(c *resourcev1.ResourceClaim) { c.Status.Devices[0].Conditions[0].Reason = "Down" })},
 		{"claim/unreserve", claims, "status", claim, c(func(c *resourcev1.ResourceClaim) { c.Status.ReservedFor = nil })},
 	} {
