@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 )
 
@@ -366,8 +367,8 @@ func (w updateWalk) same(l, o, l0, o0 reflect.Value, tr smdschema.TypeRef) bool 
 		if !l.IsValid() || !o.IsValid() {
 			return true
 		}
-		a, ok1 := jsonEqual(l, o)
-		b, ok2 := jsonEqual(l0, o0)
+		a, ok1 := leafEqual(l, o)
+		b, ok2 := leafEqual(l0, o0)
 		return ok1 && ok2 && a == b
 	}
 	switch t.Kind() {
@@ -436,8 +437,66 @@ func scalarEqual(a, b reflect.Value) (eq, ok bool) {
 	return a.Uint() == b.Uint(), true
 }
 
-// jsonEqual compares two values of a leaf type by the JSON they marshal
-// to, which is what the comparison reads of them.
+// leafEqual compares two values of a leaf type (metav1.Time, MicroTime,
+// resource.Quantity, intstr.IntOrString) by the JSON they marshal to,
+// which is what the comparison reads of them: times by the instant in
+// the precision they are written in (seconds, microseconds; null when
+// zero) for years 1 to 9999, where their text is that instant's;
+// IntOrString by its type and that type's value; else (quantities, whose
+// text is their canonical form) by the text.
+func leafEqual(a, b reflect.Value) (eq, ok bool) {
+	switch a.Type() {
+	case timeType:
+		x, y := leafAt[metav1.Time](a), leafAt[metav1.Time](b)
+		if x.IsZero() || y.IsZero() {
+			return x.IsZero() == y.IsZero(), true
+		}
+		if plainYear(x.Time) && plainYear(y.Time) {
+			return x.Unix() == y.Unix(), true
+		}
+	case microTimeType:
+		x, y := leafAt[metav1.MicroTime](a), leafAt[metav1.MicroTime](b)
+		if x.IsZero() || y.IsZero() {
+			return x.IsZero() == y.IsZero(), true
+		}
+		if plainYear(x.Time) && plainYear(y.Time) {
+			return x.UnixMicro() == y.UnixMicro(), true
+		}
+	case intOrStringType:
+		x, y := leafAt[intstr.IntOrString](a), leafAt[intstr.IntOrString](b)
+		switch {
+		case x.Type != y.Type:
+			// An int and a string never compare equal; an unknown
+			// type does not marshal.
+			return false, (x.Type == intstr.Int || x.Type == intstr.String) && (y.Type == intstr.Int || y.Type == intstr.String)
+		case x.Type == intstr.Int:
+			return x.IntVal == y.IntVal, true
+		case x.Type == intstr.String:
+			return x.StrVal == y.StrVal, true
+		}
+	}
+	return jsonEqual(a, b)
+}
+
+var intOrStringType = reflect.TypeFor[intstr.IntOrString]() // timeType, microTimeType: openapi_schema.go
+
+// leafAt reads v, of type T, without copying it to the heap when it is
+// addressable.
+func leafAt[T any](v reflect.Value) T {
+	if v.CanAddr() {
+		return *(*T)(v.Addr().UnsafePointer())
+	}
+	return v.Interface().(T)
+}
+
+// plainYear says whether t's year in UTC is 1 to 9999 (RFC 3339 writes
+// it in four digits).
+func plainYear(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 1 && y <= 9999
+}
+
+// jsonEqual compares two values by the JSON they marshal to.
 func jsonEqual(a, b reflect.Value) (eq, ok bool) {
 	x, err1 := json.Marshal(a.Interface())
 	y, err2 := json.Marshal(b.Interface())
