@@ -359,25 +359,14 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		unchanged = "Status"
 	}
 	l, o := live, obj
-	var (
-		memo        *updateMemo
-		reset       bool
-		in, wrote   []metav1.ManagedFieldsEntry
-		liveM, objM = objectMeta(live), objectMeta(obj)
-	)
+	var miss *updateMiss
 	if acc, err := meta.Accessor(live); err == nil && acc.GetUID() != "" {
 		// An update: a create's live object is empty, nothing in it
 		// equal to leave out.
 		l, o = comparedParts(live, obj, unchanged)
-		if k.fm.walk != nil && liveM != nil && objM != nil {
-			var ok bool
-			if reset, ok = updateInput(sub, liveM, objM); ok {
-				memo, in, wrote = &k.fm.updates, liveM.ManagedFields, objM.ManagedFields
-				if e := memo.lookup(*k.fm.walk, manager, sub, l, o, in, reset); e != nil {
-					objM.ManagedFields = e.answer(in)
-					return obj, nil
-				}
-			}
+		var hit bool
+		if hit, miss = k.fm.updateFromMemo(sub, manager, live, obj, l, o); hit {
+			return obj, nil
 		}
 	}
 	out := fm.UpdateNoErrors(l, o, manager)
@@ -390,13 +379,6 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		return nil, apierrors.NewInternalError(err)
 	}
 	to.SetManagedFields(from.GetManagedFields())
-	if memo != nil && memo.worthStoring(manager, sub) {
-		if sub != "" {
-			wrote = nil // not read by the field manager
-		}
-		if e := newUpdateEntry(l, o, in, wrote, objM.ManagedFields, reset, manager, sub); e != nil {
-			memo.store(manager, sub, e)
-		}
-	}
+	miss.store(from.GetManagedFields())
 	return obj, nil
 }

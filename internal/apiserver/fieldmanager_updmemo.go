@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,54 @@ const (
 	maxUpdateManagers = 10
 )
 
+// updateFromMemo answers an update by manager of sub from live to obj,
+// whose compared parts are l and o, from the memo: hit says it wrote
+// obj's managedFields; else miss, when not nil, stores the field
+// manager's answer.
+func (fm *fieldManagers) updateFromMemo(sub, manager string, live, obj, l, o runtime.Object) (hit bool, miss *updateMiss) {
+	liveM, objM := objectMeta(live), objectMeta(obj)
+	if fm.walk == nil || liveM == nil || objM == nil {
+		return false, nil
+	}
+	reset, ok := updateInput(sub, liveM, objM)
+	if !ok {
+		return false, nil
+	}
+	e, store := fm.updates.lookup(*fm.walk, manager, sub, l, o, liveM.ManagedFields, reset)
+	if e != nil {
+		objM.ManagedFields = e.answer(liveM.ManagedFields)
+		return true, nil
+	}
+	if !store {
+		return false, nil
+	}
+	miss = &updateMiss{m: &fm.updates, sub: sub, manager: manager, l: l, o: o, in: liveM.ManagedFields, reset: reset}
+	if sub == "" {
+		miss.wrote = objM.ManagedFields // else not read by the field manager
+	}
+	return false, miss
+}
+
+// updateMiss is an update the memo did not answer, to store the field
+// manager's answer for.
+type updateMiss struct {
+	m            *updateMemo
+	sub, manager string
+	l, o         runtime.Object
+	in, wrote    []metav1.ManagedFieldsEntry
+	reset        bool
+}
+
+// store remembers out, the field manager's answer; nil does nothing.
+func (u *updateMiss) store(out []metav1.ManagedFieldsEntry) {
+	if u == nil {
+		return
+	}
+	if e := newUpdateEntry(u.l, u.o, u.in, u.wrote, out, u.reset, u.manager, u.sub); e != nil {
+		u.m.store(u.manager, u.sub, e)
+	}
+}
+
 // updateInput says which entries the field manager starts an update
 // from (decodeLiveOrNew): the stored object's, or none when reset; ok
 // false when the written object brings entries of its own.
@@ -151,8 +200,13 @@ func sameButTime(a, b []metav1.ManagedFieldsEntry) bool {
 }
 
 // lookup returns the remembered answer for an update by manager of sub
-// whose compared parts are l and o, starting from in (reset: none).
-func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Object, in []metav1.ManagedFieldsEntry, reset bool) *updateEntry {
+// whose compared parts are l and o, starting from in (reset: none), or
+// nil and whether the field manager's answer should be stored: always
+// while the manager's updates hit or missed a few times only; then
+// lookups and stores are made for one miss in memoStoreEvery only, so
+// that writes that never repeat (a claim reserved for another pod each
+// time) pay neither, and a family that begins to repeat still gets in.
+func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Object, in []metav1.ManagedFieldsEntry, reset bool) (_ *updateEntry, store bool) {
 	var cands [memoShapes]*updateEntry
 	m.mu.RLock()
 	r := m.rings[updateMemoKey{manager, sub}]
@@ -161,7 +215,10 @@ func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Obje
 	}
 	m.mu.RUnlock()
 	if r == nil {
-		return nil
+		return nil, true
+	}
+	if n := r.misses.Add(1) - 1; n > 2*memoShapes && n%memoStoreEvery != 0 {
+		return nil, false
 	}
 	last := int(r.last.Load())
 	lv, ov := reflect.ValueOf(l), reflect.ValueOf(o)
@@ -172,29 +229,14 @@ func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Obje
 			continue
 		}
 		if w.same(lv, ov, reflect.ValueOf(e.live), reflect.ValueOf(e.obj), w.root) {
-			if r.misses.Load() != 0 {
-				r.misses.Store(0)
-			}
+			r.misses.Store(0)
 			if at != last {
 				r.last.Store(int32(at))
 			}
-			return e
+			return e, false
 		}
 	}
-	r.misses.Add(1)
-	return nil
-}
-
-// worthStoring is createMemo.worthStoring's rule for updates.
-func (m *updateMemo) worthStoring(manager, sub string) bool {
-	m.mu.RLock()
-	r := m.rings[updateMemoKey{manager, sub}]
-	m.mu.RUnlock()
-	if r == nil {
-		return true
-	}
-	n := r.misses.Load()
-	return n <= 2*memoShapes || n%memoStoreEvery == 0
+	return nil, true
 }
 
 func (m *updateMemo) store(manager, sub string, e *updateEntry) {
@@ -654,6 +696,23 @@ func keyFields(t reflect.Type, names []string) []int {
 	if t.Kind() != reflect.Struct {
 		return nil
 	}
+	key := keyFieldsKey{t, strings.Join(names, "\x00")}
+	if ks, ok := keyFieldsCache.Load(key); ok {
+		return ks.([]int)
+	}
+	ks := findKeyFields(t, names)
+	keyFieldsCache.Store(key, ks)
+	return ks
+}
+
+type keyFieldsKey struct {
+	t     reflect.Type
+	names string
+}
+
+var keyFieldsCache sync.Map // keyFieldsKey -> []int
+
+func findKeyFields(t reflect.Type, names []string) []int {
 	fs := fieldsOf(t)
 	out := make([]int, 0, len(names))
 	for _, n := range names {

@@ -97,10 +97,15 @@ func BenchmarkWrite(b *testing.B) {
 	})
 	// The claim controller's write of a template claim's name into the
 	// pod's status (a PUT of pods/status, as client-go's UpdateStatus).
+	templated := func(name string) *corev1.Pod {
+		p := writeBenchPod(name)
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("gpu-template")}}
+		return p
+	}
 	run("pod/claimstatus", func(b *testing.B, i int) {
-		serve(b, "POST", pods, js, podJSON(obj("r", i), 0), 201)
+		serve(b, "POST", pods, js, string(mustJSONb(templated(obj("r", i)))), 201)
 	}, func(b *testing.B, i int) {
-		p := writeBenchPod(obj("r", i))
+		p := templated(obj("r", i))
 		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo(fmt.Sprintf("%s-gpu-%d", obj("r", i), i))}}
 		serve(b, "PUT", pods+"/"+obj("r", i)+"/status", js, string(mustJSONb(p)), 200)
 	})
