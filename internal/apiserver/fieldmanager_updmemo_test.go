@@ -622,3 +622,43 @@ func TestUpdateMemoCases(t *testing.T) {
 		}
 	}
 }
+
+// Updates of several shapes by one manager at once (run with -race):
+// each gets the field manager's answer for its own.
+func TestUpdateMemoConcurrent(t *testing.T) {
+	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
+	live := storedPod(t, k)
+	ups := make([]anUpdate, 6) // more than the memo keeps per manager
+	want := make([]string, len(ups))
+	for i := range ups {
+		obj := live.DeepCopy()
+		obj.Status.Conditions = append(obj.Status.Conditions, corev1.PodCondition{Type: corev1.PodConditionType(fmt.Sprint("c", i)), Status: "True"})
+		ups[i] = anUpdate{sub: "status", manager: "memo-concurrent", live: live, obj: obj}
+		want[i] = libraryUpdate(t, k, ups[i])
+	}
+	errs := make(chan string, 8*60)
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for n := range 60 {
+				i := (g + n) % len(ups)
+				out, err := testAPI.trackUpdate(k, "status", live.DeepCopy(), ups[i].obj.DeepCopyObject(), "memo-concurrent")
+				if err != nil {
+					errs <- err.Error()
+					continue
+				}
+				if got := entriesOf(t, out, live); got != want[i] {
+					errs <- fmt.Sprintf("update %d: got\n%s\nwant\n%s", i, got, want[i])
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
