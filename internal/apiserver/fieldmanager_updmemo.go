@@ -52,16 +52,20 @@ import (
 //     that the kind's schema says are associative with keys
 //     (listType=map): those have the same length, the same key values at
 //     each index, no key twice, and their entries' other fields by shape;
-//     lists of any other kind, []byte, and types that marshal themselves
-//     (but the four leaf types of the shape rule) are equal;
+//     atomic lists (one leaf to the comparison), and any list inside an
+//     atomic map or struct, are null, empty or not alike; sets (their
+//     members are keys), []byte, and types that marshal themselves (but
+//     the four leaf types of the shape rule) are equal;
 //   - which fields changed: at every scalar both parts have, old and new
 //     are equal exactly when the remembered old and new are (Go's ==
 //     on one type, which is the comparison's equality for plain scalars;
 //     the JSON the types marshal to for metav1.Time, MicroTime,
 //     resource.Quantity and intstr.IntOrString); an associative list's
-//     entries are matched by key as the comparison matches them. Equal
-//     lists and self-marshaling values need no more: they compare the
-//     same way in both writes. An atomic map, struct or list is changed
+//     entries are matched by key as the comparison matches them; an
+//     atomic list equals the other exactly when the remembered ones are
+//     equal (reflect.DeepEqual, as the comparison compares lists of Go
+//     values). Equal sets and self-marshaling values need no more: they
+//     compare the same way in both writes. An atomic map, struct or list is changed
 //     when one of its scalars, keys or entries is, which the same
 //     checks decide.
 //
@@ -82,7 +86,7 @@ type updateMemo struct {
 type updateMemoKey struct{ manager, sub string }
 
 type updateRing struct {
-	entries [memoShapes]*updateEntry // immutable once stored
+	entries [updateShapes]*updateEntry // immutable once stored
 	next    int
 	last    atomic.Int32
 	misses  atomic.Int32
@@ -108,6 +112,10 @@ type memoOut struct {
 	entry metav1.ManagedFieldsEntry // without time
 	time  int
 }
+
+// updateShapes is how many answers the memo keeps per kind, manager and
+// subresource; a new one replaces the oldest.
+const updateShapes = 8
 
 const (
 	timeNow  = -1
@@ -207,7 +215,7 @@ func sameButTime(a, b []metav1.ManagedFieldsEntry) bool {
 // that writes that never repeat (a claim reserved for another pod each
 // time) pay neither, and a family that begins to repeat still gets in.
 func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Object, in []metav1.ManagedFieldsEntry, reset bool) (_ *updateEntry, store bool) {
-	var cands [memoShapes]*updateEntry
+	var cands [updateShapes]*updateEntry
 	m.mu.RLock()
 	r := m.rings[updateMemoKey{manager, sub}]
 	if r != nil {
@@ -217,13 +225,13 @@ func (m *updateMemo) lookup(w updateWalk, manager, sub string, l, o runtime.Obje
 	if r == nil {
 		return nil, true
 	}
-	if n := r.misses.Add(1) - 1; n > 2*memoShapes && n%memoStoreEvery != 0 {
+	if n := r.misses.Add(1) - 1; n > 2*updateShapes && n%memoStoreEvery != 0 {
 		return nil, false
 	}
 	last := int(r.last.Load())
 	lv, ov := reflect.ValueOf(l), reflect.ValueOf(o)
-	for i := range memoShapes {
-		at := (last + i) % memoShapes
+	for i := range updateShapes {
+		at := (last + i) % updateShapes
 		e := cands[at]
 		if e == nil || e.reset != reset || !sameButTime(e.in, in) {
 			continue
@@ -252,7 +260,7 @@ func (m *updateMemo) store(manager, sub string, e *updateEntry) {
 		m.rings[key] = r
 	}
 	r.entries[r.next] = e
-	r.next = (r.next + 1) % memoShapes
+	r.next = (r.next + 1) % updateShapes
 }
 
 // newUpdateEntry remembers out, the field manager's answer for the
@@ -364,6 +372,9 @@ func sortManagedFields(entries []metav1.ManagedFieldsEntry) {
 type updateWalk struct {
 	s    *smdschema.Schema
 	root smdschema.TypeRef
+	// atomic says the walk is inside an atomic map or struct, which the
+	// comparison compares as one value.
+	atomic bool
 }
 
 // same reports whether l and l0, o and o0 have the same shape and l and
@@ -423,8 +434,13 @@ func (w updateWalk) same(l, o, l0, o0 reflect.Value, tr smdschema.TypeRef) bool 
 			return bothEqual(l, l0, o, o0)
 		}
 		a, ok := w.s.Resolve(tr)
-		if !ok || a.List == nil || a.List.ElementRelationship != smdschema.Associative || len(a.List.Keys) == 0 {
+		switch {
+		case !ok || a.List == nil:
 			return bothEqual(l, l0, o, o0)
+		case a.List.ElementRelationship == smdschema.Atomic || w.atomic:
+			return sameAtomicList(l, o, l0, o0)
+		case a.List.ElementRelationship != smdschema.Associative || len(a.List.Keys) == 0:
+			return bothEqual(l, l0, o, o0) // sets: the members are the keys
 		}
 		return w.sameKeyedList(l, o, l0, o0, t, a.List)
 	case reflect.String, reflect.Bool,
@@ -551,6 +567,9 @@ func (w updateWalk) sameStruct(l, o, l0, o0 reflect.Value, t reflect.Type, tr sm
 	if !ok || a.Map == nil || fs == nil {
 		return bothEqual(l, l0, o, o0)
 	}
+	if a.Map.ElementRelationship == smdschema.Atomic {
+		w.atomic = true
+	}
 	for _, f := range fs {
 		fl, fo, fl0, fo0 := fieldOf(l, f.index), fieldOf(o, f.index), fieldOf(l0, f.index), fieldOf(o0, f.index)
 		switch f.how {
@@ -598,6 +617,9 @@ func (w updateWalk) sameMap(l, o, l0, o0 reflect.Value, t reflect.Type, tr smdsc
 	a, ok := w.s.Resolve(tr)
 	if !ok || a.Map == nil || t.Key().Kind() != reflect.String {
 		return bothEqual(l, l0, o, o0)
+	}
+	if a.Map.ElementRelationship == smdschema.Atomic {
+		w.atomic = true
 	}
 	for _, p := range [][2]reflect.Value{{l, l0}, {o, o0}} {
 		if p[0].IsValid() && (p[0].IsNil() != p[1].IsNil() || p[0].Len() != p[1].Len()) {
@@ -688,6 +710,26 @@ func (w updateWalk) sameKeyedList(l, o, l0, o0 reflect.Value, t reflect.Type, li
 		}
 	}
 	return true
+}
+
+// sameAtomicList compares atomic lists, which the comparison takes as
+// one leaf: present as null, empty or not alike (l and l0, o and o0),
+// and l equal to o exactly when l0 equals o0, by reflect.DeepEqual's
+// rule, which is the comparison's equality of two lists of Go values
+// (structured-merge-diff's listReflect), finer than their JSON's (an
+// empty list inside is not a missing one, a time's nanoseconds count).
+// A list inside an atomic map or struct is compared so too, keyed or
+// not: the comparison takes the whole as one value.
+func sameAtomicList(l, o, l0, o0 reflect.Value) bool {
+	for _, p := range [][2]reflect.Value{{l, l0}, {o, o0}} {
+		if p[0].IsValid() && (p[0].IsNil() != p[1].IsNil() || (p[0].Len() == 0) != (p[1].Len() == 0)) {
+			return false
+		}
+	}
+	if !l.IsValid() || !o.IsValid() {
+		return true
+	}
+	return strictEqual(l, o) == strictEqual(l0, o0)
 }
 
 // keyFields are the indices of a struct type's key fields (by JSON

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	kcorev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -85,7 +87,7 @@ func updateMemoHas(k *kind, u anUpdate) bool {
 	m := &k.fm.updates
 	m.mu.RLock()
 	r := m.rings[updateMemoKey{u.manager, u.sub}]
-	var cands [memoShapes]*updateEntry
+	var cands [updateShapes]*updateEntry
 	if r != nil {
 		cands = r.entries
 	}
@@ -581,6 +583,17 @@ func TestUpdateMemoCases(t *testing.T) {
 		add("status", "scheduler", p, with(p, func(p *corev1.Pod) { p.Status.Conditions[0].Status = "True" }))
 		add("status", "scheduler", p, with(p, func(p *corev1.Pod) { p.Status.Conditions[0].Reason = "Unschedulable" }))
 		add("status", "scheduler", p, with(p, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }))
+		// containerStatuses is an atomic list: one leaf, compared by
+		// reflect.DeepEqual (an empty list is not a missing one, though
+		// their JSON is the same).
+		running := with(p, func(p *corev1.Pod) {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", ContainerID: fmt.Sprint("fake://", i)}}
+		})
+		add("status", "node", running, with(running, func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].AllocatedResourcesStatus = []corev1.ResourceStatus{}
+		}))
+		add("status", "node", running, with(running, func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = true }))
+		add("status", "node", running, with(running, func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }))
 		add("", "kubectl", p, with(p, func(p *corev1.Pod) { p.ManagedFields = []metav1.ManagedFieldsEntry{} }))
 		add("", "kubectl", p, with(p, func(p *corev1.Pod) { p.ManagedFields = nil }))
 	}
@@ -605,19 +618,55 @@ func TestUpdateMemoCases(t *testing.T) {
 	pairs, hits := checkUpdateMemo(t, k, ups)
 	t.Logf("%d updates, %d pairs taken as one, %d hits", len(ups), pairs, hits)
 
-	// The claim controller's write: hits from the second pod on.
+	// A list inside an atomic struct (a claim's allocation.nodeSelector)
+	// is compared as the comparison compares it, by reflect.DeepEqual:
+	// a term's values made an empty list from none is a change, though
+	// the JSON is the same.
+	claims := testAPI.reg.get(gvrOf(resourcev1.SchemeGroupVersion, "resourceclaims"))
+	resetUpdateMemo(claims)
+	claim := storedClaim(t, claims)
+	claim.Status.Allocation.NodeSelector = &kcorev1.NodeSelector{NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{
+		MatchExpressions: []kcorev1.NodeSelectorRequirement{{Key: "zone", Operator: kcorev1.NodeSelectorOpExists}}}}}
+	moved := func(c *resourcev1.ResourceClaim) { c.Status.Allocation.Devices.Results[0].Device = "gpu-1" }
+	withClaim := func(f ...func(c *resourcev1.ResourceClaim)) runtime.Object {
+		c := claim.DeepCopy()
+		for _, f := range f {
+			f(c)
+		}
+		return c
+	}
+	var claimUps []anUpdate
+	for range 2 {
+		claimUps = append(claimUps,
+			anUpdate{sub: "status", manager: "scheduler", live: claim, obj: withClaim(moved)},
+			anUpdate{sub: "status", manager: "scheduler", live: claim, obj: withClaim(moved, func(c *resourcev1.ResourceClaim) {
+				c.Status.Allocation.NodeSelector.NodeSelectorTerms[0].MatchExpressions[0].Values = []string{}
+			})})
+	}
+	pairs, hits = checkUpdateMemo(t, claims, claimUps)
+	t.Logf("claims: %d updates, %d pairs taken as one, %d hits", len(claimUps), pairs, hits)
+
+	// The claim controller's write and the node's: hits from the second
+	// pod on.
 	resetUpdateMemo(k)
-	for i := range 4 {
-		p := pod(i)
+	for i := range 8 {
+		p := pod(i / 2)
 		u := anUpdate{sub: "status", manager: "resourceclaim-controller", live: p, obj: with(p, func(p *corev1.Pod) {
 			p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo(fmt.Sprint("p", i, "-gpu-", 7*i))}}
 		})}
+		if i%2 == 1 {
+			u = anUpdate{sub: "status", manager: "node", live: p, obj: with(p, func(p *corev1.Pod) {
+				p.Status.Phase = corev1.PodRunning
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Ready: true, ContainerID: fmt.Sprint("fake://", i), Started: ptrTo(true),
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Unix(int64(100+i), 0)}}}}
+			})}
+		}
 		want := libraryUpdate(t, k, u)
 		got, hit := memoUpdate(t, k, u)
 		if got != want {
 			t.Errorf("pod %d: trackUpdate answers\n%s\nthe field manager\n%s", i, got, want)
 		}
-		if hit != (i > 0) {
+		if hit != (i > 1) {
 			t.Errorf("pod %d: hit %v", i, hit)
 		}
 	}
@@ -628,7 +677,7 @@ func TestUpdateMemoCases(t *testing.T) {
 func TestUpdateMemoConcurrent(t *testing.T) {
 	k := testAPI.reg.get(gvrOf(corev1.SchemeGroupVersion, "pods"))
 	live := storedPod(t, k)
-	ups := make([]anUpdate, 6) // more than the memo keeps per manager
+	ups := make([]anUpdate, updateShapes+2) // more than the memo keeps per manager
 	want := make([]string, len(ups))
 	for i := range ups {
 		obj := live.DeepCopy()
