@@ -369,7 +369,17 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 			return obj, nil
 		}
 	}
-	out := fm.UpdateNoErrors(l, o, manager)
+	out, err := fm.Update(l, o, manager)
+	if err != nil {
+		// As UpdateNoErrors does: the stored entries are kept. Not
+		// remembered: its order is the stored one, not sorted.
+		out, miss = o, nil
+		if acc, aerr := meta.Accessor(o); aerr == nil {
+			if lacc, lerr := meta.Accessor(l); lerr == nil {
+				acc.SetManagedFields(lacc.GetManagedFields())
+			}
+		}
+	}
 	from, err := meta.Accessor(out)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
