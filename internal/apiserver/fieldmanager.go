@@ -50,6 +50,11 @@ type fieldManagers struct {
 	// creates remembers the main field manager's answers for creates
 	// by shape (fieldmanager_memo.go).
 	creates createMemo
+	// updates remembers both field managers' answers for updates
+	// (fieldmanager_updmemo.go) of a built-in kind, whose schema walk
+	// is; nil for a custom resource.
+	updates updateMemo
+	walk    *updateWalk
 }
 
 var builtinTC struct {
@@ -153,7 +158,7 @@ func (k *kind) fieldManager(sub string) (*managedfields.FieldManager, error) {
 	if fm == nil {
 		return nil, fmt.Errorf("kind %s has no field manager", k.gvk)
 	}
-	fm.once.Do(func() { fm.main, fm.status, fm.err = newFieldManagers(k) })
+	fm.once.Do(func() { fm.main, fm.status, fm.walk, fm.err = newFieldManagers(k) })
 	if fm.err != nil {
 		return nil, fm.err
 	}
@@ -163,7 +168,7 @@ func (k *kind) fieldManager(sub string) (*managedfields.FieldManager, error) {
 	return fm.main, nil
 }
 
-func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err error) {
+func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, walk *updateWalk, err error) {
 	var tc managedfields.TypeConverter
 	if k.crd != nil {
 		b := newSchemaBuilder("#/components/schemas/")
@@ -171,9 +176,14 @@ func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err er
 		tc, err = typeConverterOf(b.defs)
 	} else {
 		tc, err = builtinTypeConverter()
+		if sc, ok := tc.(*schemaTypeConverter); ok && err == nil {
+			if pt, ok := sc.types[k.gvk]; ok && pt.Schema != nil {
+				walk = &updateWalk{s: pt.Schema, root: pt.TypeRef}
+			}
+		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", k.gvk, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", k.gvk, err)
 	}
 	conv := kindConvertor{k}
 	gv := fieldpath.APIVersion(k.gvk.GroupVersion().String())
@@ -189,14 +199,14 @@ func newFieldManagers(k *kind) (main, status *managedfields.FieldManager, err er
 	}
 	hub := k.gvk.GroupVersion()
 	if main, err = build(tc, conv, conv, conv, k.gvk, hub, "", mainReset); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if k.hasStatus {
 		if status, err = build(tc, conv, conv, conv, k.gvk, hub, "status", statusReset); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	return main, status, nil
+	return main, status, walk, nil
 }
 
 // kindConvertor is the field manager's view of one kind's objects: one
@@ -349,12 +359,27 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		unchanged = "Status"
 	}
 	l, o := live, obj
+	var miss *updateMiss
 	if acc, err := meta.Accessor(live); err == nil && acc.GetUID() != "" {
 		// An update: a create's live object is empty, nothing in it
 		// equal to leave out.
 		l, o = comparedParts(live, obj, unchanged)
+		var hit bool
+		if hit, miss = k.fm.updateFromMemo(sub, manager, live, obj, l, o); hit {
+			return obj, nil
+		}
 	}
-	out := fm.UpdateNoErrors(l, o, manager)
+	out, err := fm.Update(l, o, manager)
+	if err != nil {
+		// As UpdateNoErrors does: the stored entries are kept. Not
+		// remembered: its order is the stored one, not sorted.
+		out, miss = o, nil
+		if acc, aerr := meta.Accessor(o); aerr == nil {
+			if lacc, lerr := meta.Accessor(l); lerr == nil {
+				acc.SetManagedFields(lacc.GetManagedFields())
+			}
+		}
+	}
 	from, err := meta.Accessor(out)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -364,5 +389,6 @@ func (s *Server) trackUpdate(k *kind, sub string, live, obj runtime.Object, mana
 		return nil, apierrors.NewInternalError(err)
 	}
 	to.SetManagedFields(from.GetManagedFields())
+	miss.store(from.GetManagedFields())
 	return obj, nil
 }

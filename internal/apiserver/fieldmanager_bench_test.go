@@ -1,11 +1,13 @@
 package apiserver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "allot.dev/allot/api/core/v1"
 )
@@ -80,6 +82,10 @@ func BenchmarkTrackUpdate(b *testing.B) {
 		{"pod/status", pods, "status", pod, p(func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "Ready", Status: "True"})
 		})},
+		// The claim controller's write of a template claim's name.
+		{"pod/claimstatus", pods, "status", pod, p(func(p *corev1.Pod) {
+			p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo("cmp-gpu-x7k2p")}}
+		})},
 		{"claim/status", claims, "status", claim, c(func(c *resourcev1.ResourceClaim) { c.Status.Devices[0].Conditions[0].Reason = "Down" })},
 		{"claim/unreserve", claims, "status", claim, c(func(c *resourcev1.ResourceClaim) { c.Status.ReservedFor = nil })},
 	} {
@@ -94,6 +100,26 @@ func BenchmarkTrackUpdate(b *testing.B) {
 			reportCPU(b, c0)
 		})
 	}
+	// Writes the update memo misses every time: a claim reserved for
+	// another pod each time (reservedFor is keyed by the pod's uid).
+	b.Run("claim/reserve-each", func(b *testing.B) {
+		unreserved := claim.DeepCopy()
+		unreserved.Status.ReservedFor = nil
+		objs := make([]runtime.Object, 64)
+		for i := range objs {
+			x := unreserved.DeepCopy()
+			x.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: fmt.Sprint("p", i), UID: types.UID(fmt.Sprint("uid-", i))}}
+			objs[i] = x
+		}
+		b.ReportAllocs()
+		c0 := processCPU()
+		for i := range b.N {
+			if _, err := testAPI.trackUpdate(claims, "status", unreserved, objs[i%len(objs)].DeepCopyObject(), "writer"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, c0)
+	})
 	// A create as the create path tracks it: from the memo of the
 	// field manager's answers for the pod's shape (fieldmanager_memo.go).
 	created := newPod()

@@ -159,7 +159,7 @@ func TestComparedPartsGiveTheSameManagedFields(t *testing.T) {
 
 // entriesOf prints obj's managedFields; a time is "kept" when the stored
 // object's entry of the same manager and operation has it, else "new".
-func entriesOf(t *testing.T, obj, live runtime.Object) string {
+func entriesOf(t testing.TB, obj, live runtime.Object) string {
 	before := map[string]*metav1.Time{}
 	for _, e := range mustAccessor(t, live).GetManagedFields() {
 		before[e.Manager+string(e.Operation)+e.Subresource] = e.Time

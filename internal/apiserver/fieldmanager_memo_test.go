@@ -575,10 +575,23 @@ func perturb(v reflect.Value, r *rand.Rand) { perturbWith(v, r, perturbing{}) }
 type perturbing struct {
 	lists bool
 	zero  float64
+	// some, when not 0, is the probability a value is changed (else
+	// every one is).
+	some float64
 }
 
 func perturbWith(v reflect.Value, r *rand.Rand, o perturbing) {
 	t := v.Type()
+	if o.some > 0 && r.Float64() >= o.some {
+		switch v.Kind() {
+		case reflect.Struct, reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Array:
+			if c := classOf(t); c == leafZero || c == intOrStr {
+				return
+			}
+		default:
+			return
+		}
+	}
 	if o.zero > 0 && v.CanSet() && r.Float64() < o.zero {
 		switch v.Kind() {
 		case reflect.Pointer, reflect.Map, reflect.String, reflect.Bool, reflect.Int, reflect.Int32, reflect.Int64:
@@ -590,7 +603,7 @@ func perturbWith(v reflect.Value, r *rand.Rand, o perturbing) {
 	case reflect.Slice, reflect.Array:
 		if o.lists && (v.Kind() == reflect.Array || t.Elem().Kind() != reflect.Uint8) {
 			for i := range v.Len() {
-				perturbWith(v.Index(i), r, perturbing{lists: true})
+				perturbWith(v.Index(i), r, perturbing{lists: true, some: o.some})
 			}
 		}
 		return

@@ -95,6 +95,20 @@ func BenchmarkWrite(b *testing.B) {
 		serve(b, "PATCH", pods+"/"+obj("s", i)+"/status", merge, fmt.Sprintf(
 			`{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","message":"%d"}]}}`, i), 200)
 	})
+	// The claim controller's write of a template claim's name into the
+	// pod's status (a PUT of pods/status, as client-go's UpdateStatus).
+	templated := func(name string) *corev1.Pod {
+		p := writeBenchPod(name)
+		p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("gpu-template")}}
+		return p
+	}
+	run("pod/claimstatus", func(b *testing.B, i int) {
+		serve(b, "POST", pods, js, string(mustJSONb(templated(obj("r", i)))), 201)
+	}, func(b *testing.B, i int) {
+		p := templated(obj("r", i))
+		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo(fmt.Sprintf("%s-gpu-%d", obj("r", i), i))}}
+		serve(b, "PUT", pods+"/"+obj("r", i)+"/status", js, string(mustJSONb(p)), 200)
+	})
 	applyPod := func(b *testing.B, i, label, code int) {
 		serve(b, "PATCH", pods+"/"+obj("a", i)+"?fieldManager=bench", apply, fmt.Sprintf(
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"i":"%d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, obj("a", i), label), code)
