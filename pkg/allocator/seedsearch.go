@@ -11,19 +11,12 @@ import (
 // Request on one node becomes a v1prob over the driver's leaves (local
 // device l is leaf l of the driverModel, in listing order) with one
 // request per kind (count: the items of that kind, of all claims), and
-// the seed policy (v1prob.seed): the next request is the kind with the
+// the seed policy (seedView, the search's policy): the next request is the kind with the
 // fewest free candidates, candidates are tried best fit first (the
 // fewest leaves lost to the node's capacity, then inside groups already
 // split, then listing order), and the first solution is the answer. That
 // is the order seed 002's allocator searched in, so the answers are the
 // same leaves.
-
-// checkEvery is how many search steps pass between context checks.
-const checkEvery = 64
-
-// maxSteps bounds one search even without a deadline; reaching it is
-// reported like a deadline: unknown, not "does not fit".
-const maxSteps = 1 << 21
 
 // maxKinds is the number of distinct predicates one pod may use for one
 // driver (kinds are kept in a 64-bit mask).
@@ -101,24 +94,20 @@ type seedView struct {
 	// partition scheme constraint, the seed's stand-in for v1search's
 	// conflict edges, which would be quadratic in a root's leaves.
 	blk []int32
-
-	// The search's: per request, its slots filled; the candidates rated
-	// in the search's ordered call costCall, by symmetry key.
-	filled   []int
-	costs    []v1cand
-	costCall int32
 }
 
-// place allocates (sign 1) or frees (sign -1) leaf l.
-func (v *seedView) place(l int32, sign int32) {
+var _ policy = (*seedView)(nil)
+
+// Place allocates (sign 1) or frees (sign -1) leaf l.
+func (v *seedView) Place(l int32, sign int32) {
 	v.mark(l, sign, true)
 	r := v.lo.rootOf[l]
 	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
 }
 
-// open reports whether the search's picks leave leaf l allocatable
+// Open reports whether the search's picks leave leaf l allocatable
 // (what the node's allocations leave is v1prob.free0).
-func (v *seedView) open(l int32) bool { return v.blk[l] == 0 }
+func (v *seedView) Open(l int32) bool { return v.blk[l] == 0 }
 
 // mark counts leaf l in use (sign 1) or no more (sign -1), and the
 // groups on its path, without updating the root's capacity; with blk,
@@ -143,11 +132,11 @@ func (v *seedView) mark(l int32, sign int32, blk bool) {
 	}
 }
 
-// cost rates leaf l as seed 002's allocator did: the leaves of the node
+// Cost rates leaf l as seed 002's allocator did: the leaves of the node
 // that can no longer be allocated at the same time once l is (lost),
 // then, among equal losses, the more partition groups on its path already
 // in use the better.
-func (v *seedView) cost(l int32) (lost int32, cost int64) {
+func (v *seedView) Cost(l int32) (lost int32, cost int64) {
 	x := v.dm.leaves[l]
 	pack := 0
 	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
@@ -202,87 +191,6 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 		next[k]++
 	}
 	return assign, s.bestLost, nil, nil
-}
-
-// next goes on once slot k-1 of request i (at position o of the order)
-// is filled: with slot k of the same request, in the request order; under
-// the seed policy (v1prob.seed) with the next free slot of the request
-// that has the fewest free candidates (ties: the lowest), as seed 002's
-// allocator always chose its next request. i < 0 starts the search.
-func (s *v1search) next(o, i int, a *v1salt, k int) error {
-	if s.p.seed == nil {
-		return s.slot(o, i, a, k)
-	}
-	if i >= 0 {
-		s.p.seed.filled[i] = k
-	}
-	j := s.nextSeed()
-	var err error
-	if j < 0 {
-		s.solution()
-	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.p.seed.filled[j])
-	}
-	if i >= 0 {
-		s.p.seed.filled[i] = k - 1
-	}
-	return err
-}
-
-// nextSeed returns the request with slots left and the fewest free
-// candidates (ties: the lowest), or -1 when every slot is filled.
-func (s *v1search) nextSeed() int {
-	best, bestN := -1, 0
-	for j := range s.p.sreqs {
-		a := &s.p.sreqs[j].alts[0]
-		if s.p.seed.filled[j] >= a.a.count {
-			continue
-		}
-		n := 0
-		for _, l := range a.cands {
-			if s.free(l) {
-				n++
-			}
-		}
-		if best < 0 || n < bestN {
-			best, bestN = j, n
-		}
-	}
-	return best
-}
-
-// boundSeed is bound under the seed policy, where every request with
-// slots left comes later.
-func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
-	want := a.a.count - k
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.p.seed.filled[j] >= b.a.count {
-			continue
-		}
-		if !s.enough(j, b, s.p.seed.filled[j]) {
-			return false
-		}
-		want += b.a.count - s.p.seed.filled[j]
-	}
-	if want <= 1 {
-		return true
-	}
-	s.markN++
-	have := 0
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.p.seed.filled[j] >= b.a.count {
-			continue
-		}
-		for _, l := range b.cands {
-			if s.mark[l] != s.markN && s.allowed(j, b, l) {
-				s.mark[l] = s.markN
-				have++
-			}
-		}
-	}
-	return have >= want
 }
 
 // seedBound is the counting bound (Hall's condition with partition
@@ -355,9 +263,8 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 	for j, r := range dm.roots {
 		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
 	}
-	v.filled = ar.ints.take(len(count))
 	v.blk = ar.i32.take(n)
-	p.seed = v
+	p.policy = v
 	for l, x := range dm.leaves {
 		p.free0[l] = dm.free(ds, x)
 		p.inUse[l] = !p.free0[l]
@@ -393,7 +300,7 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 	for i := range p.order {
 		p.order[i] = i
 	}
-	p.seedGroups(ds)
+	p.seedGroups(v, ds)
 	return p
 }
 
@@ -401,8 +308,7 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 // leaves), each leaf's class (its partition group's path below the root,
 // the kinds it matches, free or not), and the class of each root nothing
 // of which is in use (its leaves' paths and classes).
-func (p *v1prob) seedGroups(ds *driverState) {
-	v := p.seed
+func (p *v1prob) seedGroups(v *seedView, ds *driverState) {
 	dm, lo := v.dm, v.lo
 	n := len(dm.leaves)
 	p.devGroups = p.ar.lists.take(n)
@@ -473,13 +379,4 @@ func untouchedRoot(dm *driverModel, ds *driverState, r int32) bool {
 		}
 	}
 	return true
-}
-
-// claimCount is the number of claims whose devices the search keeps
-// apart (a seed problem counts its items as one claim's).
-func (p *v1prob) claimCount() int {
-	if p.r == nil {
-		return 1
-	}
-	return len(p.r.claims)
 }

@@ -33,7 +33,7 @@ const v1ExplainSteps = 1 << 12
 // after the first solution, branch and bound on the cost.
 //
 // It is the one search of both APIs: a seed request comes with the seed
-// policy (v1prob.seed, seedsearch.go), under which the next slot is that
+// front end's policy (v1prob.policy, v1allocpolicy.go), under which the next slot is that
 // of the request with the fewest free candidates, candidates cost what
 // the seed's best fit says, and the first solution is the answer.
 type v1search struct {
@@ -80,6 +80,12 @@ type v1search struct {
 	// subsets, no symmetry.
 	exhaustive bool
 
+	// Under a policy: per request, its slots filled; the candidates rated
+	// in the call costCall of ordered, by symmetry key.
+	filled   []int
+	costs    []v1cand
+	costCall int32
+
 	found      bool
 	done       bool
 	best       []v1pick
@@ -124,6 +130,9 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		gFresh: ar.bools.take(ng), bans: ar.u64.take(n), left: append(ar.i64.room(len(p.left0)), p.left0...), claimDev: ar.lists.take(p.claimCount()),
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
+	if p.policy != nil {
+		s.filled = ar.ints.take(len(p.sreqs))
+	}
 	for k := range p.cons {
 		if !p.cons[k].c.match {
 			s.consSeen[k] = map[string]int32{}
@@ -177,7 +186,7 @@ func (s *v1search) run() error {
 }
 
 func (s *v1search) request(o int) error {
-	if s.p.seed != nil {
+	if s.p.policy != nil {
 		return s.next(0, -1, nil, 0)
 	}
 	if o == len(s.p.order) {
@@ -322,11 +331,11 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 		if !s.allowed(i, a, l) {
 			continue
 		}
-		if s.p.seed != nil {
-			// Under the seed policy only the first of interchangeable
+		if s.p.policy != nil {
+			// Under a policy only the first of interchangeable
 			// candidates is tried: the others' subtrees are images of
 			// its own.
-			if c, image := s.seedCandidate(i, l); !image {
+			if c, image := s.policyCandidate(i, l); !image {
 				s.cbuf = append(s.cbuf, c)
 			}
 			continue
@@ -340,25 +349,24 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 	return out
 }
 
-// seedCandidate rates device l for a slot of request i under the seed
+// policyCandidate rates device l for a slot of request i under the
 // policy; image says that an earlier candidate of this slot has its
 // symmetry key (and so its cost).
-func (s *v1search) seedCandidate(i int, l int32) (c v1cand, image bool) {
-	v := s.p.seed
+func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	c = v1cand{l: l, key: s.symmetryKey(i, l)}
 	if c.key >= 0 {
-		if v.costCall != s.call {
-			v.costs, v.costCall = v.costs[:0], s.call
+		if s.costCall != s.call {
+			s.costs, s.costCall = s.costs[:0], s.call
 		}
-		for _, d := range v.costs {
+		for _, d := range s.costs {
 			if d.key == c.key {
 				return d, true
 			}
 		}
 	}
-	c.lost, c.cost = v.cost(l)
+	c.lost, c.cost = s.p.policy.Cost(l)
 	if c.key >= 0 {
-		v.costs = append(v.costs, c)
+		s.costs = append(s.costs, c)
 	}
 	return c, false
 }
@@ -408,7 +416,7 @@ func (s *v1search) untouched(i int, g int32) bool {
 	}
 	fresh := true
 	for _, m := range s.p.lgroups[g].members {
-		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) || (s.p.seed != nil && s.bans[m] != 0) {
+		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) || (s.p.policy != nil && s.bans[m] != 0) {
 			fresh = false
 			break
 		}
@@ -426,8 +434,8 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 	if !s.enough(i, a, k) {
 		return false
 	}
-	if s.p.seed != nil {
-		return s.boundSeed(i, a, k)
+	if s.p.policy != nil {
+		return s.boundPolicy(i, a, k)
 	}
 	for _, j := range s.p.order[o+1:] {
 		sr := &s.p.sreqs[j]
@@ -548,7 +556,7 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	c := s.p.sreqs[i].claim
 	cd := s.claimDev[c]
-	if len(cd) >= resourcev1.AllocationResultsMaxSize && s.p.seed == nil {
+	if len(cd) >= resourcev1.AllocationResultsMaxSize && s.p.policy == nil {
 		return false
 	}
 	multi := s.capLeft != nil && s.capLeft[l] != nil
@@ -557,7 +565,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 		if s.pickedBy(i, l) {
 			return false
 		}
-	} else if s.p.seed == nil && slices.Contains(cd, l) {
+	} else if s.p.policy == nil && slices.Contains(cd, l) {
 		return false
 	}
 	if !a.a.admin {
@@ -569,7 +577,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
 				return false
 			}
-		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.seed != nil && !s.p.seed.open(l)):
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.policy != nil && !s.p.policy.Open(l)):
 			return false
 		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
@@ -601,7 +609,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 // partitions and counters allow it.
 func (s *v1search) free(l int32) bool {
 	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left)) &&
-		(s.p.seed == nil || s.p.seed.open(l))
+		(s.p.policy == nil || s.p.policy.Open(l))
 }
 
 // lostOf counts the free devices a pick of l (without admin access) makes
@@ -677,8 +685,8 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 			m[v]++
 		}
 	}
-	if s.p.seed != nil {
-		s.p.seed.place(l, 1)
+	if s.p.policy != nil {
+		s.p.policy.Place(l, 1)
 	}
 	s.picks = append(s.picks, v1pick{sreq: int32(i), c: c})
 	s.cost += c.cost
@@ -723,8 +731,8 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 			}
 		}
 	}
-	if s.p.seed != nil {
-		s.p.seed.place(l, -1)
+	if s.p.policy != nil {
+		s.p.policy.Place(l, -1)
 	}
 	s.picks = s.picks[:len(s.picks)-1]
 	s.cost -= c.cost

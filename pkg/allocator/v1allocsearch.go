@@ -57,8 +57,9 @@ type v1prob struct {
 	shared0  []bool
 	anyMulti bool
 
-	// seed is the seed policy (seedsearch.go), nil for v1 requests.
-	seed *seedView
+	// policy is the front end's order (v1allocpolicy.go; the seed
+	// front end's seedView), nil for v1 requests.
+	policy policy
 
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in
