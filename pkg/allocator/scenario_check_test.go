@@ -115,7 +115,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 			fail("claim %s has no allocation", c.Name)
 			continue
 		}
-		if sel := a.NodeSelector; sel != nil && !(&allocator.PoolDevice{NodeSelector: sel}).AvailableOn(node) {
+		if sel := a.NodeSelector; sel != nil && !allocator.DeviceAvailableOn(&allocator.PoolDevice{NodeSelector: sel}, node) {
 			fail("claim %s: node selector does not match node %s", c.Name, node.Name)
 		}
 		alts := v1Alts(c)
@@ -129,7 +129,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 				continue
 			}
 			perAlt[r.Request] = append(perAlt[r.Request], x)
-			if !x.pool.Usable() || !x.d.AvailableOn(node) {
+			if !x.pool.Usable() || !allocator.DeviceAvailableOn(x.d, node) {
 				fail("claim %s: device %s is not usable on node %s", c.Name, key, node.Name)
 			}
 			in := allocator.DeviceSelectorInput{Driver: r.Driver, Attributes: x.d.Attributes, Capacity: x.d.Capacity,

@@ -369,14 +369,14 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 	pools = append(pools, seed...)
 	var reach, devs []string
 	for i := range pools {
-		if pools[i].ReachesNode(node) {
+		if pools[i].ReachesNode(allocator.NodeOf(node)) {
 			reach = append(reach, pools[i].Name)
 		}
 		for _, dev := range pools[i].Devices {
-			on := dev.AvailableOn(node)
+			on := allocator.DeviceAvailableOn(&dev, node)
 			// A device built by hand (no converted selector) answers alike.
 			bare := allocator.PoolDevice{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
-			if bare.AvailableOn(node) != on {
+			if allocator.DeviceAvailableOn(&bare, node) != on {
 				t.Errorf("%s: a hand-built copy of device %s answers AvailableOn differently", d.Pos, dev.Name)
 			}
 			if on {

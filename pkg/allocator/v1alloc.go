@@ -235,7 +235,8 @@ func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node
 		res.Allocations = make([]*resourcev1.AllocationResult, len(req.claims))
 		return res, nil
 	}
-	p, rs := req.setup(st, node)
+	var en Node
+	p, rs := req.setup(st, engineNode(node, &en))
 	if len(rs) > 0 {
 		res.Reasons = rs
 		return res, nil

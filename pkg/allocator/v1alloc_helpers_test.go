@@ -332,7 +332,7 @@ func v1tCheckValid(t testing.TB, st *V1State, node *corev1.Node, req *V1Request,
 				t.Fatalf("claim %s: unknown device %s/%s/%s", req.keys[ci], r.Driver, r.Pool, r.Device)
 			}
 			d := &inv.devs[x]
-			if !inv.pools[d.pool].Usable() || !d.d.AvailableOn(node) {
+			if !inv.pools[d.pool].Usable() || !DeviceAvailableOn(d.d, node) {
 				t.Errorf("claim %s: device %s not usable on node %s", req.keys[ci], d.key, node.Name)
 			}
 			if inClaim[x] {

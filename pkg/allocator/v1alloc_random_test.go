@@ -252,7 +252,7 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 	var devs []int32 // every device of the node in usable pools
 	for x := range inv.devs {
 		d := &inv.devs[x]
-		if inv.pools[d.pool].Usable() && d.d.AvailableOn(node) {
+		if inv.pools[d.pool].Usable() && DeviceAvailableOn(d.d, node) {
 			devs = append(devs, int32(x))
 		}
 	}

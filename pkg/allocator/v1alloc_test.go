@@ -138,7 +138,7 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		claims := v1tClaims(v1tClaim("a", v1tExact("h", "gpu", 8, `device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) == 0`)),
 			v1tClaim("b", v1tExact("q", "gpu", tc.quarters, `device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, node)
+		p, rs := req.setup(st, NodeOf(node))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
@@ -221,7 +221,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 			v1tMatch(v1tGPU+"/root"))), 20},
 	} {
 		req := PrepareV1(nil, tc.claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, v1tNode("node-a"))
+		p, rs := req.setup(st, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
@@ -249,7 +249,7 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 			v1tExact("h", "seed", 5, `device.capacity["gpu"].memory.compareTo(quantity("16Gi")) == 0`),
 			v1tExact("q", "seed", tc.quarters, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, v1tNode("node-a"))
+		p, rs := req.setup(st, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -356,7 +355,7 @@ func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
 // (usable pools, available on the node), in
 // inventory order, appended to into[:0], and the unusable pools that
 // reach the node.
-func (inv *V1Inventory) nodeDevices(node *corev1.Node, into []int32) (devs []int32, unusable []int32) {
+func (inv *V1Inventory) nodeDevices(node *Node, into []int32) (devs []int32, unusable []int32) {
 	name := ""
 	if node != nil {
 		name = node.Name

@@ -3,7 +3,6 @@ package allocator
 import (
 	"slices"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,10 +14,11 @@ import (
 // read (V1Result.Build), for its own request or, taken For another
 // request of the same Signature, for that one's claims.
 type v1Solution struct {
-	inv  *V1Inventory
-	node *corev1.Node
-	reqs []v1SolReq // per pending request: claims in order, requests in order
-	devs []v1SolDev // the devices taken, by request, each request's in result order
+	inv    *V1Inventory
+	node   string // the node's name, when onNode
+	onNode bool
+	reqs   []v1SolReq // per pending request: claims in order, requests in order
+	devs   []v1SolDev // the devices taken, by request, each request's in result order
 }
 
 // v1SolReq is what one pending request took: the alternative (index in
@@ -38,7 +38,7 @@ type v1SolDev struct {
 
 // solution keeps the search's best solution (see v1Solution).
 func (p *v1prob) solution(s *v1search) *v1Solution {
-	sol := &v1Solution{inv: p.inv, node: p.node, reqs: make([]v1SolReq, len(p.sreqs)), devs: make([]v1SolDev, len(s.best))}
+	sol := &v1Solution{inv: p.inv, node: p.node, onNode: p.onNode, reqs: make([]v1SolReq, len(p.sreqs)), devs: make([]v1SolDev, len(s.best))}
 	// Count each request's devices, place them from its start (end is the
 	// cursor while filling), then order each request's devices as the
 	// inventory does (local devices are in inventory order).
@@ -201,10 +201,10 @@ func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
 	for _, dv := range devs {
 		d := sol.inv.devs[dv.x].d
 		switch {
-		case d.BindsToNode && sol.node != nil:
+		case d.BindsToNode && sol.onNode:
 			// The device is attached to the node the allocation is made
 			// for (KEP-5007): the allocation is not usable elsewhere.
-			return byName(sol.node.Name)
+			return byName(sol.node)
 		case d.NodeName != "":
 			return byName(d.NodeName)
 		case d.NodeSelector != nil:
@@ -215,8 +215,8 @@ func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
 				term.MatchFields = v1AddRequirements(term.MatchFields, t.MatchFields)
 				term.MatchExpressions = v1AddRequirements(term.MatchExpressions, t.MatchExpressions)
 			default:
-				if sol.node != nil {
-					return byName(sol.node.Name)
+				if sol.onNode {
+					return byName(sol.node)
 				}
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -21,11 +20,12 @@ const v1ImproveSteps = 512
 // allocated there, the candidates of each request and the constraints of
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
-	r    *V1Request
-	st   *V1State
-	inv  *V1Inventory
-	node *corev1.Node
-	ar   *v1arena // backs the slices below (see v1arena)
+	r      *V1Request
+	st     *V1State
+	inv    *V1Inventory
+	node   string // the node's name, when onNode
+	onNode bool
+	ar     *v1arena // backs the slices below (see v1arena)
 
 	devs      []int32   // local device → inventory device, ascending
 	unusable  []int32   // unusable pools that reach the node
@@ -125,10 +125,13 @@ type v1consP struct {
 
 // setup builds the node's problem. Reasons come back when a selector
 // fails to evaluate on a device (the claim cannot be judged on the node).
-func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
+func (r *V1Request) setup(st *V1State, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
-	p.r, p.st, p.inv, p.node = r, st, inv, node
+	p.r, p.st, p.inv = r, st, inv
+	if node != nil {
+		p.node, p.onNode = node.Name, true
+	}
 	p.devs, p.unusable = inv.nodeDevices(node, p.devs)
 	n := len(p.devs)
 	ar := p.ar

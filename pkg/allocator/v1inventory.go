@@ -30,170 +30,6 @@ import (
 // It is plain data built by pure functions; nothing here is wired into
 // Allocate yet.
 
-// V1Pool is one resource pool: the devices one driver publishes under one
-// pool name, at the pool's newest generation.
-//
-// An Incomplete or Invalid pool offers nothing: no device of it may be
-// allocated, and a request for all devices on a node the pool reaches
-// (ReachesNode) fails, as upstream's allocator does. Its devices are kept
-// anyway so that the allocator can tell which nodes it reaches.
-type V1Pool struct {
-	Driver string
-	Name   string
-	// Generation is the pool generation the devices come from: the highest
-	// spec.pool.generation among the pool's slices (for a projected seed
-	// pool, the highest metadata.generation of its NodeResourceSlices).
-	Generation int64
-	// Node is set when every slice of the pool is local to this one node
-	// (spec.nodeName); always for a projected seed pool.
-	Node string
-	// Incomplete says why not all slices of the generation are known; ""
-	// when they are.
-	Incomplete string
-	// Invalid says why the pool's content is inconsistent (the first
-	// defect found); "" when it is not.
-	Invalid string
-	// Devices in slice name order, then listing order.
-	Devices []PoolDevice
-	// Counters are the pool's shared counter sets: set name → counter name
-	// → how much is available in total. Nil when the pool has none.
-	Counters map[string]map[string]resource.Quantity
-	// FromSeed marks a pool projected from NodeResourceSlices. Its devices
-	// have SeedInstance set, and partition groups apply between them (see
-	// SeedLeavesConflict); it has no counters.
-	FromSeed bool
-}
-
-// Usable reports whether devices may be allocated from the pool.
-func (p *V1Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
-
-// ReachesNode reports whether the pool matters on the node: it is local to
-// it, or some device is available on it. An allocation mode All request
-// on the node fails when such a pool is not Usable. Shared counters alone
-// do not make a pool reach a node: upstream gathers counter slices
-// wherever a device of their pool is used, but a pool whose devices are
-// all for other nodes is not what an All request on this node asks for
-// (the differential test against upstream pins this).
-func (p *V1Pool) ReachesNode(node *corev1.Node) bool {
-	if node == nil {
-		return false
-	}
-	if p.Node != "" && p.Node == node.Name {
-		return true
-	}
-	for i := range p.Devices {
-		if p.Devices[i].AvailableOn(node) {
-			return true
-		}
-	}
-	return false
-}
-
-// PoolDevice is one device of a pool as an allocator needs it. The maps and
-// lists are shared with the slice the device came from (or, for projected
-// seed devices, built once): read them, never modify them.
-type PoolDevice struct {
-	// Name is unique in the pool (in a valid pool) and a DNS label.
-	Name string
-	// Slice is the ResourceSlice, or for a projected device the
-	// NodeResourceSlice, that publishes the device.
-	Slice string
-	// Attributes and Capacity as in resource.k8s.io/v1; names without a
-	// domain are in the driver's domain.
-	Attributes map[resourcev1.QualifiedName]resourcev1.DeviceAttribute
-	Capacity   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity
-	// ConsumesCounters lists what allocating the device takes from the
-	// pool's Counters.
-	ConsumesCounters []resourcev1.DeviceCounterConsumption
-
-	// Node selection, from the device (perDeviceNodeSelection) or else from
-	// its slice. At most one is set; a device with none is available on no
-	// node. NodeSelector is the selector as published (for an allocation
-	// result's nodeSelector).
-	NodeName     string
-	NodeSelector *k8scorev1.NodeSelector
-	AllNodes     bool
-
-	Taints []resourcev1.DeviceTaint
-
-	// AllowMultipleAllocations: the device is allocated as shares of its
-	// consumable capacity (DRAConsumableCapacity), to any number of
-	// claims and requests while the shares fit its capacity.
-	AllowMultipleAllocations bool
-
-	// BindingConditions and BindingFailureConditions are copied into the
-	// device's allocation results (DRADeviceBindingConditions): the
-	// scheduler binds the pod only once the claim's status shows every
-	// binding condition True. BindsToNode: the allocation is limited to
-	// the node it is made for.
-	BindingConditions        []string
-	BindingFailureConditions []string
-	BindsToNode              bool
-
-	// SeedInstance is the seed instance ID of a projected device ("" for a
-	// published v1 device): the leaf whose partition locks it takes.
-	SeedInstance string
-
-	// nodeSelector is NodeSelector in allot's types, converted once.
-	nodeSelector *corev1.NodeSelector
-}
-
-// AvailableOn reports whether the device can be used on the node, by its
-// node name, node selector (allot's matcher: label expressions and the
-// field metadata.name) or all-nodes flag.
-func (d *PoolDevice) AvailableOn(node *corev1.Node) bool {
-	switch {
-	case d.AllNodes:
-		return true
-	case node == nil:
-		return false
-	case d.NodeName != "":
-		return d.NodeName == node.Name
-	case d.NodeSelector != nil:
-		sel := d.nodeSelector
-		if sel == nil {
-			sel, _ = invConvertNodeSelector(d.NodeSelector)
-		}
-		return sel.Matches(node.Name, node.Labels)
-	}
-	return false
-}
-
-// InventoryProblem is something in the published slices that the inventory
-// could not take as it is: a device or attribute left out, or a slice
-// ignored. Pool-wide states are in V1Pool.Incomplete and V1Pool.Invalid
-// instead.
-type InventoryProblem struct {
-	Driver string
-	Pool   string
-	Slice  string // "" when not tied to one slice
-	// Device is the v1 device name when it is known and valid.
-	Device string
-	// Instance is the seed instance ID (projections only).
-	Instance string
-	// Field is the attribute or capacity name, or the field, concerned.
-	Field  string
-	Reason string
-}
-
-func (p InventoryProblem) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "driver %s pool %s", p.Driver, p.Pool)
-	if p.Slice != "" {
-		fmt.Fprintf(&b, " slice %s", p.Slice)
-	}
-	if p.Instance != "" {
-		fmt.Fprintf(&b, " instance %s", p.Instance)
-	}
-	if p.Device != "" {
-		fmt.Fprintf(&b, " device %s", p.Device)
-	}
-	if p.Field != "" {
-		fmt.Fprintf(&b, " %s", p.Field)
-	}
-	return b.String() + ": " + p.Reason
-}
-
 // V1Pools groups ResourceSlices into pools by upstream's rules (k8s.io/api
 // resource/v1 ResourcePool and Device comments; k8s.io/dynamic-resource-
 // allocation structured GatherPools and buildPool):
@@ -351,7 +187,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 			p.Devices = append(p.Devices, PoolDevice{
 				Name: d.Name, Slice: s.Name,
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
-				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, nodeSelector: sel.conv,
+				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, Matcher: matcherOf(sel.conv),
 				Taints: d.Taints, AllowMultipleAllocations: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
 				BindingConditions: d.BindingConditions, BindingFailureConditions: d.BindingFailureConditions,
 				BindsToNode: d.BindsToNode != nil && *d.BindsToNode,
@@ -938,4 +774,42 @@ func (v *seedNameValidator) instances(list []resourceapi.ResourceInstance, prefi
 		}
 		v.byName[name] = id
 	}
+}
+
+// matcherOf is a converted node selector as a device's Matcher (nil
+// when there is none).
+func matcherOf(sel *corev1.NodeSelector) NodeMatcher {
+	if sel == nil {
+		return nil
+	}
+	return sel
+}
+
+// engineNode is node as the engine sees it, in into; nil for no node.
+func engineNode(node *corev1.Node, into *Node) *Node {
+	if node == nil {
+		return nil
+	}
+	*into = Node{Name: node.Name, Labels: node.Labels}
+	return into
+}
+
+// NodeOf is node as the engine sees it; nil for no node.
+func NodeOf(node *corev1.Node) *Node {
+	var n Node
+	return engineNode(node, &n)
+}
+
+// DeviceAvailableOn reports whether the device can be used on the node
+// (PoolDevice.AvailableOn); a device built by hand, without a Matcher,
+// has its NodeSelector compiled here.
+func DeviceAvailableOn(d *PoolDevice, node *corev1.Node) bool {
+	if d.NodeSelector != nil && d.Matcher == nil {
+		sel, _ := invConvertNodeSelector(d.NodeSelector)
+		c := *d
+		c.Matcher = matcherOf(sel)
+		d = &c
+	}
+	var en Node
+	return d.AvailableOn(engineNode(node, &en))
 }
