@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -96,7 +95,7 @@ type seedView struct {
 	blk []int32
 }
 
-var _ policy = (*seedView)(nil)
+var _ Policy = (*seedView)(nil)
 
 // Place allocates (sign 1) or frees (sign -1) leaf l.
 func (v *seedView) Place(l int32, sign int32) {
@@ -169,28 +168,25 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 			return nil, 0, f, nil
 		}
 	}
-	p := dm.seedProb(ds, masks, count)
-	defer p.release()
-	s := p.newSearch(ctx, p.ar.ints.take(nKinds), 0)
-	s.exhaustive = exhaustive
-	if err := s.run(); err != nil {
-		return nil, 0, nil, err
-	}
-	if !s.found {
-		return nil, 0, &failure{}, nil
-	}
+	t := dm.seedTable(ds, masks, count)
+	defer t.Release()
 	// The j-th pick of a kind goes to its j-th item.
 	assign = make([]int32, len(kindOf))
 	next := make([]int, nKinds)
-	for _, pk := range s.best {
-		k := int(pk.sreq)
+	lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), exhaustive, func(k int, l int32) {
 		for next[k] < len(kindOf) && kindOf[next[k]] != k {
 			next[k]++
 		}
-		assign[next[k]] = dm.leaves[pk.c.l]
+		assign[next[k]] = dm.leaves[l]
 		next[k]++
+	})
+	if err != nil {
+		return nil, 0, nil, err
 	}
-	return assign, s.bestLost, nil, nil
+	if !found {
+		return nil, 0, &failure{}, nil
+	}
+	return assign, lost, nil, nil
 }
 
 // seedBound is the counting bound (Hall's condition with partition
@@ -238,24 +234,12 @@ func seedBound(dm *driverModel, ds *driverState, masks []uint64, count []int) *f
 	return nil
 }
 
-// seedProb builds the one search's problem of a driver's leaves in state
-// ds for the kinds' counts.
-func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v1prob {
-	lo := dm.layout()
-	p := newV1Prob()
-	ar := p.ar
-	n := len(dm.leaves)
-	for l := range n {
-		p.devs = append(p.devs, int32(l))
-	}
-	flags := ar.bools.take(4 * n)
-	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
-	ints := ar.i32.take(3 * n)
-	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
-	p.uses, p.nbr, p.kinds = ar.uses.take(n), ar.edges.take(n), ar.u64.take(n)
-	v := &seedView{dm: dm, lo: lo, roots: ar.i32.take(len(dm.roots))}
-	v.st.used = ar.i32.take(len(dm.insts))
-	v.st.lock = ar.i32.take(len(dm.groups))
+// newSeedView returns the seed policy's view of a search of table t
+// over dm's leaves in state ds (nil: nothing in use).
+func newSeedView(t *Table, dm *driverModel, ds *driverState) *seedView {
+	v := &seedView{dm: dm, lo: dm.layout(), roots: t.Int32s(len(dm.roots))}
+	v.st.used = t.Int32s(len(dm.insts))
+	v.st.lock = t.Int32s(len(dm.groups))
 	if ds != nil {
 		copy(v.st.used, ds.used)
 		copy(v.st.lock, ds.lock)
@@ -263,91 +247,56 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 	for j, r := range dm.roots {
 		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
 	}
-	v.blk = ar.i32.take(n)
-	p.policy = v
-	for l, x := range dm.leaves {
-		p.free0[l] = dm.free(ds, x)
-		p.inUse[l] = !p.free0[l]
-		p.nbrDone[l] = true
-		p.ctrGroup[l] = -1
-		if p.free0[l] {
-			p.kinds[l] = masks[l]
-		}
-	}
-	alts := make([]v1alt, len(count))
-	p.sreqs = p.sreqs[:0]
-	salts := ar.alts.take(len(count))
-	for k, c := range count {
-		alts[k].count = c
-		a := &salts[k]
-		a.a, a.kind, a.ok = &alts[k], k, true
-		for l := range n {
-			if p.kinds[l]&(1<<k) != 0 {
-				if a.cands == nil {
-					if cap(p.candBuf)-len(p.candBuf) < n {
-						p.candBuf = make([]int32, 0, 4*n)
-					}
-					a.cands = p.candBuf[len(p.candBuf):len(p.candBuf)]
-				}
-				a.cands = append(a.cands, int32(l))
-			}
-		}
-		p.candBuf = p.candBuf[:len(p.candBuf)+len(a.cands)]
-		a.cands = slices.Clip(a.cands)
-		p.sreqs = append(p.sreqs, v1sreq{alts: salts[k : k+1 : k+1]})
-	}
-	p.order = ar.ints.take(len(count))
-	for i := range p.order {
-		p.order[i] = i
-	}
-	p.seedGroups(v, ds)
-	return p
+	v.blk = t.Int32s(len(dm.leaves))
+	return v
 }
 
-// seedGroups gives the search its symmetry: one group per root (its
-// leaves), each leaf's class (its partition group's path below the root,
-// the kinds it matches, free or not), and the class of each root nothing
-// of which is in use (its leaves' paths and classes).
-func (p *v1prob) seedGroups(v *seedView, ds *driverState) {
-	dm, lo := v.dm, v.lo
+// seedTable lays out the one search's problem of a driver's leaves in
+// state ds for the kinds' counts: leaf l is device l, a candidate of the
+// kinds it matches while free; one group per root (its leaves), each
+// leaf's class (its partition group's path below the root, the kinds it
+// matches, free or not), and the class of each root nothing of which is
+// in use (its leaves' paths and classes).
+func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) *Table {
+	lo := dm.layout()
 	n := len(dm.leaves)
-	p.devGroups = p.ar.lists.take(n)
-	p.lgroups = p.ar.groups.take(len(dm.roots))
-	gbuf := p.ar.i32.take(len(dm.roots))
+	t := NewTable(n, count)
+	for l, x := range dm.leaves {
+		if dm.free(ds, x) {
+			t.Free(int32(l), masks[l])
+		}
+	}
 	type leafKey struct {
 		parent int32
 		kinds  uint64
 		free   bool
 	}
+	msig := t.Int32s(n)
 	msigs := map[leafKey]int32{}
 	for l := range n {
-		k := leafKey{lo.parent[l], p.kinds[l], p.free0[l]}
+		k := leafKey{lo.parent[l], t.Kinds(int32(l)), t.IsFree(int32(l))}
 		s, ok := msigs[k]
 		if !ok {
 			s = int32(len(msigs))
 			msigs[k] = s
 		}
-		p.msig[l] = s
+		msig[l] = s
 	}
+	t.Classes(msig)
 	var rootSigs map[string]int32
 	var key []byte
-	for j := range dm.roots {
-		lg := &p.lgroups[j]
-		gbuf[j] = int32(j)
-		lg.members, lg.seed, lg.sig = lo.rootLeaves[j], true, -1
-		lg.fresh0 = ds == nil || untouchedRoot(dm, ds, dm.roots[j])
-		for _, l := range lg.members {
-			p.devGroups[l] = gbuf[j : j+1 : j+1]
-		}
-		if !lg.fresh0 || len(lg.members) < 2 {
-			continue
+	t.Groups(len(dm.roots), func(j int) ([]int32, bool, int32) {
+		members := lo.rootLeaves[j]
+		fresh := ds == nil || untouchedRoot(dm, ds, dm.roots[j])
+		if !fresh || len(members) < 2 {
+			return members, fresh, -1
 		}
 		// Leaves are listed in one order for equal trees.
 		key = key[:0]
-		for _, l := range lg.members {
+		for _, l := range members {
 			key = strconv.AppendInt(key, int64(lo.rel[l]), 10)
 			key = append(key, ':')
-			key = strconv.AppendInt(key, int64(p.msig[l]), 10)
+			key = strconv.AppendInt(key, int64(msig[l]), 10)
 			key = append(key, ',')
 		}
 		if rootSigs == nil {
@@ -358,8 +307,9 @@ func (p *v1prob) seedGroups(v *seedView, ds *driverState) {
 			s = int32(len(rootSigs))
 			rootSigs[string(key)] = s
 		}
-		lg.sig = s
-	}
+		return members, fresh, s
+	})
+	return t
 }
 
 // untouchedRoot reports whether nothing below root r is in use or locked

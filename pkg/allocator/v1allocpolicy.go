@@ -1,13 +1,13 @@
 package allocator
 
-// policy is a front end's order for the one search (the seed front end's
+// Policy is a front end's order for the one search (the seed front end's
 // is seedView): given one, the search takes slots dynamically (the next
 // slot is that of the request with the fewest free candidates), rates
 // candidates by the policy's Cost instead of its own, asks the policy
 // whether a device is still open besides its own rules, tells it every
 // pick and its undoing, and stops at the first solution (the caller runs
 // it without branch and bound). Devices are the problem's local devices.
-type policy interface {
+type Policy interface {
 	// Open reports whether the search's picks so far leave device l
 	// allocatable under the front end's rules.
 	Open(l int32) bool

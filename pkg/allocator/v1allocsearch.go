@@ -59,7 +59,7 @@ type v1prob struct {
 
 	// policy is the front end's order (v1allocpolicy.go; the seed
 	// front end's seedView), nil for v1 requests.
-	policy policy
+	policy Policy
 
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in
