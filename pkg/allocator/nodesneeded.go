@@ -110,7 +110,7 @@ func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeT
 func (s *Simulation) freshName(base string, i int) string {
 	name := fmt.Sprintf("%s-%d", base, i)
 	for j := 2; ; j++ {
-		if _, taken := s.nodes.get(name); !taken {
+		if _, taken := s.nodes.Get(name); !taken {
 			return name
 		}
 		name = fmt.Sprintf("%s-%d-%d", base, i, j)

@@ -75,8 +75,8 @@ func (s *Simulation) v1State() (*V1Inventory, *V1State) {
 	defer d.mu.Unlock()
 	if d.st == nil {
 		var seed []*resourceapi.ResourceClaim
-		for _, k := range s.claims.keys() {
-			c, _ := s.claims.get(k)
+		for _, k := range s.claims.Keys() {
+			c, _ := s.claims.Get(k)
 			seed = append(seed, c)
 		}
 		d.st = NewV1State(inv, s.V1Claims(), seed)
@@ -88,14 +88,14 @@ func (s *Simulation) v1State() (*V1Inventory, *V1State) {
 func (s *Simulation) inventory() *V1Inventory {
 	var seed []*resourceapi.NodeResourceSlice
 	models := map[string]*Model{}
-	for _, name := range s.nodes.keys() {
-		n, _ := s.nodes.get(name)
+	for _, name := range s.nodes.Keys() {
+		n, _ := s.nodes.Get(name)
 		seed = append(seed, n.slices...)
 		models[name] = n.state.Model()
 	}
 	var v1 []*resourcev1.ResourceSlice
-	for _, k := range s.v1slices.keys() {
-		sl, _ := s.v1slices.get(k)
+	for _, k := range s.v1slices.Keys() {
+		sl, _ := s.v1slices.Get(k)
 		v1 = append(v1, sl)
 	}
 	return NewV1InventoryTainted(v1, seed, func(node string, sl []*resourceapi.NodeResourceSlice) *Model {
@@ -121,16 +121,16 @@ func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[s
 // V1Claim returns the current state of a claim stored as
 // resource.k8s.io/v1.
 func (s *Simulation) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
-	return s.v1claims.get(namespace + "/" + name)
+	return s.v1claims.Get(namespace + "/" + name)
 }
 
 // V1Claims returns the resource.k8s.io/v1 claims, sorted by namespace
 // and name.
 func (s *Simulation) V1Claims() []*resourcev1.ResourceClaim {
-	keys := s.v1claims.keys()
+	keys := s.v1claims.Keys()
 	out := make([]*resourcev1.ResourceClaim, 0, len(keys))
 	for _, k := range keys {
-		c, _ := s.v1claims.get(k)
+		c, _ := s.v1claims.Get(k)
 		out = append(out, c)
 	}
 	return out
@@ -140,15 +140,15 @@ func (s *Simulation) V1Claims() []*resourcev1.ResourceClaim {
 // a pod. One that is allocated counts where its devices are.
 func (s *Simulation) AddV1Claim(c *resourcev1.ResourceClaim) error {
 	key := c.Namespace + "/" + c.Name
-	_, v1 := s.v1claims.get(key)
-	if _, seed := s.claims.get(key); seed || v1 {
+	_, v1 := s.v1claims.Get(key)
+	if _, seed := s.claims.Get(key); seed || v1 {
 		return fmt.Errorf("add claim %s: %w", key, ErrClaimExists)
 	}
-	s.v1claims.set(key, c)
+	s.v1claims.Set(key, c)
 	if c.Status.Allocation != nil {
 		for n, views := range seedViewsByNode(s.v1Inventory(), []*resourcev1.ResourceClaim{c}) {
-			if sn, ok := s.nodes.get(n); ok {
-				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			if sn, ok := s.nodes.Get(n); ok {
+				s.nodes.Set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 			}
 		}
 		s.claimsChanged(nil, []*resourcev1.ResourceClaim{c}, nil, nil)
@@ -164,7 +164,7 @@ func (s *Simulation) prepareV1(pod *corev1.Pod, names []string) *V1Request {
 	}
 	claims := make([]V1Claim, 0, len(names))
 	for _, n := range names {
-		c, _ := s.v1claims.get(pod.Namespace + "/" + n)
+		c, _ := s.v1claims.Get(pod.Namespace + "/" + n)
 		claims = append(claims, V1Claim{Claim: c})
 	}
 	return PrepareV1(pod, claims, s.cat.DeviceClass)
@@ -179,7 +179,7 @@ func (s *Simulation) filterBoth(ctx context.Context, req *Request, v1req *V1Requ
 		res, err := s.filter(ctx, req, pod, nodeName)
 		return res, nil, err
 	}
-	sn, ok := s.nodes.get(nodeName)
+	sn, ok := s.nodes.Get(nodeName)
 	if !ok || (s.opts.NodeFilter != nil && len(s.opts.NodeFilter(pod, sn.node)) > 0) {
 		res, err := s.filter(ctx, req, pod, nodeName) // the node's own reasons
 		return res, nil, err
@@ -240,12 +240,12 @@ func (s *Simulation) bindV1(pod *corev1.Pod, nodeName string, v1req *V1Request, 
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{
 				Resource: "pods", Name: pod.Name, UID: pod.UID})
 		}
-		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
+		s.v1claims.Set(claim.Namespace+"/"+claim.Name, claim)
 	}
 	if len(allocated) > 0 {
 		if views := seedViewsByNode(s.v1Inventory(), allocated)[nodeName]; len(views) > 0 {
-			sn, _ := s.nodes.get(nodeName)
-			s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			sn, _ := s.nodes.Get(nodeName)
+			s.nodes.Set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 		}
 		s.claimsChanged(nil, allocated, nil, nil)
 	}
@@ -257,7 +257,7 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 	inv := s.v1Inventory()
 	var freed []*resourcev1.ResourceClaim
 	for _, n := range names {
-		old, ok := s.v1claims.get(pod.Namespace + "/" + n)
+		old, ok := s.v1claims.Get(pod.Namespace + "/" + n)
 		if !ok || !v1ReservedFor(old, pod) {
 			continue
 		}
@@ -267,15 +267,15 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 		})
 		if len(claim.Status.ReservedFor) == 0 && claim.Status.Allocation != nil {
 			for node, views := range seedViewsByNode(inv, []*resourcev1.ResourceClaim{old}) {
-				if sn, ok := s.nodes.get(node); ok {
-					s.nodes.set(node, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(views...)})
+				if sn, ok := s.nodes.Get(node); ok {
+					s.nodes.Set(node, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(views...)})
 				}
 			}
 			freed = append(freed, old)
 			claim.Status.Allocation = nil
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
-		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
+		s.v1claims.Set(claim.Namespace+"/"+claim.Name, claim)
 	}
 	if len(freed) > 0 {
 		s.claimsChanged(freed, nil, nil, nil)
@@ -291,11 +291,11 @@ func (s *Simulation) generateV1(out *corev1.Pod, pc corev1.PodResourceClaim) boo
 		return false
 	}
 	name := out.Name + "-" + pc.Name
-	_, seedExists := s.claims.get(out.Namespace + "/" + name)
-	if _, exists := s.v1claims.get(out.Namespace + "/" + name); !exists && !seedExists {
+	_, seedExists := s.claims.Get(out.Namespace + "/" + name)
+	if _, exists := s.v1claims.Get(out.Namespace + "/" + name); !exists && !seedExists {
 		claim := NewClaimFromTemplateV1(out, pc.Name, tmpl, name)
 		claim.TypeMeta = metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
-		s.v1claims.set(out.Namespace+"/"+name, claim)
+		s.v1claims.Set(out.Namespace+"/"+name, claim)
 	}
 	out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
 		corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr(name)})

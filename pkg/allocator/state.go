@@ -74,7 +74,7 @@ func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeSt
 	from := make([]seedEntry, 0, len(model.drivers))
 	for name, dm := range model.drivers {
 		key := name + "\x00" + model.node
-		ids, _ := s.seedUsed.get(key)
+		ids, _ := s.seedUsed.Get(key)
 		from = append(from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {
 			continue
@@ -110,7 +110,7 @@ func (s *V1State) holdsSeedEntries(p *NodeState) bool {
 	from := *fp
 	same := true
 	for _, e := range from {
-		ids, _ := s.seedUsed.get(e.key)
+		ids, _ := s.seedUsed.Get(e.key)
 		if len(ids) != len(e.ids) {
 			return false
 		}
@@ -123,7 +123,7 @@ func (s *V1State) holdsSeedEntries(p *NodeState) bool {
 	}
 	now := make([]seedEntry, len(from))
 	for i, e := range from {
-		ids, _ := s.seedUsed.get(e.key)
+		ids, _ := s.seedUsed.Get(e.key)
 		if !sameIDs(ids, e.ids) {
 			return false
 		}

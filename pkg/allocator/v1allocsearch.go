@@ -144,7 +144,7 @@ func (r *V1Request) setup(st *V1State, node *Node) (*v1prob, []Reason) {
 	for l, x := range p.devs {
 		d := &inv.devs[x]
 		pool := &inv.pools[d.pool]
-		used, _ := st.used.get(d.key)
+		used, _ := st.used.Get(d.key)
 		p.inUse[l] = used > 0
 		if d.multi {
 			p.setupShared(l, d, used)

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/internal/layered"
 	"iter"
 	"slices"
 
@@ -28,17 +29,17 @@ import (
 // Safe for concurrent reads.
 type V1State struct {
 	inv      *V1Inventory
-	used     *layered[string, int32]    // device key → allocations
-	consumed *layered[int32, int64]     // counter → consumed, in its scale
-	seedUsed *layered[string, []string] // driver\x00pool → seed instance IDs in use
-	shares   *layered[string, v1shares] // device key → its shares (results with a shareID)
+	used     *layered.Map[string, int32]    // device key → allocations
+	consumed *layered.Map[int32, int64]     // counter → consumed, in its scale
+	seedUsed *layered.Map[string, []string] // driver\x00pool → seed instance IDs in use
+	shares   *layered.Map[string, v1shares] // device key → its shares (results with a shareID)
 }
 
 // NewV1State returns the state of inv with the v1 claims and the v1alpha2
 // claims allocated (claims without an allocation are skipped).
 func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *V1State {
-	s := &V1State{inv: inv, used: newLayered(map[string]int32{}), consumed: newLayered(map[int32]int64{}),
-		seedUsed: newLayered(map[string][]string{}), shares: newLayered(map[string]v1shares{})}
+	s := &V1State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
+		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
 	for _, c := range v1Claims {
 		s.applyV1(c, 1)
 	}
@@ -46,10 +47,10 @@ func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClai
 		s.applySeed(c, 1)
 	}
 	// Fold the deltas once, so that derived states start from flat maps.
-	s.used.fold()
-	s.consumed.fold()
-	s.seedUsed.fold()
-	s.shares.fold()
+	s.used.Fold()
+	s.consumed.Fold()
+	s.seedUsed.Fold()
+	s.shares.Fold()
 	return s
 }
 
@@ -107,7 +108,7 @@ func (s *V1State) InUse(driver, pool, device string) bool {
 		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
 		return held
 	}
-	n, _ := s.used.get(key)
+	n, _ := s.used.Get(key)
 	return n > 0
 }
 
@@ -116,7 +117,7 @@ func (s *V1State) InUse(driver, pool, device string) bool {
 // other goroutines may be reading or deriving from at the same time (a
 // V1State is never written once published).
 func (s *V1State) clone() *V1State {
-	return &V1State{inv: s.inv, used: s.used.derived(), consumed: s.consumed.derived(), seedUsed: s.seedUsed.derived(), shares: s.shares.derived()}
+	return &V1State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }
 
 func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
@@ -223,25 +224,25 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 		s.applySeedInstance(driver, pool, instance, sign)
 		return
 	}
-	n, _ := s.used.get(key)
+	n, _ := s.used.Get(key)
 	switch {
 	case sign > 0:
-		s.used.set(key, n+1)
+		s.used.Set(key, n+1)
 	case n == 0:
 		return // not counted
 	case n > 1:
-		s.used.set(key, n-1)
+		s.used.Set(key, n-1)
 	default:
-		s.used.del(key)
+		s.used.Del(key)
 	}
 	if known && ((sign > 0 && n == 0) || (sign < 0 && n == 1)) {
 		for _, u := range s.inv.devs[x].uses {
-			v, _ := s.consumed.get(u.ctr)
+			v, _ := s.consumed.Get(u.ctr)
 			v = v1AddSat(v, int64(sign)*u.amount) // see v1ctr
 			if v == 0 {
-				s.consumed.del(u.ctr)
+				s.consumed.Del(u.ctr)
 			} else {
-				s.consumed.set(u.ctr, v)
+				s.consumed.Set(u.ctr, v)
 			}
 		}
 	}
@@ -253,17 +254,17 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 // applySeedInstance counts one allocation of a seed instance in or out.
 func (s *V1State) applySeedInstance(driver, pool, instance string, sign int32) {
 	pk := driver + "\x00" + pool
-	ids, _ := s.seedUsed.get(pk)
+	ids, _ := s.seedUsed.Get(pk)
 	if sign > 0 {
-		s.seedUsed.set(pk, append(slices.Clip(ids), instance))
+		s.seedUsed.Set(pk, append(slices.Clip(ids), instance))
 		return
 	}
 	if i := slices.Index(ids, instance); i >= 0 {
 		ids = slices.Delete(slices.Clone(ids), i, i+1)
 		if len(ids) == 0 {
-			s.seedUsed.del(pk)
+			s.seedUsed.Del(pk)
 		} else {
-			s.seedUsed.set(pk, ids)
+			s.seedUsed.Set(pk, ids)
 		}
 	}
 }
@@ -275,7 +276,7 @@ func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) =
 // seedHeld reports whether an allocation holds the seed instance itself,
 // and whether one conflicts with it (itself included).
 func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
-	ids, _ := s.seedUsed.get(driver + "\x00" + pool)
+	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if id == instance {
 			return true, true
@@ -290,7 +291,7 @@ func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
 // seedLocked reports whether a seed leaf conflicts with an instance in
 // use in its pool.
 func (s *V1State) seedLocked(driver, pool, instance string) bool {
-	ids, _ := s.seedUsed.get(driver + "\x00" + pool)
+	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if SeedLeavesConflict(instance, id) {
 			return true
@@ -301,7 +302,7 @@ func (s *V1State) seedLocked(driver, pool, instance string) bool {
 
 // counterLeft returns what is left of a counter.
 func (s *V1State) counterLeft(c int32) int64 {
-	v, _ := s.consumed.get(c)
+	v, _ := s.consumed.Get(c)
 	return s.inv.ctrs[c].total - v
 }
 
@@ -312,7 +313,7 @@ func (s *V1State) applyShared(u deviceUse, sign int32) {
 	key := v1Key(u.driver, u.pool, u.device)
 	x, known := s.inv.byKey[key]
 	if sign < 0 {
-		if sh, _ := s.shares.get(key); sh.n == 0 {
+		if sh, _ := s.shares.Get(key); sh.n == 0 {
 			return // not counted
 		}
 	}
@@ -324,7 +325,7 @@ func (s *V1State) applyShared(u deviceUse, sign int32) {
 // shares: a result without shareID (allocated before the device allowed
 // multiple allocations, or a device without it).
 func (s *V1State) dedicated(key string) bool {
-	n, _ := s.used.get(key)
-	sh, _ := s.shares.get(key)
+	n, _ := s.used.Get(key)
+	sh, _ := s.shares.Get(key)
 	return n > sh.n
 }

@@ -16,7 +16,7 @@ import (
 
 // capUsed returns what the shares of a device hold in the state.
 func (s *V1State) capUsed(key string) v1shares {
-	u, _ := s.shares.get(key)
+	u, _ := s.shares.Get(key)
 	return u
 }
 
@@ -30,7 +30,7 @@ type v1shares struct {
 
 // applyShare counts one share of a device in or out.
 func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
-	u, _ := s.shares.get(key)
+	u, _ := s.shares.Get(key)
 	if sign < 0 && u.n == 0 {
 		return
 	}
@@ -48,10 +48,10 @@ func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resou
 		}
 	}
 	if out.n <= 0 {
-		s.shares.del(key)
+		s.shares.Del(key)
 		return
 	}
-	s.shares.set(key, out)
+	s.shares.Set(key, out)
 }
 
 // capacityClause says why a share does not fit a device: the first
