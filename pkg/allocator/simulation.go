@@ -253,7 +253,7 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.cat.V1ClaimTemplate(pod.Namespace, name.template) == nil {
 				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
 			}
-			reasons = append(reasons, newReason(ReasonClaimNotFound, "", "", nil, "", msg))
+			reasons = append(reasons, NewReason(ReasonClaimNotFound, "", "", nil, "", msg))
 			continue
 		}
 		if _, ok := s.v1claims.Get(pod.Namespace + "/" + name.name); ok {
@@ -262,7 +262,7 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 		}
 		c, ok := s.claims.Get(pod.Namespace + "/" + name.name)
 		if !ok {
-			reasons = append(reasons, newReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
+			reasons = append(reasons, NewReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
 			continue
 		}
 		resolved, r := s.resolve(c)
@@ -292,7 +292,7 @@ func (s *Simulation) resolve(c *resourceapi.ResourceClaim) (Claim, *Reason) {
 		default:
 			continue
 		}
-		r := newReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
+		r := NewReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
 		return resolved, &r
 	}
 	return resolved, nil
@@ -336,7 +336,7 @@ func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, 
 	sn, ok := s.nodes.Get(nodeName)
 	if !ok {
 		return finish(&Result{Node: nodeName, Reasons: []Reason{
-			newReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
+			NewReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
 	}
 	if s.opts.NodeFilter != nil {
 		if reasons := s.opts.NodeFilter(pod, sn.node); len(reasons) > 0 {

@@ -35,36 +35,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// Rejections of v1 claims, in addition to the seed's codes (ReasonNoMatch,
-// ReasonClassFilter, ReasonInUse, ReasonNotEnough, ReasonNoCombination,
-// ReasonClaimAllocatedElsewhere, ReasonClaimDeleted,
-// ReasonClaimReservedForFull, ReasonInvalidSelector,
-// ReasonInvalidParameters, ReasonClassNotFound), which keep their
-// meaning with "device" for "instance".
-const (
-	// ReasonConstraint: each request has devices, but no choice satisfies
-	// a matchAttribute or distinctAttribute constraint; Clause quotes it.
-	ReasonConstraint ReasonCode = "ConstraintNotSatisfied"
-	// ReasonCounters: devices match, but the shared counters of their
-	// pools do not leave room for them; Clause names the counter.
-	ReasonCounters ReasonCode = "SharedCountersExhausted"
-	// ReasonPoolIncomplete: a request for all devices, and a pool that
-	// reaches the node is incomplete or invalid; Clause is driver/pool.
-	ReasonPoolIncomplete ReasonCode = "PoolIncomplete"
-	// ReasonTainted: the matching devices have NoSchedule or NoExecute
-	// taints the request does not tolerate; Clause is the first taint.
-	ReasonTainted ReasonCode = "DeviceTaintNotTolerated"
-	// ReasonSelectorError: a selector failed to evaluate on a device of
-	// the node (as upstream, this fails the claim, not just the device);
-	// Clause is the selector.
-	ReasonSelectorError ReasonCode = "SelectorEvaluationError"
-	// ReasonTooManyDevices: a claim would hold more than 32 devices.
-	ReasonTooManyDevices ReasonCode = "TooManyDevices"
-	// ReasonAdminAccessDenied: a request asks for adminAccess in a
-	// namespace without the label resource.kubernetes.io/admin-access=true.
-	ReasonAdminAccessDenied ReasonCode = "AdminAccessNotAllowed"
-)
-
 // V1Result is the outcome of allocating a pod's v1 claims on one node.
 type V1Result struct {
 	Node string
@@ -82,8 +52,8 @@ type V1Result struct {
 	// without free devices, and when the claims do not fit.
 	Score int
 
-	req *V1Request  // the request AllocateV1 answered (see For)
-	sol *v1Solution // CheckV1's: what Build builds the allocations from
+	req *V1Request // the request AllocateV1 answered (see For)
+	sol *Solution  // CheckV1's: what Build builds the allocations from
 }
 
 // AllocateV1 decides whether the pod's pending v1 claims fit on the node,
@@ -230,41 +200,21 @@ func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node
 		res.Reasons = rs
 		return res, nil
 	}
-	if !slices.Contains(req.pending, true) {
+	if !slices.Contains(req.Pending, true) {
 		res.Fits = true
 		res.Allocations = make([]*resourcev1.AllocationResult, len(req.claims))
 		return res, nil
 	}
 	var en Node
-	p, rs := req.setup(st, engineNode(node, &en))
-	if len(rs) > 0 {
-		res.Reasons = rs
-		return res, nil
-	}
-	defer p.release()
-	s, err := p.solve(ctx)
+	sol, rs, score, err := req.Decide(ctx, st, engineNode(node, &en))
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
 	}
-	if s == nil {
-		rs, err := p.explain(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
-		}
+	if sol == nil {
 		res.Reasons = rs
 		return res, nil
 	}
-	res.Fits = true
-	res.sol = p.solution(s)
-	before := 0
-	for _, f := range p.free0 {
-		if f {
-			before++
-		}
-	}
-	if before > 0 {
-		res.Score = 100 * (before - s.bestLost) / before
-	}
+	res.Fits, res.sol, res.Score = true, sol, score
 	return res, nil
 }
 

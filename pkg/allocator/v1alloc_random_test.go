@@ -200,10 +200,10 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 					seen[r.Request] = true
 				}
 			}
-			for _, q := range req.reqs[ci] {
-				for _, a := range q.alts {
-					if seen[a.name] {
-						got = append(got, a.name)
+			for _, q := range req.Reqs[ci] {
+				for _, a := range q.Alts {
+					if seen[a.Name] {
+						got = append(got, a.Name)
 					}
 				}
 			}
@@ -243,10 +243,10 @@ func v1tDescribe(claims []V1Claim) string {
 // none does.
 func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request) []string {
 	inv := st.inv
-	var all []*v1req
+	var all []*Req
 	for ci := range req.claims {
-		for qi := range req.reqs[ci] {
-			all = append(all, &req.reqs[ci][qi])
+		for qi := range req.Reqs[ci] {
+			all = append(all, &req.Reqs[ci][qi])
 		}
 	}
 	var devs []int32 // every device of the node in usable pools
@@ -261,8 +261,8 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		p := &inv.pools[d.pool]
 		return st.InUse(p.Driver, p.Name, d.d.Name) || (d.d.SeedInstance != "" && st.seedLocked(p.Driver, p.Name, d.d.SeedInstance))
 	}
-	matches := func(a *v1alt, x int32) bool {
-		for _, expr := range slices.Concat(a.classSel, a.sel) {
+	matches := func(a *Alt, x int32) bool {
+		for _, expr := range slices.Concat(a.ClassSel, a.Sel) {
 			ok, err := MatchDeviceSelector(expr, inv.devs[x].input)
 			if err != nil {
 				t.Fatalf("selector %s: %v", expr, err)
@@ -322,7 +322,7 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 	type pick struct {
 		claim int
 		req   string
-		alt   *v1alt
+		alt   *Alt
 		x     int32
 	}
 	var picks []pick
@@ -332,11 +332,11 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		for i, p := range picks {
 			for _, q := range picks[:i] {
-				if p.x == q.x && (p.claim == q.claim || (!p.alt.admin && !q.alt.admin)) {
+				if p.x == q.x && (p.claim == q.claim || (!p.alt.Admin && !q.alt.Admin)) {
 					return false
 				}
 				a, b := &inv.devs[p.x], &inv.devs[q.x]
-				if !p.alt.admin && !q.alt.admin && a.pool == b.pool && a.d.SeedInstance != "" && b.d.SeedInstance != "" &&
+				if !p.alt.Admin && !q.alt.Admin && a.pool == b.pool && a.d.SeedInstance != "" && b.d.SeedInstance != "" &&
 					SeedLeavesConflict(a.d.SeedInstance, b.d.SeedInstance) {
 					return false
 				}
@@ -352,11 +352,11 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 			if n > 32 {
 				return false
 			}
-			for _, c := range req.cons[ci] {
+			for _, c := range req.Cons[ci] {
 				var vals []string
 				for _, p := range picks {
-					if p.claim == ci && c.applies(p.req, p.alt) {
-						vals = append(vals, v1AttrKey(&inv.devs[p.x], c.attr, int(p.x)))
+					if p.claim == ci && c.Applies(p.req, p.alt) {
+						vals = append(vals, v1AttrKey(&inv.devs[p.x], c.Attr, int(p.x)))
 					}
 				}
 				for i, v := range vals {
@@ -364,7 +364,7 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 						return false
 					}
 					for _, w := range vals[:i] {
-						if c.match && v != w || !c.match && v == w {
+						if c.Match && v != w || !c.Match && v == w {
 							return false
 						}
 					}
@@ -373,33 +373,33 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		return true
 	}
-	candidates := func(a *v1alt) (cands []int32, ok bool) {
+	candidates := func(a *Alt) (cands []int32, ok bool) {
 		var matched []int32
 		for _, x := range devs {
 			if matches(a, x) {
 				matched = append(matched, x)
 			}
 		}
-		if a.all {
+		if a.All {
 			if len(matched) == 0 || len(matched) > 32 {
 				return nil, false
 			}
 			for _, x := range matched {
-				if v1Untolerated(inv.devs[x].d.Taints, a.tolerations) != nil || (!a.admin && inUse(x)) {
+				if v1Untolerated(inv.devs[x].d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
 					return nil, false
 				}
 			}
 			return matched, true
 		}
 		for _, x := range matched {
-			if v1Untolerated(inv.devs[x].d.Taints, a.tolerations) == nil && (a.admin || !inUse(x)) {
+			if v1Untolerated(inv.devs[x].d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
 				cands = append(cands, x)
 			}
 		}
 		return cands, true
 	}
-	var assign func(r int, combo []*v1alt) bool
-	assign = func(r int, combo []*v1alt) bool {
+	var assign func(r int, combo []*Alt) bool
+	assign = func(r int, combo []*Alt) bool {
 		if r == len(all) {
 			return true
 		}
@@ -410,49 +410,49 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		var choose func(start, left int) bool
 		choose = func(start, k int) bool {
-			if k == 0 || a.all && start == len(cands) {
+			if k == 0 || a.All && start == len(cands) {
 				return assign(r+1, combo)
 			}
 			for i := start; i < len(cands); i++ {
-				picks = append(picks, pick{claim: all[r].claim, req: all[r].name, alt: a, x: cands[i]})
-				if !a.admin {
+				picks = append(picks, pick{claim: all[r].Claim, req: all[r].Name, alt: a, x: cands[i]})
+				if !a.Admin {
 					consume(cands[i], 1)
 				}
 				ok := valid() && choose(i+1, k-1)
-				if !a.admin {
+				if !a.Admin {
 					consume(cands[i], -1)
 				}
 				picks = picks[:len(picks)-1]
 				if ok {
 					return true
 				}
-				if a.all {
+				if a.All {
 					return false
 				}
 			}
 			return false
 		}
-		k := a.count
-		if a.all {
+		k := a.Count
+		if a.All {
 			k = len(cands)
 		}
 		return choose(0, k)
 	}
-	var combo []*v1alt
+	var combo []*Alt
 	var try func(r int) []string
 	try = func(r int) []string {
 		if r == len(all) {
 			if assign(0, combo) {
 				var names []string
 				for _, a := range combo {
-					names = append(names, a.name)
+					names = append(names, a.Name)
 				}
 				return names
 			}
 			return nil
 		}
-		for i := range all[r].alts {
-			combo = append(combo, &all[r].alts[i])
+		for i := range all[r].Alts {
+			combo = append(combo, &all[r].Alts[i])
 			if got := try(r + 1); got != nil {
 				return got
 			}

@@ -134,7 +134,7 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		s.filled = ar.ints.take(len(p.sreqs))
 	}
 	for k := range p.cons {
-		if !p.cons[k].c.match {
+		if !p.cons[k].c.Match {
 			s.consSeen[k] = map[string]int32{}
 		}
 	}
@@ -156,7 +156,7 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 				continue
 			}
 			need := need(a)
-			if a.a.admin {
+			if a.a.Admin {
 				need = 0
 			}
 			least = min(least, need)
@@ -239,10 +239,10 @@ func (s *v1search) step() error {
 
 // need is how many devices an alternative takes.
 func need(a *v1salt) int {
-	if a.a.all {
+	if a.a.All {
 		return len(a.cands)
 	}
-	return a.a.count
+	return a.a.Count
 }
 
 // slot picks the k-th device of request i (at position o of the order)
@@ -256,13 +256,13 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	}
 	// Every later pick without admin access costs at least 1.
 	rest := int64(s.minNA[o+1])
-	if !a.a.admin {
+	if !a.a.Admin {
 		rest += int64(need(a) - k - 1)
 	}
 	if !s.exhaustive && !s.bound(o, i, a, k) {
 		return nil
 	}
-	if a.a.all {
+	if a.a.All {
 		c := s.candidate(o, i, a, a.cands[k])
 		if s.found && s.cost+c.cost+rest >= s.bestCost {
 			return nil
@@ -374,7 +374,7 @@ func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 // candidate rates device l for a slot of request i.
 func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
 	c := v1cand{l: l, key: -1, demand: int32(bits.OnesCount64(s.p.kinds[l] & s.pend[o]))}
-	if !a.a.admin {
+	if !a.a.Admin {
 		c.lost = int32(s.lostOf(l))
 		c.cost = int64(c.lost)
 		for _, g := range s.p.devGroups[l] {
@@ -451,7 +451,7 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 		}
 	}
 	want := s.minNA[o+1]
-	if !a.a.admin {
+	if !a.a.Admin {
 		want += need(a) - k
 	}
 	if want <= 1 {
@@ -470,13 +470,13 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 			}
 		}
 	}
-	if !a.a.admin {
+	if !a.a.Admin {
 		count(i, a)
 	}
 	for _, j := range s.p.order[o+1:] {
 		sr := &s.p.sreqs[j]
 		for bi := range sr.alts {
-			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.admin {
+			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.Admin {
 				count(j, b)
 			}
 		}
@@ -489,7 +489,7 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 // counter set count at most as many as the set has room for: for each of
 // its counters, what is left divided by the least any of them consumes.
 func (s *v1search) enough(i int, a *v1salt, k int) bool {
-	if a.a.all {
+	if a.a.All {
 		for _, l := range a.cands[k:] {
 			if !s.allowed(i, a, l) {
 				return false
@@ -497,11 +497,11 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 		}
 		return true
 	}
-	want, have := a.a.count-k, 0
+	want, have := a.a.Count-k, 0
 	if want <= 0 {
 		return true
 	}
-	capped := !a.a.admin && !s.noCounters
+	capped := !a.a.Admin && !s.noCounters
 	groups := s.gList[:0]
 	for _, l := range a.cands {
 		if !s.allowed(i, a, l) {
@@ -568,7 +568,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	} else if s.p.policy == nil && slices.Contains(cd, l) {
 		return false
 	}
-	if !a.a.admin {
+	if !a.a.Admin {
 		switch {
 		case multi:
 			if !s.noCapacity && !fitsIn64(a.share[l], s.capLeft[l]) {
@@ -594,7 +594,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 		switch {
 		case v == "":
 			return false
-		case s.p.cons[k].c.match:
+		case s.p.cons[k].c.Match:
 			if s.consN[k] > 0 && s.consVal[k] != v {
 				return false
 			}
@@ -652,7 +652,7 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 	claim := s.p.sreqs[i].claim
 	s.claimDev[claim] = append(s.claimDev[claim], l)
 	s.pickAny[l]++
-	if !a.a.admin {
+	if !a.a.Admin {
 		if s.capLeft != nil && s.capLeft[l] != nil {
 			for j, v := range a.share[l] {
 				s.capLeft[l][j] -= v
@@ -698,7 +698,7 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 	claim := s.p.sreqs[i].claim
 	s.claimDev[claim] = s.claimDev[claim][:len(s.claimDev[claim])-1]
 	s.pickAny[l]--
-	if !a.a.admin {
+	if !a.a.Admin {
 		if s.capLeft != nil && s.capLeft[l] != nil {
 			for j, v := range a.share[l] {
 				s.capLeft[l][j] += v

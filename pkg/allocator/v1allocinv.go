@@ -49,7 +49,7 @@ type v1dev struct {
 	// multi: allowMultipleAllocations; caps are then its capacities, in
 	// the units its shares are summed in.
 	multi  bool
-	caps   []v1cap
+	caps   []ShareCap
 	groups []int32 // the groups it belongs to
 	// seedGroup is the group of the device's seed root instance (-1 for v1
 	// devices), seedPos its position there and seedConflicts the members it

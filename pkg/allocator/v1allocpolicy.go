@@ -56,7 +56,7 @@ func (s *v1search) nextPolicy() int {
 	best, bestN := -1, 0
 	for j := range s.p.sreqs {
 		a := &s.p.sreqs[j].alts[0]
-		if s.filled[j] >= a.a.count {
+		if s.filled[j] >= a.a.Count {
 			continue
 		}
 		n := 0
@@ -75,16 +75,16 @@ func (s *v1search) nextPolicy() int {
 // boundPolicy is bound under a policy, where every request with
 // slots left comes later.
 func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
-	want := a.a.count - k
+	want := a.a.Count - k
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.filled[j] >= b.a.count {
+		if j == i || s.filled[j] >= b.a.Count {
 			continue
 		}
 		if !s.enough(j, b, s.filled[j]) {
 			return false
 		}
-		want += b.a.count - s.filled[j]
+		want += b.a.Count - s.filled[j]
 	}
 	if want <= 1 {
 		return true
@@ -93,7 +93,7 @@ func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
 	have := 0
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.filled[j] >= b.a.count {
+		if j != i && s.filled[j] >= b.a.Count {
 			continue
 		}
 		for _, l := range b.cands {
@@ -112,5 +112,5 @@ func (p *v1prob) claimCount() int {
 	if p.r == nil {
 		return 1
 	}
-	return len(p.r.claims)
+	return len(p.r.Keys)
 }

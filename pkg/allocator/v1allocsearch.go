@@ -20,7 +20,7 @@ const v1ImproveSteps = 512
 // allocated there, the candidates of each request and the constraints of
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
-	r      *V1Request
+	r      *EngRequest
 	st     *V1State
 	inv    *V1Inventory
 	node   string // the node's name, when onNode
@@ -76,13 +76,13 @@ type v1edge struct {
 
 type v1sreq struct {
 	claim int
-	req   *v1req
+	req   *Req
 	alts  []v1salt
 }
 
 // v1salt is an alternative of a request on the node.
 type v1salt struct {
-	a     *v1alt
+	a     *Alt
 	cands []int32 // ExactCount: the candidates; All: the devices, every one needed
 	ok    bool    // not impossible on its own
 	err   *Reason // a selector failed to evaluate on a device
@@ -119,13 +119,13 @@ type v1altStats struct {
 // v1consP is a constraint on the node: its value per local device.
 type v1consP struct {
 	claim int
-	c     *v1cons
+	c     *Constraint
 	vals  []string // per inventory device; "" when it lacks the attribute
 }
 
 // setup builds the node's problem. Reasons come back when a selector
 // fails to evaluate on a device (the claim cannot be judged on the node).
-func (r *V1Request) setup(st *V1State, node *Node) (*v1prob, []Reason) {
+func (r *EngRequest) setup(st *V1State, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
 	p.r, p.st, p.inv = r, st, inv
@@ -173,45 +173,45 @@ func (r *V1Request) setup(st *V1State, node *Node) (*v1prob, []Reason) {
 		p.free0[l] = !p.inUse[l] && !p.seedLock[l] && fitsIn(p.uses[l], p.left0)
 	}
 
-	for ci := range r.claims {
-		if !r.pending[ci] {
+	for ci := range r.Keys {
+		if !r.Pending[ci] {
 			continue
 		}
-		for k := range r.cons[ci] {
-			c := &r.cons[ci][k]
-			p.cons = append(p.cons, v1consP{claim: ci, c: c, vals: inv.attrValues(c.attr)})
+		for k := range r.Cons[ci] {
+			c := &r.Cons[ci][k]
+			p.cons = append(p.cons, v1consP{claim: ci, c: c, vals: inv.attrValues(c.Attr)})
 		}
 	}
 
 	kind := 0
 	var reasons []Reason
-	for ci := range r.claims {
-		if !r.pending[ci] {
+	for ci := range r.Keys {
+		if !r.Pending[ci] {
 			continue
 		}
-		for qi := range r.reqs[ci] {
-			req := &r.reqs[ci][qi]
-			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.alts))}
-			for ai := range req.alts {
+		for qi := range r.Reqs[ci] {
+			req := &r.Reqs[ci][qi]
+			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.Alts))}
+			for ai := range req.Alts {
 				a := &sr.alts[ai]
-				a.a, a.kind = &req.alts[ai], -1
+				a.a, a.kind = &req.Alts[ai], -1
 				if kind < 64 {
 					a.kind = kind
 				}
 				kind++
 				for k := range p.cons {
-					if p.cons[k].claim == ci && p.cons[k].c.applies(req.name, a.a) {
+					if p.cons[k].claim == ci && p.cons[k].c.Applies(req.Name, a.a) {
 						a.cons = append(a.cons, k)
 					}
 				}
-				if reason, failed := p.candidates(r.keys[ci], a); failed {
+				if reason, failed := p.candidates(r.Keys[ci], a); failed {
 					// A subrequest's selector error counts only if the
 					// search gets to that subrequest (see solve). (A
 					// copy, so that reason itself does not escape: it
 					// would be allocated for every alternative.)
 					err := reason
 					a.ok, a.cands, a.err = false, nil, &err
-					if !req.first {
+					if !req.First {
 						reasons = append(reasons, reason)
 					}
 					continue
@@ -240,10 +240,10 @@ func (r *V1Request) setup(st *V1State, node *Node) (*v1prob, []Reason) {
 		for _, a := range p.sreqs[i].alts {
 			switch {
 			case !a.ok:
-			case a.a.all:
+			case a.a.All:
 				slack[i] = -1
 			default:
-				slack[i] = min(slack[i], len(a.cands)-a.a.count)
+				slack[i] = min(slack[i], len(a.cands)-a.a.Count)
 			}
 		}
 	}
@@ -280,16 +280,16 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	alt := a.a
 	st := &a.stats
 	st.devices = len(p.devs)
-	st.rejected = p.ar.ints.take(len(alt.classSel) + len(alt.sel))
-	mcs := p.ar.matchers.take(len(alt.classSel) + len(alt.sel))
-	for j, expr := range alt.classSel {
+	st.rejected = p.ar.ints.take(len(alt.ClassSel) + len(alt.Sel))
+	mcs := p.ar.matchers.take(len(alt.ClassSel) + len(alt.Sel))
+	for j, expr := range alt.ClassSel {
 		mcs[j] = p.inv.matcher(expr)
 	}
-	for j, expr := range alt.sel {
-		mcs[len(alt.classSel)+j] = p.inv.matcher(expr)
+	for j, expr := range alt.Sel {
+		mcs[len(alt.ClassSel)+j] = p.inv.matcher(expr)
 	}
 	for l, x := range p.devs {
-		if !alt.admin && !alt.all && (p.inUse[l] || p.seedLock[l]) {
+		if !alt.Admin && !alt.All && (p.inUse[l] || p.seedLock[l]) {
 			st.inUse++
 			continue
 		}
@@ -298,7 +298,7 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			d := &p.inv.devs[x]
 			pool := &p.inv.pools[d.pool]
 			expr, whose := p.selectorAt(alt, at)
-			return newReason(ReasonSelectorError, claimKey, pool.Driver, []string{alt.name}, expr,
+			return NewReason(ReasonSelectorError, claimKey, pool.Driver, []string{alt.Name}, expr,
 				fmt.Sprintf("%s on device %s/%s/%s: %v", whose, pool.Driver, pool.Name, d.d.Name, err)), true
 		}
 		if at >= 0 {
@@ -311,21 +311,21 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			st.driver = drv
 			st.drivers++
 		}
-		if d.multi || alt.capReqs != nil {
+		if d.multi || alt.CapReqs != nil {
 			if !p.capacityCandidate(a, int32(l), d) {
 				continue
 			}
 		}
-		if t := v1Untolerated(d.d.Taints, alt.tolerations); t != nil {
+		if t := v1Untolerated(d.d.Taints, alt.Tolerations); t != nil {
 			if st.tainted == 0 {
 				st.taint = fmt.Sprintf("%s=%s:%s on %s/%s", t.Key, t.Value, t.Effect, p.inv.pools[d.pool].Name, d.d.Name)
 			}
 			st.tainted++
-			if !alt.all {
+			if !alt.All {
 				continue
 			}
 		}
-		if !alt.admin && !alt.all && !fitsIn(p.uses[l], p.left0) {
+		if !alt.Admin && !alt.All && !fitsIn(p.uses[l], p.left0) {
 			st.counters++
 			continue
 		}
@@ -341,8 +341,8 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	}
 	p.candBuf = p.candBuf[:len(p.candBuf)+len(a.cands)]
 	a.cands = slices.Clip(a.cands)
-	if !alt.all {
-		a.ok = len(a.cands) >= alt.count
+	if !alt.All {
+		a.ok = len(a.cands) >= alt.Count
 		return Reason{}, false
 	}
 	a.ok = p.checkAll(a)
@@ -381,7 +381,7 @@ func (p *v1prob) checkAll(a *v1salt) bool {
 		return fail(ReasonTainted, st.taint, fmt.Sprintf("asks for all devices, but %d of them have taints the request does not tolerate, such as %s",
 			st.tainted, st.taint))
 	}
-	if a.a.admin {
+	if a.a.Admin {
 		return true
 	}
 	for _, l := range a.cands {
@@ -407,21 +407,21 @@ func (p *v1prob) checkAll(a *v1salt) bool {
 // evaluate runs an alternative's selectors on a device: -1 when all are
 // true, else the index of the first false one (class selectors first).
 // mcs are the selectors' caches, or nil.
-func (p *v1prob) evaluate(alt *v1alt, mcs []*v1matchCache, x int32) (int, error) {
+func (p *v1prob) evaluate(alt *Alt, mcs []*v1matchCache, x int32) (int, error) {
 	mc := func(j int) *v1matchCache {
 		if mcs == nil {
 			return p.inv.matcher(p.selectorOf(alt, j))
 		}
 		return mcs[j]
 	}
-	for j, expr := range alt.classSel {
+	for j, expr := range alt.ClassSel {
 		ok, err := p.inv.match(mc(j), expr, x)
 		if err != nil || !ok {
 			return j, err
 		}
 	}
-	for j, expr := range alt.sel {
-		at := len(alt.classSel) + j
+	for j, expr := range alt.Sel {
+		at := len(alt.ClassSel) + j
 		ok, err := p.inv.match(mc(at), expr, x)
 		if err != nil || !ok {
 			return at, err
@@ -430,18 +430,18 @@ func (p *v1prob) evaluate(alt *v1alt, mcs []*v1matchCache, x int32) (int, error)
 	return -1, nil
 }
 
-func (p *v1prob) selectorOf(alt *v1alt, at int) string {
+func (p *v1prob) selectorOf(alt *Alt, at int) string {
 	expr, _ := p.selectorAt(alt, at)
 	return expr
 }
 
 // selectorAt returns the selector of index at (as evaluate counts) and
 // whose it is.
-func (p *v1prob) selectorAt(alt *v1alt, at int) (expr, whose string) {
-	if at < len(alt.classSel) {
-		return alt.classSel[at], "device class " + alt.class.Name + " selector"
+func (p *v1prob) selectorAt(alt *Alt, at int) (expr, whose string) {
+	if at < len(alt.ClassSel) {
+		return alt.ClassSel[at], "device class " + alt.Class.Name + " selector"
 	}
-	return alt.sel[at-len(alt.classSel)], "request selector"
+	return alt.Sel[at-len(alt.ClassSel)], "request selector"
 }
 
 // v1Untolerated returns the first NoSchedule or NoExecute taint that no

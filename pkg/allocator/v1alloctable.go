@@ -88,11 +88,11 @@ func (t *Table) Search(ctx context.Context, pol Policy, exhaustive bool, pick fu
 	p := t.p
 	n := len(p.devs)
 	p.policy = pol
-	alts := make([]v1alt, len(t.count))
+	alts := make([]Alt, len(t.count))
 	p.sreqs = p.sreqs[:0]
 	salts := p.ar.alts.take(len(t.count))
 	for k, c := range t.count {
-		alts[k].count = c
+		alts[k].Count = c
 		a := &salts[k]
 		a.a, a.kind, a.ok = &alts[k], k, true
 		for l := range n {

@@ -40,7 +40,7 @@ func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resou
 		out.amounts = make([]int64, len(caps))
 		copy(out.amounts, u.amounts)
 		for i := range caps {
-			q, ok := consumed[caps[i].name]
+			q, ok := consumed[caps[i].Name]
 			if !ok {
 				continue
 			}
@@ -57,7 +57,7 @@ func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resou
 // capacityClause says why a share does not fit a device: the first
 // capacity without room, "capacity NAME of DEVICE: requests X, Y of Z
 // left".
-func capacityClause(dev string, caps []v1cap, left, want []int64) string {
+func capacityClause(dev string, caps []ShareCap, left, want []int64) string {
 	for i := range caps {
 		if want[i] > left[i] {
 			c := &caps[i]
@@ -65,7 +65,7 @@ func capacityClause(dev string, caps []v1cap, left, want []int64) string {
 			if want[i] == v1Never {
 				asks = "more than " + c.dc.Value.String()
 			}
-			return fmt.Sprintf("capacity %s of %s: requests %s, %s of %s left", c.name, dev, asks, c.format(max(left[i], 0)), c.dc.Value.String())
+			return fmt.Sprintf("capacity %s of %s: requests %s, %s of %s left", c.Name, dev, asks, c.format(max(left[i], 0)), c.dc.Value.String())
 		}
 	}
 	return ""
@@ -103,13 +103,13 @@ func (p *v1prob) setupShared(l int, d *v1dev, used int32) {
 // search and by checkAll).
 func (p *v1prob) capacityCandidate(a *v1salt, l int32, d *v1dev) bool {
 	st := &a.stats
-	consumed, amounts, ok := v1CapacityFits(a.a.capReqs, d.d.Capacity, d.caps, d.multi)
+	consumed, amounts, ok := v1CapacityFits(a.a.CapReqs, d.d.Capacity, d.caps, d.multi)
 	pool := &p.inv.pools[d.pool]
 	if !ok {
 		st.capacity++
 		if st.capClause == "" {
 			st.capClause = fmt.Sprintf("%s/%s/%s cannot serve the request's capacity.requests %s (not published, above the capacity or outside its requestPolicy)",
-				pool.Driver, pool.Name, d.d.Name, v1FormatRequests(a.a.capReqs))
+				pool.Driver, pool.Name, d.d.Name, v1FormatRequests(a.a.CapReqs))
 		}
 		return false
 	}
@@ -120,7 +120,7 @@ func (p *v1prob) capacityCandidate(a *v1salt, l int32, d *v1dev) bool {
 		a.share, a.consumed = map[int32][]int64{}, map[int32][]resource.Quantity{}
 	}
 	a.share[l], a.consumed[l] = amounts, consumed
-	if !a.a.all && !fitsIn64(amounts, p.capLeft0[l]) {
+	if !a.a.All && !fitsIn64(amounts, p.capLeft0[l]) {
 		st.capacity++
 		if st.capClause == "" {
 			st.capClause = capacityClause(pool.Driver+"/"+pool.Name+"/"+d.d.Name, d.caps, p.capLeft0[l], amounts)
@@ -198,7 +198,7 @@ func (s *V1State) Shares(driver, pool, device string) (int, map[resourcev1.Quali
 		if i < len(sh.amounts) {
 			v = sh.amounts[i]
 		}
-		out[caps[i].name] = *resource.NewScaledQuantity(v, caps[i].scale)
+		out[caps[i].Name] = *resource.NewScaledQuantity(v, caps[i].scale)
 	}
 	return int(sh.n), out
 }
