@@ -69,7 +69,7 @@ func v1Alts(c *resourcev1.ResourceClaim) map[string]v1Alt {
 }
 
 // checkV1Result returns the rules the answer breaks.
-func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
+func checkV1Result(inv *allocator.V1Inventory, st *allocator.State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
 	claims []allocator.V1Claim, res *allocator.V1Result) []string {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
@@ -355,7 +355,7 @@ spec:
 // device; the state's shares, the shares taken so far and this one fit
 // every capacity. It records the share and reports whether it is the
 // device's first (the one that consumes its counters).
-func checkShare(fail func(string, ...any), st *allocator.V1State, claim, key string, x dev, r resourcev1.DeviceRequestAllocationResult,
+func checkShare(fail func(string, ...any), st *allocator.State, claim, key string, x dev, r resourcev1.DeviceRequestAllocationResult,
 	shares map[string][]resourcev1.DeviceRequestAllocationResult) bool {
 	if !x.d.AllowMultipleAllocations {
 		fail("claim %s: device %s has a shareID but does not allow multiple allocations", claim, key)

@@ -24,7 +24,7 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 }
 
 // seedState is the node's seed state: the seed view of one node of the
-// one device-use state (V1State.SeedNodeState) of the world's slices with
+// one device-use state (State.SeedNodeState) of the world's slices with
 // every allocated v1alpha2 and v1 claim. state=derived derives that state
 // from an empty one instead: WithChanges adding those claims and the ones
 // deallocate released, then removing the released ones.
@@ -35,13 +35,13 @@ func (w *world) seedState(d *datadriven.TestData, nodeName string) *allocator.No
 	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
 	node := w.node(nodeName)
 	v1, seed := w.allocatedV1(), w.allocatedSeed()
-	var st *allocator.V1State
+	var st *allocator.State
 	if stringArg(d, "state", "") == "derived" {
-		st = allocator.NewV1State(inv, nil, nil).
+		st = allocator.NewState(inv, nil, nil).
 			WithChanges(nil, append(slices.Clip(v1), w.released...), nil, append(slices.Clip(seed), w.releasedSeed...)).
 			WithChanges(w.released, nil, w.releasedSeed, nil)
 	} else {
-		st = allocator.NewV1State(inv, v1, seed)
+		st = allocator.NewState(inv, v1, seed)
 	}
 	return st.SeedNodeState(model, node, nil)
 }

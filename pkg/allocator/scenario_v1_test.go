@@ -54,14 +54,14 @@ func (w *world) v1Claim(t *testing.T, d *datadriven.TestData, key string) *resou
 // state=derived derives it from an empty state instead: WithAllocated
 // with those claims and the ones deallocate released, then
 // WithoutAllocated with the released ones.
-func (w *world) v1State(d *datadriven.TestData) *allocator.V1State {
+func (w *world) v1State(d *datadriven.TestData) *allocator.State {
 	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 	var v1, seed = w.allocatedV1(), w.allocatedSeed()
 	if stringArg(d, "state", "") == "derived" {
-		return allocator.NewV1State(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
+		return allocator.NewState(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
 			WithSeedAllocated(seed...).WithoutAllocated(w.released...)
 	}
-	return allocator.NewV1State(inv, v1, seed)
+	return allocator.NewState(inv, v1, seed)
 }
 
 func (w *world) allocatedV1() []*resourcev1.ResourceClaim {

@@ -33,7 +33,7 @@ import (
 type simDerived struct {
 	inv *simInv
 	mu  sync.Mutex
-	st  *V1State // nil until built
+	st  *State // nil until built
 }
 
 type simInv struct {
@@ -68,7 +68,7 @@ func (s *Simulation) v1Inventory() *V1Inventory {
 }
 
 // v1State returns the inventory and base state of the current version.
-func (s *Simulation) v1State() (*V1Inventory, *V1State) {
+func (s *Simulation) v1State() (*V1Inventory, *State) {
 	inv := s.v1Inventory()
 	d := s.derived
 	d.mu.Lock()
@@ -79,7 +79,7 @@ func (s *Simulation) v1State() (*V1Inventory, *V1State) {
 			c, _ := s.claims.Get(k)
 			seed = append(seed, c)
 		}
-		d.st = NewV1State(inv, s.V1Claims(), seed)
+		d.st = NewState(inv, s.V1Claims(), seed)
 	}
 	return inv, d.st
 }

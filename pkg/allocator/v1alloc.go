@@ -169,7 +169,7 @@ type V1Result struct {
 // range) aborts upstream's allocation with an error; here the device
 // cannot serve it. A device that no longer allows multiple allocations
 // but still has shares is in use (upstream ignores the shares).
-func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+func AllocateV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) (*V1Result, error) {
 	res, err := CheckV1(ctx, req, st, node)
 	if err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.N
 // decision, reasons and score are the same, Allocations is nil, and
 // Build returns the allocations AllocateV1 would have. A scheduler
 // judges every node and builds the allocations of the node it chooses.
-func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+func CheckV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) (*V1Result, error) {
 	res := &V1Result{Score: 100, req: req}
 	if node != nil {
 		res.Node = node.Name
@@ -206,7 +206,7 @@ func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node
 		return res, nil
 	}
 	var en Node
-	sol, rs, score, err := req.Decide(ctx, st, engineNode(node, &en))
+	sol, rs, score, err := req.Decide(ctx, st.EngState, engineNode(node, &en))
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
 	}

@@ -14,7 +14,7 @@ import (
 // (NUMA 0 or 1) and a pool of 2 partitionable GPUs as shared counters
 // (whole, 2 halves or 4 quarters each); on every node a GPU of NUMA 0 and
 // a half partition are in use.
-func v1tBenchCluster() (*V1State, []*corev1.Node) {
+func v1tBenchCluster() (*State, []*corev1.Node) {
 	var slices_ []*resourcev1.ResourceSlice
 	var inUse []*resourcev1.ResourceClaim
 	var nodes []*corev1.Node
@@ -48,7 +48,7 @@ func v1tBenchCluster() (*V1State, []*corev1.Node) {
 		inUse = append(inUse, v1tAllocated("old-"+node, node, v1tGPU+"/"+node+"/gpu-0", v1tGPU+"/"+node+"-mig/gpu-0-half-0"))
 	}
 	inv := NewV1Inventory(slices_, nil)
-	return NewV1State(inv, inUse, nil), nodes
+	return NewState(inv, inUse, nil), nodes
 }
 
 // v1tBenchClaims: two GPUs and a NIC on one NUMA node, and a quarter.
@@ -90,7 +90,7 @@ func BenchmarkAllocateV1(b *testing.B) {
 			b.StopTimer()
 			inv := &V1Inventory{pools: st.inv.pools, problems: st.inv.problems, devs: st.inv.devs, byKey: st.inv.byKey,
 				byNode: st.inv.byNode, elsewhere: st.inv.elsewhere, unusable: st.inv.unusable, ctrs: st.inv.ctrs, groups: st.inv.groups}
-			fresh := &V1State{inv: inv, used: st.used, consumed: st.consumed, seedUsed: st.seedUsed, shares: st.shares}
+			fresh := &State{&EngState{inv: inv, used: st.used, consumed: st.consumed, seedUsed: st.seedUsed, shares: st.shares}}
 			b.StartTimer()
 			res, err := AllocateV1(ctx, req, fresh, nodes[i%len(nodes)])
 			if err != nil || !res.Fits {
@@ -146,7 +146,7 @@ func BenchmarkAllocateV1Shares(b *testing.B) {
 		}
 		slices_ = append(slices_, v1tSlice(node+"-nics", v1tNIC, node, node, nics...))
 	}
-	st := NewV1State(NewV1Inventory(slices_, nil), held, nil)
+	st := NewState(NewV1Inventory(slices_, nil), held, nil)
 	share := func(name string) resourcev1.DeviceRequest {
 		r := v1tExact(name, "nic", 1)
 		r.Exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("30G")}}

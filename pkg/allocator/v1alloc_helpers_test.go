@@ -234,7 +234,7 @@ func v1tClassFunc(classes []*resourcev1.DeviceClass) func(string) *resourcev1.De
 
 // v1tAllocate allocates claims (pending or not) on the node and fails the
 // test on an error.
-func v1tAllocate(t testing.TB, st *V1State, node *corev1.Node, classes []*resourcev1.DeviceClass, claims ...V1Claim) *V1Result {
+func v1tAllocate(t testing.TB, st *State, node *corev1.Node, classes []*resourcev1.DeviceClass, claims ...V1Claim) *V1Result {
 	t.Helper()
 	if classes == nil {
 		classes = v1tClasses()
@@ -299,7 +299,7 @@ func v1tWithResults(res *V1Result, claims ...*resourcev1.ResourceClaim) []*resou
 // already in use; counters fit; seed partitions do not conflict;
 // constraints hold; counts and All are right; the node selector matches
 // the node.
-func v1tCheckValid(t testing.TB, st *V1State, node *corev1.Node, req *V1Request, res *V1Result) {
+func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, res *V1Result) {
 	t.Helper()
 	inv := st.inv
 	if len(res.Allocations) != len(req.claims) {

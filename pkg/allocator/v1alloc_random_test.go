@@ -170,7 +170,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 				}
 			}
 		}
-		st := NewV1State(inv, inUse, seedUse)
+		st := NewState(inv, inUse, seedUse)
 		node := v1tNode("node-a")
 		req := PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))
 		if len(req.Unresolvable()) > 0 {
@@ -219,7 +219,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 
 var v1tReasonCount = map[ReasonCode]int{}
 
-func v1tDescribeInv(st *V1State) string {
+func v1tDescribeInv(st *State) string {
 	var b strings.Builder
 	for _, p := range st.inv.Pools() {
 		fmt.Fprintf(&b, "\npool %s/%s counters %v", p.Driver, p.Name, p.Counters)
@@ -241,7 +241,7 @@ func v1tDescribe(claims []V1Claim) string {
 // v1tBruteForce returns the names of the alternatives of the first
 // combination, in request order, for which an allocation exists; nil when
 // none does.
-func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request) []string {
+func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) []string {
 	inv := st.inv
 	var all []*Req
 	for ci := range req.claims {

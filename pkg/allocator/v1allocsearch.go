@@ -21,7 +21,7 @@ const v1ImproveSteps = 512
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
 	r      *EngRequest
-	st     *V1State
+	st     *EngState
 	inv    *V1Inventory
 	node   string // the node's name, when onNode
 	onNode bool
@@ -125,7 +125,7 @@ type v1consP struct {
 
 // setup builds the node's problem. Reasons come back when a selector
 // fails to evaluate on a device (the claim cannot be judged on the node).
-func (r *EngRequest) setup(st *V1State, node *Node) (*v1prob, []Reason) {
+func (r *EngRequest) setup(st *EngState, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
 	p.r, p.st, p.inv = r, st, inv

@@ -1,11 +1,11 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/internal/layered"
 	"iter"
 	"slices"
 
-	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/internal/layered"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -27,7 +27,7 @@ import (
 // states sharing the rest (copy-on-write maps whose own part is folded
 // into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
-type V1State struct {
+type EngState struct {
 	inv      *V1Inventory
 	used     *layered.Map[string, int32]    // device key → allocations
 	consumed *layered.Map[int32, int64]     // counter → consumed, in its scale
@@ -35,16 +35,15 @@ type V1State struct {
 	shares   *layered.Map[string, v1shares] // device key → its shares (results with a shareID)
 }
 
-// NewV1State returns the state of inv with the v1 claims and the v1alpha2
-// claims allocated (claims without an allocation are skipped).
-func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *V1State {
-	s := &V1State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
+// NewEngState returns the state of inv with the devices of uses
+// allocated (nil: none).
+func NewEngState(inv *V1Inventory, uses iter.Seq[DeviceUse]) *EngState {
+	s := &EngState{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
 		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
-	for _, c := range v1Claims {
-		s.applyV1(c, 1)
-	}
-	for _, c := range seedClaims {
-		s.applySeed(c, 1)
+	if uses != nil {
+		for u := range uses {
+			s.use(u, 1)
+		}
 	}
 	// Fold the deltas once, so that derived states start from flat maps.
 	s.used.Fold()
@@ -54,55 +53,56 @@ func NewV1State(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClai
 	return s
 }
 
-// Inventory returns the inventory the state is about.
-func (s *V1State) Inventory() *V1Inventory { return s.inv }
-
-// WithAllocated returns the state with the v1 claims' allocations added.
-func (s *V1State) WithAllocated(claims ...*resourcev1.ResourceClaim) *V1State {
-	return s.WithChanges(nil, claims, nil, nil)
-}
-
-// WithoutAllocated returns the state with the v1 claims' allocations
-// removed.
-func (s *V1State) WithoutAllocated(claims ...*resourcev1.ResourceClaim) *V1State {
-	return s.WithChanges(claims, nil, nil, nil)
-}
-
-// WithSeedAllocated and WithoutSeedAllocated do the same for v1alpha2
-// claims, whose seed leaves are devices of the projected pools.
-func (s *V1State) WithSeedAllocated(claims ...*resourceapi.ResourceClaim) *V1State {
-	return s.WithChanges(nil, nil, nil, claims)
-}
-
-func (s *V1State) WithoutSeedAllocated(claims ...*resourceapi.ResourceClaim) *V1State {
-	return s.WithChanges(nil, nil, claims, nil)
-}
-
-// WithChanges returns the state after claim changes, in one step: the
-// allocations of removeV1 and removeSeed (v1 and v1alpha2 claims the state
-// counted) taken out, those of addV1 and addSeed put in. A scheduler
+// With returns the state after changes, in one step: the devices of
+// remove (which the state counted) taken out, those of add put in (nil:
+// none). A
+// front end maps its claims' allocations to DeviceUses; a scheduler
 // derives the state of its next listing from the last one this way
 // instead of counting every claim again.
-func (s *V1State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, removeSeed, addSeed []*resourceapi.ResourceClaim) *V1State {
+func (s *EngState) With(remove, add iter.Seq[DeviceUse]) *EngState {
 	out := s.clone()
-	for _, c := range removeV1 {
-		out.applyV1(c, -1)
+	if remove != nil {
+		for u := range remove {
+			out.use(u, -1)
+		}
 	}
-	for _, c := range removeSeed {
-		out.applySeed(c, -1)
-	}
-	for _, c := range addV1 {
-		out.applyV1(c, 1)
-	}
-	for _, c := range addSeed {
-		out.applySeed(c, 1)
+	if add != nil {
+		for u := range add {
+			out.use(u, 1)
+		}
 	}
 	return out
 }
 
+// use counts one device use in (sign 1) or out (sign -1).
+func (s *EngState) use(u DeviceUse, sign int32) {
+	if u.Shared {
+		s.applyShared(u, sign)
+		return
+	}
+	s.apply(u.Driver, u.Pool, u.Device, u.Instance, sign)
+}
+
+// SchemeKey is the key of a pool's entry in the scheme constraint's
+// state (SchemeInUse).
+func SchemeKey(driver, pool string) string { return driver + "\x00" + pool }
+
+// SchemeInUse returns the seed instance IDs that allocations hold in the
+// pool of projected seed devices of key (SchemeKey), one per allocation:
+// the scheme constraint's state. The slice is never modified: a change
+// stores a new one, so a caller may compare slices by identity to learn
+// that nothing changed.
+func (s *EngState) SchemeInUse(key string) []string {
+	ids, _ := s.seedUsed.Get(key)
+	return ids
+}
+
+// Inventory returns the inventory the state is about.
+func (s *EngState) Inventory() *V1Inventory { return s.inv }
+
 // InUse reports whether the device is allocated (admin access aside),
 // whole or as shares (Shares tells how much of it the shares hold).
-func (s *V1State) InUse(driver, pool, device string) bool {
+func (s *EngState) InUse(driver, pool, device string) bool {
 	key := v1Key(driver, pool, device)
 	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
 		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
@@ -116,91 +116,19 @@ func (s *V1State) InUse(driver, pool, device string) bool {
 // deltas on their first write (layered.derived), never touching s, which
 // other goroutines may be reading or deriving from at the same time (a
 // V1State is never written once published).
-func (s *V1State) clone() *V1State {
-	return &V1State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
+func (s *EngState) clone() *EngState {
+	return &EngState{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }
 
-func (s *V1State) applyV1(c *resourcev1.ResourceClaim, sign int32) {
-	if c == nil || c.Status.Allocation == nil {
-		return
-	}
-	for u := range v1Devices(c.Status.Allocation) {
-		if u.shared {
-			s.applyShared(u, sign)
-			continue
-		}
-		s.apply(u.driver, u.pool, u.device, u.instance, sign)
-	}
-}
-
-func (s *V1State) applySeed(c *resourceapi.ResourceClaim, sign int32) {
-	if c == nil {
-		return
-	}
-	for u := range seedAllocDevices(c.Status.Allocation) {
-		s.apply(u.driver, u.pool, u.device, u.instance, sign)
-	}
-}
-
-// WithSeedResults returns the state with v1alpha2 allocation results
-// added that no claim holds yet, such as the results Allocate gives a
-// pod's claims on a node before they are written.
-func (s *V1State) WithSeedResults(results ...*resourceapi.AllocationResult) *V1State {
-	out := s.clone()
-	for _, a := range results {
-		for u := range seedAllocDevices(a) {
-			out.apply(u.driver, u.pool, u.device, u.instance, 1)
-		}
-	}
-	return out
-}
-
-// deviceUse is one device an allocation holds, as the one state counts
+// DeviceUse is one device an allocation holds, as the one state counts
 // it: driver, pool and device name, and the seed instance ID when the
 // allocation names one.
-type deviceUse struct {
-	driver, pool, device, instance string
+type DeviceUse struct {
+	Driver, Pool, Device, Instance string
 	// shared: a share of a device with allowMultipleAllocations (the
 	// result has a shareID), consuming what consumed says.
-	shared   bool
-	consumed map[resourcev1.QualifiedName]resource.Quantity
-}
-
-// v1Devices is the v1 front end's devices of an allocation: its results,
-// admin access left out (it does not use a device up).
-func v1Devices(a *resourcev1.AllocationResult) iter.Seq[deviceUse] {
-	return func(yield func(deviceUse) bool) {
-		for _, r := range a.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue
-			}
-			if !yield(deviceUse{driver: r.Driver, pool: r.Pool, device: r.Device, shared: r.ShareID != nil, consumed: r.ConsumedCapacity}) {
-				return
-			}
-		}
-	}
-}
-
-// seedAllocDevices is the seed front end's devices of an allocation (nil:
-// none): the instances of its structured handles, each a device of the
-// projected pool of the handle's node.
-func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[deviceUse] {
-	return func(yield func(deviceUse) bool) {
-		if a == nil {
-			return
-		}
-		for _, h := range a.ResourceHandles {
-			sd := h.StructuredData
-			if sd == nil || sd.Partitionable == nil {
-				continue
-			}
-			for _, in := range sd.Partitionable.Instances {
-				if !yield(deviceUse{driver: h.DriverName, pool: sd.NodeName, device: SeedDeviceName(in.ID), instance: in.ID}) {
-					return
-				}
-			}
-		}
-	}
+	Shared   bool
+	Consumed map[resourcev1.QualifiedName]resource.Quantity
 }
 
 // apply counts one allocation of a device in or out. instance is the seed
@@ -214,7 +142,7 @@ func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[deviceUse] {
 // A seed device that consumes no counters (every projected seed leaf) is
 // counted only by its instance ID: in use when an allocation holds that
 // instance (seedHeld), so a seed claim event writes one map.
-func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
+func (s *EngState) apply(driver, pool, device, instance string, sign int32) {
 	key := v1Key(driver, pool, device)
 	x, known := s.inv.byKey[key]
 	if known && s.inv.devs[x].d.SeedInstance != "" {
@@ -252,7 +180,7 @@ func (s *V1State) apply(driver, pool, device, instance string, sign int32) {
 }
 
 // applySeedInstance counts one allocation of a seed instance in or out.
-func (s *V1State) applySeedInstance(driver, pool, instance string, sign int32) {
+func (s *EngState) applySeedInstance(driver, pool, instance string, sign int32) {
 	pk := driver + "\x00" + pool
 	ids, _ := s.seedUsed.Get(pk)
 	if sign > 0 {
@@ -275,7 +203,7 @@ func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) =
 
 // seedHeld reports whether an allocation holds the seed instance itself,
 // and whether one conflicts with it (itself included).
-func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
+func (s *EngState) seedHeld(driver, pool, instance string) (held, locked bool) {
 	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if id == instance {
@@ -290,7 +218,7 @@ func (s *V1State) seedHeld(driver, pool, instance string) (held, locked bool) {
 
 // seedLocked reports whether a seed leaf conflicts with an instance in
 // use in its pool.
-func (s *V1State) seedLocked(driver, pool, instance string) bool {
+func (s *EngState) seedLocked(driver, pool, instance string) bool {
 	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if SeedLeavesConflict(instance, id) {
@@ -301,7 +229,7 @@ func (s *V1State) seedLocked(driver, pool, instance string) bool {
 }
 
 // counterLeft returns what is left of a counter.
-func (s *V1State) counterLeft(c int32) int64 {
+func (s *EngState) counterLeft(c int32) int64 {
 	v, _ := s.consumed.Get(c)
 	return s.inv.ctrs[c].total - v
 }
@@ -309,22 +237,22 @@ func (s *V1State) counterLeft(c int32) int64 {
 // applyShared counts one share of a device in or out: an allocation
 // like any other (the first consumes the device's shared counters, the
 // last gives them back), plus its consumed capacity.
-func (s *V1State) applyShared(u deviceUse, sign int32) {
-	key := v1Key(u.driver, u.pool, u.device)
+func (s *EngState) applyShared(u DeviceUse, sign int32) {
+	key := v1Key(u.Driver, u.Pool, u.Device)
 	x, known := s.inv.byKey[key]
 	if sign < 0 {
 		if sh, _ := s.shares.Get(key); sh.n == 0 {
 			return // not counted
 		}
 	}
-	s.applyShare(key, x, known, u.consumed, sign)
-	s.apply(u.driver, u.pool, u.device, "", sign)
+	s.applyShare(key, x, known, u.Consumed, sign)
+	s.apply(u.Driver, u.Pool, u.Device, "", sign)
 }
 
 // dedicated reports whether a device has allocations that are not
 // shares: a result without shareID (allocated before the device allowed
 // multiple allocations, or a device without it).
-func (s *V1State) dedicated(key string) bool {
+func (s *EngState) dedicated(key string) bool {
 	n, _ := s.used.Get(key)
 	sh, _ := s.shares.Get(key)
 	return n > sh.n

@@ -91,7 +91,7 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 	inv := NewV1Inventory(slices_, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	var held []*resourcev1.ResourceClaim
-	st := NewV1State(inv, nil, nil)
+	st := NewState(inv, nil, nil)
 	for step := range 400 {
 		if len(held) > 0 && r.IntN(3) == 0 {
 			i := r.IntN(len(held))
@@ -108,7 +108,7 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 			st = st.WithAllocated(c)
 			held = append(held, c)
 		}
-		fresh := NewV1State(inv, held, nil)
+		fresh := NewState(inv, held, nil)
 		for _, d := range devs {
 			n1, u1 := st.Shares(v1tNIC, "node-a", d.Name)
 			n2, u2 := fresh.Shares(v1tNIC, "node-a", d.Name)
@@ -143,7 +143,7 @@ func TestRederiveShareIDs(t *testing.T) {
 	d := v1tDev("nic-0")
 	d.AllowMultipleAllocations = ptr(true)
 	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}
-	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{
+	st := NewState(NewV1Inventory([]*resourcev1.ResourceSlice{
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", d),
 		v1tSlice("gpus", v1tGPU, "node-a-gpus", "node-a", v1tDev("gpu-0")),
 	}, nil), nil, nil)

@@ -15,7 +15,7 @@ import (
 )
 
 // capUsed returns what the shares of a device hold in the state.
-func (s *V1State) capUsed(key string) v1shares {
+func (s *EngState) capUsed(key string) v1shares {
 	u, _ := s.shares.Get(key)
 	return u
 }
@@ -29,7 +29,7 @@ type v1shares struct {
 }
 
 // applyShare counts one share of a device in or out.
-func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
+func (s *EngState) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
 	u, _ := s.shares.Get(key)
 	if sign < 0 && u.n == 0 {
 		return
@@ -184,7 +184,7 @@ func v1ShareID(c *resourcev1.ResourceClaim, request, deviceKey string) types.UID
 // the state holds, and what they consume together, per capacity the
 // device publishes (nil when the inventory does not know the device as
 // one that allows multiple allocations).
-func (s *V1State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
+func (s *EngState) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
 	key := v1Key(driver, pool, device)
 	sh := s.capUsed(key)
 	x, known := s.inv.byKey[key]

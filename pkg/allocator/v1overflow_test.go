@@ -25,7 +25,7 @@ func TestV1CounterOverflowNeverFits(t *testing.T) {
 					v1tDev("huge", v1tStr("kind", "huge"), v1tConsumes("set", "units="+huge)),
 					v1tDev("small", v1tStr("kind", "small"), v1tConsumes("set", "units=8"))))
 			inv := NewV1Inventory(slices, nil)
-			st := NewV1State(inv, nil, nil)
+			st := NewState(inv, nil, nil)
 			node := v1tNode("node-a")
 			res := v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("c", v1tExact("r", "gpu", 1, `device.attributes["gpu.example.com"].kind == "huge"`)))...)
 			if res.Fits {
@@ -42,7 +42,7 @@ func TestV1CounterOverflowNeverFits(t *testing.T) {
 			}
 			// A stored allocation of the huge device (a driver that
 			// changed its slice) leaves nothing of the counter.
-			st = NewV1State(inv, []*resourcev1.ResourceClaim{v1tAllocated("held", "node-a", v1tGPU+"/part/huge")}, nil)
+			st = NewState(inv, []*resourcev1.ResourceClaim{v1tAllocated("held", "node-a", v1tGPU+"/part/huge")}, nil)
 			res = v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("e", v1tExact("r", "gpu", 1, `device.attributes["gpu.example.com"].kind == "small"`)))...)
 			if res.Fits {
 				t.Fatalf("a counter held by a device consuming %s still fits 8 more", huge)

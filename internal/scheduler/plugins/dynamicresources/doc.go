@@ -55,7 +55,7 @@
 //     unrecorded template entry to the claim generated for it
 //     (Objects.GeneratedClaim), and the binding records it in the pod's
 //     status.
-//   - Device use is one state for both versions (allocator.V1State, built
+//   - Device use is one state for both versions (allocator.State, built
 //     once per Objects lineage and derived through claim events); a
 //     node's base NodeState is its seed view (V1State.SeedNodeState), and
 //     a cycle's in-memory allocations of pods in flight, of both
