@@ -23,7 +23,7 @@ func TestSeedNodeStateMatchesClaims(t *testing.T) {
 		model := NewModel("node", []*resourceapi.NodeResourceSlice{sl})
 		other := *sl.DeepCopy()
 		other.Name, other.Spec.NodeName = "other", "other"
-		inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{sl, &other})
+		inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{sl, &other})
 		dm := model.drivers["drv"]
 		var seedClaims []*resourceapi.ResourceClaim
 		var v1Claims []*resourcev1.ResourceClaim
@@ -83,7 +83,7 @@ func compareSeedUse(t *testing.T, seed uint64, model *Model, want, got *NodeStat
 // a node's base state by identity), and a new one once they change.
 func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 	a, b := v1tSeedNode("node-a", 4), v1tSeedNode("node-b", 4)
-	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{a, b})
+	inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{a, b})
 	modelA := NewModel("node-a", []*resourceapi.NodeResourceSlice{a})
 	node := v1tNode("node-a")
 	onA := allocatedClaim("on-a", "node-a", a.Spec.DriverName, modelA.drivers[a.Spec.DriverName].insts[0].id)
@@ -129,7 +129,7 @@ func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 // the claims holding them would.
 func TestWithSeedResults(t *testing.T) {
 	sl := v1tSeedNode("node-a", 4)
-	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{sl})
+	inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{sl})
 	model := NewModel("node-a", []*resourceapi.NodeResourceSlice{sl})
 	c := allocatedClaim("c", "node-a", "gpu", model.drivers["gpu"].insts[0].id)
 	base := NewState(inv, nil, nil)

@@ -16,7 +16,7 @@ import (
 // allocated, and a request for all devices on a node the pool reaches
 // (ReachesNode) fails, as upstream's allocator does. Its devices are kept
 // anyway so that the allocator can tell which nodes it reaches.
-type V1Pool struct {
+type Pool struct {
 	Driver string
 	Name   string
 	// Generation is the pool generation the devices come from: the highest
@@ -33,7 +33,7 @@ type V1Pool struct {
 	// defect found); "" when it is not.
 	Invalid string
 	// Devices in slice name order, then listing order.
-	Devices []PoolDevice
+	Devices []Device
 	// Counters are the pool's shared counter sets: set name → counter name
 	// → how much is available in total. Nil when the pool has none.
 	Counters map[string]map[string]resource.Quantity
@@ -44,7 +44,7 @@ type V1Pool struct {
 }
 
 // Usable reports whether devices may be allocated from the pool.
-func (p *V1Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
+func (p *Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
 
 // ReachesNode reports whether the pool matters on the node: it is local to
 // it, or some device is available on it. An allocation mode All request
@@ -53,7 +53,7 @@ func (p *V1Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
 // wherever a device of their pool is used, but a pool whose devices are
 // all for other nodes is not what an All request on this node asks for
 // (the differential test against upstream pins this).
-func (p *V1Pool) ReachesNode(node *Node) bool {
+func (p *Pool) ReachesNode(node *Node) bool {
 	if node == nil {
 		return false
 	}
@@ -71,7 +71,7 @@ func (p *V1Pool) ReachesNode(node *Node) bool {
 // PoolDevice is one device of a pool as an allocator needs it. The maps and
 // lists are shared with the slice the device came from (or, for projected
 // seed devices, built once): read them, never modify them.
-type PoolDevice struct {
+type Device struct {
 	// Name is unique in the pool (in a valid pool) and a DNS label.
 	Name string
 	// Slice is the ResourceSlice, or for a projected device the
@@ -134,7 +134,7 @@ type Node struct {
 // AvailableOn reports whether the device can be used on the node, by its
 // node name, node selector (allot's matcher: label expressions and the
 // field metadata.name) or all-nodes flag.
-func (d *PoolDevice) AvailableOn(node *Node) bool {
+func (d *Device) AvailableOn(node *Node) bool {
 	switch {
 	case d.AllNodes:
 		return true
@@ -181,4 +181,36 @@ func (p InventoryProblem) String() string {
 		fmt.Fprintf(&b, " %s", p.Field)
 	}
 	return b.String() + ": " + p.Reason
+}
+
+// SeedLeavesConflict reports whether two seed leaves of one node and driver
+// cannot be allocated at the same time: they are the same leaf, or one
+// instance on both their paths is split by different partition groups.
+// This is the "one partition group of a parent at a time" rule in terms of
+// instance IDs, for projected devices (PoolDevice.SeedInstance); v1 can only
+// express it with compatibilityGroups, which are off by default.
+func SeedLeavesConflict(a, b string) bool {
+	// IDs alternate instance and group names: inst/group/inst/group/leaf.
+	for seg := 0; ; seg++ {
+		ia, ib := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
+		na, nb := a, b
+		if ia >= 0 {
+			na = a[:ia]
+		}
+		if ib >= 0 {
+			nb = b[:ib]
+		}
+		if na != nb {
+			// Different instances (siblings in one group, or roots) are
+			// independent; different groups of one instance exclude each
+			// other.
+			return seg%2 == 1
+		}
+		if ia < 0 || ib < 0 {
+			// One is a prefix of the other: the same leaf (a leaf has no
+			// partitions, so it cannot be the ancestor of another).
+			return true
+		}
+		a, b = a[ia+1:], b[ib+1:]
+	}
 }

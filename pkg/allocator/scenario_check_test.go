@@ -25,8 +25,8 @@ import (
 
 // dev is a device of the inventory with its pool.
 type dev struct {
-	pool *allocator.V1Pool
-	d    *allocator.PoolDevice
+	pool *allocator.Pool
+	d    *allocator.Device
 }
 
 // attr is the device's value of a fully qualified attribute ("" when it
@@ -69,7 +69,7 @@ func v1Alts(c *resourcev1.ResourceClaim) map[string]v1Alt {
 }
 
 // checkV1Result returns the rules the answer breaks.
-func checkV1Result(inv *allocator.V1Inventory, st *allocator.State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
+func checkV1Result(inv *allocator.Inventory, st *allocator.State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
 	claims []allocator.V1Claim, res *allocator.V1Result) []string {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
@@ -82,7 +82,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.State, node *corev1
 	}
 	// Counters left: totals less what devices in use consume.
 	left := map[string]*resource.Quantity{}
-	counter := func(p *allocator.V1Pool, set, name string) *resource.Quantity {
+	counter := func(p *allocator.Pool, set, name string) *resource.Quantity {
 		k := p.Driver + "/" + p.Name + "/" + set + "/" + name
 		if left[k] == nil {
 			q := p.Counters[set][name].DeepCopy()
@@ -115,7 +115,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.State, node *corev1
 			fail("claim %s has no allocation", c.Name)
 			continue
 		}
-		if sel := a.NodeSelector; sel != nil && !allocator.DeviceAvailableOn(&allocator.PoolDevice{NodeSelector: sel}, node) {
+		if sel := a.NodeSelector; sel != nil && !allocator.DeviceAvailableOn(&allocator.Device{NodeSelector: sel}, node) {
 			fail("claim %s: node selector does not match node %s", c.Name, node.Name)
 		}
 		alts := v1Alts(c)

@@ -32,7 +32,7 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 // counting the claims themselves.)
 func (w *world) seedState(d *datadriven.TestData, nodeName string) *allocator.NodeState {
 	model := allocator.NewModel(nodeName, w.seedSlices())
-	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
+	inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
 	node := w.node(nodeName)
 	v1, seed := w.allocatedV1(), w.allocatedSeed()
 	var st *allocator.State

@@ -55,7 +55,7 @@ func (w *world) v1Claim(t *testing.T, d *datadriven.TestData, key string) *resou
 // with those claims and the ones deallocate released, then
 // WithoutAllocated with the released ones.
 func (w *world) v1State(d *datadriven.TestData) *allocator.State {
-	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
+	inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 	var v1, seed = w.allocatedV1(), w.allocatedSeed()
 	if stringArg(d, "state", "") == "derived" {
 		return allocator.NewState(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
@@ -226,7 +226,7 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 // NewV1Inventory of both; then the problems.
 func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	w.cmdObjects(t, d)
-	var pools []allocator.V1Pool
+	var pools []allocator.Pool
 	var problems []allocator.InventoryProblem
 	switch {
 	case d.HasArg("v1"):
@@ -234,7 +234,7 @@ func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	case d.HasArg("seed"):
 		pools, problems = allocator.SeedDevices(all[*resourceapi.NodeResourceSlice](w))
 	case d.HasArg("inventory"):
-		inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
+		inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 		pools, problems = inv.Pools(), inv.Problems()
 	default:
 		d.Fatalf(t, "pools needs v1, seed or inventory")
@@ -249,7 +249,7 @@ func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-func writePool(b *strings.Builder, p *allocator.V1Pool) {
+func writePool(b *strings.Builder, p *allocator.Pool) {
 	fmt.Fprintf(b, "pool %s/%s generation %d", p.Driver, p.Name, p.Generation)
 	if p.Node != "" {
 		fmt.Fprintf(b, " node %s", p.Node)
@@ -277,7 +277,7 @@ func writePool(b *strings.Builder, p *allocator.V1Pool) {
 	}
 }
 
-func writeDevice(b *strings.Builder, dev *allocator.PoolDevice) {
+func writeDevice(b *strings.Builder, dev *allocator.Device) {
 	fmt.Fprintf(b, "  device %s slice %s", dev.Name, dev.Slice)
 	switch {
 	case dev.NodeName != "":
@@ -375,7 +375,7 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 		for _, dev := range pools[i].Devices {
 			on := allocator.DeviceAvailableOn(&dev, node)
 			// A device built by hand (no converted selector) answers alike.
-			bare := allocator.PoolDevice{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
+			bare := allocator.Device{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
 			if allocator.DeviceAvailableOn(&bare, node) != on {
 				t.Errorf("%s: a hand-built copy of device %s answers AvailableOn differently", d.Pos, dev.Name)
 			}

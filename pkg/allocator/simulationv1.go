@@ -38,7 +38,7 @@ type simDerived struct {
 
 type simInv struct {
 	once sync.Once
-	inv  *V1Inventory
+	inv  *Inventory
 }
 
 func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
@@ -61,14 +61,14 @@ func (s *Simulation) claimsChanged(removeV1, addV1 []*resourcev1.ResourceClaim, 
 }
 
 // v1Inventory returns the inventory of the current nodes and slices.
-func (s *Simulation) v1Inventory() *V1Inventory {
+func (s *Simulation) v1Inventory() *Inventory {
 	h := s.derived.inv
 	h.once.Do(func() { h.inv = s.inventory() })
 	return h.inv
 }
 
 // v1State returns the inventory and base state of the current version.
-func (s *Simulation) v1State() (*V1Inventory, *State) {
+func (s *Simulation) v1State() (*Inventory, *State) {
 	inv := s.v1Inventory()
 	d := s.derived
 	d.mu.Lock()
@@ -85,7 +85,7 @@ func (s *Simulation) v1State() (*V1Inventory, *State) {
 }
 
 // inventory builds the device inventory of the simulation's nodes.
-func (s *Simulation) inventory() *V1Inventory {
+func (s *Simulation) inventory() *Inventory {
 	var seed []*resourceapi.NodeResourceSlice
 	models := map[string]*Model{}
 	for _, name := range s.nodes.Keys() {
@@ -98,7 +98,7 @@ func (s *Simulation) inventory() *V1Inventory {
 		sl, _ := s.v1slices.Get(k)
 		v1 = append(v1, sl)
 	}
-	return NewV1InventoryTainted(v1, seed, func(node string, sl []*resourceapi.NodeResourceSlice) *Model {
+	return NewInventoryTainted(v1, seed, func(node string, sl []*resourceapi.NodeResourceSlice) *Model {
 		if m := models[node]; m != nil {
 			return m
 		}
@@ -108,7 +108,7 @@ func (s *Simulation) inventory() *V1Inventory {
 
 // seedViews are what v1 claims hold of seed devices, as v1alpha2 claims
 // for the seed NodeStates, by node.
-func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
+func seedViewsByNode(inv *Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
 	for _, v := range seedAllocations(inv, claims...) {
 		for _, n := range AllocatedNodes(v) {
@@ -341,7 +341,7 @@ func v1AllocatedNodes(a *resourcev1.AllocationResult) []string {
 // (b)"): for each claim with such devices, a claim of the same namespace
 // and name whose allocation has a structured handle per driver and node
 // listing the instances. Admin-access results are left out.
-func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+func seedAllocations(inv *Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	for _, c := range claims {
 		if c == nil || c.Status.Allocation == nil {

@@ -18,7 +18,7 @@ type State struct {
 
 // NewState returns the state of inv with the v1 claims and the v1alpha2
 // claims allocated (claims without an allocation are skipped).
-func NewState(inv *V1Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *State {
+func NewState(inv *Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *State {
 	return &State{NewEngState(inv, concatUses(v1ClaimUses(v1Claims), seedClaimUses(seedClaims)))}
 }
 

@@ -136,7 +136,7 @@ func firstBlocking(ts []DeviceRuleTaint) (DeviceRuleTaint, bool) {
 // applyTaintRules adds the rules' taints to the devices of published v1
 // pools (projected seed pools take theirs from the Model). Devices are
 // copied, never changed: their maps and lists are shared with the slices.
-func applyTaintRules(pools []V1Pool, rules []*resourcev1.DeviceTaintRule) {
+func applyTaintRules(pools []Pool, rules []*resourcev1.DeviceTaintRule) {
 	rules = sortedRules(rules)
 	if len(rules) == 0 {
 		return

@@ -96,7 +96,7 @@ func TestTaintRulesSeed(t *testing.T) {
 	}
 
 	// v1 over the same leaves: the projection carries the taint.
-	inv := NewV1InventoryTainted(nil, sl, nil, all)
+	inv := NewInventoryTainted(nil, sl, nil, all)
 	var taints int
 	for _, p := range inv.Pools() {
 		for _, d := range p.Devices {
@@ -126,7 +126,7 @@ func TestTaintRulesV1(t *testing.T) {
 		taintRule("drain", "gpu.example.com", "pool-1", sl.Spec.Devices[0].Name, resourcev1.DeviceTaintEffectNoSchedule),
 		taintRule("note", "", "", "", resourcev1.DeviceTaintEffectNone),
 	}
-	inv := NewV1InventoryTainted([]*resourcev1.ResourceSlice{sl}, nil, nil, rules)
+	inv := NewInventoryTainted([]*resourcev1.ResourceSlice{sl}, nil, nil, rules)
 	if len(sl.Spec.Devices[0].Taints) != 0 {
 		t.Fatal("the slice was modified")
 	}

@@ -47,7 +47,7 @@ func v1tBenchCluster() (*State, []*corev1.Node) {
 		slices_ = append(slices_, v1tSliceCount(3, append(counters, v1tSlice(node+"-mig", v1tGPU, node+"-mig", node, parts...))...)...)
 		inUse = append(inUse, v1tAllocated("old-"+node, node, v1tGPU+"/"+node+"/gpu-0", v1tGPU+"/"+node+"-mig/gpu-0-half-0"))
 	}
-	inv := NewV1Inventory(slices_, nil)
+	inv := NewInventory(slices_, nil)
 	return NewState(inv, inUse, nil), nodes
 }
 
@@ -88,7 +88,7 @@ func BenchmarkAllocateV1(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			b.StopTimer()
-			inv := &V1Inventory{pools: st.inv.pools, problems: st.inv.problems, devs: st.inv.devs, byKey: st.inv.byKey,
+			inv := &Inventory{pools: st.inv.pools, problems: st.inv.problems, devs: st.inv.devs, byKey: st.inv.byKey,
 				byNode: st.inv.byNode, elsewhere: st.inv.elsewhere, unusable: st.inv.unusable, ctrs: st.inv.ctrs, groups: st.inv.groups}
 			fresh := &State{&EngState{inv: inv, used: st.used, consumed: st.consumed, seedUsed: st.seedUsed, shares: st.shares}}
 			b.StartTimer()
@@ -146,7 +146,7 @@ func BenchmarkAllocateV1Shares(b *testing.B) {
 		}
 		slices_ = append(slices_, v1tSlice(node+"-nics", v1tNIC, node, node, nics...))
 	}
-	st := NewState(NewV1Inventory(slices_, nil), held, nil)
+	st := NewState(NewInventory(slices_, nil), held, nil)
 	share := func(name string) resourcev1.DeviceRequest {
 		r := v1tExact(name, "nic", 1)
 		r.Exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("30G")}}

@@ -161,7 +161,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 				seedUse = append(seedUse, allocatedClaim("s", "node-a", "gpu", []string{"gpu-0/quarter/quarter-1", "gpu-0/half/half-1"}[rng.IntN(2)]))
 			}
 		}
-		inv := NewV1Inventory(slices_, seed)
+		inv := NewInventory(slices_, seed)
 		var inUse []*resourcev1.ResourceClaim
 		for _, p := range inv.Pools() {
 			for _, d := range p.Devices {

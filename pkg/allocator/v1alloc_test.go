@@ -20,7 +20,7 @@ func TestAllocateV1Deadline(t *testing.T) {
 	for i := range 96 {
 		devs = append(devs, v1tDev(fmt.Sprintf("gpu-%02d", i), v1tInt("n", int64(i))))
 	}
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil)
+	inv := NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil)
 	st := NewState(inv, nil, nil)
 	var claims []V1Claim
 	for i := range 3 {
@@ -67,7 +67,7 @@ func TestAllocateV1Deterministic(t *testing.T) {
 		for range 3 {
 			shuffled := slices.Clone(slices_)
 			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-			inv := NewV1Inventory(shuffled, nil)
+			inv := NewInventory(shuffled, nil)
 			res := v1tAllocate(t, NewState(inv, nil, nil), v1tNode("node-a"), classes, claims...)
 			got := []byte(fmt.Sprintf("%v %v %d %v", res.Fits, v1tDevices(res), res.Score, res.Reasons))
 			for _, a := range res.Allocations {
@@ -84,7 +84,7 @@ func TestAllocateV1Deterministic(t *testing.T) {
 
 // TestV1StateCopyOnWrite: derived states leave their parent as it was.
 func TestV1StateCopyOnWrite(t *testing.T) {
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(200, "a100")...)}, nil)
+	inv := NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(200, "a100")...)}, nil)
 	base := NewState(inv, nil, nil)
 	st := base
 	var claims []*resourcev1.ResourceClaim
@@ -129,7 +129,7 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		}
 	}
 	slices_ = v1tSliceCount(9, append(slices_, v1tSlice("mig", v1tGPU, "mig", "node-a", parts...))...)
-	st := NewState(NewV1Inventory(slices_, nil), nil, nil)
+	st := NewState(NewInventory(slices_, nil), nil, nil)
 	node := v1tNode("node-a")
 	for _, tc := range []struct {
 		quarters int64
@@ -208,7 +208,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 	for i := range 64 {
 		devs = append(devs, v1tDev(fmt.Sprintf("gpu-%02d", i), v1tStr("uuid", fmt.Sprint("u", i)), v1tInt("numa", int64(i%8)), v1tInt("root", int64(i/8))))
 	}
-	st := NewState(NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil), nil, nil)
+	st := NewState(NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil), nil, nil)
 	for _, tc := range []struct {
 		name   string
 		claims []V1Claim
@@ -240,7 +240,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 // leave room for 20 quarters: 20 fit, 21 are refused in few steps
 // (identical untouched instances and sibling leaves are tried once).
 func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
-	st := NewState(NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 8)}), nil, nil)
+	st := NewState(NewInventory(nil, []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 8)}), nil, nil)
 	for _, tc := range []struct {
 		quarters int64
 		fits     bool

@@ -34,7 +34,7 @@ func TestAllocateV1ArenaReuseKeepsAnswers(t *testing.T) {
 		if withSeed {
 			seed = []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1+rng.IntN(2))}
 		}
-		inv := NewV1Inventory(slices_, seed)
+		inv := NewInventory(slices_, seed)
 		cases = append(cases, tcase{NewState(inv, nil, nil), PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))})
 	}
 	node := v1tNode("node-a")

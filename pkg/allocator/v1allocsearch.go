@@ -22,7 +22,7 @@ const v1ImproveSteps = 512
 type v1prob struct {
 	r      *EngRequest
 	st     *EngState
-	inv    *V1Inventory
+	inv    *Inventory
 	node   string // the node's name, when onNode
 	onNode bool
 	ar     *v1arena // backs the slices below (see v1arena)

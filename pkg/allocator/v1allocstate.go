@@ -28,7 +28,7 @@ import (
 // into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
 type EngState struct {
-	inv      *V1Inventory
+	inv      *Inventory
 	used     *layered.Map[string, int32]    // device key → allocations
 	consumed *layered.Map[int32, int64]     // counter → consumed, in its scale
 	seedUsed *layered.Map[string, []string] // driver\x00pool → seed instance IDs in use
@@ -37,7 +37,7 @@ type EngState struct {
 
 // NewEngState returns the state of inv with the devices of uses
 // allocated (nil: none).
-func NewEngState(inv *V1Inventory, uses iter.Seq[DeviceUse]) *EngState {
+func NewEngState(inv *Inventory, uses iter.Seq[DeviceUse]) *EngState {
 	s := &EngState{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
 		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
 	if uses != nil {
@@ -98,7 +98,7 @@ func (s *EngState) SchemeInUse(key string) []string {
 }
 
 // Inventory returns the inventory the state is about.
-func (s *EngState) Inventory() *V1Inventory { return s.inv }
+func (s *EngState) Inventory() *Inventory { return s.inv }
 
 // InUse reports whether the device is allocated (admin access aside),
 // whole or as shares (Shares tells how much of it the shares hold).

@@ -88,7 +88,7 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 	}
 	slices_ := v1tSliceCount(2, v1tCounterSlice("counters", v1tNIC, "node-a", "node-a", "card", "memory=16Gi"),
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", devs...))
-	inv := NewV1Inventory(slices_, nil)
+	inv := NewInventory(slices_, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	var held []*resourcev1.ResourceClaim
 	st := NewState(inv, nil, nil)
@@ -143,7 +143,7 @@ func TestRederiveShareIDs(t *testing.T) {
 	d := v1tDev("nic-0")
 	d.AllowMultipleAllocations = ptr(true)
 	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}
-	st := NewState(NewV1Inventory([]*resourcev1.ResourceSlice{
+	st := NewState(NewInventory([]*resourcev1.ResourceSlice{
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", d),
 		v1tSlice("gpus", v1tGPU, "node-a-gpus", "node-a", v1tDev("gpu-0")),
 	}, nil), nil, nil)

@@ -50,7 +50,7 @@ import (
 // Pools are sorted by driver and name. nil slices are skipped. The result
 // shares maps and lists with the input slices, which must not be modified
 // afterwards.
-func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
+func V1Pools(in []*resourcev1.ResourceSlice) ([]Pool, []InventoryProblem) {
 	type poolKey struct{ driver, name string }
 	byPool := make(map[poolKey][]*resourcev1.ResourceSlice)
 	var keys []poolKey
@@ -73,12 +73,12 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
 	slices.SortFunc(keys, func(a, b poolKey) int {
 		return cmp.Or(strings.Compare(a.driver, b.driver), strings.Compare(a.name, b.name))
 	})
-	pools := make([]V1Pool, 0, len(keys))
+	pools := make([]Pool, 0, len(keys))
 	var problems []InventoryProblem
 	for _, k := range keys {
 		ss := byPool[k]
 		slices.SortFunc(ss, func(a, b *resourcev1.ResourceSlice) int { return strings.Compare(a.Name, b.Name) })
-		var p V1Pool
+		var p Pool
 		p, problems = invBuildPool(k.driver, k.name, ss, problems)
 		pools = append(pools, p)
 	}
@@ -87,8 +87,8 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
 
 // invBuildPool builds one pool from its slices of the newest generation,
 // sorted by name.
-func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []InventoryProblem) (V1Pool, []InventoryProblem) {
-	p := V1Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
+func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []InventoryProblem) (Pool, []InventoryProblem) {
+	p := Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
 	want := ss[0].Spec.Pool.ResourceSliceCount
 	counted, nDevices := 0, 0
 	var ignored []string
@@ -116,7 +116,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 		p.Incomplete = fmt.Sprintf("%d of %d slices of generation %d are published", counted, want, p.Generation)
 	}
 
-	p.Devices = make([]PoolDevice, 0, nDevices)
+	p.Devices = make([]Device, 0, nDevices)
 	names := make(map[string]struct{}, nDevices)
 	for _, s := range ss {
 		if invUsesCompatibilityGroups(s) {
@@ -184,7 +184,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 						Reason: "the slice has perDeviceNodeSelection, but the device sets none of nodeName, nodeSelector and allNodes; it is available on no node"})
 				}
 			}
-			p.Devices = append(p.Devices, PoolDevice{
+			p.Devices = append(p.Devices, Device{
 				Name: d.Name, Slice: s.Name,
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
 				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, Matcher: matcherOf(sel.conv),
@@ -217,7 +217,7 @@ type invNodeSelection struct {
 
 // invCheckCounters returns why some device consumes from a counter
 // set or a counter that the pool does not define, or "".
-func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []PoolDevice) string {
+func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []Device) string {
 	for i := range devices {
 		for _, c := range devices[i].ConsumesCounters {
 			set, found := sets[c.CounterSet]
@@ -296,38 +296,6 @@ func SeedDeviceName(instanceID string) string {
 	return strings.ReplaceAll(instanceID, "/", "--")
 }
 
-// SeedLeavesConflict reports whether two seed leaves of one node and driver
-// cannot be allocated at the same time: they are the same leaf, or one
-// instance on both their paths is split by different partition groups.
-// This is the "one partition group of a parent at a time" rule in terms of
-// instance IDs, for projected devices (PoolDevice.SeedInstance); v1 can only
-// express it with compatibilityGroups, which are off by default.
-func SeedLeavesConflict(a, b string) bool {
-	// IDs alternate instance and group names: inst/group/inst/group/leaf.
-	for seg := 0; ; seg++ {
-		ia, ib := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
-		na, nb := a, b
-		if ia >= 0 {
-			na = a[:ia]
-		}
-		if ib >= 0 {
-			nb = b[:ib]
-		}
-		if na != nb {
-			// Different instances (siblings in one group, or roots) are
-			// independent; different groups of one instance exclude each
-			// other.
-			return seg%2 == 1
-		}
-		if ia < 0 || ib < 0 {
-			// One is a prefix of the other: the same leaf (a leaf has no
-			// partitions, so it cannot be the ancestor of another).
-			return true
-		}
-		a, b = a[ia+1:], b[ib+1:]
-	}
-}
-
 // invValueMaxLength is v1's bound on string and version attribute values
 // (DeviceAttributeMaxValueLength).
 const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
@@ -361,13 +329,13 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //     keeps one partition group of an instance at a time.
 //
 // Pools are sorted by driver, then node. nil slices are skipped.
-func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
+func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []Pool, problems []InventoryProblem) {
 	return seedDevices(in, nil)
 }
 
 // seedDevices is SeedDevices with the nodes' Models from model (nil:
 // compiled here); see NewV1InventoryModels.
-func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []V1Pool, problems []InventoryProblem) {
+func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []Pool, problems []InventoryProblem) {
 	if model == nil {
 		model = NewModel
 	}
@@ -382,7 +350,7 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
-	slices.SortFunc(pools, func(a, b V1Pool) int {
+	slices.SortFunc(pools, func(a, b Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
 	slices.SortStableFunc(problems, func(a, b InventoryProblem) int {
@@ -393,7 +361,7 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 
 // seedProjection is a Model's v1 pools and problems.
 type seedProjection struct {
-	pools    []V1Pool
+	pools    []Pool
 	problems []InventoryProblem
 }
 
@@ -401,7 +369,7 @@ type seedProjection struct {
 // once per Model: an inventory rebuilt over the same Models (another
 // node's slices changed, a simulation added a node) projects only the
 // new ones. The pools' devices are shared; inventories read them only.
-func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V1Pool, []InventoryProblem) {
+func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]Pool, []InventoryProblem) {
 	if p := m.v1.Load(); p != nil {
 		return slices.Clone(p.pools), p.problems
 	}
@@ -411,7 +379,7 @@ func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V
 }
 
 // seedNodePools projects the slices of one node, compiled into m.
-func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []V1Pool, problems []InventoryProblem) {
+func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []Pool, problems []InventoryProblem) {
 	for _, pr := range m.Problems() {
 		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
 			Reason: pr.Message})
@@ -445,7 +413,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 	}
 	slices.Sort(drivers)
 	for _, driver := range drivers {
-		p := V1Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
+		p := Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
 		dm := m.drivers[driver]
 		if dm == nil {
 			pools = append(pools, p)
@@ -461,7 +429,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			name := SeedDeviceName(dm.insts[l].id)
 			owners[name] = append(owners[name], l)
 		}
-		p.Devices = make([]PoolDevice, 0, len(dm.leaves))
+		p.Devices = make([]Device, 0, len(dm.leaves))
 		for _, l := range dm.leaves {
 			in := &dm.insts[l]
 			name := SeedDeviceName(in.id)
@@ -486,7 +454,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			if !in.ok && !in.tainted {
 				continue
 			}
-			d := PoolDevice{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
+			d := Device{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
 			for _, t := range in.taints {
 				d.Taints = append(d.Taints, t.Taint)
 			}
@@ -803,7 +771,7 @@ func NodeOf(node *corev1.Node) *Node {
 // DeviceAvailableOn reports whether the device can be used on the node
 // (PoolDevice.AvailableOn); a device built by hand, without a Matcher,
 // has its NodeSelector compiled here.
-func DeviceAvailableOn(d *PoolDevice, node *corev1.Node) bool {
+func DeviceAvailableOn(d *Device, node *corev1.Node) bool {
 	if d.NodeSelector != nil && d.Matcher == nil {
 		sel, _ := invConvertNodeSelector(d.NodeSelector)
 		c := *d

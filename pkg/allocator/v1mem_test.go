@@ -69,7 +69,7 @@ func TestSeedDevicesShareEqualAttributes(t *testing.T) {
 	}
 	// The Models of the scheduler's inventory (NewV1InventoryModels) share
 	// them too.
-	inv := NewV1InventoryModels(nil, []*resourceapi.NodeResourceSlice{b}, nil)
+	inv := NewInventoryModels(nil, []*resourceapi.NodeResourceSlice{b}, nil)
 	for _, p := range inv.Pools() {
 		for i, d := range p.Devices {
 			if reflect.ValueOf(d.Attributes).Pointer() != mapOf(0, i) {

@@ -24,7 +24,7 @@ func TestV1CounterOverflowNeverFits(t *testing.T) {
 				v1tSlice("devs", v1tGPU, "part", "node-a",
 					v1tDev("huge", v1tStr("kind", "huge"), v1tConsumes("set", "units="+huge)),
 					v1tDev("small", v1tStr("kind", "small"), v1tConsumes("set", "units=8"))))
-			inv := NewV1Inventory(slices, nil)
+			inv := NewInventory(slices, nil)
 			st := NewState(inv, nil, nil)
 			node := v1tNode("node-a")
 			res := v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("c", v1tExact("r", "gpu", 1, `device.attributes["gpu.example.com"].kind == "huge"`)))...)
@@ -94,7 +94,7 @@ func FuzzCounterArithmetic(f *testing.F) {
 			devs = append(devs, resourcev1.Device{Name: string(rune('a' + i)), ConsumesCounters: []resourcev1.DeviceCounterConsumption{{
 				CounterSet: "set", Counters: map[string]resourcev1.Counter{"n": {Value: q}}}}})
 		}
-		inv := NewV1Inventory(v1tSliceCount(2,
+		inv := NewInventory(v1tSliceCount(2,
 			&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourcev1.ResourceSliceSpec{Driver: v1tGPU, Pool: resourcev1.ResourcePool{Name: "p", Generation: 1},
 				NodeName: ptrTo("n"), SharedCounters: []resourcev1.CounterSet{{Name: "set", Counters: map[string]resourcev1.Counter{"n": {Value: qt}}}}}},
 			&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourcev1.ResourceSliceSpec{Driver: v1tGPU, Pool: resourcev1.ResourcePool{Name: "p", Generation: 1},

@@ -12,7 +12,7 @@ import (
 // (the v1 front end's V1Result.Build), for the request it was found for
 // or one of the same shape.
 type Solution struct {
-	Inv    *V1Inventory
+	Inv    *Inventory
 	Node   string // the node's name, when OnNode
 	OnNode bool
 	Reqs   []SolReq // per pending request: claims in order, requests in order

@@ -30,7 +30,7 @@ func V1InUse(o *Objects, driver, pool, device string) bool {
 }
 
 // V1Inventory builds (once) and returns the device inventory of o.
-func V1Inventory(o *Objects) *allocator.V1Inventory { return o.v1.inventory() }
+func V1Inventory(o *Objects) *allocator.Inventory { return o.v1.inventory() }
 
 // CachedModels is the number of nodes whose Model o's cache holds.
 func CachedModels(o *Objects) int {

@@ -61,7 +61,7 @@ type v1Inventory struct {
 	rules []*resourcev1.DeviceTaintRule // the models' taint rules too
 
 	once  sync.Once
-	inv   *allocator.V1Inventory
+	inv   *allocator.Inventory
 	pools map[[2]string]string // (driver, pool) -> the node of a pool local to one node, else ""
 }
 
@@ -150,14 +150,14 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 	}
 }
 
-func (v *v1Shared) inventory() *allocator.V1Inventory {
+func (v *v1Shared) inventory() *allocator.Inventory {
 	h := v.inv
 	h.once.Do(func() {
 		seed := h.seed
 		if h.seedless {
 			seed = nil
 		}
-		h.inv = allocator.NewV1InventoryTainted(h.slices, seed, h.model, h.rules)
+		h.inv = allocator.NewInventoryTainted(h.slices, seed, h.model, h.rules)
 		h.pools = map[[2]string]string{}
 		for _, p := range h.inv.Pools() {
 			h.pools[[2]string{p.Driver, p.Name}] = p.Node
