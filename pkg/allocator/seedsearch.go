@@ -70,7 +70,10 @@ func (dm *driverModel) layout() *seedLayout {
 		lo.rootOf[l] = j
 		lo.rootLeaves[j] = append(lo.rootLeaves[j], int32(l))
 		_, rel, _ := strings.Cut(in.id, "/")
-		parent, _, _ := cutLast(rel)
+		parent := rel
+		if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+			parent = rel[:i]
+		}
 		lo.rel[l], lo.parent[l] = intern(rel), intern(parent)
 		for g := in.parent; g >= 0; g = dm.insts[dm.groups[g].owner].parent {
 			lo.span[g][0], lo.span[g][1] = min(lo.span[g][0], int32(l)), max(lo.span[g][1], int32(l)+1)

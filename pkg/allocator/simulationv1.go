@@ -352,8 +352,12 @@ func seedAllocations(inv *Inventory, claims ...*resourcev1.ResourceClaim) []*res
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
-			if !ok || inv.devs[x].d.SeedInstance == "" {
+			x, ok := inv.Lookup(r.Driver, r.Pool, r.Device)
+			var d *Device
+			if ok {
+				_, d = inv.At(x)
+			}
+			if !ok || d.SeedInstance == "" {
 				continue
 			}
 			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
@@ -365,7 +369,7 @@ func seedAllocations(inv *Inventory, claims ...*resourcev1.ResourceClaim) []*res
 					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
 			}
 			p := handles[i].StructuredData.Partitionable
-			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: d.SeedInstance})
 		}
 		if len(handles) == 0 {
 			continue

@@ -58,7 +58,7 @@ func TaintRuleSelects(rule *resourcev1.DeviceTaintRule, driver, pool, device str
 // matches any, Exists any value, Equal the same value. What the effect
 // means is the caller's: device taint eviction uses it for NoExecute.
 func ToleratesTaint(tol resourcev1.DeviceToleration, t resourcev1.DeviceTaint) bool {
-	return v1Tolerates(tol, &t)
+	return Tolerates(tol, &t)
 }
 
 // blocksScheduling reports whether a taint keeps a device from requests

@@ -88,9 +88,7 @@ func BenchmarkAllocateV1(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			b.StopTimer()
-			inv := &Inventory{pools: st.inv.pools, problems: st.inv.problems, devs: st.inv.devs, byKey: st.inv.byKey,
-				byNode: st.inv.byNode, elsewhere: st.inv.elsewhere, unusable: st.inv.unusable, ctrs: st.inv.ctrs, groups: st.inv.groups}
-			fresh := &State{&EngState{inv: inv, used: st.used, consumed: st.consumed, seedUsed: st.seedUsed, shares: st.shares}}
+			fresh, _ := v1tBenchCluster()
 			b.StartTimer()
 			res, err := AllocateV1(ctx, req, fresh, nodes[i%len(nodes)])
 			if err != nil || !res.Fits {

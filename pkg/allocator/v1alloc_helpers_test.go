@@ -301,7 +301,7 @@ func v1tWithResults(res *V1Result, claims ...*resourcev1.ResourceClaim) []*resou
 // the node.
 func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, res *V1Result) {
 	t.Helper()
-	inv := st.inv
+	inv := st.Inventory()
 	if len(res.Allocations) != len(req.claims) {
 		t.Fatalf("%d allocations for %d claims", len(res.Allocations), len(req.claims))
 	}
@@ -327,13 +327,13 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 		inClaim := map[int32]bool{}
 		perAlt := map[string][]int32{}
 		for _, r := range a.Devices.Results {
-			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			x, ok := inv.Lookup(r.Driver, r.Pool, r.Device)
 			if !ok {
 				t.Fatalf("claim %s: unknown device %s/%s/%s", req.Keys[ci], r.Driver, r.Pool, r.Device)
 			}
-			d := &inv.devs[x]
-			if !inv.pools[d.pool].Usable() || !DeviceAvailableOn(d.d, node) {
-				t.Errorf("claim %s: device %s not usable on node %s", req.Keys[ci], d.key, node.Name)
+			pool, d := inv.At(x)
+			if !pool.Usable() || !DeviceAvailableOn(d, node) {
+				t.Errorf("claim %s: device %s/%s/%s not usable on node %s", req.Keys[ci], pool.Driver, pool.Name, d.Name, node.Name)
 			}
 			if inClaim[x] {
 				t.Errorf("claim %s: device %s twice", req.Keys[ci], r.Device)
@@ -345,11 +345,11 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 			}
 			perAlt[r.Request] = append(perAlt[r.Request], x)
 			for _, expr := range slices.Concat(alt.ClassSel, alt.Sel) {
-				if ok, err := MatchDeviceSelector(expr, d.input); !ok || err != nil {
+				if ok, err := MatchDeviceSelector(expr, v1tInput(pool, d)); !ok || err != nil {
 					t.Errorf("claim %s: device %s does not match %s (%v)", req.Keys[ci], r.Device, expr, err)
 				}
 			}
-			if tt := v1Untolerated(d.d.Taints, alt.Tolerations); tt != nil {
+			if tt := Untolerated(d.Taints, alt.Tolerations); tt != nil {
 				t.Errorf("claim %s: device %s has taint %v not tolerated", req.Keys[ci], r.Device, tt)
 			}
 			if (r.AdminAccess != nil && *r.AdminAccess) != alt.Admin {
@@ -358,28 +358,27 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 			if alt.Admin {
 				continue
 			}
-			pool := &inv.pools[d.pool]
-			if taken[x] || st.InUse(pool.Driver, pool.Name, d.d.Name) {
+			if taken[x] || st.InUse(pool.Driver, pool.Name, d.Name) {
 				t.Errorf("claim %s: device %s is taken twice", req.Keys[ci], r.Device)
 			}
 			taken[x] = true
-			for _, u := range d.uses {
-				if _, ok := left[u.ctr]; !ok {
-					left[u.ctr] = st.counterLeft(u.ctr)
+			for _, u := range inv.Uses(x) {
+				if _, ok := left[u.Counter]; !ok {
+					left[u.Counter] = st.CounterLeft(u.Counter)
 				}
-				left[u.ctr] -= u.amount
-				if left[u.ctr] < 0 {
-					t.Errorf("claim %s: device %s overdraws counter %s/%s", req.Keys[ci], r.Device, inv.ctrs[u.ctr].set, inv.ctrs[u.ctr].name)
+				left[u.Counter] -= u.Amount
+				if left[u.Counter] < 0 {
+					t.Errorf("claim %s: device %s overdraws counter %s/%s", req.Keys[ci], r.Device, inv.Counters()[u.Counter].Set, inv.Counters()[u.Counter].Name)
 				}
 			}
-			if in := d.d.SeedInstance; in != "" {
-				if st.seedLocked(pool.Driver, pool.Name, in) {
+			if in := d.SeedInstance; in != "" {
+				if st.SchemeLocked(pool.Driver, pool.Name, in) {
 					t.Errorf("claim %s: seed device %s conflicts with a leaf in use", req.Keys[ci], r.Device)
 				}
 				for _, y := range seedTaken {
-					o := &inv.devs[y]
-					if o.pool == d.pool && SeedLeavesConflict(in, o.d.SeedInstance) {
-						t.Errorf("claim %s: seed devices %s and %s conflict", req.Keys[ci], r.Device, o.d.Name)
+					opool, o := inv.At(y)
+					if opool == pool && SeedLeavesConflict(in, o.SeedInstance) {
+						t.Errorf("claim %s: seed devices %s and %s conflict", req.Keys[ci], r.Device, o.Name)
 					}
 				}
 				seedTaken = append(seedTaken, x)
@@ -409,7 +408,7 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 						continue
 					}
 					for _, x := range perAlt[alt.Name] {
-						vals = append(vals, v1AttrKey(&inv.devs[x], c.Attr, int(x)))
+						vals = append(vals, inv.ConstraintValue(x, c.Attr))
 					}
 				}
 			}
@@ -425,6 +424,11 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 			}
 		}
 	}
+}
+
+// v1tInput is the device as selectors see it.
+func v1tInput(pool *Pool, d *Device) DeviceSelectorInput {
+	return DeviceSelectorInput{Driver: pool.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}
 }
 
 func v1tFindAlt(reqs []Req, name string) *Alt {

@@ -221,7 +221,7 @@ var v1tReasonCount = map[ReasonCode]int{}
 
 func v1tDescribeInv(st *State) string {
 	var b strings.Builder
-	for _, p := range st.inv.Pools() {
+	for _, p := range st.Inventory().Pools() {
 		fmt.Fprintf(&b, "\npool %s/%s counters %v", p.Driver, p.Name, p.Counters)
 		for _, d := range p.Devices {
 			fmt.Fprintf(&b, "\n  %s in use %v: %s taints %v consumes %v", d.Name, st.InUse(p.Driver, p.Name, d.Name), invFormatAttrs(d.Attributes), d.Taints, d.ConsumesCounters)
@@ -242,7 +242,7 @@ func v1tDescribe(claims []V1Claim) string {
 // combination, in request order, for which an allocation exists; nil when
 // none does.
 func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) []string {
-	inv := st.inv
+	inv := st.Inventory()
 	var all []*Req
 	for ci := range req.claims {
 		for qi := range req.Reqs[ci] {
@@ -250,20 +250,18 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 		}
 	}
 	var devs []int32 // every device of the node in usable pools
-	for x := range inv.devs {
-		d := &inv.devs[x]
-		if inv.pools[d.pool].Usable() && DeviceAvailableOn(d.d, node) {
-			devs = append(devs, int32(x))
+	for x := range int32(inv.Len()) {
+		if p, d := inv.At(x); p.Usable() && DeviceAvailableOn(d, node) {
+			devs = append(devs, x)
 		}
 	}
 	inUse := func(x int32) bool {
-		d := &inv.devs[x]
-		p := &inv.pools[d.pool]
-		return st.InUse(p.Driver, p.Name, d.d.Name) || (d.d.SeedInstance != "" && st.seedLocked(p.Driver, p.Name, d.d.SeedInstance))
+		p, d := inv.At(x)
+		return st.InUse(p.Driver, p.Name, d.Name) || (d.SeedInstance != "" && st.SchemeLocked(p.Driver, p.Name, d.SeedInstance))
 	}
 	matches := func(a *Alt, x int32) bool {
 		for _, expr := range slices.Concat(a.ClassSel, a.Sel) {
-			ok, err := MatchDeviceSelector(expr, inv.devs[x].input)
+			ok, err := MatchDeviceSelector(expr, v1tInput(inv.At(x)))
 			if err != nil {
 				t.Fatalf("selector %s: %v", expr, err)
 			}
@@ -275,19 +273,20 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 	}
 	// Counters left in the state, exactly.
 	left := map[string]resource.Quantity{}
-	ckey := func(pool int32, set, name string) string { return fmt.Sprintf("%d/%s/%s", pool, set, name) }
-	for pi, p := range inv.pools {
+	ckey := func(pool *Pool, set, name string) string { return fmt.Sprintf("%p/%s/%s", pool, set, name) }
+	for pi := range inv.Pools() {
+		p := &inv.Pools()[pi]
 		for set, cs := range p.Counters {
 			for name, q := range cs {
-				left[ckey(int32(pi), set, name)] = q.DeepCopy()
+				left[ckey(p, set, name)] = q.DeepCopy()
 			}
 		}
 	}
 	consume := func(x int32, sign int) {
-		d := &inv.devs[x]
-		for _, cc := range d.d.ConsumesCounters {
+		p, d := inv.At(x)
+		for _, cc := range d.ConsumesCounters {
 			for name, c := range cc.Counters {
-				k := ckey(d.pool, cc.CounterSet, name)
+				k := ckey(p, cc.CounterSet, name)
 				q := left[k]
 				if sign > 0 {
 					q.Sub(c.Value)
@@ -299,9 +298,8 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 		}
 	}
 	for _, x := range devs {
-		d := &inv.devs[x]
-		p := &inv.pools[d.pool]
-		if st.InUse(p.Driver, p.Name, d.d.Name) {
+		p, d := inv.At(x)
+		if st.InUse(p.Driver, p.Name, d.Name) {
 			consume(x, 1)
 		}
 	}
@@ -335,9 +333,10 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 				if p.x == q.x && (p.claim == q.claim || (!p.alt.Admin && !q.alt.Admin)) {
 					return false
 				}
-				a, b := &inv.devs[p.x], &inv.devs[q.x]
-				if !p.alt.Admin && !q.alt.Admin && a.pool == b.pool && a.d.SeedInstance != "" && b.d.SeedInstance != "" &&
-					SeedLeavesConflict(a.d.SeedInstance, b.d.SeedInstance) {
+				ap, a := inv.At(p.x)
+				bp, b := inv.At(q.x)
+				if !p.alt.Admin && !q.alt.Admin && ap == bp && a.SeedInstance != "" && b.SeedInstance != "" &&
+					SeedLeavesConflict(a.SeedInstance, b.SeedInstance) {
 					return false
 				}
 			}
@@ -356,7 +355,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 				var vals []string
 				for _, p := range picks {
 					if p.claim == ci && c.Applies(p.req, p.alt) {
-						vals = append(vals, v1AttrKey(&inv.devs[p.x], c.Attr, int(p.x)))
+						vals = append(vals, inv.ConstraintValue(p.x, c.Attr))
 					}
 				}
 				for i, v := range vals {
@@ -385,14 +384,14 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 				return nil, false
 			}
 			for _, x := range matched {
-				if v1Untolerated(inv.devs[x].d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
+				if _, d := inv.At(x); Untolerated(d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
 					return nil, false
 				}
 			}
 			return matched, true
 		}
 		for _, x := range matched {
-			if v1Untolerated(inv.devs[x].d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
+			if _, d := inv.At(x); Untolerated(d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
 				cands = append(cands, x)
 			}
 		}

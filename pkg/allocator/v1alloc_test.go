@@ -138,13 +138,12 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		claims := v1tClaims(v1tClaim("a", v1tExact("h", "gpu", 8, `device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) == 0`)),
 			v1tClaim("b", v1tExact("q", "gpu", tc.quarters, `device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st.EngState, NodeOf(node))
+		found, steps, rs, err := req.Probe(context.Background(), st.EngState, NodeOf(node))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found != tc.fits || s.steps > 200 {
-			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, s.found, s.steps, err)
+		if err != nil || found != tc.fits || steps > 200 {
+			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, found, steps, err)
 		}
 		res := v1tAllocate(t, st, node, nil, claims...)
 		if res.Fits != tc.fits {
@@ -221,13 +220,12 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 			v1tMatch(v1tGPU+"/root"))), 20},
 	} {
 		req := PrepareV1(nil, tc.claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st.EngState, NodeOf(v1tNode("node-a")))
+		found, steps, rs, err := req.Probe(context.Background(), st.EngState, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found || s.steps > tc.steps {
-			t.Errorf("%s: found %v after %d steps, want none within %d (%v)", tc.name, s.found, s.steps, tc.steps, err)
+		if err != nil || found || steps > tc.steps {
+			t.Errorf("%s: found %v after %d steps, want none within %d (%v)", tc.name, found, steps, tc.steps, err)
 		}
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, tc.claims...); res.Fits || len(res.Reasons) == 0 {
 			t.Errorf("%s: fits %v, reasons %v", tc.name, res.Fits, res.Reasons)
@@ -249,13 +247,12 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 			v1tExact("h", "seed", 5, `device.capacity["gpu"].memory.compareTo(quantity("16Gi")) == 0`),
 			v1tExact("q", "seed", tc.quarters, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st.EngState, NodeOf(v1tNode("node-a")))
+		found, steps, rs, err := req.Probe(context.Background(), st.EngState, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found != tc.fits || s.steps > 500 {
-			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, s.found, s.steps, err)
+		if err != nil || found != tc.fits || steps > 500 {
+			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, found, steps, err)
 		}
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, claims...); res.Fits != tc.fits {
 			t.Errorf("%d quarters: fits %v %v", tc.quarters, res.Fits, res.Reasons)

@@ -24,7 +24,7 @@ type v1arena struct {
 	u64      v1slab[uint64]
 	i64      v1slab[int64]
 	ints     v1slab[int]
-	uses     v1slab[[]v1use]
+	uses     v1slab[[]CounterUse]
 	edges    v1slab[[]v1edge]
 	lists    v1slab[[]int32]
 	groups   v1slab[v1lgroup]

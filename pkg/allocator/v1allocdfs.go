@@ -529,8 +529,8 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 		for j, c := range lg.ctrs {
 			fit := int64(1) << 40
 			for _, u := range s.p.uses[l] {
-				if u.ctr == c && u.amount > 0 {
-					fit = s.left[c] / u.amount
+				if u.Counter == c && u.Amount > 0 {
+					fit = s.left[c] / u.Amount
 				}
 			}
 			slots[j] = max(slots[j], fit)
@@ -634,13 +634,13 @@ func (s *v1search) lostOf(l int32) int {
 // fitsAfter reports whether x's counters still fit once l has taken its.
 func (s *v1search) fitsAfter(x, l int32) bool {
 	for _, u := range s.p.uses[x] {
-		left := s.left[u.ctr]
+		left := s.left[u.Counter]
 		for _, v := range s.p.uses[l] {
-			if v.ctr == u.ctr {
-				left -= v.amount
+			if v.Counter == u.Counter {
+				left -= v.Amount
 			}
 		}
-		if left < u.amount {
+		if left < u.Amount {
 			return false
 		}
 	}
@@ -669,7 +669,7 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 		}
 		if s.pickNA[l] == 1 {
 			for _, u := range s.p.uses[l] {
-				s.left[u.ctr] -= u.amount
+				s.left[u.Counter] -= u.Amount
 			}
 		}
 	}
@@ -715,7 +715,7 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 		}
 		if s.pickNA[l] == 0 {
 			for _, u := range s.p.uses[l] {
-				s.left[u.ctr] += u.amount
+				s.left[u.Counter] += u.Amount
 			}
 		}
 	}

@@ -258,15 +258,15 @@ func (p *v1prob) counterClause(l int32) string {
 		return ""
 	}
 	for _, u := range p.uses[l] {
-		if p.left0[u.ctr] < u.amount {
-			c := &p.inv.ctrs[p.lctr[u.ctr]]
+		if p.left0[u.Counter] < u.Amount {
+			c := &p.inv.ctrs[p.lctr[u.Counter]]
 			pool := &p.inv.pools[c.pool]
-			consumes := v1Amount(u.amount, c)
-			if u.amount == v1Never {
+			consumes := v1Amount(u.Amount, c)
+			if u.Amount == AmountNever {
 				consumes = "more than the counter's total of " + c.exact.String()
 			}
-			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.set, c.name,
-				v1Amount(p.left0[u.ctr], c), p.inv.devs[p.devs[l]].d.Name, consumes)
+			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.Set, c.Name,
+				v1Amount(p.left0[u.Counter], c), p.inv.devs[p.devs[l]].d.Name, consumes)
 		}
 	}
 	return ""
@@ -280,7 +280,7 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 		for _, a := range p.sreqs[i].alts {
 			for _, l := range a.cands {
 				for _, u := range p.uses[l] {
-					used[u.ctr] = true
+					used[u.Counter] = true
 				}
 			}
 		}
@@ -291,7 +291,7 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 			continue
 		}
 		ctr := &p.inv.ctrs[p.lctr[c]]
-		share := float64(p.left0[c]) / float64(max(ctr.total, 1))
+		share := float64(p.left0[c]) / float64(max(ctr.Total, 1))
 		if best < 0 || share < bestShare {
 			best, bestShare = c, share
 		}
@@ -301,13 +301,13 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 	}
 	c := &p.inv.ctrs[p.lctr[best]]
 	pool := &p.inv.pools[c.pool]
-	clause = fmt.Sprintf("%s/%s counter set %s counter %s", pool.Driver, pool.Name, c.set, c.name)
-	return clause, fmt.Sprintf("%s has %s of %s left", clause, v1Amount(p.left0[best], c), v1Amount(c.total, c))
+	clause = fmt.Sprintf("%s/%s counter set %s counter %s", pool.Driver, pool.Name, c.Set, c.Name)
+	return clause, fmt.Sprintf("%s has %s of %s left", clause, v1Amount(p.left0[best], c), v1Amount(c.Total, c))
 }
 
 // v1Amount formats a value of counter c.
-func v1Amount(v int64, c *v1ctr) string {
-	q := resource.NewScaledQuantity(v, c.scale)
+func v1Amount(v int64, c *Counter) string {
+	q := resource.NewScaledQuantity(v, c.Scale)
 	q.Format = c.format
 	return q.String()
 }

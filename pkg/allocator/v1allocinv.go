@@ -28,7 +28,7 @@ type Inventory struct {
 	// unusable lists the pools that offer nothing (Incomplete or Invalid);
 	// an allocation mode All request fails on a node one of them reaches.
 	unusable []int32
-	ctrs     []v1ctr   // every shared counter of every pool
+	ctrs     []Counter   // every shared counter of every pool
 	groups   [][]int32 // devices that affect each other: a counter set's consumers, a seed root's leaves
 
 	matches  sync.Map // selector → *v1matchCache
@@ -43,7 +43,7 @@ type v1dev struct {
 	d     *Device
 	key   string
 	input DeviceSelectorInput
-	uses  []v1use // shared counters it consumes
+	uses  []CounterUse // shared counters it consumes
 	// multi: allowMultipleAllocations; caps are then its capacities, in
 	// the units its shares are summed in.
 	multi  bool
@@ -59,9 +59,9 @@ type v1dev struct {
 
 // v1use is how much of one counter a device consumes, in the counter's
 // scale.
-type v1use struct {
-	ctr    int32
-	amount int64
+type CounterUse struct {
+	Counter    int32
+	Amount int64
 }
 
 // v1ctr is one counter of a pool's counter set. Values are int64 in units
@@ -74,11 +74,11 @@ type v1use struct {
 // of allocated amounts saturate (v1AddSat). Where a value is not a whole
 // number of units, the total is rounded down and consumption up:
 // conservative, never overcommitting.
-type v1ctr struct {
+type Counter struct {
 	pool      int32
-	set, name string
-	total     int64
-	scale     resource.Scale
+	Set, Name string
+	Total     int64
+	Scale     resource.Scale
 	format    resource.Format    // of the total, for messages
 	exact     *resource.Quantity // the total as published
 }
@@ -136,7 +136,7 @@ func NewEngInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 				for _, n := range sortedKeys(cc.Counters) {
 					if c, ok := ctrIndex[cc.CounterSet+"\x00"+n]; ok {
 						q := cc.Counters[n].Value
-						dev.uses = append(dev.uses, v1use{ctr: c, amount: v1UseAmount(&q, &inv.ctrs[c])})
+						dev.uses = append(dev.uses, CounterUse{Counter: c, Amount: v1UseAmount(&q, &inv.ctrs[c])})
 					}
 				}
 			}
@@ -201,7 +201,7 @@ func (inv *Inventory) addCounters(pi int32, p *Pool) map[string]int32 {
 			scale := v1CounterScale(vals)
 			out[set+"\x00"+name] = int32(len(inv.ctrs))
 			exact := total.DeepCopy()
-			inv.ctrs = append(inv.ctrs, v1ctr{pool: pi, set: set, name: name, total: v1Floor(&total, scale), scale: scale, format: total.Format, exact: &exact})
+			inv.ctrs = append(inv.ctrs, Counter{pool: pi, Set: set, Name: name, Total: v1Floor(&total, scale), Scale: scale, format: total.Format, exact: &exact})
 		}
 	}
 	return out
@@ -210,7 +210,7 @@ func (inv *Inventory) addCounters(pi int32, p *Pool) map[string]int32 {
 // v1Never is the amount of a consumption above its counter's total: more
 // than any total (those stay below 2^50), so it never fits, and small
 // enough that sums of a few thousand of them cannot overflow.
-const v1Never = int64(1) << 52
+const AmountNever = int64(1) << 52
 
 // v1CounterScale is the finest scale of 10^3 steps, from milli up, at
 // which every value is at most 2^50 units (see v1ctr). The search starts
@@ -245,11 +245,11 @@ func v1ScaleFrom(start resource.Scale, vals []resource.Quantity) resource.Scale 
 
 // v1UseAmount is how much of counter c a consumption q takes, in the
 // counter's units: v1Never above the total.
-func v1UseAmount(q *resource.Quantity, c *v1ctr) int64 {
+func v1UseAmount(q *resource.Quantity, c *Counter) int64 {
 	if c.exact != nil && q.Cmp(*c.exact) > 0 {
-		return v1Never
+		return AmountNever
 	}
-	return v1Ceil(q, c.scale)
+	return v1Ceil(q, c.Scale)
 }
 
 // v1Ceil and v1Floor express q in units of 10^scale, rounded up and down.
@@ -275,7 +275,7 @@ func v1Floor(q *resource.Quantity, scale resource.Scale) int64 {
 
 // v1AddSat adds two amounts, stopping at int64's ends instead of
 // wrapping.
-func v1AddSat(a, b int64) int64 {
+func AddSat(a, b int64) int64 {
 	s := a + b
 	switch {
 	case a > 0 && b > 0 && s < 0:
@@ -421,9 +421,9 @@ func (inv *Inventory) attrValues(name resourcev1.FullyQualifiedName) []string {
 	return vals
 }
 
-// v1SelectorCompiles reports why a stored selector cannot be evaluated,
+// SelectorCompiles reports why a stored selector cannot be evaluated,
 // or nil.
-func v1SelectorCompiles(expr string) error {
+func SelectorCompiles(expr string) error {
 	e, ok := dselProgramCache.get(expr)
 	if !ok {
 		e = dselCompileProgram(expr)

@@ -133,7 +133,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(e.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, dr.Name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.Alts = append(req.Alts, Alt{Name: dr.Name, Admin: admin, Tolerations: e.Tolerations, CapReqs: v1CapacityRequests(e.Capacity)})
+			req.Alts = append(req.Alts, Alt{Name: dr.Name, Admin: admin, Tolerations: e.Tolerations, CapReqs: CapacityRequests(e.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.Alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
 		}
 		for j := range dr.FirstAvailable {
@@ -142,7 +142,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(sr.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.Alts = append(req.Alts, Alt{Name: name, Tolerations: sr.Tolerations, CapReqs: v1CapacityRequests(sr.Capacity)})
+			req.Alts = append(req.Alts, Alt{Name: name, Tolerations: sr.Tolerations, CapReqs: CapacityRequests(sr.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.Alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
 		}
 		least := resourcev1.AllocationResultsMaxSize + 1
@@ -207,7 +207,7 @@ func (r *V1Request) resolveAlt(a *Alt, key, className string, sels []resourcev1.
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("selectors[%d] has no CEL expression (unknown selector type)", j))
 			continue
 		}
-		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("selectors[%d]: %v", j, err))
 			continue
 		}
@@ -227,7 +227,7 @@ func (r *V1Request) resolveAlt(a *Alt, key, className string, sels []resourcev1.
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("device class %s: selectors[%d] has no CEL expression (unknown selector type)", className, j))
 			continue
 		}
-		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("device class %s: selectors[%d]: %v", className, j, err))
 			continue
 		}

@@ -32,9 +32,8 @@ func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 			a := &r.Reqs[ci][qi].Alts[sr.Alt]
 			chosen[qi] = a
 			for _, dv := range sol.Devs[start:sr.End] {
-				d := &sol.Inv.devs[dv.X]
-				pool := &sol.Inv.pools[d.pool]
-				res := resourcev1.DeviceRequestAllocationResult{Request: a.Name, Driver: pool.Driver, Pool: pool.Name, Device: d.d.Name}
+				pool, d := sol.Inv.At(dv.X)
+				res := resourcev1.DeviceRequestAllocationResult{Request: a.Name, Driver: pool.Driver, Pool: pool.Name, Device: d.Name}
 				if a.Admin {
 					res.AdminAccess = ptr(true)
 				}
@@ -44,15 +43,16 @@ func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 						a.Tolerations[i].DeepCopyInto(&res.Tolerations[i])
 					}
 				}
-				if len(d.d.BindingConditions) > 0 {
-					res.BindingConditions = slices.Clone(d.d.BindingConditions)
-					res.BindingFailureConditions = slices.Clone(d.d.BindingFailureConditions)
+				if len(d.BindingConditions) > 0 {
+					res.BindingConditions = slices.Clone(d.BindingConditions)
+					res.BindingFailureConditions = slices.Clone(d.BindingFailureConditions)
 				}
-				if d.multi {
-					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.Name, d.key))
-					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(d.caps))
-					for j := range d.caps {
-						res.ConsumedCapacity[d.caps[j].Name] = dv.Consumed[j].DeepCopy()
+				if d.AllowMultipleAllocations {
+					caps := sol.Inv.ShareCaps(dv.X)
+					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.Name, shareKey(pool.Driver, pool.Name, d.Name)))
+					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(caps))
+					for j := range caps {
+						res.ConsumedCapacity[caps[j].Name] = dv.Consumed[j].DeepCopy()
 					}
 				}
 				alloc.Devices.Results = append(alloc.Devices.Results, res)
@@ -135,7 +135,7 @@ func (sol *Solution) nodeSelector(devs []SolDev) *k8scorev1.NodeSelector {
 	}
 	var term k8scorev1.NodeSelectorTerm
 	for _, dv := range devs {
-		d := sol.Inv.devs[dv.X].d
+		_, d := sol.Inv.At(dv.X)
 		switch {
 		case d.BindsToNode && sol.OnNode:
 			// The device is attached to the node the allocation is made

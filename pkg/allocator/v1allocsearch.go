@@ -32,8 +32,8 @@ type v1prob struct {
 	inUse     []bool    // allocated in the state
 	seedLock  []bool    // a seed leaf whose partitions conflict with a leaf in use
 	free0     []bool    // free before: not in use, not locked, its counters fit
-	uses      [][]v1use // per local device: counters consumed (local counter indexes)
-	useBuf    []v1use
+	uses      [][]CounterUse // per local device: counters consumed (local counter indexes)
+	useBuf    []CounterUse
 	edgeBuf   []v1edge
 	candBuf   []int32
 	left0     []int64    // per local counter: what the state leaves
@@ -159,14 +159,14 @@ func (r *EngRequest) setup(st *EngState, node *Node) (*v1prob, []Reason) {
 			}
 			start := len(p.useBuf)
 			for _, u := range d.uses {
-				c, ok := ctrLocal[u.ctr]
+				c, ok := ctrLocal[u.Counter]
 				if !ok {
 					c = int32(len(p.lctr))
-					ctrLocal[u.ctr] = c
-					p.lctr = append(p.lctr, u.ctr)
-					p.left0 = append(p.left0, st.counterLeft(u.ctr))
+					ctrLocal[u.Counter] = c
+					p.lctr = append(p.lctr, u.Counter)
+					p.left0 = append(p.left0, st.CounterLeft(u.Counter))
 				}
-				p.useBuf = append(p.useBuf, v1use{ctr: c, amount: u.amount})
+				p.useBuf = append(p.useBuf, CounterUse{Counter: c, Amount: u.Amount})
 			}
 			p.uses[l] = p.useBuf[start:len(p.useBuf):len(p.useBuf)]
 		}
@@ -261,9 +261,9 @@ func b2i(b bool) int {
 }
 
 // fitsIn reports whether the consumption fits in what is left.
-func fitsIn(uses []v1use, left []int64) bool {
+func fitsIn(uses []CounterUse, left []int64) bool {
 	for _, u := range uses {
-		if left[u.ctr] < u.amount {
+		if left[u.Counter] < u.Amount {
 			return false
 		}
 	}
@@ -316,7 +316,7 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 				continue
 			}
 		}
-		if t := v1Untolerated(d.d.Taints, alt.Tolerations); t != nil {
+		if t := Untolerated(d.d.Taints, alt.Tolerations); t != nil {
 			if st.tainted == 0 {
 				st.taint = fmt.Sprintf("%s=%s:%s on %s/%s", t.Key, t.Value, t.Effect, p.inv.pools[d.pool].Name, d.d.Name)
 			}
@@ -447,23 +447,23 @@ func (p *v1prob) selectorAt(alt *Alt, at int) (expr, whose string) {
 // v1Untolerated returns the first NoSchedule or NoExecute taint that no
 // toleration tolerates, or nil. Other effects (None, unknown ones) never
 // prevent allocation.
-func v1Untolerated(taints []resourcev1.DeviceTaint, tols []resourcev1.DeviceToleration) *resourcev1.DeviceTaint {
+func Untolerated(taints []resourcev1.DeviceTaint, tols []resourcev1.DeviceToleration) *resourcev1.DeviceTaint {
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect != resourcev1.DeviceTaintEffectNoSchedule && t.Effect != resourcev1.DeviceTaintEffectNoExecute {
 			continue
 		}
-		if !slices.ContainsFunc(tols, func(tol resourcev1.DeviceToleration) bool { return v1Tolerates(tol, t) }) {
+		if !slices.ContainsFunc(tols, func(tol resourcev1.DeviceToleration) bool { return Tolerates(tol, t) }) {
 			return t
 		}
 	}
 	return nil
 }
 
-// v1Tolerates is Kubernetes' toleration rule: an empty effect or key
+// Tolerates is Kubernetes' toleration rule: an empty effect or key
 // matches any; Exists matches any value, Equal (the default) the same
 // value.
-func v1Tolerates(tol resourcev1.DeviceToleration, t *resourcev1.DeviceTaint) bool {
+func Tolerates(tol resourcev1.DeviceToleration, t *resourcev1.DeviceTaint) bool {
 	if tol.Effect != "" && tol.Effect != t.Effect {
 		return false
 	}

@@ -165,12 +165,12 @@ func (s *EngState) apply(driver, pool, device, instance string, sign int32) {
 	}
 	if known && ((sign > 0 && n == 0) || (sign < 0 && n == 1)) {
 		for _, u := range s.inv.devs[x].uses {
-			v, _ := s.consumed.Get(u.ctr)
-			v = v1AddSat(v, int64(sign)*u.amount) // see v1ctr
+			v, _ := s.consumed.Get(u.Counter)
+			v = AddSat(v, int64(sign)*u.Amount) // see v1ctr
 			if v == 0 {
-				s.consumed.Del(u.ctr)
+				s.consumed.Del(u.Counter)
 			} else {
-				s.consumed.Set(u.ctr, v)
+				s.consumed.Set(u.Counter, v)
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func (s *EngState) seedHeld(driver, pool, instance string) (held, locked bool) {
 
 // seedLocked reports whether a seed leaf conflicts with an instance in
 // use in its pool.
-func (s *EngState) seedLocked(driver, pool, instance string) bool {
+func (s *EngState) SchemeLocked(driver, pool, instance string) bool {
 	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if SeedLeavesConflict(instance, id) {
@@ -229,9 +229,9 @@ func (s *EngState) seedLocked(driver, pool, instance string) bool {
 }
 
 // counterLeft returns what is left of a counter.
-func (s *EngState) counterLeft(c int32) int64 {
+func (s *EngState) CounterLeft(c int32) int64 {
 	v, _ := s.consumed.Get(c)
-	return s.inv.ctrs[c].total - v
+	return s.inv.ctrs[c].Total - v
 }
 
 // applyShared counts one share of a device in or out: an allocation

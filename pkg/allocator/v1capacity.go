@@ -64,7 +64,7 @@ func v1Caps(capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) []S
 // above the capacity.
 func (c *ShareCap) amount(q *resource.Quantity) int64 {
 	if q.Cmp(c.dc.Value) > 0 {
-		return v1Never
+		return AmountNever
 	}
 	return v1Ceil(q, c.scale)
 }
@@ -316,9 +316,9 @@ func v1ViolatesPolicy(q resource.Quantity, p *resourcev1.CapacityRequestPolicy) 
 	return false
 }
 
-// v1CapacityRequests returns an alternative's capacity.requests, nil for
+// CapacityRequests returns an alternative's capacity.requests, nil for
 // none.
-func v1CapacityRequests(c *resourcev1.CapacityRequirements) map[resourcev1.QualifiedName]resource.Quantity {
+func CapacityRequests(c *resourcev1.CapacityRequirements) map[resourcev1.QualifiedName]resource.Quantity {
 	if c == nil || len(c.Requests) == 0 {
 		return nil
 	}

@@ -5,13 +5,11 @@ package allocator
 // search (v1prob), share IDs. The rules of a share are in v1capacity.go.
 
 import (
-	"crypto/sha1"
 	"fmt"
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // capUsed returns what the shares of a device hold in the state.
@@ -44,7 +42,7 @@ func (s *EngState) applyShare(key string, x int32, known bool, consumed map[reso
 			if !ok {
 				continue
 			}
-			out.amounts[i] = v1AddSat(out.amounts[i], int64(sign)*caps[i].amount(&q))
+			out.amounts[i] = AddSat(out.amounts[i], int64(sign)*caps[i].amount(&q))
 		}
 	}
 	if out.n <= 0 {
@@ -62,7 +60,7 @@ func capacityClause(dev string, caps []ShareCap, left, want []int64) string {
 		if want[i] > left[i] {
 			c := &caps[i]
 			asks := c.format(want[i])
-			if want[i] == v1Never {
+			if want[i] == AmountNever {
 				asks = "more than " + c.dc.Value.String()
 			}
 			return fmt.Sprintf("capacity %s of %s: requests %s, %s of %s left", c.Name, dev, asks, c.format(max(left[i], 0)), c.dc.Value.String())
@@ -157,29 +155,6 @@ func v1FormatRequests(reqs map[resourcev1.QualifiedName]resource.Quantity) strin
 	return b.String()
 }
 
-// v1ShareID names one share: a UUID (version 5 layout, SHA-1) of the
-// claim (its UID, else namespace/name), the request and the device.
-// Upstream draws a random UUID; this one is derived so that equal inputs
-// give equal outputs. It is unique where it must be: shares of one
-// device come from different claims or, within a claim, from different
-// requests (a request takes a device once).
-func v1ShareID(c *resourcev1.ResourceClaim, request, deviceKey string) types.UID {
-	h := sha1.New()
-	id := string(c.UID)
-	if id == "" {
-		id = c.Namespace + "/" + c.Name
-	}
-	for _, part := range []string{"allot.dev/share", id, request, deviceKey} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	var u [16]byte
-	copy(u[:], h.Sum(nil))
-	u[6] = u[6]&0x0f | 0x50 // version 5
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]))
-}
-
 // Shares returns how many shares of a device (results with a shareID)
 // the state holds, and what they consume together, per capacity the
 // device publishes (nil when the inventory does not know the device as
@@ -201,21 +176,4 @@ func (s *EngState) Shares(driver, pool, device string) (int, map[resourcev1.Qual
 		out[caps[i].Name] = *resource.NewScaledQuantity(v, caps[i].scale)
 	}
 	return int(sh.n), out
-}
-
-// RederiveShareIDs sets the shareID of every share in an allocation
-// (results that have one) to the one AllocateV1 gives that share in
-// claim. A caller that hands an allocation computed for one claim to
-// another (an answer reused for a pod of the same shape) calls it on the
-// copy, so that two claims never carry one share ID of a device.
-func RederiveShareIDs(claim *resourcev1.ResourceClaim, a *resourcev1.AllocationResult) {
-	if claim == nil || a == nil {
-		return
-	}
-	for i := range a.Devices.Results {
-		r := &a.Devices.Results[i]
-		if r.ShareID != nil {
-			r.ShareID = ptr(v1ShareID(claim, r.Request, v1Key(r.Driver, r.Pool, r.Device)))
-		}
-	}
 }

@@ -3,6 +3,7 @@ package allocator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -512,7 +513,7 @@ func (c *v1MapInterner) attributes(attrs map[resourcev1.QualifiedName]resourcev1
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.key = c.key[:0]
-	for _, n := range sortedKeys(attrs) {
+	for _, n := range slices.Sorted(maps.Keys(attrs)) {
 		a := attrs[n]
 		c.key = v1KeyString(c.key, string(n))
 		switch {
@@ -551,7 +552,7 @@ func (c *v1MapInterner) capacities(caps map[resourcev1.QualifiedName]resourcev1.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.key = c.key[:0]
-	for _, n := range sortedKeys(caps) {
+	for _, n := range slices.Sorted(maps.Keys(caps)) {
 		v := caps[n]
 		if v.RequestPolicy != nil {
 			return caps // not produced by the projection; compared no further

@@ -99,20 +99,20 @@ func FuzzCounterArithmetic(f *testing.F) {
 				NodeName: ptrTo("n"), SharedCounters: []resourcev1.CounterSet{{Name: "set", Counters: map[string]resourcev1.Counter{"n": {Value: qt}}}}}},
 			&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourcev1.ResourceSliceSpec{Driver: v1tGPU, Pool: resourcev1.ResourcePool{Name: "p", Generation: 1},
 				NodeName: ptrTo("n"), Devices: devs}}), nil)
-		if len(inv.ctrs) != 1 || len(inv.devs) != len(uses) {
-			t.Fatalf("inventory: %d counters, %d devices", len(inv.ctrs), len(inv.devs))
+		if len(inv.Counters()) != 1 || inv.Len() != len(uses) {
+			t.Fatalf("inventory: %d counters, %d devices", len(inv.Counters()), inv.Len())
 		}
-		ctr := inv.ctrs[0]
-		if ctr.total < 0 || ctr.total > 1<<50 {
-			t.Fatalf("total %s: %d units of 10^%d", total, ctr.total, ctr.scale)
+		ctr := inv.Counters()[0]
+		if ctr.Total < 0 || ctr.Total > 1<<50 {
+			t.Fatalf("total %s: %d units of 10^%d", total, ctr.Total, ctr.Scale)
 		}
 		exactTotal := ratOf(qt)
 		exactUsed := new(big.Rat)
-		left := ctr.total
+		left := ctr.Total
 		wholeMilli := isWholeMilliBelow(qt)
-		for i := range inv.devs {
-			u := inv.devs[i].uses[0].amount
-			if u < 0 || u > v1Never {
+		for i := range inv.Len() {
+			u := inv.Uses(int32(i))[0].Amount
+			if u < 0 || u > AmountNever {
 				t.Fatalf("consumption %s: amount %d", uses[i].String(), u)
 			}
 			wholeMilli = wholeMilli && isWholeMilliBelow(uses[i])
@@ -122,7 +122,7 @@ func FuzzCounterArithmetic(f *testing.F) {
 			if fits && !exactFits {
 				t.Fatalf("total %s, consumptions %v: device %d fits by the allocator's arithmetic (%d left, takes %d) but not exactly", total, uses, i, left, u)
 			}
-			if wholeMilli && ctr.scale == resource.Milli && fits != exactFits {
+			if wholeMilli && ctr.Scale == resource.Milli && fits != exactFits {
 				t.Fatalf("total %s, consumptions %v: device %d fits=%v, exactly %v", total, uses, i, fits, exactFits)
 			}
 			if !fits {
@@ -134,12 +134,12 @@ func FuzzCounterArithmetic(f *testing.F) {
 			}
 		}
 		// The state's sums saturate instead of wrapping.
-		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.total, -ctr.total, v1Never} {
-			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, v1Never} {
+		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.Total, -ctr.Total, AmountNever} {
+			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, AmountNever} {
 				want := new(big.Int).Add(big.NewInt(x), big.NewInt(y))
 				want = bigClamp(want)
-				if got := v1AddSat(x, y); got != want.Int64() {
-					t.Fatalf("v1AddSat(%d, %d) = %d, want %s", x, y, got, want)
+				if got := AddSat(x, y); got != want.Int64() {
+					t.Fatalf("AddSat(%d, %d) = %d, want %s", x, y, got, want)
 				}
 			}
 		}

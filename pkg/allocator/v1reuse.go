@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -75,7 +76,7 @@ func writeV1Alt(b *strings.Builder, a *Alt) bool {
 			fmt.Fprintf(b, "%d", *t.TolerationSeconds)
 		}
 	}
-	for _, n := range sortedKeys(a.CapReqs) {
+	for _, n := range slices.Sorted(maps.Keys(a.CapReqs)) {
 		q := a.CapReqs[n]
 		fmt.Fprintf(b, "c%q=%s", n, q.String())
 	}
