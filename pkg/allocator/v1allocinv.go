@@ -28,7 +28,7 @@ type Inventory struct {
 	// unusable lists the pools that offer nothing (Incomplete or Invalid);
 	// an allocation mode All request fails on a node one of them reaches.
 	unusable []int32
-	ctrs     []Counter   // every shared counter of every pool
+	ctrs     []Counter // every shared counter of every pool
 	groups   [][]int32 // devices that affect each other: a counter set's consumers, a seed root's leaves
 
 	matches  sync.Map // selector → *v1matchCache
@@ -60,8 +60,8 @@ type v1dev struct {
 // v1use is how much of one counter a device consumes, in the counter's
 // scale.
 type CounterUse struct {
-	Counter    int32
-	Amount int64
+	Counter int32
+	Amount  int64
 }
 
 // v1ctr is one counter of a pool's counter set. Values are int64 in units

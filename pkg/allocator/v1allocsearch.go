@@ -27,11 +27,11 @@ type v1prob struct {
 	onNode bool
 	ar     *v1arena // backs the slices below (see v1arena)
 
-	devs      []int32   // local device → inventory device, ascending
-	unusable  []int32   // unusable pools that reach the node
-	inUse     []bool    // allocated in the state
-	seedLock  []bool    // a seed leaf whose partitions conflict with a leaf in use
-	free0     []bool    // free before: not in use, not locked, its counters fit
+	devs      []int32        // local device → inventory device, ascending
+	unusable  []int32        // unusable pools that reach the node
+	inUse     []bool         // allocated in the state
+	seedLock  []bool         // a seed leaf whose partitions conflict with a leaf in use
+	free0     []bool         // free before: not in use, not locked, its counters fit
 	uses      [][]CounterUse // per local device: counters consumed (local counter indexes)
 	useBuf    []CounterUse
 	edgeBuf   []v1edge
