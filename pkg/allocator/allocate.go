@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -331,13 +332,13 @@ func (r *Request) nodeReasons(st *NodeState) []Reason {
 		if !r.pending[i] {
 			alloc := c.Claim.Status.Allocation
 			if alloc != nil && !MatchNodeSelector(alloc.AvailableOnNodes, st.node, st.model.node) {
-				out = append(out, NewReason(ReasonClaimAllocatedElsewhere, c.Key(), "", nil, "",
+				out = append(out, engine.NewReason(ReasonClaimAllocatedElsewhere, c.Key(), "", nil, "",
 					"is allocated and not available on this node"))
 			}
 			continue
 		}
 		if sn := c.Class.SuitableNodes; sn != nil && !MatchNodeSelector(sn, st.node, st.model.node) {
-			out = append(out, NewReason(ReasonClassNodeMismatch, c.Key(), "", nil, "",
+			out = append(out, engine.NewReason(ReasonClassNodeMismatch, c.Key(), "", nil, "",
 				fmt.Sprintf("class %s does not allow this node (suitableNodes)", c.Class.Name)))
 		}
 	}
@@ -347,7 +348,7 @@ func (r *Request) nodeReasons(st *NodeState) []Reason {
 func (r *Request) driverMissing(d string) []Reason {
 	var out []Reason
 	for _, g := range r.groupByClaim(d, nil) {
-		out = append(out, NewReason(ReasonDriverNotOnNode, g.claim, d, g.names, "",
+		out = append(out, engine.NewReason(ReasonDriverNotOnNode, g.claim, d, g.names, "",
 			"the node has no resources of this driver"))
 	}
 	return out

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,7 +57,7 @@ func (r *Request) explain(d string, dm *driverModel, ds *driverState, masks []ui
 		return r.reasonsFor(d, f.mask, explanation{code: ReasonNotEnough, detail: detail})
 	}
 	for _, g := range r.groupByClaim(d, nil) {
-		out = append(out, NewReason(ReasonNoCombination, g.claim, d, g.names, "",
+		out = append(out, engine.NewReason(ReasonNoCombination, g.claim, d, g.names, "",
 			"every request has candidates, but no combination satisfies all of them under the partition rules"))
 	}
 	return out
@@ -89,7 +90,7 @@ func (r *Request) reasonsFor(d string, kinds uint64, e explanation) []Reason {
 	}
 	var out []Reason
 	for _, g := range r.groupByClaim(d, func(it item) bool { return kinds&(1<<it.kind) != 0 }) {
-		out = append(out, NewReason(e.code, g.claim, d, g.names, e.clause, e.detail))
+		out = append(out, engine.NewReason(e.code, g.claim, d, g.names, e.clause, e.detail))
 	}
 	out = slices.Clip(out)
 	r.reasonMemo.Store(key, out)

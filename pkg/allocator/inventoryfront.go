@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
@@ -13,7 +14,7 @@ import (
 // pool is made Invalid (its devices and the seed's would share state keys).
 // Devices with bindingConditions are allocated as any other; their results
 // carry the conditions (DRADeviceBindingConditions). The inputs must not be modified afterwards.
-func NewInventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *Inventory {
+func NewInventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *engine.Inventory {
 	return NewInventoryModels(slices_, seed, nil)
 }
 
@@ -22,7 +23,7 @@ func NewInventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeR
 // compiled once for both APIs: model(node, slices) must return a Model
 // equal to NewModel(node, slices) (a cached one; the slices are the node's
 // seed slices, in no particular order). A nil model compiles them.
-func NewInventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) *Inventory {
+func NewInventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) *engine.Inventory {
 	return NewInventoryTainted(slices_, seed, model, nil)
 }
 
@@ -32,7 +33,7 @@ func NewInventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi
 // then equal NewModelTainted(node, slices, rules) (a nil model compiles
 // them so).
 func NewInventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice,
-	model func(node string, slices []*resourceapi.NodeResourceSlice) *Model, rules []*resourcev1.DeviceTaintRule) *Inventory {
+	model func(node string, slices []*resourceapi.NodeResourceSlice) *Model, rules []*resourcev1.DeviceTaintRule) *engine.Inventory {
 	v1pools, problems := V1Pools(slices_)
 	applyTaintRules(v1pools, rules)
 	if model == nil && len(rules) > 0 {
@@ -42,7 +43,7 @@ func NewInventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resourceap
 	}
 	seedPools, seedProblems := seedDevices(seed, model)
 	problems = append(problems, seedProblems...)
-	var pools []Pool
+	var pools []engine.Pool
 	seedNames := map[string]bool{}
 	for _, p := range seedPools {
 		seedNames[p.Driver+"\x00"+p.Name] = true
@@ -58,9 +59,9 @@ func NewInventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resourceap
 				"through one API, and these ResourceSlices are skipped", p.Driver, p.Node)
 		}
 		if p.Invalid != "" {
-			problems = append(problems, InventoryProblem{Driver: p.Driver, Pool: p.Name, Reason: p.Invalid})
+			problems = append(problems, engine.InventoryProblem{Driver: p.Driver, Pool: p.Name, Reason: p.Invalid})
 		}
 		pools = append(pools, p)
 	}
-	return NewEngInventory(append(pools, seedPools...), problems)
+	return engine.NewInventory(append(pools, seedPools...), problems)
 }

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 
@@ -84,7 +85,7 @@ func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeT
 	}
 	if len(out.NodeNames) >= max {
 		out.Capped = true
-		return "", []Reason{NewReason(ReasonNotEnough, "", "", nil, "",
+		return "", []Reason{engine.NewReason(ReasonNotEnough, "", "", nil, "",
 			fmt.Sprintf("fits none of the %d new nodes and max is reached", len(out.NodeNames)))}, nil
 	}
 	name := s.freshName(tmpl.Node.Name, len(out.NodeNames)+1)

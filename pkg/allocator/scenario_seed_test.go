@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -173,8 +175,8 @@ func (w *world) cmdSeedConflict(t *testing.T, d *datadriven.TestData) string {
 		if len(f) != 2 {
 			d.Fatalf(t, "want two instance IDs, got %q", line)
 		}
-		got := allocator.SeedLeavesConflict(f[0], f[1])
-		if back := allocator.SeedLeavesConflict(f[1], f[0]); back != got {
+		got := engine.SeedLeavesConflict(f[0], f[1])
+		if back := engine.SeedLeavesConflict(f[1], f[0]); back != got {
 			t.Errorf("%s: %s: %v one way, %v the other", d.Pos, line, got, back)
 		}
 		verdict := "no conflict"

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -226,8 +228,8 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 // NewV1Inventory of both; then the problems.
 func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	w.cmdObjects(t, d)
-	var pools []allocator.Pool
-	var problems []allocator.InventoryProblem
+	var pools []engine.Pool
+	var problems []engine.InventoryProblem
 	switch {
 	case d.HasArg("v1"):
 		pools, problems = allocator.V1Pools(all[*resourcev1.ResourceSlice](w))
@@ -249,7 +251,7 @@ func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-func writePool(b *strings.Builder, p *allocator.Pool) {
+func writePool(b *strings.Builder, p *engine.Pool) {
 	fmt.Fprintf(b, "pool %s/%s generation %d", p.Driver, p.Name, p.Generation)
 	if p.Node != "" {
 		fmt.Fprintf(b, " node %s", p.Node)
@@ -277,7 +279,7 @@ func writePool(b *strings.Builder, p *allocator.Pool) {
 	}
 }
 
-func writeDevice(b *strings.Builder, dev *allocator.Device) {
+func writeDevice(b *strings.Builder, dev *engine.Device) {
 	fmt.Fprintf(b, "  device %s slice %s", dev.Name, dev.Slice)
 	switch {
 	case dev.NodeName != "":
@@ -375,7 +377,7 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 		for _, dev := range pools[i].Devices {
 			on := allocator.DeviceAvailableOn(&dev, node)
 			// A device built by hand (no converted selector) answers alike.
-			bare := allocator.Device{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
+			bare := engine.Device{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
 			if allocator.DeviceAvailableOn(&bare, node) != on {
 				t.Errorf("%s: a hand-built copy of device %s answers AvailableOn differently", d.Pos, dev.Name)
 			}
@@ -389,7 +391,7 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 }
 
 // deviceInput is the device of the match command.
-type deviceInput = allocator.DeviceSelectorInput
+type deviceInput = engine.DeviceSelectorInput
 
 // cmdDevice: device driver=NAME [allowMultipleAllocations], input a v1
 // Device's attributes and capacity in YAML: the device match evaluates
@@ -414,7 +416,7 @@ func (w *world) cmdDevice(t *testing.T, d *datadriven.TestData) string {
 // selector does not compile), "error:" when evaluating it failed.
 func (w *world) cmdMatch(t *testing.T, d *datadriven.TestData) string {
 	return eachLine(d, func(expr string) string {
-		ok, err := allocator.MatchDeviceSelector(strings.TrimSpace(expr), w.device)
+		ok, err := engine.MatchDeviceSelector(strings.TrimSpace(expr), w.device)
 		switch {
 		case err != nil && ok:
 			t.Errorf("%s: %s: true with an error %v", d.Pos, expr, err)

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"strconv"
 	"strings"
@@ -98,7 +99,7 @@ type seedView struct {
 	blk []int32
 }
 
-var _ Policy = (*seedView)(nil)
+var _ engine.Policy = (*seedView)(nil)
 
 // Place allocates (sign 1) or frees (sign -1) leaf l.
 func (v *seedView) Place(l int32, sign int32) {
@@ -239,7 +240,7 @@ func seedBound(dm *driverModel, ds *driverState, masks []uint64, count []int) *f
 
 // newSeedView returns the seed policy's view of a search of table t
 // over dm's leaves in state ds (nil: nothing in use).
-func newSeedView(t *Table, dm *driverModel, ds *driverState) *seedView {
+func newSeedView(t *engine.Table, dm *driverModel, ds *driverState) *seedView {
 	v := &seedView{dm: dm, lo: dm.layout(), roots: t.Int32s(len(dm.roots))}
 	v.st.used = t.Int32s(len(dm.insts))
 	v.st.lock = t.Int32s(len(dm.groups))
@@ -260,10 +261,10 @@ func newSeedView(t *Table, dm *driverModel, ds *driverState) *seedView {
 // leaf's class (its partition group's path below the root, the kinds it
 // matches, free or not), and the class of each root nothing of which is
 // in use (its leaves' paths and classes).
-func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) *Table {
+func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) *engine.Table {
 	lo := dm.layout()
 	n := len(dm.leaves)
-	t := NewTable(n, count)
+	t := engine.NewTable(n, count)
 	for l, x := range dm.leaves {
 		if dm.free(ds, x) {
 			t.Free(int32(l), masks[l])

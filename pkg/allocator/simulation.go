@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"allot.dev/allot/pkg/allocator/internal/layered"
 	"context"
 	"errors"
@@ -253,7 +254,7 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.cat.V1ClaimTemplate(pod.Namespace, name.template) == nil {
 				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
 			}
-			reasons = append(reasons, NewReason(ReasonClaimNotFound, "", "", nil, "", msg))
+			reasons = append(reasons, engine.NewReason(ReasonClaimNotFound, "", "", nil, "", msg))
 			continue
 		}
 		if _, ok := s.v1claims.Get(pod.Namespace + "/" + name.name); ok {
@@ -262,7 +263,7 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 		}
 		c, ok := s.claims.Get(pod.Namespace + "/" + name.name)
 		if !ok {
-			reasons = append(reasons, NewReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
+			reasons = append(reasons, engine.NewReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
 			continue
 		}
 		resolved, r := s.resolve(c)
@@ -292,7 +293,7 @@ func (s *Simulation) resolve(c *resourceapi.ResourceClaim) (Claim, *Reason) {
 		default:
 			continue
 		}
-		r := NewReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
+		r := engine.NewReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
 		return resolved, &r
 	}
 	return resolved, nil
@@ -336,7 +337,7 @@ func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, 
 	sn, ok := s.nodes.Get(nodeName)
 	if !ok {
 		return finish(&Result{Node: nodeName, Reasons: []Reason{
-			NewReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
+			engine.NewReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
 	}
 	if s.opts.NodeFilter != nil {
 		if reasons := s.opts.NodeFilter(pod, sn.node); len(reasons) > 0 {

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -38,7 +39,7 @@ type simDerived struct {
 
 type simInv struct {
 	once sync.Once
-	inv  *Inventory
+	inv  *engine.Inventory
 }
 
 func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
@@ -61,14 +62,14 @@ func (s *Simulation) claimsChanged(removeV1, addV1 []*resourcev1.ResourceClaim, 
 }
 
 // v1Inventory returns the inventory of the current nodes and slices.
-func (s *Simulation) v1Inventory() *Inventory {
+func (s *Simulation) v1Inventory() *engine.Inventory {
 	h := s.derived.inv
 	h.once.Do(func() { h.inv = s.inventory() })
 	return h.inv
 }
 
 // v1State returns the inventory and base state of the current version.
-func (s *Simulation) v1State() (*Inventory, *State) {
+func (s *Simulation) v1State() (*engine.Inventory, *State) {
 	inv := s.v1Inventory()
 	d := s.derived
 	d.mu.Lock()
@@ -85,7 +86,7 @@ func (s *Simulation) v1State() (*Inventory, *State) {
 }
 
 // inventory builds the device inventory of the simulation's nodes.
-func (s *Simulation) inventory() *Inventory {
+func (s *Simulation) inventory() *engine.Inventory {
 	var seed []*resourceapi.NodeResourceSlice
 	models := map[string]*Model{}
 	for _, name := range s.nodes.Keys() {
@@ -108,7 +109,7 @@ func (s *Simulation) inventory() *Inventory {
 
 // seedViews are what v1 claims hold of seed devices, as v1alpha2 claims
 // for the seed NodeStates, by node.
-func seedViewsByNode(inv *Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
+func seedViewsByNode(inv *engine.Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
 	for _, v := range seedAllocations(inv, claims...) {
 		for _, n := range AllocatedNodes(v) {
@@ -341,7 +342,7 @@ func v1AllocatedNodes(a *resourcev1.AllocationResult) []string {
 // (b)"): for each claim with such devices, a claim of the same namespace
 // and name whose allocation has a structured handle per driver and node
 // listing the instances. Admin-access results are left out.
-func seedAllocations(inv *Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+func seedAllocations(inv *engine.Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	for _, c := range claims {
 		if c == nil || c.Status.Allocation == nil {
@@ -353,7 +354,7 @@ func seedAllocations(inv *Inventory, claims ...*resourcev1.ResourceClaim) []*res
 				continue
 			}
 			x, ok := inv.Lookup(r.Driver, r.Pool, r.Device)
-			var d *Device
+			var d *engine.Device
 			if ok {
 				_, d = inv.At(x)
 			}

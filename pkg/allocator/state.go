@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"slices"
 	"strings"
 	"sync"
@@ -73,7 +74,7 @@ func (s *State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeStat
 	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
 	from := make([]seedEntry, 0, len(model.drivers))
 	for name, dm := range model.drivers {
-		key := SchemeKey(name, model.node)
+		key := engine.SchemeKey(name, model.node)
 		ids := s.SchemeInUse(key)
 		from = append(from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {

@@ -1,25 +1,26 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"iter"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// State is the one device-use state (EngState) as the front ends change
+// State is the one device-use state (engine.State) as the front ends change
 // it: by the allocated claims of both APIs, v1 claims by their results,
 // v1alpha2 claims by the instances of their structured handles (pool =
 // the handle's nodeName, device = SeedDeviceName(instance ID)). It is
 // immutable; every change returns a new State. Safe for concurrent reads.
 type State struct {
-	*EngState
+	*engine.State
 }
 
 // NewState returns the state of inv with the v1 claims and the v1alpha2
 // claims allocated (claims without an allocation are skipped).
-func NewState(inv *Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *State {
-	return &State{NewEngState(inv, concatUses(v1ClaimUses(v1Claims), seedClaimUses(seedClaims)))}
+func NewState(inv *engine.Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *State {
+	return &State{engine.NewState(inv, concatUses(v1ClaimUses(v1Claims), seedClaimUses(seedClaims)))}
 }
 
 // WithAllocated returns the state with the v1 claims' allocations added.
@@ -56,7 +57,7 @@ func (s *State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, removeS
 // added that no claim holds yet, such as the results Allocate gives a
 // pod's claims on a node before they are written.
 func (s *State) WithSeedResults(results ...*resourceapi.AllocationResult) *State {
-	return &State{s.With(nil, func(yield func(DeviceUse) bool) {
+	return &State{s.With(nil, func(yield func(engine.DeviceUse) bool) {
 		for _, a := range results {
 			for u := range seedAllocDevices(a) {
 				if !yield(u) {
@@ -68,8 +69,8 @@ func (s *State) WithSeedResults(results ...*resourceapi.AllocationResult) *State
 }
 
 // concatUses is a's device uses, then b's.
-func concatUses(a, b iter.Seq[DeviceUse]) iter.Seq[DeviceUse] {
-	return func(yield func(DeviceUse) bool) {
+func concatUses(a, b iter.Seq[engine.DeviceUse]) iter.Seq[engine.DeviceUse] {
+	return func(yield func(engine.DeviceUse) bool) {
 		for u := range a {
 			if !yield(u) {
 				return
@@ -84,8 +85,8 @@ func concatUses(a, b iter.Seq[DeviceUse]) iter.Seq[DeviceUse] {
 }
 
 // v1ClaimUses is the devices the v1 claims' allocations hold.
-func v1ClaimUses(claims []*resourcev1.ResourceClaim) iter.Seq[DeviceUse] {
-	return func(yield func(DeviceUse) bool) {
+func v1ClaimUses(claims []*resourcev1.ResourceClaim) iter.Seq[engine.DeviceUse] {
+	return func(yield func(engine.DeviceUse) bool) {
 		for _, c := range claims {
 			if c == nil || c.Status.Allocation == nil {
 				continue
@@ -100,8 +101,8 @@ func v1ClaimUses(claims []*resourcev1.ResourceClaim) iter.Seq[DeviceUse] {
 }
 
 // seedClaimUses is the devices the v1alpha2 claims' allocations hold.
-func seedClaimUses(claims []*resourceapi.ResourceClaim) iter.Seq[DeviceUse] {
-	return func(yield func(DeviceUse) bool) {
+func seedClaimUses(claims []*resourceapi.ResourceClaim) iter.Seq[engine.DeviceUse] {
+	return func(yield func(engine.DeviceUse) bool) {
 		for _, c := range claims {
 			if c == nil {
 				continue
@@ -117,13 +118,13 @@ func seedClaimUses(claims []*resourceapi.ResourceClaim) iter.Seq[DeviceUse] {
 
 // v1Devices is the v1 front end's devices of an allocation: its results,
 // admin access left out (it does not use a device up).
-func v1Devices(a *resourcev1.AllocationResult) iter.Seq[DeviceUse] {
-	return func(yield func(DeviceUse) bool) {
+func v1Devices(a *resourcev1.AllocationResult) iter.Seq[engine.DeviceUse] {
+	return func(yield func(engine.DeviceUse) bool) {
 		for _, r := range a.Devices.Results {
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			if !yield(DeviceUse{Driver: r.Driver, Pool: r.Pool, Device: r.Device, Shared: r.ShareID != nil, Consumed: r.ConsumedCapacity}) {
+			if !yield(engine.DeviceUse{Driver: r.Driver, Pool: r.Pool, Device: r.Device, Shared: r.ShareID != nil, Consumed: r.ConsumedCapacity}) {
 				return
 			}
 		}
@@ -133,8 +134,8 @@ func v1Devices(a *resourcev1.AllocationResult) iter.Seq[DeviceUse] {
 // seedAllocDevices is the seed front end's devices of an allocation (nil:
 // none): the instances of its structured handles, each a device of the
 // projected pool of the handle's node.
-func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[DeviceUse] {
-	return func(yield func(DeviceUse) bool) {
+func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[engine.DeviceUse] {
+	return func(yield func(engine.DeviceUse) bool) {
 		if a == nil {
 			return
 		}
@@ -144,7 +145,7 @@ func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[DeviceUse] {
 				continue
 			}
 			for _, in := range sd.Partitionable.Instances {
-				if !yield(DeviceUse{Driver: h.DriverName, Pool: sd.NodeName, Device: SeedDeviceName(in.ID), Instance: in.ID}) {
+				if !yield(engine.DeviceUse{Driver: h.DriverName, Pool: sd.NodeName, Device: SeedDeviceName(in.ID), Instance: in.ID}) {
 					return
 				}
 			}

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
@@ -58,7 +59,7 @@ func TaintRuleSelects(rule *resourcev1.DeviceTaintRule, driver, pool, device str
 // matches any, Exists any value, Equal the same value. What the effect
 // means is the caller's: device taint eviction uses it for NoExecute.
 func ToleratesTaint(tol resourcev1.DeviceToleration, t resourcev1.DeviceTaint) bool {
-	return Tolerates(tol, &t)
+	return engine.Tolerates(tol, &t)
 }
 
 // blocksScheduling reports whether a taint keeps a device from requests
@@ -136,7 +137,7 @@ func firstBlocking(ts []DeviceRuleTaint) (DeviceRuleTaint, bool) {
 // applyTaintRules adds the rules' taints to the devices of published v1
 // pools (projected seed pools take theirs from the Model). Devices are
 // copied, never changed: their maps and lists are shared with the slices.
-func applyTaintRules(pools []Pool, rules []*resourcev1.DeviceTaintRule) {
+func applyTaintRules(pools []engine.Pool, rules []*resourcev1.DeviceTaintRule) {
 	rules = sortedRules(rules)
 	if len(rules) == 0 {
 		return

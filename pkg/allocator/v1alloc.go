@@ -27,6 +27,7 @@ package allocator
 //	V1Request + V1State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -52,8 +53,8 @@ type V1Result struct {
 	// without free devices, and when the claims do not fit.
 	Score int
 
-	req *V1Request // the request AllocateV1 answered (see For)
-	sol *Solution  // CheckV1's: what Build builds the allocations from
+	req *V1Request       // the request AllocateV1 answered (see For)
+	sol *engine.Solution // CheckV1's: what Build builds the allocations from
 }
 
 // AllocateV1 decides whether the pod's pending v1 claims fit on the node,
@@ -175,7 +176,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *State, node *corev1.Nod
 		return nil, err
 	}
 	if res.sol != nil {
-		res.Allocations, res.sol = res.sol.build(req), nil
+		res.Allocations, res.sol = buildV1(res.sol, req), nil
 	}
 	return res, nil
 }
@@ -205,8 +206,8 @@ func CheckV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) 
 		res.Allocations = make([]*resourcev1.AllocationResult, len(req.claims))
 		return res, nil
 	}
-	var en Node
-	sol, rs, score, err := req.Decide(ctx, st.EngState, engineNode(node, &en))
+	var en engine.Node
+	sol, rs, score, err := req.Decide(ctx, st.State, engineNode(node, &en))
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
 	}
@@ -226,7 +227,7 @@ func (r *V1Result) Build() []*resourcev1.AllocationResult {
 	case !r.Fits:
 		return nil
 	case r.sol != nil:
-		return r.sol.build(r.req)
+		return buildV1(r.sol, r.req)
 	case r.Allocations != nil:
 		out := make([]*resourcev1.AllocationResult, len(r.Allocations))
 		for i, a := range r.Allocations {

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -345,11 +346,11 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 			}
 			perAlt[r.Request] = append(perAlt[r.Request], x)
 			for _, expr := range slices.Concat(alt.ClassSel, alt.Sel) {
-				if ok, err := MatchDeviceSelector(expr, v1tInput(pool, d)); !ok || err != nil {
+				if ok, err := engine.MatchDeviceSelector(expr, v1tInput(pool, d)); !ok || err != nil {
 					t.Errorf("claim %s: device %s does not match %s (%v)", req.Keys[ci], r.Device, expr, err)
 				}
 			}
-			if tt := Untolerated(d.Taints, alt.Tolerations); tt != nil {
+			if tt := engine.Untolerated(d.Taints, alt.Tolerations); tt != nil {
 				t.Errorf("claim %s: device %s has taint %v not tolerated", req.Keys[ci], r.Device, tt)
 			}
 			if (r.AdminAccess != nil && *r.AdminAccess) != alt.Admin {
@@ -377,7 +378,7 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 				}
 				for _, y := range seedTaken {
 					opool, o := inv.At(y)
-					if opool == pool && SeedLeavesConflict(in, o.SeedInstance) {
+					if opool == pool && engine.SeedLeavesConflict(in, o.SeedInstance) {
 						t.Errorf("claim %s: seed devices %s and %s conflict", req.Keys[ci], r.Device, o.Name)
 					}
 				}
@@ -427,11 +428,11 @@ func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, r
 }
 
 // v1tInput is the device as selectors see it.
-func v1tInput(pool *Pool, d *Device) DeviceSelectorInput {
-	return DeviceSelectorInput{Driver: pool.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}
+func v1tInput(pool *engine.Pool, d *engine.Device) engine.DeviceSelectorInput {
+	return engine.DeviceSelectorInput{Driver: pool.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}
 }
 
-func v1tFindAlt(reqs []Req, name string) *Alt {
+func v1tFindAlt(reqs []engine.Req, name string) *engine.Alt {
 	for i := range reqs {
 		for j := range reqs[i].Alts {
 			if reqs[i].Alts[j].Name == name {

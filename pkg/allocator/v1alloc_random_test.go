@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -243,7 +244,7 @@ func v1tDescribe(claims []V1Claim) string {
 // none does.
 func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) []string {
 	inv := st.Inventory()
-	var all []*Req
+	var all []*engine.Req
 	for ci := range req.claims {
 		for qi := range req.Reqs[ci] {
 			all = append(all, &req.Reqs[ci][qi])
@@ -259,9 +260,9 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 		p, d := inv.At(x)
 		return st.InUse(p.Driver, p.Name, d.Name) || (d.SeedInstance != "" && st.SchemeLocked(p.Driver, p.Name, d.SeedInstance))
 	}
-	matches := func(a *Alt, x int32) bool {
+	matches := func(a *engine.Alt, x int32) bool {
 		for _, expr := range slices.Concat(a.ClassSel, a.Sel) {
-			ok, err := MatchDeviceSelector(expr, v1tInput(inv.At(x)))
+			ok, err := engine.MatchDeviceSelector(expr, v1tInput(inv.At(x)))
 			if err != nil {
 				t.Fatalf("selector %s: %v", expr, err)
 			}
@@ -273,7 +274,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 	}
 	// Counters left in the state, exactly.
 	left := map[string]resource.Quantity{}
-	ckey := func(pool *Pool, set, name string) string { return fmt.Sprintf("%p/%s/%s", pool, set, name) }
+	ckey := func(pool *engine.Pool, set, name string) string { return fmt.Sprintf("%p/%s/%s", pool, set, name) }
 	for pi := range inv.Pools() {
 		p := &inv.Pools()[pi]
 		for set, cs := range p.Counters {
@@ -320,7 +321,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 	type pick struct {
 		claim int
 		req   string
-		alt   *Alt
+		alt   *engine.Alt
 		x     int32
 	}
 	var picks []pick
@@ -336,7 +337,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 				ap, a := inv.At(p.x)
 				bp, b := inv.At(q.x)
 				if !p.alt.Admin && !q.alt.Admin && ap == bp && a.SeedInstance != "" && b.SeedInstance != "" &&
-					SeedLeavesConflict(a.SeedInstance, b.SeedInstance) {
+					engine.SeedLeavesConflict(a.SeedInstance, b.SeedInstance) {
 					return false
 				}
 			}
@@ -372,7 +373,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 		}
 		return true
 	}
-	candidates := func(a *Alt) (cands []int32, ok bool) {
+	candidates := func(a *engine.Alt) (cands []int32, ok bool) {
 		var matched []int32
 		for _, x := range devs {
 			if matches(a, x) {
@@ -384,21 +385,21 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 				return nil, false
 			}
 			for _, x := range matched {
-				if _, d := inv.At(x); Untolerated(d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
+				if _, d := inv.At(x); engine.Untolerated(d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
 					return nil, false
 				}
 			}
 			return matched, true
 		}
 		for _, x := range matched {
-			if _, d := inv.At(x); Untolerated(d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
+			if _, d := inv.At(x); engine.Untolerated(d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
 				cands = append(cands, x)
 			}
 		}
 		return cands, true
 	}
-	var assign func(r int, combo []*Alt) bool
-	assign = func(r int, combo []*Alt) bool {
+	var assign func(r int, combo []*engine.Alt) bool
+	assign = func(r int, combo []*engine.Alt) bool {
 		if r == len(all) {
 			return true
 		}
@@ -437,7 +438,7 @@ func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) [
 		}
 		return choose(0, k)
 	}
-	var combo []*Alt
+	var combo []*engine.Alt
 	var try func(r int) []string
 	try = func(r int) []string {
 		if r == len(all) {

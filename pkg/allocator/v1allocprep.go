@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,10 +24,10 @@ type V1Claim struct {
 // ready for AllocateV1 on any node. It is read-only and safe for
 // concurrent use.
 type V1Request struct {
-	pod        *corev1.Pod
-	claims     []V1Claim
-	EngRequest // what the search runs
-	reasons    []Reason
+	pod            *corev1.Pod
+	claims         []V1Claim
+	engine.Request // what the search runs
+	reasons        []Reason
 
 	sigOnce    sync.Once // see Signature (v1reuse.go)
 	sig        string
@@ -77,7 +78,7 @@ func (r *V1Request) Unresolvable() []Reason { return r.reasons }
 // may use it. v1 claims are always shareable, up to 256 consumers.
 func (r *V1Request) checkClaim(c *resourcev1.ResourceClaim, key string) (pending bool, reasons []Reason) {
 	if c.DeletionTimestamp != nil {
-		return false, []Reason{NewReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
+		return false, []Reason{engine.NewReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
 	}
 	if c.Status.Allocation == nil {
 		return true, nil
@@ -86,7 +87,7 @@ func (r *V1Request) checkClaim(c *resourcev1.ResourceClaim, key string) (pending
 		return false, nil
 	}
 	if n := len(c.Status.ReservedFor); n >= resourcev1.ResourceClaimReservedForMaxSize {
-		return false, []Reason{NewReason(ReasonClaimReservedForFull, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonClaimReservedForFull, key, "", nil, "",
 			fmt.Sprintf("already has %d consumers, the maximum", n))}
 	}
 	return false, nil
@@ -116,9 +117,9 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 	minDevices := 0
 	for i := range spec.Requests {
 		dr := &spec.Requests[i]
-		req := Req{Claim: ci, Name: dr.Name, First: len(dr.FirstAvailable) > 0}
+		req := engine.Req{Claim: ci, Name: dr.Name, First: len(dr.FirstAvailable) > 0}
 		bad := func(code ReasonCode, alt, clause, detail string) {
-			reasons = append(reasons, NewReason(code, key, "", []string{alt}, clause, detail))
+			reasons = append(reasons, engine.NewReason(code, key, "", []string{alt}, clause, detail))
 		}
 		if (dr.Exactly == nil) == (len(dr.FirstAvailable) == 0) {
 			bad(ReasonInvalidParameters, dr.Name, "", "exactly one of exactly and firstAvailable must be set")
@@ -133,7 +134,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(e.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, dr.Name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.Alts = append(req.Alts, Alt{Name: dr.Name, Admin: admin, Tolerations: e.Tolerations, CapReqs: CapacityRequests(e.Capacity)})
+			req.Alts = append(req.Alts, engine.Alt{Name: dr.Name, Admin: admin, Tolerations: e.Tolerations, CapReqs: engine.CapacityRequests(e.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.Alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
 		}
 		for j := range dr.FirstAvailable {
@@ -142,7 +143,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(sr.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.Alts = append(req.Alts, Alt{Name: name, Tolerations: sr.Tolerations, CapReqs: CapacityRequests(sr.Capacity)})
+			req.Alts = append(req.Alts, engine.Alt{Name: name, Tolerations: sr.Tolerations, CapReqs: engine.CapacityRequests(sr.Capacity)})
 			reasons = append(reasons, r.resolveAlt(&req.Alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
 		}
 		least := resourcev1.AllocationResultsMaxSize + 1
@@ -153,11 +154,11 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 		r.Reqs[ci] = append(r.Reqs[ci], req)
 	}
 	if minDevices > resourcev1.AllocationResultsMaxSize {
-		reasons = append(reasons, NewReason(ReasonTooManyDevices, key, "", nil, "", fmt.Sprintf(
+		reasons = append(reasons, engine.NewReason(ReasonTooManyDevices, key, "", nil, "", fmt.Sprintf(
 			"needs at least %d devices; a claim holds at most %d", minDevices, resourcev1.AllocationResultsMaxSize)))
 	}
 	for i, dc := range spec.Constraints {
-		cons := Constraint{Requests: dc.Requests}
+		cons := engine.Constraint{Requests: dc.Requests}
 		switch {
 		case dc.MatchAttribute != nil && dc.DistinctAttribute == nil:
 			cons.Match, cons.Attr = true, *dc.MatchAttribute
@@ -166,7 +167,7 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			cons.Attr = *dc.DistinctAttribute
 			cons.Clause = "distinctAttribute: " + string(cons.Attr)
 		default:
-			reasons = append(reasons, NewReason(ReasonInvalidParameters, key, "", nil, "",
+			reasons = append(reasons, engine.NewReason(ReasonInvalidParameters, key, "", nil, "",
 				fmt.Sprintf("constraints[%d] must set exactly one of matchAttribute and distinctAttribute", i)))
 			continue
 		}
@@ -179,11 +180,11 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 }
 
 // resolveAlt fills in an alternative's class, selectors and count.
-func (r *V1Request) resolveAlt(a *Alt, key, className string, sels []resourcev1.DeviceSelector, mode resourcev1.DeviceAllocationMode,
+func (r *V1Request) resolveAlt(a *engine.Alt, key, className string, sels []resourcev1.DeviceSelector, mode resourcev1.DeviceAllocationMode,
 	count int64, class func(string) *resourcev1.DeviceClass) []Reason {
 	var reasons []Reason
 	bad := func(code ReasonCode, clause, detail string) {
-		reasons = append(reasons, NewReason(code, key, "", []string{a.Name}, clause, detail))
+		reasons = append(reasons, engine.NewReason(code, key, "", []string{a.Name}, clause, detail))
 	}
 	switch mode {
 	case "", resourcev1.DeviceAllocationModeExactCount:
@@ -207,7 +208,7 @@ func (r *V1Request) resolveAlt(a *Alt, key, className string, sels []resourcev1.
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("selectors[%d] has no CEL expression (unknown selector type)", j))
 			continue
 		}
-		if err := SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := engine.SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("selectors[%d]: %v", j, err))
 			continue
 		}
@@ -227,7 +228,7 @@ func (r *V1Request) resolveAlt(a *Alt, key, className string, sels []resourcev1.
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("device class %s: selectors[%d] has no CEL expression (unknown selector type)", className, j))
 			continue
 		}
-		if err := SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := engine.SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("device class %s: selectors[%d]: %v", className, j, err))
 			continue
 		}
@@ -254,7 +255,7 @@ func (r *V1Request) nodeReasons(node *corev1.Node) []Reason {
 			name, labels = node.Name, node.Labels
 		}
 		if !sel.Matches(name, labels) {
-			out = append(out, NewReason(ReasonClaimAllocatedElsewhere, r.Keys[i], "", nil, "",
+			out = append(out, engine.NewReason(ReasonClaimAllocatedElsewhere, r.Keys[i], "", nil, "",
 				"is allocated and not available on this node"))
 		}
 	}

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"slices"
 
 	k8scorev1 "k8s.io/api/core/v1"
@@ -8,11 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// build writes the allocation results of the request's pending claims
+// buildV1 writes the allocation results of the request's pending claims
 // from the solution, for r: the request the solution was found for, or
 // one with the same Signature (whose claims it names, and whose claims'
 // configuration and share IDs it gives).
-func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
+func buildV1(sol *engine.Solution, r *V1Request) []*resourcev1.AllocationResult {
 	out := make([]*resourcev1.AllocationResult, len(r.claims))
 	si := 0
 	start := int32(0)
@@ -26,7 +27,7 @@ func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 			n = sol.Reqs[si+k-1].End - start
 		}
 		alloc.Devices.Results = make([]resourcev1.DeviceRequestAllocationResult, 0, n)
-		chosen := make([]*Alt, len(r.Reqs[ci]))
+		chosen := make([]*engine.Alt, len(r.Reqs[ci]))
 		for qi := range r.Reqs[ci] {
 			sr := sol.Reqs[si]
 			a := &r.Reqs[ci][qi].Alts[sr.Alt]
@@ -61,7 +62,7 @@ func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 			si++
 		}
 		alloc.Devices.Config = v1Config(r.claims[ci].Claim, r.Reqs[ci], chosen)
-		alloc.NodeSelector = sol.nodeSelector(sol.Devs[claimStart:start])
+		alloc.NodeSelector = v1NodeSelector(sol, sol.Devs[claimStart:start])
 		out[ci] = alloc
 	}
 	return out
@@ -72,7 +73,7 @@ func (sol *Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 // name in results), then the claim's config that applies to an allocated
 // request or subrequest or to all; a list that names every request of
 // the claim becomes empty (all).
-func v1Config(claim *resourcev1.ResourceClaim, reqs []Req, chosen []*Alt) []resourcev1.DeviceAllocationConfiguration {
+func v1Config(claim *resourcev1.ResourceClaim, reqs []engine.Req, chosen []*engine.Alt) []resourcev1.DeviceAllocationConfiguration {
 	var out []resourcev1.DeviceAllocationConfiguration
 	type span struct{ start, end int }
 	byClass := map[string]span{}
@@ -121,13 +122,13 @@ func v1Config(claim *resourcev1.ResourceClaim, reqs []Req, chosen []*Alt) []reso
 	return out
 }
 
-// nodeSelector is where a claim with these devices (inventory indexes, in
+// v1NodeSelector is where a claim with these devices (inventory indexes, in
 // result order) is available, as upstream computes it: the node of the
 // first node-local device; else the requirements of the devices' one-term
 // node selectors merged into one term; nil when every device is on all
 // nodes. A selector of several terms (which validation forbids for
 // slices) pins the claim to this node.
-func (sol *Solution) nodeSelector(devs []SolDev) *k8scorev1.NodeSelector {
+func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev) *k8scorev1.NodeSelector {
 	byName := func(name string) *k8scorev1.NodeSelector {
 		return &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{
 			MatchFields: []k8scorev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: k8scorev1.NodeSelectorOpIn, Values: []string{name}}},

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"cmp"
 	"fmt"
 	"maps"
@@ -51,7 +52,7 @@ import (
 // Pools are sorted by driver and name. nil slices are skipped. The result
 // shares maps and lists with the input slices, which must not be modified
 // afterwards.
-func V1Pools(in []*resourcev1.ResourceSlice) ([]Pool, []InventoryProblem) {
+func V1Pools(in []*resourcev1.ResourceSlice) ([]engine.Pool, []engine.InventoryProblem) {
 	type poolKey struct{ driver, name string }
 	byPool := make(map[poolKey][]*resourcev1.ResourceSlice)
 	var keys []poolKey
@@ -74,12 +75,12 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]Pool, []InventoryProblem) {
 	slices.SortFunc(keys, func(a, b poolKey) int {
 		return cmp.Or(strings.Compare(a.driver, b.driver), strings.Compare(a.name, b.name))
 	})
-	pools := make([]Pool, 0, len(keys))
-	var problems []InventoryProblem
+	pools := make([]engine.Pool, 0, len(keys))
+	var problems []engine.InventoryProblem
 	for _, k := range keys {
 		ss := byPool[k]
 		slices.SortFunc(ss, func(a, b *resourcev1.ResourceSlice) int { return strings.Compare(a.Name, b.Name) })
-		var p Pool
+		var p engine.Pool
 		p, problems = invBuildPool(k.driver, k.name, ss, problems)
 		pools = append(pools, p)
 	}
@@ -88,8 +89,8 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]Pool, []InventoryProblem) {
 
 // invBuildPool builds one pool from its slices of the newest generation,
 // sorted by name.
-func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []InventoryProblem) (Pool, []InventoryProblem) {
-	p := Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
+func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []engine.InventoryProblem) (engine.Pool, []engine.InventoryProblem) {
+	p := engine.Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
 	want := ss[0].Spec.Pool.ResourceSliceCount
 	counted, nDevices := 0, 0
 	var ignored []string
@@ -117,7 +118,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 		p.Incomplete = fmt.Sprintf("%d of %d slices of generation %d are published", counted, want, p.Generation)
 	}
 
-	p.Devices = make([]Device, 0, nDevices)
+	p.Devices = make([]engine.Device, 0, nDevices)
 	names := make(map[string]struct{}, nDevices)
 	for _, s := range ss {
 		if invUsesCompatibilityGroups(s) {
@@ -152,14 +153,14 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 			sliceSel.name = *s.Spec.NodeName
 		case s.Spec.NodeSelector != nil:
 			sliceSel.sel = s.Spec.NodeSelector
-			sliceSel.conv, problems = invConvertNodeSelectorReporting(s.Spec.NodeSelector, problems, InventoryProblem{
+			sliceSel.conv, problems = invConvertNodeSelectorReporting(s.Spec.NodeSelector, problems, engine.InventoryProblem{
 				Driver: driver, Pool: name, Slice: s.Name, Field: "spec.nodeSelector"})
 		case s.Spec.AllNodes != nil && *s.Spec.AllNodes:
 			sliceSel.all = true
 		case s.Spec.PerDeviceNodeSelection != nil && *s.Spec.PerDeviceNodeSelection:
 			perDevice = true
 		default:
-			problems = append(problems, InventoryProblem{Driver: driver, Pool: name, Slice: s.Name,
+			problems = append(problems, engine.InventoryProblem{Driver: driver, Pool: name, Slice: s.Name,
 				Reason: "sets none of nodeName, nodeSelector, allNodes and perDeviceNodeSelection; its devices are available on no node"})
 		}
 		for i := range s.Spec.Devices {
@@ -176,16 +177,16 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 					sel.name = *d.NodeName
 				case d.NodeSelector != nil:
 					sel.sel = d.NodeSelector
-					sel.conv, problems = invConvertNodeSelectorReporting(d.NodeSelector, problems, InventoryProblem{
+					sel.conv, problems = invConvertNodeSelectorReporting(d.NodeSelector, problems, engine.InventoryProblem{
 						Driver: driver, Pool: name, Slice: s.Name, Device: d.Name, Field: "nodeSelector"})
 				case d.AllNodes != nil && *d.AllNodes:
 					sel.all = true
 				default:
-					problems = append(problems, InventoryProblem{Driver: driver, Pool: name, Slice: s.Name, Device: d.Name,
+					problems = append(problems, engine.InventoryProblem{Driver: driver, Pool: name, Slice: s.Name, Device: d.Name,
 						Reason: "the slice has perDeviceNodeSelection, but the device sets none of nodeName, nodeSelector and allNodes; it is available on no node"})
 				}
 			}
-			p.Devices = append(p.Devices, Device{
+			p.Devices = append(p.Devices, engine.Device{
 				Name: d.Name, Slice: s.Name,
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
 				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, Matcher: matcherOf(sel.conv),
@@ -218,7 +219,7 @@ type invNodeSelection struct {
 
 // invCheckCounters returns why some device consumes from a counter
 // set or a counter that the pool does not define, or "".
-func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []Device) string {
+func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []engine.Device) string {
 	for i := range devices {
 		for _, c := range devices[i].ConsumesCounters {
 			set, found := sets[c.CounterSet]
@@ -269,7 +270,7 @@ func invConvertNodeSelector(s *k8scorev1.NodeSelector) (out *corev1.NodeSelector
 	return out, bad
 }
 
-func invConvertNodeSelectorReporting(s *k8scorev1.NodeSelector, problems []InventoryProblem, at InventoryProblem) (*corev1.NodeSelector, []InventoryProblem) {
+func invConvertNodeSelectorReporting(s *k8scorev1.NodeSelector, problems []engine.InventoryProblem, at engine.InventoryProblem) (*corev1.NodeSelector, []engine.InventoryProblem) {
 	out, bad := invConvertNodeSelector(s)
 	for _, key := range bad {
 		at.Reason = fmt.Sprintf("matchFields key %q is not supported (only metadata.name); the term matches no node", key)
@@ -330,13 +331,13 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //     keeps one partition group of an instance at a time.
 //
 // Pools are sorted by driver, then node. nil slices are skipped.
-func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []Pool, problems []InventoryProblem) {
+func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	return seedDevices(in, nil)
 }
 
 // seedDevices is SeedDevices with the nodes' Models from model (nil:
 // compiled here); see NewV1InventoryModels.
-func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []Pool, problems []InventoryProblem) {
+func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	if model == nil {
 		model = NewModel
 	}
@@ -351,10 +352,10 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
-	slices.SortFunc(pools, func(a, b Pool) int {
+	slices.SortFunc(pools, func(a, b engine.Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
-	slices.SortStableFunc(problems, func(a, b InventoryProblem) int {
+	slices.SortStableFunc(problems, func(a, b engine.InventoryProblem) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool))
 	})
 	return pools, problems
@@ -362,15 +363,15 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 
 // seedProjection is a Model's v1 pools and problems.
 type seedProjection struct {
-	pools    []Pool
-	problems []InventoryProblem
+	pools    []engine.Pool
+	problems []engine.InventoryProblem
 }
 
 // seedPools is seedNodePools of the slices m was compiled from, computed
 // once per Model: an inventory rebuilt over the same Models (another
 // node's slices changed, a simulation added a node) projects only the
 // new ones. The pools' devices are shared; inventories read them only.
-func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]Pool, []InventoryProblem) {
+func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]engine.Pool, []engine.InventoryProblem) {
 	if p := m.v1.Load(); p != nil {
 		return slices.Clone(p.pools), p.problems
 	}
@@ -380,9 +381,9 @@ func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]P
 }
 
 // seedNodePools projects the slices of one node, compiled into m.
-func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []Pool, problems []InventoryProblem) {
+func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	for _, pr := range m.Problems() {
-		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
+		problems = append(problems, engine.InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
 			Reason: pr.Message})
 	}
 	gens := map[string]int64{}
@@ -414,14 +415,14 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 	}
 	slices.Sort(drivers)
 	for _, driver := range drivers {
-		p := Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
+		p := engine.Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
 		dm := m.drivers[driver]
 		if dm == nil {
 			pools = append(pools, p)
 			continue
 		}
-		at := func(in *instNode) InventoryProblem {
-			return InventoryProblem{Driver: driver, Pool: node, Instance: in.id, Slice: rootSlice[driver][dm.insts[in.root].id]}
+		at := func(in *instNode) engine.InventoryProblem {
+			return engine.InventoryProblem{Driver: driver, Pool: node, Instance: in.id, Slice: rootSlice[driver][dm.insts[in.root].id]}
 		}
 		// Every leaf takes part in the name checks, usable or not: an
 		// unhealthy leaf keeps its name and its allocations.
@@ -430,7 +431,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			name := SeedDeviceName(dm.insts[l].id)
 			owners[name] = append(owners[name], l)
 		}
-		p.Devices = make([]Device, 0, len(dm.leaves))
+		p.Devices = make([]engine.Device, 0, len(dm.leaves))
 		for _, l := range dm.leaves {
 			in := &dm.insts[l]
 			name := SeedDeviceName(in.id)
@@ -455,11 +456,11 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			if !in.ok && !in.tainted {
 				continue
 			}
-			d := Device{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
+			d := engine.Device{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
 			for _, t := range in.taints {
 				d.Taints = append(d.Taints, t.Taint)
 			}
-			var attrProblems []InventoryProblem
+			var attrProblems []engine.InventoryProblem
 			d.Attributes, d.Capacity, attrProblems = seedV1Attributes(in.vars, at(in))
 			d.Attributes, d.Capacity = v1SharedMaps.attributes(d.Attributes), v1SharedMaps.capacities(d.Capacity)
 			for i := range attrProblems {
@@ -581,8 +582,8 @@ func v1KeyString(key []byte, s string) []byte {
 // seedV1Attributes converts a leaf's effective attributes, as the seed
 // selectors see them, into v1 attributes and capacities. at is the problem
 // template for what is left out.
-func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.QualifiedName]resourcev1.DeviceAttribute,
-	caps map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, problems []InventoryProblem) {
+func seedV1Attributes(v *attrVars, at engine.InventoryProblem) (attrs map[resourcev1.QualifiedName]resourcev1.DeviceAttribute,
+	caps map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, problems []engine.InventoryProblem) {
 	report := func(name, reason string) {
 		pr := at
 		pr.Field, pr.Reason = name, reason
@@ -747,7 +748,7 @@ func (v *seedNameValidator) instances(list []resourceapi.ResourceInstance, prefi
 
 // matcherOf is a converted node selector as a device's Matcher (nil
 // when there is none).
-func matcherOf(sel *corev1.NodeSelector) NodeMatcher {
+func matcherOf(sel *corev1.NodeSelector) engine.NodeMatcher {
 	if sel == nil {
 		return nil
 	}
@@ -755,30 +756,30 @@ func matcherOf(sel *corev1.NodeSelector) NodeMatcher {
 }
 
 // engineNode is node as the engine sees it, in into; nil for no node.
-func engineNode(node *corev1.Node, into *Node) *Node {
+func engineNode(node *corev1.Node, into *engine.Node) *engine.Node {
 	if node == nil {
 		return nil
 	}
-	*into = Node{Name: node.Name, Labels: node.Labels}
+	*into = engine.Node{Name: node.Name, Labels: node.Labels}
 	return into
 }
 
 // NodeOf is node as the engine sees it; nil for no node.
-func NodeOf(node *corev1.Node) *Node {
-	var n Node
+func NodeOf(node *corev1.Node) *engine.Node {
+	var n engine.Node
 	return engineNode(node, &n)
 }
 
 // DeviceAvailableOn reports whether the device can be used on the node
 // (PoolDevice.AvailableOn); a device built by hand, without a Matcher,
 // has its NodeSelector compiled here.
-func DeviceAvailableOn(d *Device, node *corev1.Node) bool {
+func DeviceAvailableOn(d *engine.Device, node *corev1.Node) bool {
 	if d.NodeSelector != nil && d.Matcher == nil {
 		sel, _ := invConvertNodeSelector(d.NodeSelector)
 		c := *d
 		c.Matcher = matcherOf(sel)
 		d = &c
 	}
-	var en Node
+	var en engine.Node
 	return d.AvailableOn(engineNode(node, &en))
 }

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"math"
 	"math/big"
@@ -112,7 +113,7 @@ func FuzzCounterArithmetic(f *testing.F) {
 		wholeMilli := isWholeMilliBelow(qt)
 		for i := range inv.Len() {
 			u := inv.Uses(int32(i))[0].Amount
-			if u < 0 || u > AmountNever {
+			if u < 0 || u > engine.AmountNever {
 				t.Fatalf("consumption %s: amount %d", uses[i].String(), u)
 			}
 			wholeMilli = wholeMilli && isWholeMilliBelow(uses[i])
@@ -134,11 +135,11 @@ func FuzzCounterArithmetic(f *testing.F) {
 			}
 		}
 		// The state's sums saturate instead of wrapping.
-		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.Total, -ctr.Total, AmountNever} {
-			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, AmountNever} {
+		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.Total, -ctr.Total, engine.AmountNever} {
+			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, engine.AmountNever} {
 				want := new(big.Int).Add(big.NewInt(x), big.NewInt(y))
 				want = bigClamp(want)
-				if got := AddSat(x, y); got != want.Int64() {
+				if got := engine.AddSat(x, y); got != want.Int64() {
 					t.Fatalf("AddSat(%d, %d) = %d, want %s", x, y, got, want)
 				}
 			}

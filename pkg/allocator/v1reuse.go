@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,7 +63,7 @@ func (r *V1Request) signature() string {
 
 // writeV1Alt writes one exactly request or subrequest into a signature;
 // false when its class has no resourceVersion.
-func writeV1Alt(b *strings.Builder, a *Alt) bool {
+func writeV1Alt(b *strings.Builder, a *engine.Alt) bool {
 	if a.Class == nil || a.Class.ResourceVersion == "" {
 		return false
 	}
@@ -139,8 +140,8 @@ func (r *V1Request) rebind(from *V1Request, reasons []Reason) []Reason {
 // chosenAlts are, per request of claim ci, the exactly request or the
 // subrequest that allocation a (of that claim) took, by the request
 // names in its results.
-func (r *V1Request) chosenAlts(ci int, a *resourcev1.AllocationResult) []*Alt {
-	out := make([]*Alt, len(r.Reqs[ci]))
+func (r *V1Request) chosenAlts(ci int, a *resourcev1.AllocationResult) []*engine.Alt {
+	out := make([]*engine.Alt, len(r.Reqs[ci]))
 	for qi := range r.Reqs[ci] {
 		q := &r.Reqs[ci][qi]
 		out[qi] = &q.Alts[0]

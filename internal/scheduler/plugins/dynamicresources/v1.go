@@ -1,6 +1,7 @@
 package dynamicresources
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -61,7 +62,7 @@ type v1Inventory struct {
 	rules []*resourcev1.DeviceTaintRule // the models' taint rules too
 
 	once  sync.Once
-	inv   *allocator.Inventory
+	inv   *engine.Inventory
 	pools map[[2]string]string // (driver, pool) -> the node of a pool local to one node, else ""
 }
 
@@ -150,7 +151,7 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 	}
 }
 
-func (v *v1Shared) inventory() *allocator.Inventory {
+func (v *v1Shared) inventory() *engine.Inventory {
 	h := v.inv
 	h.once.Do(func() {
 		seed := h.seed

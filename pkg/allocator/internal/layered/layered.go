@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// layered is a copy-on-write map with two uses: versions derived with
+// Map is a copy-on-write map with two uses: versions derived with
 // with, which leaves its receiver as it was (the scheduler's ClaimSet
 // keeps old versions alive and reads them concurrently), and in-place
 // writes with O(1) clones (a Simulation). A map is a base, never
@@ -39,7 +39,7 @@ const foldMin = 64
 // foldAt is the delta size past which a map over base keys folds.
 func foldAt(base int) int { return max(int(math.Sqrt(float64(2*base))), foldMin) }
 
-// newLayered returns a map over m, which it takes: m must not be
+// New returns a map over m, which it takes: m must not be
 // modified afterwards.
 func New[K cmp.Ordered, V any](m map[K]V) *Map[K, V] {
 	return &Map[K, V]{base: m, n: len(m)}
@@ -55,7 +55,7 @@ func (l *Map[K, V]) Get(k K) (V, bool) {
 
 func (l *Map[K, V]) Len() int { return l.n }
 
-// each calls fn for every key present, in no particular order.
+// Each calls fn for every key present, in no particular order.
 func (l *Map[K, V]) Each(fn func(k K, v V)) {
 	for k, v := range l.base {
 		if _, over := l.delta[k]; !over {
@@ -69,7 +69,7 @@ func (l *Map[K, V]) Each(fn func(k K, v V)) {
 	}
 }
 
-// keys returns the keys present in ascending order.
+// Keys returns the keys present in ascending order.
 func (l *Map[K, V]) Keys() []K {
 	out := make([]K, 0, l.n)
 	l.Each(func(k K, _ V) { out = append(out, k) })
@@ -77,7 +77,7 @@ func (l *Map[K, V]) Keys() []K {
 	return out
 }
 
-// clone returns an independent copy in O(1): both maps copy the shared
+// Clone returns an independent copy in O(1): both maps copy the shared
 // delta on their next write. A delta map is shared even when it is empty
 // (its keys set, then deleted): a write into it would show in both.
 func (l *Map[K, V]) Clone() *Map[K, V] {
@@ -118,21 +118,21 @@ func (l *Map[K, V]) put(k K, e entry[V]) {
 	}
 }
 
-// fold merges the delta into a new base.
+// Fold merges the delta into a new base.
 func (l *Map[K, V]) Fold() {
 	flat := make(map[K]V, l.n)
 	l.Each(func(k K, v V) { flat[k] = v })
 	*l = Map[K, V]{base: flat, n: len(flat)}
 }
 
-// derived returns a version to write in place in O(1), leaving l as it
+// Derived returns a version to write in place in O(1), leaving l as it
 // is: it copies l's delta on its first write. For maps that are never
-// written again once another version is derived from them (V1State's).
+// written again once another version is derived from them (the engine's State).
 func (l *Map[K, V]) Derived() *Map[K, V] {
 	return &Map[K, V]{base: l.base, delta: l.delta, n: l.n, shared: l.delta != nil}
 }
 
-// with returns the version with set's keys set and del's keys removed
+// With returns the version with set's keys set and del's keys removed
 // (del wins over set); l is unchanged, and may be read meanwhile.
 func (l *Map[K, V]) With(set map[K]V, del []K) *Map[K, V] {
 	out := &Map[K, V]{base: l.base, n: l.n,

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import "context"
 
@@ -6,7 +6,7 @@ import "context"
 // solution of least cost, or, when nothing fits, the reasons. score is
 // the share (0 to 100) of the node's free devices the solution leaves
 // free. It fails only with ErrDeadline, when ctx ends first.
-func (r *EngRequest) Decide(ctx context.Context, st *EngState, node *Node) (sol *Solution, reasons []Reason, score int, err error) {
+func (r *Request) Decide(ctx context.Context, st *State, node *Node) (sol *Solution, reasons []Reason, score int, err error) {
 	p, rs := r.setup(st, node)
 	if len(rs) > 0 {
 		return nil, rs, 0, nil

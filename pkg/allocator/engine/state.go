@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"iter"
@@ -27,7 +27,7 @@ import (
 // states sharing the rest (copy-on-write maps whose own part is folded
 // into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
-type EngState struct {
+type State struct {
 	inv      *Inventory
 	used     *layered.Map[string, int32]    // device key → allocations
 	consumed *layered.Map[int32, int64]     // counter → consumed, in its scale
@@ -35,10 +35,10 @@ type EngState struct {
 	shares   *layered.Map[string, v1shares] // device key → its shares (results with a shareID)
 }
 
-// NewEngState returns the state of inv with the devices of uses
+// NewState returns the state of inv with the devices of uses
 // allocated (nil: none).
-func NewEngState(inv *Inventory, uses iter.Seq[DeviceUse]) *EngState {
-	s := &EngState{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
+func NewState(inv *Inventory, uses iter.Seq[DeviceUse]) *State {
+	s := &State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
 		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
 	if uses != nil {
 		for u := range uses {
@@ -59,7 +59,7 @@ func NewEngState(inv *Inventory, uses iter.Seq[DeviceUse]) *EngState {
 // front end maps its claims' allocations to DeviceUses; a scheduler
 // derives the state of its next listing from the last one this way
 // instead of counting every claim again.
-func (s *EngState) With(remove, add iter.Seq[DeviceUse]) *EngState {
+func (s *State) With(remove, add iter.Seq[DeviceUse]) *State {
 	out := s.clone()
 	if remove != nil {
 		for u := range remove {
@@ -75,7 +75,7 @@ func (s *EngState) With(remove, add iter.Seq[DeviceUse]) *EngState {
 }
 
 // use counts one device use in (sign 1) or out (sign -1).
-func (s *EngState) use(u DeviceUse, sign int32) {
+func (s *State) use(u DeviceUse, sign int32) {
 	if u.Shared {
 		s.applyShared(u, sign)
 		return
@@ -92,17 +92,17 @@ func SchemeKey(driver, pool string) string { return driver + "\x00" + pool }
 // the scheme constraint's state. The slice is never modified: a change
 // stores a new one, so a caller may compare slices by identity to learn
 // that nothing changed.
-func (s *EngState) SchemeInUse(key string) []string {
+func (s *State) SchemeInUse(key string) []string {
 	ids, _ := s.seedUsed.Get(key)
 	return ids
 }
 
 // Inventory returns the inventory the state is about.
-func (s *EngState) Inventory() *Inventory { return s.inv }
+func (s *State) Inventory() *Inventory { return s.inv }
 
 // InUse reports whether the device is allocated (admin access aside),
 // whole or as shares (Shares tells how much of it the shares hold).
-func (s *EngState) InUse(driver, pool, device string) bool {
+func (s *State) InUse(driver, pool, device string) bool {
 	key := v1Key(driver, pool, device)
 	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
 		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
@@ -116,8 +116,8 @@ func (s *EngState) InUse(driver, pool, device string) bool {
 // deltas on their first write (layered.derived), never touching s, which
 // other goroutines may be reading or deriving from at the same time (a
 // V1State is never written once published).
-func (s *EngState) clone() *EngState {
-	return &EngState{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
+func (s *State) clone() *State {
+	return &State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }
 
 // DeviceUse is one device an allocation holds, as the one state counts
@@ -142,7 +142,7 @@ type DeviceUse struct {
 // A seed device that consumes no counters (every projected seed leaf) is
 // counted only by its instance ID: in use when an allocation holds that
 // instance (seedHeld), so a seed claim event writes one map.
-func (s *EngState) apply(driver, pool, device, instance string, sign int32) {
+func (s *State) apply(driver, pool, device, instance string, sign int32) {
 	key := v1Key(driver, pool, device)
 	x, known := s.inv.byKey[key]
 	if known && s.inv.devs[x].d.SeedInstance != "" {
@@ -180,7 +180,7 @@ func (s *EngState) apply(driver, pool, device, instance string, sign int32) {
 }
 
 // applySeedInstance counts one allocation of a seed instance in or out.
-func (s *EngState) applySeedInstance(driver, pool, instance string, sign int32) {
+func (s *State) applySeedInstance(driver, pool, instance string, sign int32) {
 	pk := driver + "\x00" + pool
 	ids, _ := s.seedUsed.Get(pk)
 	if sign > 0 {
@@ -203,7 +203,7 @@ func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) =
 
 // seedHeld reports whether an allocation holds the seed instance itself,
 // and whether one conflicts with it (itself included).
-func (s *EngState) seedHeld(driver, pool, instance string) (held, locked bool) {
+func (s *State) seedHeld(driver, pool, instance string) (held, locked bool) {
 	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if id == instance {
@@ -218,7 +218,7 @@ func (s *EngState) seedHeld(driver, pool, instance string) (held, locked bool) {
 
 // seedLocked reports whether a seed leaf conflicts with an instance in
 // use in its pool.
-func (s *EngState) SchemeLocked(driver, pool, instance string) bool {
+func (s *State) SchemeLocked(driver, pool, instance string) bool {
 	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
 	for _, id := range ids {
 		if SeedLeavesConflict(instance, id) {
@@ -229,7 +229,7 @@ func (s *EngState) SchemeLocked(driver, pool, instance string) bool {
 }
 
 // counterLeft returns what is left of a counter.
-func (s *EngState) CounterLeft(c int32) int64 {
+func (s *State) CounterLeft(c int32) int64 {
 	v, _ := s.consumed.Get(c)
 	return s.inv.ctrs[c].Total - v
 }
@@ -237,7 +237,7 @@ func (s *EngState) CounterLeft(c int32) int64 {
 // applyShared counts one share of a device in or out: an allocation
 // like any other (the first consumes the device's shared counters, the
 // last gives them back), plus its consumed capacity.
-func (s *EngState) applyShared(u DeviceUse, sign int32) {
+func (s *State) applyShared(u DeviceUse, sign int32) {
 	key := v1Key(u.Driver, u.Pool, u.Device)
 	x, known := s.inv.byKey[key]
 	if sign < 0 {
@@ -252,7 +252,7 @@ func (s *EngState) applyShared(u DeviceUse, sign int32) {
 // dedicated reports whether a device has allocations that are not
 // shares: a result without shareID (allocated before the device allowed
 // multiple allocations, or a device without it).
-func (s *EngState) dedicated(key string) bool {
+func (s *State) dedicated(key string) bool {
 	n, _ := s.used.Get(key)
 	sh, _ := s.shares.Get(key)
 	return n > sh.n

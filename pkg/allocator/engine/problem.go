@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"cmp"
@@ -20,8 +20,8 @@ const v1ImproveSteps = 512
 // allocated there, the candidates of each request and the constraints of
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
-	r      *EngRequest
-	st     *EngState
+	r      *Request
+	st     *State
 	inv    *Inventory
 	node   string // the node's name, when onNode
 	onNode bool
@@ -125,7 +125,7 @@ type v1consP struct {
 
 // setup builds the node's problem. Reasons come back when a selector
 // fails to evaluate on a device (the claim cannot be judged on the node).
-func (r *EngRequest) setup(st *EngState, node *Node) (*v1prob, []Reason) {
+func (r *Request) setup(st *State, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
 	p.r, p.st, p.inv = r, st, inv

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Device selectors of resource.k8s.io/v1: the CEL environment of upstream's
 // k8s.io/dynamic-resource-allocation/cel, on cel.dev/cel-go.

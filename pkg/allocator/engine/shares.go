@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Consumable capacity, where shares are counted and judged: the one
 // state's shares per device (V1State), a node's shareable devices in the
@@ -13,7 +13,7 @@ import (
 )
 
 // capUsed returns what the shares of a device hold in the state.
-func (s *EngState) capUsed(key string) v1shares {
+func (s *State) capUsed(key string) v1shares {
 	u, _ := s.shares.Get(key)
 	return u
 }
@@ -27,7 +27,7 @@ type v1shares struct {
 }
 
 // applyShare counts one share of a device in or out.
-func (s *EngState) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
+func (s *State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
 	u, _ := s.shares.Get(key)
 	if sign < 0 && u.n == 0 {
 		return
@@ -159,7 +159,7 @@ func v1FormatRequests(reqs map[resourcev1.QualifiedName]resource.Quantity) strin
 // the state holds, and what they consume together, per capacity the
 // device publishes (nil when the inventory does not know the device as
 // one that allows multiple allocations).
-func (s *EngState) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
+func (s *State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
 	key := v1Key(driver, pool, device)
 	sh := s.capUsed(key)
 	x, known := s.inv.byKey[key]

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Policy is a front end's order for the one search (the seed front end's
 // is seedView): given one, the search takes slots dynamically (the next

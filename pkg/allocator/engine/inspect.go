@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (inv *Inventory) ConstraintValue(x int32, attr resourcev1.FullyQualifiedNam
 // and bound): whether something fits on the node and how many steps
 // deciding it took, the measure of a search's budget. Reasons come back
 // when the problem cannot be set up (a selector fails to evaluate).
-func (r *EngRequest) Probe(ctx context.Context, st *EngState, node *Node) (found bool, steps int, reasons []Reason, err error) {
+func (r *Request) Probe(ctx context.Context, st *State, node *Node) (found bool, steps int, reasons []Reason, err error) {
 	p, rs := r.setup(st, node)
 	if len(rs) > 0 {
 		return false, 0, rs, nil

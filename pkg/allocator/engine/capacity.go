@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Consumable capacity (DRAConsumableCapacity, with
 // DRAFractionalCapacityRange; both beta and on in Kubernetes 1.37): a

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// EngRequest is the one definition of a pod's requests that the search
+// Request is the one definition of a pod's requests that the search
 // runs: per claim (in the pod's order), its key as reasons name it,
 // whether it is pending (to be allocated), and, when it is, its requests
 // (each an exact request or firstAvailable subrequests, with class and
@@ -15,7 +15,7 @@ import (
 // requests) and constraints (matchAttribute, distinctAttribute). The v1
 // front end resolves claims and classes into it (PrepareV1). It is
 // read-only once built.
-type EngRequest struct {
+type Request struct {
 	Keys    []string
 	Pending []bool
 	Reqs    [][]Req        // per claim: its requests, when pending

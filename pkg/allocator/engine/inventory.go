@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"cmp"
@@ -88,14 +88,14 @@ func v1Key(driver, pool, device string) string {
 	return driver + "\x00" + pool + "\x00" + device
 }
 
-// NewEngInventory indexes the pools of both front ends (sorted by
+// NewInventory indexes the pools of both front ends (sorted by
 // driver and name here; a pool of a driver appears once) for the search,
 // with what the front ends could not take as it is. Devices with
 // SeedInstance set (projected seed leaves) carry the scheme constraint:
 // the leaves of one root instance form a group, and two of them conflict
 // when SeedLeavesConflict says so. The pools must not be modified
 // afterwards.
-func NewEngInventory(pools []Pool, problems []InventoryProblem) *Inventory {
+func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 	inv := &Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}, pools: pools, problems: problems}
 	slices.SortStableFunc(inv.pools, func(a, b Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
