@@ -8,7 +8,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
-// NewV1Inventory builds the inventory from the v1 ResourceSlices and the
+// NewInventory builds the inventory from the v1 ResourceSlices and the
 // seed NodeResourceSlices. Pools are V1Pools' and SeedDevices', sorted by
 // driver and name; a v1 pool with the name and driver of a projected seed
 // pool is made Invalid (its devices and the seed's would share state keys).
@@ -18,7 +18,7 @@ func NewInventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeR
 	return NewInventoryModels(slices_, seed, nil)
 }
 
-// NewV1InventoryModels is NewV1Inventory with the seed slices' compiled
+// NewInventoryModels is NewInventory with the seed slices' compiled
 // Models supplied by the caller, so that a node's seed slices are
 // compiled once for both APIs: model(node, slices) must return a Model
 // equal to NewModel(node, slices) (a cached one; the slices are the node's
@@ -27,7 +27,7 @@ func NewInventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi
 	return NewInventoryTainted(slices_, seed, model, nil)
 }
 
-// NewV1InventoryTainted is NewV1InventoryModels with DeviceTaintRules
+// NewInventoryTainted is NewInventoryModels with DeviceTaintRules
 // (taintrules.go): the rules' taints are added to the v1 devices they
 // select, and the seed devices take theirs from the Models, which must
 // then equal NewModelTainted(node, slices, rules) (a nil model compiles

@@ -225,7 +225,7 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 // cmdPools: pools v1|seed|inventory, after adding the input's objects to
 // the world. v1 prints V1Pools of the world's
 // ResourceSlices, seed SeedDevices of its NodeResourceSlices, inventory
-// NewV1Inventory of both; then the problems.
+// NewInventory of both; then the problems.
 func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	w.cmdObjects(t, d)
 	var pools []engine.Pool

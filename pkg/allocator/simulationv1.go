@@ -17,7 +17,7 @@ import (
 // v1 (Snapshot.V1Claims, or generated from Snapshot.V1ClaimTemplates) are
 // allocated with AllocateV1 over one inventory of the simulation's
 // devices of both APIs (the nodes' NodeResourceSlices and the v1
-// ResourceSlices, tainted by Snapshot.TaintRules) and one V1State that
+// ResourceSlices, tainted by Snapshot.TaintRules) and one State that
 // counts the claims of both versions; v1 claims holding seed devices
 // count on the seed NodeStates through seedAllocations. A pod
 // with claims of both versions fits a node when both parts do, the v1
@@ -29,7 +29,7 @@ import (
 // run concurrently) and replaced, never changed, when they change: after
 // a change of nodes or slices everything is built again; after claim
 // changes the inventory is kept and a built state is derived with the
-// changes (V1State.WithChanges), so binding pod after pod costs the
+// changes (State.WithChanges), so binding pod after pod costs the
 // changes, not a recount.
 type simDerived struct {
 	inv *simInv

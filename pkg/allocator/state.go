@@ -26,8 +26,8 @@ type NodeState struct {
 	memo atomic.Pointer[checkMemo] // see CheckReusing
 
 	// from, for a state derived from the one device-use state
-	// (V1State.SeedNodeState), is the entries of the node it was read
-	// from, one per driver of the model: it answers for any V1State
+	// (State.SeedNodeState), is the entries of the node it was read
+	// from, one per driver of the model: it answers for any State
 	// whose entries of this node hold the same instance IDs, at once
 	// when they are the same slices. Swapped for the slices of the last
 	// state found to hold the same IDs. nil for any other state
@@ -91,7 +91,7 @@ func (s *State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeStat
 	return out
 }
 
-// seedEntry is one entry of V1State.seedUsed as a NodeState was derived
+// seedEntry is one entry of State.seedUsed as a NodeState was derived
 // from it.
 type seedEntry struct {
 	key string   // SchemeKey(driver, node)

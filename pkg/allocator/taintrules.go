@@ -24,7 +24,7 @@ import (
 //     Claims already allocated keep their devices: eviction (NoExecute)
 //     is the controller manager's (internal/controller/devicetainteviction).
 //   - None, and effects this allocator does not know: shown on the
-//     device (V1Pool devices' Taints), no effect on allocation, as
+//     device (Pool devices' Taints), no effect on allocation, as
 //     Kubernetes treats unknown effects.
 
 // DeviceRuleTaint is one taint a DeviceTaintRule puts on a device.
@@ -96,7 +96,7 @@ func ruleTaints(rules []*resourcev1.DeviceTaintRule, driver, pool, device string
 // node's seed leaves: a leaf selected by a rule with effect NoSchedule or
 // NoExecute is not allocatable to seed claims, and explain says which
 // taint keeps it (ReasonTainted); the v1 projection of the leaf
-// (SeedDevices, NewV1InventoryModels) carries every rule's taint, for v1
+// (SeedDevices, NewInventoryModels) carries every rule's taint, for v1
 // requests to tolerate. With no rule selecting a leaf of the node it
 // equals NewModel.
 func NewModelTainted(nodeName string, slices []*resourceapi.NodeResourceSlice, rules []*resourcev1.DeviceTaintRule) *Model {

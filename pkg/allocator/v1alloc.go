@@ -12,19 +12,19 @@ package allocator
 // DRAPartitionableDevices (shared counters, per-device node selection) and
 // DRADeviceTaints; DRAConsumableCapacity with DRAFractionalCapacityRange
 // (shared devices, capacity requests, distinctAttribute; the incubating
-// variant's rules, v1capacity.go); and the partition locks of projected
+// variant's rules, engine/capacity.go); and the partition locks of projected
 // seed devices; DRADeviceBindingConditions (results carry the devices'
 // binding conditions, bindsToNode limits the allocation to its node; the
 // scheduler waits for the conditions). Not:
 // compatibility groups (their slices leave a pool incomplete), list-typed
 // attributes, derived attributes. DeviceTaintRules add their taints to
-// the devices they select (NewV1InventoryTainted, taintrules.go). Where this engine differs from upstream, on
+// the devices they select (NewInventoryTainted, taintrules.go). Where this engine differs from upstream, on
 // purpose, the comments of AllocateV1 say so.
 //
-//	ResourceSlices + NodeResourceSlices ──NewV1Inventory──▶ V1Inventory
-//	V1Inventory + allocated v1 and v1alpha2 claims ──NewV1State──▶ V1State (WithAllocated, WithoutAllocated)
+//	ResourceSlices + NodeResourceSlices ──NewInventory──▶ Inventory
+//	Inventory + allocated v1 and v1alpha2 claims ──NewState──▶ State (WithAllocated, WithoutAllocated)
 //	pod's v1 claims + DeviceClasses ──PrepareV1──▶ V1Request (Unresolvable)
-//	V1Request + V1State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
+//	V1Request + State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
 
 import (
 	"allot.dev/allot/pkg/allocator/engine"

@@ -336,7 +336,7 @@ func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []engine.Pool, prob
 }
 
 // seedDevices is SeedDevices with the nodes' Models from model (nil:
-// compiled here); see NewV1InventoryModels.
+// compiled here); see NewInventoryModels.
 func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	if model == nil {
 		model = NewModel
@@ -488,7 +488,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 // index) repeat from node to node, so a cluster's projection holds a few
 // distinct maps instead of one per device (a v1 attribute map of four
 // entries takes about 700 bytes, more than the rest of its device). The
-// maps are read only (PoolDevice); the interner keeps at most
+// maps are read only (Device); the interner keeps at most
 // v1SharedMapsMax of each and then starts over, so that the devices of
 // nodes long gone, or attributes that never repeat (a UUID), cost a
 // bounded table, not a leak: maps handed out before keep being shared by
@@ -771,7 +771,7 @@ func NodeOf(node *corev1.Node) *engine.Node {
 }
 
 // DeviceAvailableOn reports whether the device can be used on the node
-// (PoolDevice.AvailableOn); a device built by hand, without a Matcher,
+// (Device.AvailableOn); a device built by hand, without a Matcher,
 // has its NodeSelector compiled here.
 func DeviceAvailableOn(d *engine.Device, node *corev1.Node) bool {
 	if d.NodeSelector != nil && d.Matcher == nil {

@@ -23,7 +23,7 @@
 //     NewQuantity and NewSemver.
 //
 // The v1 environment declares its device variable itself (its values are
-// the v1 API's attributes; pkg/allocator's selectorv1.go) and takes the
+// the v1 API's attributes; pkg/allocator/engine's selector.go) and takes the
 // rest from here. A caller building it:
 //
 //  1. builds the environment from K8sEnvOptions (Kubernetes' base

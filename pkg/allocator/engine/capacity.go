@@ -9,7 +9,7 @@ package engine
 // neither); the shares of a device never consume more than its capacity.
 // The rules are upstream's (k8s.io/dynamic-resource-allocation/structured,
 // the incubating allocator's consumable_capacity.go), the arithmetic the
-// counters' (int64 units of a per-capacity scale, v1allocinv.go).
+// counters' (int64 units of a per-capacity scale, inventory.go).
 
 import (
 	"math"

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// V1Inventory is every device of the cluster in resource.k8s.io/v1 terms:
+// Inventory is every device of the cluster in resource.k8s.io/v1 terms:
 // the pools of the published v1 ResourceSlices (V1Pools) and the projection
 // of the seed NodeResourceSlices (SeedDevices), indexed for AllocateV1. It
 // is immutable and safe for concurrent use; it caches selector results per

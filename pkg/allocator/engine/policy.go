@@ -1,7 +1,7 @@
 package engine
 
-// Policy is a front end's order for the one search (the seed front end's
-// is seedView): given one, the search takes slots dynamically (the next
+// Policy is a front end's order for the one search (package allocator's
+// seed front end has one): given one, the search takes slots dynamically (the next
 // slot is that of the request with the fewest free candidates), rates
 // candidates by the policy's Cost instead of its own, asks the policy
 // whether a device is still open besides its own rules, tells it every

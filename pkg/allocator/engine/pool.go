@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// V1Pool is one resource pool: the devices one driver publishes under one
+// Pool is one resource pool: the devices one driver publishes under one
 // pool name, at the pool's newest generation.
 //
 // An Incomplete or Invalid pool offers nothing: no device of it may be
@@ -68,7 +68,7 @@ func (p *Pool) ReachesNode(node *Node) bool {
 	return false
 }
 
-// PoolDevice is one device of a pool as an allocator needs it. The maps and
+// Device is one device of a pool as an allocator needs it. The maps and
 // lists are shared with the slice the device came from (or, for projected
 // seed devices, built once): read them, never modify them.
 type Device struct {
@@ -150,7 +150,7 @@ func (d *Device) AvailableOn(node *Node) bool {
 
 // InventoryProblem is something in the published slices that the inventory
 // could not take as it is: a device or attribute left out, or a slice
-// ignored. Pool-wide states are in V1Pool.Incomplete and V1Pool.Invalid
+// ignored. Pool-wide states are in Pool.Incomplete and Pool.Invalid
 // instead.
 type InventoryProblem struct {
 	Driver string
@@ -187,7 +187,7 @@ func (p InventoryProblem) String() string {
 // cannot be allocated at the same time: they are the same leaf, or one
 // instance on both their paths is split by different partition groups.
 // This is the "one partition group of a parent at a time" rule in terms of
-// instance IDs, for projected devices (PoolDevice.SeedInstance); v1 can only
+// instance IDs, for projected devices (Device.SeedInstance); v1 can only
 // express it with compatibilityGroups, which are off by default.
 func SeedLeavesConflict(a, b string) bool {
 	// IDs alternate instance and group names: inst/group/inst/group/leaf.

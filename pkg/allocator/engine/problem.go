@@ -57,8 +57,8 @@ type v1prob struct {
 	shared0  []bool
 	anyMulti bool
 
-	// policy is the front end's order (v1allocpolicy.go; the seed
-	// front end's seedView), nil for v1 requests.
+	// policy is the front end's order (policy.go; the seed
+	// front end's), nil for v1 requests.
 	policy Policy
 
 	sreqs []v1sreq  // pending requests, claims in order, requests in order

@@ -33,7 +33,7 @@ const v1ExplainSteps = 1 << 12
 // after the first solution, branch and bound on the cost.
 //
 // It is the one search of both APIs: a seed request comes with the seed
-// front end's policy (v1prob.policy, v1allocpolicy.go), under which the next slot is that
+// front end's policy (v1prob.policy, policy.go), under which the next slot is that
 // of the request with the fewest free candidates, candidates cost what
 // the seed's best fit says, and the first solution is the answer.
 type v1search struct {

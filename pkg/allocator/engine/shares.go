@@ -1,8 +1,8 @@
 package engine
 
 // Consumable capacity, where shares are counted and judged: the one
-// state's shares per device (V1State), a node's shareable devices in the
-// search (v1prob), share IDs. The rules of a share are in v1capacity.go.
+// state's shares per device (State), a node's shareable devices in the
+// search (v1prob); the v1 front end derives share IDs (v1shareid.go). The rules of a share are in capacity.go.
 
 import (
 	"fmt"

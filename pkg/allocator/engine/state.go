@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// V1State is what of a V1Inventory is in use: the devices allocated to v1
+// State is what of a Inventory is in use: the devices allocated to v1
 // claims (by driver, pool and device name, cluster-wide: a device that is
 // not local to a node is one device for every node), the shares of
 // devices that allow multiple allocations with what they consume, the seed leaves
@@ -23,7 +23,7 @@ import (
 // (inconsistent input) counts once for counters, and stays in use (and
 // its partitions locked) until both allocations are removed.
 //
-// A V1State is immutable; WithAllocated and WithoutAllocated return new
+// A State is immutable; WithAllocated and WithoutAllocated return new
 // states sharing the rest (copy-on-write maps whose own part is folded
 // into a new shared base once it outgrows √(2·base) keys).
 // Safe for concurrent reads.
@@ -115,7 +115,7 @@ func (s *State) InUse(driver, pool, device string) bool {
 // clone returns a state to change in place. Its maps copy s's small
 // deltas on their first write (layered.derived), never touching s, which
 // other goroutines may be reading or deriving from at the same time (a
-// V1State is never written once published).
+// State is never written once published).
 func (s *State) clone() *State {
 	return &State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }

@@ -44,7 +44,7 @@ type Lists struct {
 	AdminNamespaces map[string]bool
 	// TaintRules are the DeviceTaintRules: they taint the devices of both
 	// versions they select (allocator.NewModelTainted,
-	// allocator.NewV1InventoryTainted).
+	// allocator.NewInventoryTainted).
 	TaintRules []*resourcev1.DeviceTaintRule
 }
 

@@ -26,7 +26,7 @@ import (
 // as v1 devices), and its claims are kept in memory and bound as the
 // v1alpha2 part's are, fenced per (node, driver) alike. Device use is one state for both versions
 // (allocator.State, the v1Objects' base state): the seed side reads a
-// node's state from it (V1State.SeedNodeState), so neither API hands out
+// node's state from it (State.SeedNodeState), so neither API hands out
 // a device the other one did.
 
 // v1Objects are the v1 part of Objects (the v1 claims are in the Objects'

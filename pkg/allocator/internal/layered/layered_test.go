@@ -119,7 +119,7 @@ func checkLayered(t *testing.T, step int, l *Map[string, int], want map[string]i
 
 // TestLayeredEmptiedDeltaIsNotShared: a version whose own part emptied
 // again (a key set, then deleted) still holds its delta map; a clone or a
-// derived version must not write into it. (A derived V1State once did:
+// derived version must not write into it. (A derived State once did:
 // a cycle's in-memory allocation landed in the scheduler's base state,
 // whose device stayed in use after its claim was deallocated.)
 func TestLayeredEmptiedDeltaIsNotShared(t *testing.T) {
