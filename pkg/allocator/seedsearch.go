@@ -108,9 +108,9 @@ func (v *seedView) Place(l int32, sign int32) {
 	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
 }
 
-// Open reports whether the search's picks leave leaf l allocatable
-// (what the node's allocations leave is v1prob.free0).
-func (v *seedView) Open(l int32) bool { return v.blk[l] == 0 }
+// Blocked is blk: a leaf is allocatable while no pick excludes it (what
+// the node's allocations leave is the table's Free).
+func (v *seedView) Blocked() []int32 { return v.blk }
 
 // mark counts leaf l in use (sign 1) or no more (sign -1), and the
 // groups on its path, without updating the root's capacity; with blk,
@@ -174,21 +174,23 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 	}
 	t := dm.seedTable(ds, masks, count)
 	defer t.Release()
-	// The j-th pick of a kind goes to its j-th item.
-	assign = make([]int32, len(kindOf))
-	next := make([]int, nKinds)
-	lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), exhaustive, func(k int, l int32) {
-		for next[k] < len(kindOf) && kindOf[next[k]] != k {
-			next[k]++
-		}
-		assign[next[k]] = dm.leaves[l]
-		next[k]++
-	})
+	picks, lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), exhaustive)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	if !found {
 		return nil, 0, &failure{}, nil
+	}
+	// The j-th pick of a kind goes to its j-th item.
+	assign = make([]int32, len(kindOf))
+	next := make([]int, nKinds)
+	for j := range picks.Len() {
+		k, l := picks.At(j)
+		for next[k] < len(kindOf) && kindOf[next[k]] != k {
+			next[k]++
+		}
+		assign[next[k]] = dm.leaves[l]
+		next[k]++
 	}
 	return assign, lost, nil, nil
 }
@@ -240,7 +242,7 @@ func seedBound(dm *driverModel, ds *driverState, masks []uint64, count []int) *f
 
 // newSeedView returns the seed policy's view of a search of table t
 // over dm's leaves in state ds (nil: nothing in use).
-func newSeedView(t *engine.Table, dm *driverModel, ds *driverState) *seedView {
+func newSeedView(t engine.Table, dm *driverModel, ds *driverState) *seedView {
 	v := &seedView{dm: dm, lo: dm.layout(), roots: t.Int32s(len(dm.roots))}
 	v.st.used = t.Int32s(len(dm.insts))
 	v.st.lock = t.Int32s(len(dm.groups))
@@ -261,7 +263,7 @@ func newSeedView(t *engine.Table, dm *driverModel, ds *driverState) *seedView {
 // leaf's class (its partition group's path below the root, the kinds it
 // matches, free or not), and the class of each root nothing of which is
 // in use (its leaves' paths and classes).
-func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) *engine.Table {
+func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) engine.Table {
 	lo := dm.layout()
 	n := len(dm.leaves)
 	t := engine.NewTable(n, count)

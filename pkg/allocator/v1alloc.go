@@ -176,7 +176,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *State, node *corev1.Nod
 		return nil, err
 	}
 	if res.sol != nil {
-		res.Allocations, res.sol = buildV1(res.sol, req), nil
+		res.Allocations, res.sol = buildV1(res.sol, req, res.Node), nil
 	}
 	return res, nil
 }
@@ -227,7 +227,7 @@ func (r *V1Result) Build() []*resourcev1.AllocationResult {
 	case !r.Fits:
 		return nil
 	case r.sol != nil:
-		return buildV1(r.sol, r.req)
+		return buildV1(r.sol, r.req, r.Node)
 	case r.Allocations != nil:
 		out := make([]*resourcev1.AllocationResult, len(r.Allocations))
 		for i, a := range r.Allocations {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -15,6 +16,12 @@ import (
 // (whole, 2 halves or 4 quarters each); on every node a GPU of NUMA 0 and
 // a half partition are in use.
 func v1tBenchCluster() (*State, []*corev1.Node) {
+	st, nodes, _ := v1tBenchClusterClaims()
+	return st, nodes
+}
+
+// v1tBenchClusterClaims is v1tBenchCluster with the claims in use.
+func v1tBenchClusterClaims() (*State, []*corev1.Node, []*resourcev1.ResourceClaim) {
 	var slices_ []*resourcev1.ResourceSlice
 	var inUse []*resourcev1.ResourceClaim
 	var nodes []*corev1.Node
@@ -48,7 +55,7 @@ func v1tBenchCluster() (*State, []*corev1.Node) {
 		inUse = append(inUse, v1tAllocated("old-"+node, node, v1tGPU+"/"+node+"/gpu-0", v1tGPU+"/"+node+"-mig/gpu-0-half-0"))
 	}
 	inv := NewInventory(slices_, nil)
-	return NewState(inv, inUse, nil), nodes
+	return NewState(inv, inUse, nil), nodes, inUse
 }
 
 // v1tBenchClaims: two GPUs and a NIC on one NUMA node, and a quarter.
@@ -68,7 +75,7 @@ func v1tBenchClaims() []V1Claim {
 // evaluates every selector afresh (a new inventory per op), as for the
 // first pod after the slices changed.
 func BenchmarkAllocateV1(b *testing.B) {
-	st, nodes := v1tBenchCluster()
+	st, nodes, inUse := v1tBenchClusterClaims()
 	classes := v1tClassFunc(v1tClasses())
 	req := PrepareV1(nil, v1tBenchClaims(), classes)
 	ctx := context.Background()
@@ -88,7 +95,9 @@ func BenchmarkAllocateV1(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			b.StopTimer()
-			fresh, _ := v1tBenchCluster()
+			// The same devices in a new index, whose selector caches
+			// are empty.
+			fresh := NewState(engine.NewInventory(st.Inventory().Pools(), st.Inventory().Problems()), inUse, nil)
 			b.StartTimer()
 			res, err := AllocateV1(ctx, req, fresh, nodes[i%len(nodes)])
 			if err != nil || !res.Fits {

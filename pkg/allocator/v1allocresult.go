@@ -12,8 +12,9 @@ import (
 // buildV1 writes the allocation results of the request's pending claims
 // from the solution, for r: the request the solution was found for, or
 // one with the same Signature (whose claims it names, and whose claims'
-// configuration and share IDs it gives).
-func buildV1(sol *engine.Solution, r *V1Request) []*resourcev1.AllocationResult {
+// configuration and share IDs it gives), on node ("": none; a Node
+// always has a name).
+func buildV1(sol *engine.Solution, r *V1Request, node string) []*resourcev1.AllocationResult {
 	out := make([]*resourcev1.AllocationResult, len(r.claims))
 	si := 0
 	start := int32(0)
@@ -62,7 +63,7 @@ func buildV1(sol *engine.Solution, r *V1Request) []*resourcev1.AllocationResult 
 			si++
 		}
 		alloc.Devices.Config = v1Config(r.claims[ci].Claim, r.Reqs[ci], chosen)
-		alloc.NodeSelector = v1NodeSelector(sol, sol.Devs[claimStart:start])
+		alloc.NodeSelector = v1NodeSelector(sol, sol.Devs[claimStart:start], node)
 		out[ci] = alloc
 	}
 	return out
@@ -128,7 +129,7 @@ func v1Config(claim *resourcev1.ResourceClaim, reqs []engine.Req, chosen []*engi
 // node selectors merged into one term; nil when every device is on all
 // nodes. A selector of several terms (which validation forbids for
 // slices) pins the claim to this node.
-func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev) *k8scorev1.NodeSelector {
+func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev, node string) *k8scorev1.NodeSelector {
 	byName := func(name string) *k8scorev1.NodeSelector {
 		return &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{
 			MatchFields: []k8scorev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: k8scorev1.NodeSelectorOpIn, Values: []string{name}}},
@@ -138,10 +139,10 @@ func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev) *k8scorev1.NodeS
 	for _, dv := range devs {
 		_, d := sol.Inv.At(dv.X)
 		switch {
-		case d.BindsToNode && sol.OnNode:
+		case d.BindsToNode && node != "":
 			// The device is attached to the node the allocation is made
 			// for (KEP-5007): the allocation is not usable elsewhere.
-			return byName(sol.Node)
+			return byName(node)
 		case d.NodeName != "":
 			return byName(d.NodeName)
 		case d.NodeSelector != nil:
@@ -152,8 +153,8 @@ func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev) *k8scorev1.NodeS
 				term.MatchFields = v1AddRequirements(term.MatchFields, t.MatchFields)
 				term.MatchExpressions = v1AddRequirements(term.MatchExpressions, t.MatchExpressions)
 			default:
-				if sol.OnNode {
-					return byName(sol.Node)
+				if node != "" {
+					return byName(node)
 				}
 			}
 		}

@@ -18,6 +18,7 @@ type v1arena struct {
 	// (combinations of subrequests, explanations) are allocated.
 	search     v1search
 	searchUsed bool
+	pol        polState // the search's under a policy (Table.Search)
 
 	bools    v1slab[bool]
 	i32      v1slab[int32]
@@ -98,6 +99,7 @@ func (p *v1prob) release() {
 	// Drop what the problem points to, so that a kept arena holds no
 	// inventory, state or request alive.
 	a.search, a.searchUsed = v1search{}, false
+	a.pol = polState{costs: keep(a.pol.costs)[:0]}
 	clear(a.prob.cons)
 	clear(a.prob.sreqs[:cap(a.prob.sreqs)])
 	a.prob = v1prob{useBuf: keep(a.prob.useBuf), edgeBuf: keep(a.prob.edgeBuf), candBuf: keep(a.prob.candBuf), lctr: keep(a.prob.lctr),

@@ -1,21 +1,34 @@
 package engine
 
 // Policy is a front end's order for the one search (package allocator's
-// seed front end has one): given one, the search takes slots dynamically (the next
-// slot is that of the request with the fewest free candidates), rates
-// candidates by the policy's Cost instead of its own, asks the policy
-// whether a device is still open besides its own rules, tells it every
-// pick and its undoing, and stops at the first solution (the caller runs
-// it without branch and bound). Devices are the problem's local devices.
+// seed front end has one): given one, the search takes slots dynamically
+// (the next slot is that of the request with the fewest free
+// candidates), rates candidates by the policy's Cost instead of its own,
+// takes only devices the policy leaves open besides its own rules, tells
+// it every pick and its undoing, and stops at the first solution (the
+// caller runs it without branch and bound). Devices are the problem's
+// local devices.
 type Policy interface {
-	// Open reports whether the search's picks so far leave device l
-	// allocatable under the front end's rules.
-	Open(l int32) bool
+	// Blocked returns, per device, what keeps it from being picked under
+	// the front end's rules: a device is open while its entry is 0. The
+	// search reads the slice as Place updates it (it is the policy's
+	// memory, read in the search's inner loops without a call).
+	Blocked() []int32
 	// Place records a pick of device l (sign 1) or its undoing (sign -1).
 	Place(l int32, sign int32)
 	// Cost rates device l as the next pick: the free devices it makes
 	// unavailable (lost, summed into the score) and its cost, lower first.
 	Cost(l int32) (lost int32, cost int64)
+}
+
+// polState is a search's state under a policy: per request, its slots
+// filled; the candidates rated in the call costCall of ordered, by
+// symmetry key. A table runs one search, so the arena holds one.
+type polState struct {
+	blocked  []int32 // Policy.Blocked
+	filled   []int
+	costs    []v1cand
+	costCall int32
 }
 
 // checkEvery is how many search steps pass between context checks.
@@ -35,17 +48,17 @@ func (s *v1search) next(o, i int, a *v1salt, k int) error {
 		return s.slot(o, i, a, k)
 	}
 	if i >= 0 {
-		s.filled[i] = k
+		s.pol.filled[i] = k
 	}
 	j := s.nextPolicy()
 	var err error
 	if j < 0 {
 		s.solution()
 	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.filled[j])
+		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.pol.filled[j])
 	}
 	if i >= 0 {
-		s.filled[i] = k - 1
+		s.pol.filled[i] = k - 1
 	}
 	return err
 }
@@ -56,7 +69,7 @@ func (s *v1search) nextPolicy() int {
 	best, bestN := -1, 0
 	for j := range s.p.sreqs {
 		a := &s.p.sreqs[j].alts[0]
-		if s.filled[j] >= a.a.Count {
+		if s.pol.filled[j] >= a.a.Count {
 			continue
 		}
 		n := 0
@@ -78,13 +91,13 @@ func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
 	want := a.a.Count - k
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.filled[j] >= b.a.Count {
+		if j == i || s.pol.filled[j] >= b.a.Count {
 			continue
 		}
-		if !s.enough(j, b, s.filled[j]) {
+		if !s.enough(j, b, s.pol.filled[j]) {
 			return false
 		}
-		want += b.a.Count - s.filled[j]
+		want += b.a.Count - s.pol.filled[j]
 	}
 	if want <= 1 {
 		return true
@@ -93,7 +106,7 @@ func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
 	have := 0
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.filled[j] >= b.a.Count {
+		if j != i && s.pol.filled[j] >= b.a.Count {
 			continue
 		}
 		for _, l := range b.cands {

@@ -20,12 +20,10 @@ const v1ImproveSteps = 512
 // allocated there, the candidates of each request and the constraints of
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
-	r      *Request
-	st     *State
-	inv    *Inventory
-	node   string // the node's name, when onNode
-	onNode bool
-	ar     *v1arena // backs the slices below (see v1arena)
+	r   *Request
+	st  *State
+	inv *Inventory
+	ar  *v1arena // backs the slices below (see v1arena)
 
 	devs      []int32        // local device → inventory device, ascending
 	unusable  []int32        // unusable pools that reach the node
@@ -129,9 +127,6 @@ func (r *Request) setup(st *State, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
 	p.r, p.st, p.inv = r, st, inv
-	if node != nil {
-		p.node, p.onNode = node.Name, true
-	}
 	p.devs, p.unusable = inv.nodeDevices(node, p.devs)
 	n := len(p.devs)
 	ar := p.ar

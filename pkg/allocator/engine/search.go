@@ -80,11 +80,8 @@ type v1search struct {
 	// subsets, no symmetry.
 	exhaustive bool
 
-	// Under a policy: per request, its slots filled; the candidates rated
-	// in the call costCall of ordered, by symmetry key.
-	filled   []int
-	costs    []v1cand
-	costCall int32
+	// pol is the search's state under a policy (nil without one).
+	pol *polState
 
 	found      bool
 	done       bool
@@ -131,7 +128,8 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
 	if p.policy != nil {
-		s.filled = ar.ints.take(len(p.sreqs))
+		s.pol = &ar.pol
+		*s.pol = polState{blocked: p.policy.Blocked(), filled: ar.ints.take(len(p.sreqs)), costs: s.pol.costs[:0]}
 	}
 	for k := range p.cons {
 		if !p.cons[k].c.Match {
@@ -355,10 +353,10 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	c = v1cand{l: l, key: s.symmetryKey(i, l)}
 	if c.key >= 0 {
-		if s.costCall != s.call {
-			s.costs, s.costCall = s.costs[:0], s.call
+		if s.pol.costCall != s.call {
+			s.pol.costs, s.pol.costCall = s.pol.costs[:0], s.call
 		}
-		for _, d := range s.costs {
+		for _, d := range s.pol.costs {
 			if d.key == c.key {
 				return d, true
 			}
@@ -366,7 +364,7 @@ func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	}
 	c.lost, c.cost = s.p.policy.Cost(l)
 	if c.key >= 0 {
-		s.costs = append(s.costs, c)
+		s.pol.costs = append(s.pol.costs, c)
 	}
 	return c, false
 }
@@ -577,7 +575,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
 				return false
 			}
-		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.policy != nil && !s.p.policy.Open(l)):
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.pol != nil && s.pol.blocked[l] != 0):
 			return false
 		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
@@ -609,7 +607,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 // partitions and counters allow it.
 func (s *v1search) free(l int32) bool {
 	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left)) &&
-		(s.p.policy == nil || s.p.policy.Open(l))
+		(s.pol == nil || s.pol.blocked[l] == 0)
 }
 
 // lostOf counts the free devices a pick of l (without admin access) makes

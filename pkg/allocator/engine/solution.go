@@ -12,11 +12,9 @@ import (
 // (the v1 front end's V1Result.Build), for the request it was found for
 // or one of the same shape.
 type Solution struct {
-	Inv    *Inventory
-	Node   string // the node's name, when OnNode
-	OnNode bool
-	Reqs   []SolReq // per pending request: claims in order, requests in order
-	Devs   []SolDev // the devices taken, by request, each request's in result order
+	Inv  *Inventory
+	Reqs []SolReq // per pending request: claims in order, requests in order
+	Devs []SolDev // the devices taken, by request, each request's in result order
 }
 
 // SolReq is what one pending request took: the alternative (index in
@@ -36,7 +34,7 @@ type SolDev struct {
 
 // solution keeps the search's best solution (see Solution).
 func (p *v1prob) solution(s *v1search) *Solution {
-	sol := &Solution{Inv: p.inv, Node: p.node, OnNode: p.onNode, Reqs: make([]SolReq, len(p.sreqs)), Devs: make([]SolDev, len(s.best))}
+	sol := &Solution{Inv: p.inv, Reqs: make([]SolReq, len(p.sreqs)), Devs: make([]SolDev, len(s.best))}
 	// Count each request's devices, place them from its start (end is the
 	// cursor while filling), then order each request's devices as the
 	// inventory does (local devices are in inventory order).

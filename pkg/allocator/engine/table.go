@@ -12,8 +12,9 @@ import (
 // Its memory comes from an arena: call Release when done with it and
 // with what Search returned.
 //
-// A front end does, in order: NewTable; Free for each free device;
-// Classes and Group for symmetry; Search; Release.
+// A front end does, in order: NewTable; Int32s for its Policy's state;
+// Free for each free device;
+// Classes and Groups for symmetry; Search, reading its Picks; Release.
 type Table struct {
 	p     *v1prob
 	count []int
@@ -22,7 +23,7 @@ type Table struct {
 // NewTable returns the table of n devices, every one in use until Free
 // says otherwise, and of len(count) requests, request k taking count[k]
 // devices.
-func NewTable(n int, count []int) *Table {
+func NewTable(n int, count []int) Table {
 	p := newV1Prob()
 	ar := p.ar
 	for l := range n {
@@ -37,34 +38,34 @@ func NewTable(n int, count []int) *Table {
 		p.inUse[l], p.nbrDone[l], p.ctrGroup[l], p.msig[l] = true, true, -1, -1
 	}
 	p.devGroups = ar.lists.take(n)
-	return &Table{p: p, count: count}
+	return Table{p: p, count: count}
 }
 
 // Int32s returns n zeroed int32s from the table's arena, for the
 // policy's own state; they live until Release.
-func (t *Table) Int32s(n int) []int32 { return t.p.ar.i32.take(n) }
+func (t Table) Int32s(n int) []int32 { return t.p.ar.i32.take(n) }
 
 // Free marks device l free, a candidate of the requests whose bits are
 // set in kinds (request k: bit k, k < 64).
-func (t *Table) Free(l int32, kinds uint64) {
+func (t Table) Free(l int32, kinds uint64) {
 	t.p.free0[l], t.p.inUse[l], t.p.kinds[l] = true, false, kinds
 }
 
 // Kinds returns the requests device l is a candidate of (see Free).
-func (t *Table) Kinds(l int32) uint64 { return t.p.kinds[l] }
+func (t Table) Kinds(l int32) uint64 { return t.p.kinds[l] }
 
 // IsFree reports whether Free marked device l.
-func (t *Table) IsFree(l int32) bool { return t.p.free0[l] }
+func (t Table) IsFree(l int32) bool { return t.p.free0[l] }
 
 // Classes sets the devices' symmetry classes: devices of one class in
 // one group are interchangeable (-1: none).
-func (t *Table) Classes(class []int32) { copy(t.p.msig, class) }
+func (t Table) Classes(class []int32) { copy(t.p.msig, class) }
 
 // Groups declares ng disjoint groups of devices, for symmetry;
 // group(j) returns group j's members (front end's memory, not modified),
 // whether nothing of it is in use, and its class: untouched groups of
 // one class are interchangeable (-1: none).
-func (t *Table) Groups(ng int, group func(j int) (members []int32, fresh bool, class int32)) {
+func (t Table) Groups(ng int, group func(j int) (members []int32, fresh bool, class int32)) {
 	p := t.p
 	p.lgroups = p.ar.groups.take(ng)
 	gbuf := p.ar.i32.take(ng)
@@ -79,12 +80,12 @@ func (t *Table) Groups(ng int, group func(j int) (members []int32, fresh bool, c
 	}
 }
 
-// Search runs the one search under pol. When something fits, it calls
-// pick with the solution's picks in the order taken and returns the free
-// devices they made unavailable, as pol's costs counted them; found is
-// false when nothing fits. exhaustive turns off every pruning (for tests
-// that compare). It fails only with ErrDeadline.
-func (t *Table) Search(ctx context.Context, pol Policy, exhaustive bool, pick func(request int, device int32)) (lost int, found bool, err error) {
+// Search runs the one search under pol: the solution's picks, in the
+// order taken, and the free devices they made unavailable, as pol's
+// costs counted them; found is false when nothing fits. exhaustive turns
+// off every pruning (for tests that compare). It fails only with
+// ErrDeadline. The picks live until Release.
+func (t Table) Search(ctx context.Context, pol Policy, exhaustive bool) (picks Picks, lost int, found bool, err error) {
 	p := t.p
 	n := len(p.devs)
 	p.policy = pol
@@ -117,16 +118,24 @@ func (t *Table) Search(ctx context.Context, pol Policy, exhaustive bool, pick fu
 	s := p.newSearch(ctx, p.ar.ints.take(len(t.count)), 0)
 	s.exhaustive = exhaustive
 	if err := s.run(); err != nil {
-		return 0, false, err
+		return Picks{}, 0, false, err
 	}
 	if !s.found {
-		return 0, false, nil
+		return Picks{}, 0, false, nil
 	}
-	for _, pk := range s.best {
-		pick(int(pk.sreq), pk.c.l)
-	}
-	return s.bestLost, true, nil
+	return Picks{best: s.best}, s.bestLost, true, nil
+}
+
+// Picks is a solution's picks, in the order the search took them.
+type Picks struct{ best []v1pick }
+
+// Len returns the number of picks.
+func (ps Picks) Len() int { return len(ps.best) }
+
+// At returns pick j: the request and the device.
+func (ps Picks) At(j int) (request int, device int32) {
+	return int(ps.best[j].sreq), ps.best[j].c.l
 }
 
 // Release gives the table's memory back.
-func (t *Table) Release() { t.p.release() }
+func (t Table) Release() { t.p.release() }
