@@ -13,8 +13,8 @@ import (
 // with what Search returned.
 //
 // A front end does, in order: NewTable; Int32s for its Policy's state;
-// Free for each free device;
-// Classes and Groups for symmetry; Search, reading its Picks; Release.
+// Free for each free device; Classes and Groups for symmetry; Search,
+// reading its Picks; Release.
 type Table struct {
 	p     *v1prob
 	count []int
