@@ -1,7 +1,6 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/internal/layered"
 	"cmp"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/internal/layered"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )

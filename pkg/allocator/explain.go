@@ -1,10 +1,11 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
+
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // claimItems is the names of one claim's items that share a problem.

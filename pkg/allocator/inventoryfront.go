@@ -1,10 +1,10 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 

@@ -1,12 +1,12 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 

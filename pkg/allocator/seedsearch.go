@@ -1,10 +1,11 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"strconv"
 	"strings"
+
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // The seed front end of the one search: a driver's part of a seed

@@ -27,12 +27,12 @@ package allocator
 //	V1Request + State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 

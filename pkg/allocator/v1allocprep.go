@@ -1,13 +1,13 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 

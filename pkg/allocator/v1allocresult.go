@@ -1,8 +1,9 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"slices"
+
+	"allot.dev/allot/pkg/allocator/engine"
 
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"

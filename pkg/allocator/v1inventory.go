@@ -1,7 +1,6 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"cmp"
 	"fmt"
 	"maps"
@@ -13,6 +12,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator/celenv"
+	"allot.dev/allot/pkg/allocator/engine"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"

@@ -1,13 +1,14 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"math"
 	"math/big"
 	"regexp"
 	"strings"
 	"testing"
+
+	"allot.dev/allot/pkg/allocator/engine"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"

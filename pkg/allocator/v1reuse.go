@@ -1,11 +1,12 @@
 package allocator
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"allot.dev/allot/pkg/allocator/engine"
 
 	resourcev1 "k8s.io/api/resource/v1"
 )

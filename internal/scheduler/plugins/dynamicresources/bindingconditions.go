@@ -1,7 +1,6 @@
 package dynamicresources
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // Binding conditions (KEP-5007, DRADeviceBindingConditions): a device

@@ -1,7 +1,6 @@
 package dynamicresources
 
 import (
-	"allot.dev/allot/pkg/allocator/engine"
 	"context"
 	"fmt"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // resource.k8s.io/v1 claims go through the same plugin as the seeds'
