@@ -35,6 +35,10 @@
 //     and makes programs with K8sProgramOptions (upstream's prices at run
 //     time, the cost limit, constant regular expressions compiled once).
 //
+// Both report a selector that does not compile with an error wrapping
+// ErrInvalidSelector, its CEL issues summarized by IssueSummary (where and
+// why, without quoting the source).
+//
 // QuantityValue and SemverValue read a seed value back (the v1 view of a
 // seed device is made from them).
 //
