@@ -1,8 +1,6 @@
 package allocator
 
 import (
-	"iter"
-
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -14,13 +12,21 @@ import (
 // the handle's nodeName, device = SeedDeviceName(instance ID)). It is
 // immutable; every change returns a new State. Safe for concurrent reads.
 type State struct {
-	*engine.State
+	engine.State
 }
 
 // NewState returns the state of inv with the v1 claims and the v1alpha2
 // claims allocated (claims without an allocation are skipped).
 func NewState(inv *engine.Inventory, v1Claims []*resourcev1.ResourceClaim, seedClaims []*resourceapi.ResourceClaim) *State {
-	return &State{engine.NewState(inv, concatUses(v1ClaimUses(v1Claims), seedClaimUses(seedClaims)))}
+	st := &State{State: engine.NewState(inv)}
+	for _, c := range v1Claims {
+		st.useV1Claim(c, 1)
+	}
+	for _, c := range seedClaims {
+		st.useSeedClaim(c, 1)
+	}
+	st.Fold()
+	return st
 }
 
 // WithAllocated returns the state with the v1 claims' allocations added.
@@ -50,105 +56,68 @@ func (s *State) WithoutSeedAllocated(claims ...*resourceapi.ResourceClaim) *Stat
 // derives the state of its next listing from the last one this way
 // instead of counting every claim again.
 func (s *State) WithChanges(removeV1, addV1 []*resourcev1.ResourceClaim, removeSeed, addSeed []*resourceapi.ResourceClaim) *State {
-	return &State{s.With(concatUses(v1ClaimUses(removeV1), seedClaimUses(removeSeed)), concatUses(v1ClaimUses(addV1), seedClaimUses(addSeed)))}
+	out := &State{State: s.Edit()}
+	for _, c := range removeV1 {
+		out.useV1Claim(c, -1)
+	}
+	for _, c := range removeSeed {
+		out.useSeedClaim(c, -1)
+	}
+	for _, c := range addV1 {
+		out.useV1Claim(c, 1)
+	}
+	for _, c := range addSeed {
+		out.useSeedClaim(c, 1)
+	}
+	return out
 }
 
 // WithSeedResults returns the state with v1alpha2 allocation results
 // added that no claim holds yet, such as the results Allocate gives a
 // pod's claims on a node before they are written.
 func (s *State) WithSeedResults(results ...*resourceapi.AllocationResult) *State {
-	return &State{s.With(nil, func(yield func(engine.DeviceUse) bool) {
-		for _, a := range results {
-			for u := range seedAllocDevices(a) {
-				if !yield(u) {
-					return
-				}
-			}
-		}
-	})}
-}
-
-// concatUses is a's device uses, then b's.
-func concatUses(a, b iter.Seq[engine.DeviceUse]) iter.Seq[engine.DeviceUse] {
-	return func(yield func(engine.DeviceUse) bool) {
-		for u := range a {
-			if !yield(u) {
-				return
-			}
-		}
-		for u := range b {
-			if !yield(u) {
-				return
-			}
-		}
+	out := &State{State: s.Edit()}
+	for _, a := range results {
+		out.useSeedResult(a, 1)
 	}
+	return out
 }
 
-// v1ClaimUses is the devices the v1 claims' allocations hold.
-func v1ClaimUses(claims []*resourcev1.ResourceClaim) iter.Seq[engine.DeviceUse] {
-	return func(yield func(engine.DeviceUse) bool) {
-		for _, c := range claims {
-			if c == nil || c.Status.Allocation == nil {
-				continue
-			}
-			for u := range v1Devices(c.Status.Allocation) {
-				if !yield(u) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// seedClaimUses is the devices the v1alpha2 claims' allocations hold.
-func seedClaimUses(claims []*resourceapi.ResourceClaim) iter.Seq[engine.DeviceUse] {
-	return func(yield func(engine.DeviceUse) bool) {
-		for _, c := range claims {
-			if c == nil {
-				continue
-			}
-			for u := range seedAllocDevices(c.Status.Allocation) {
-				if !yield(u) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// v1Devices is the v1 front end's devices of an allocation: its results,
+// useV1Claim counts the devices of a v1 claim's allocation: its results,
 // admin access left out (it does not use a device up).
-func v1Devices(a *resourcev1.AllocationResult) iter.Seq[engine.DeviceUse] {
-	return func(yield func(engine.DeviceUse) bool) {
-		for _, r := range a.Devices.Results {
-			if r.AdminAccess != nil && *r.AdminAccess {
-				continue
-			}
-			if !yield(engine.DeviceUse{Driver: r.Driver, Pool: r.Pool, Device: r.Device, Shared: r.ShareID != nil, Consumed: r.ConsumedCapacity}) {
-				return
-			}
+func (s *State) useV1Claim(c *resourcev1.ResourceClaim, sign int32) {
+	if c == nil || c.Status.Allocation == nil {
+		return
+	}
+	for _, r := range c.Status.Allocation.Devices.Results {
+		if r.AdminAccess != nil && *r.AdminAccess {
+			continue
 		}
+		s.Use(engine.DeviceUse{Driver: r.Driver, Pool: r.Pool, Device: r.Device, Shared: r.ShareID != nil, Consumed: r.ConsumedCapacity}, sign)
 	}
 }
 
-// seedAllocDevices is the seed front end's devices of an allocation (nil:
-// none): the instances of its structured handles, each a device of the
-// projected pool of the handle's node.
-func seedAllocDevices(a *resourceapi.AllocationResult) iter.Seq[engine.DeviceUse] {
-	return func(yield func(engine.DeviceUse) bool) {
-		if a == nil {
-			return
+// useSeedClaim counts the devices of a v1alpha2 claim's allocation.
+func (s *State) useSeedClaim(c *resourceapi.ResourceClaim, sign int32) {
+	if c != nil {
+		s.useSeedResult(c.Status.Allocation, sign)
+	}
+}
+
+// useSeedResult counts the devices of a seed allocation (nil: none): the
+// instances of its structured handles, each a device of the projected
+// pool of the handle's node.
+func (s *State) useSeedResult(a *resourceapi.AllocationResult, sign int32) {
+	if a == nil {
+		return
+	}
+	for _, h := range a.ResourceHandles {
+		sd := h.StructuredData
+		if sd == nil || sd.Partitionable == nil {
+			continue
 		}
-		for _, h := range a.ResourceHandles {
-			sd := h.StructuredData
-			if sd == nil || sd.Partitionable == nil {
-				continue
-			}
-			for _, in := range sd.Partitionable.Instances {
-				if !yield(engine.DeviceUse{Driver: h.DriverName, Pool: sd.NodeName, Device: SeedDeviceName(in.ID), Instance: in.ID}) {
-					return
-				}
-			}
+		for _, in := range sd.Partitionable.Instances {
+			s.Use(engine.DeviceUse{Driver: h.DriverName, Pool: sd.NodeName, Device: SeedDeviceName(in.ID), Instance: in.ID}, sign)
 		}
 	}
 }

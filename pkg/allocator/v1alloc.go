@@ -207,7 +207,7 @@ func CheckV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) 
 		return res, nil
 	}
 	var en engine.Node
-	sol, rs, score, err := req.Decide(ctx, st.State, engineNode(node, &en))
+	sol, rs, score, err := req.Decide(ctx, &st.State, engineNode(node, &en))
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
 	}

@@ -138,7 +138,7 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		claims := v1tClaims(v1tClaim("a", v1tExact("h", "gpu", 8, `device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) == 0`)),
 			v1tClaim("b", v1tExact("q", "gpu", tc.quarters, `device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		found, steps, rs, err := req.Probe(context.Background(), st.State, NodeOf(node))
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(node))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
@@ -220,7 +220,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 			v1tMatch(v1tGPU+"/root"))), 20},
 	} {
 		req := PrepareV1(nil, tc.claims, v1tClassFunc(v1tClasses()))
-		found, steps, rs, err := req.Probe(context.Background(), st.State, NodeOf(v1tNode("node-a")))
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
@@ -247,7 +247,7 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 			v1tExact("h", "seed", 5, `device.capacity["gpu"].memory.compareTo(quantity("16Gi")) == 0`),
 			v1tExact("q", "seed", tc.quarters, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		found, steps, rs, err := req.Probe(context.Background(), st.State, NodeOf(v1tNode("node-a")))
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}

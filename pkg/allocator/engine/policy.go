@@ -23,7 +23,8 @@ type Policy interface {
 
 // polState is a search's state under a policy: per request, its slots
 // filled; the candidates rated in the call costCall of ordered, by
-// symmetry key. A table runs one search, so the arena holds one.
+// symmetry key. A table runs one search, so the arena holds one and the
+// problem points to it.
 type polState struct {
 	blocked  []int32 // Policy.Blocked
 	filled   []int
@@ -48,17 +49,17 @@ func (s *v1search) next(o, i int, a *v1salt, k int) error {
 		return s.slot(o, i, a, k)
 	}
 	if i >= 0 {
-		s.pol.filled[i] = k
+		s.p.pol.filled[i] = k
 	}
 	j := s.nextPolicy()
 	var err error
 	if j < 0 {
 		s.solution()
 	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.pol.filled[j])
+		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.p.pol.filled[j])
 	}
 	if i >= 0 {
-		s.pol.filled[i] = k - 1
+		s.p.pol.filled[i] = k - 1
 	}
 	return err
 }
@@ -69,7 +70,7 @@ func (s *v1search) nextPolicy() int {
 	best, bestN := -1, 0
 	for j := range s.p.sreqs {
 		a := &s.p.sreqs[j].alts[0]
-		if s.pol.filled[j] >= a.a.Count {
+		if s.p.pol.filled[j] >= a.a.Count {
 			continue
 		}
 		n := 0
@@ -91,13 +92,13 @@ func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
 	want := a.a.Count - k
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.pol.filled[j] >= b.a.Count {
+		if j == i || s.p.pol.filled[j] >= b.a.Count {
 			continue
 		}
-		if !s.enough(j, b, s.pol.filled[j]) {
+		if !s.enough(j, b, s.p.pol.filled[j]) {
 			return false
 		}
-		want += b.a.Count - s.pol.filled[j]
+		want += b.a.Count - s.p.pol.filled[j]
 	}
 	if want <= 1 {
 		return true
@@ -106,7 +107,7 @@ func (s *v1search) boundPolicy(i int, a *v1salt, k int) bool {
 	have := 0
 	for j := range s.p.sreqs {
 		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.pol.filled[j] >= b.a.Count {
+		if j != i && s.p.pol.filled[j] >= b.a.Count {
 			continue
 		}
 		for _, l := range b.cands {

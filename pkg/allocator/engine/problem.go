@@ -58,6 +58,7 @@ type v1prob struct {
 	// policy is the front end's order (policy.go; the seed
 	// front end's), nil for v1 requests.
 	policy Policy
+	pol    *polState // the search's state under policy (set by newSearch)
 
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in

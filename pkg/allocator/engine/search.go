@@ -80,9 +80,6 @@ type v1search struct {
 	// subsets, no symmetry.
 	exhaustive bool
 
-	// pol is the search's state under a policy (nil without one).
-	pol *polState
-
 	found      bool
 	done       bool
 	best       []v1pick
@@ -128,8 +125,8 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
 	if p.policy != nil {
-		s.pol = &ar.pol
-		*s.pol = polState{blocked: p.policy.Blocked(), filled: ar.ints.take(len(p.sreqs)), costs: s.pol.costs[:0]}
+		p.pol = &ar.pol
+		*p.pol = polState{blocked: p.policy.Blocked(), filled: ar.ints.take(len(p.sreqs)), costs: p.pol.costs[:0]}
 	}
 	for k := range p.cons {
 		if !p.cons[k].c.Match {
@@ -353,10 +350,10 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	c = v1cand{l: l, key: s.symmetryKey(i, l)}
 	if c.key >= 0 {
-		if s.pol.costCall != s.call {
-			s.pol.costs, s.pol.costCall = s.pol.costs[:0], s.call
+		if s.p.pol.costCall != s.call {
+			s.p.pol.costs, s.p.pol.costCall = s.p.pol.costs[:0], s.call
 		}
-		for _, d := range s.pol.costs {
+		for _, d := range s.p.pol.costs {
 			if d.key == c.key {
 				return d, true
 			}
@@ -364,7 +361,7 @@ func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	}
 	c.lost, c.cost = s.p.policy.Cost(l)
 	if c.key >= 0 {
-		s.pol.costs = append(s.pol.costs, c)
+		s.p.pol.costs = append(s.p.pol.costs, c)
 	}
 	return c, false
 }
@@ -575,7 +572,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
 				return false
 			}
-		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.pol != nil && s.pol.blocked[l] != 0):
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.pol != nil && s.p.pol.blocked[l] != 0):
 			return false
 		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
@@ -607,7 +604,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 // partitions and counters allow it.
 func (s *v1search) free(l int32) bool {
 	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left)) &&
-		(s.pol == nil || s.pol.blocked[l] == 0)
+		(s.p.pol == nil || s.p.pol.blocked[l] == 0)
 }
 
 // lostOf counts the free devices a pick of l (without admin access) makes

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"iter"
 	"slices"
 
 	"allot.dev/allot/pkg/allocator/internal/layered"
@@ -35,47 +34,37 @@ type State struct {
 	shares   *layered.Map[string, v1shares] // device key → its shares (results with a shareID)
 }
 
-// NewState returns the state of inv with the devices of uses
-// allocated (nil: none).
-func NewState(inv *Inventory, uses iter.Seq[DeviceUse]) *State {
-	s := &State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
+// NewState returns the empty state of inv, to fill with Use and then
+// Fold before anyone reads it. A State is used through a pointer; a front
+// end may embed it.
+func NewState(inv *Inventory) State {
+	return State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
 		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
-	if uses != nil {
-		for u := range uses {
-			s.use(u, 1)
-		}
-	}
-	// Fold the deltas once, so that derived states start from flat maps.
+}
+
+// Fold folds the changes into flat maps, once after filling a new
+// state, so that the states derived from it start from them.
+func (s *State) Fold() {
 	s.used.Fold()
 	s.consumed.Fold()
 	s.seedUsed.Fold()
 	s.shares.Fold()
-	return s
 }
 
-// With returns the state after changes, in one step: the devices of
-// remove (which the state counted) taken out, those of add put in (nil:
-// none). A
-// front end maps its claims' allocations to DeviceUses; a scheduler
-// derives the state of its next listing from the last one this way
-// instead of counting every claim again.
-func (s *State) With(remove, add iter.Seq[DeviceUse]) *State {
-	out := s.clone()
-	if remove != nil {
-		for u := range remove {
-			out.use(u, -1)
-		}
-	}
-	if add != nil {
-		for u := range add {
-			out.use(u, 1)
-		}
-	}
-	return out
+// Edit returns a version of s to change with Use before anyone reads it:
+// it copies s's small deltas on its first write (layered's Derived),
+// never touching s, which other goroutines may be reading or deriving
+// from at the same time (a State is never written once published). A
+// front end derives the state of its next listing from the last one this
+// way instead of counting every claim again.
+func (s *State) Edit() State {
+	return State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }
 
-// use counts one device use in (sign 1) or out (sign -1).
-func (s *State) use(u DeviceUse, sign int32) {
+// Use counts one device use in (sign 1) or out (sign -1, a use the state
+// counted), on a state from NewState or Edit that nobody reads yet. A
+// front end maps its claims' allocations to DeviceUses.
+func (s *State) Use(u DeviceUse, sign int32) {
 	if u.Shared {
 		s.applyShared(u, sign)
 		return
@@ -110,14 +99,6 @@ func (s *State) InUse(driver, pool, device string) bool {
 	}
 	n, _ := s.used.Get(key)
 	return n > 0
-}
-
-// clone returns a state to change in place. Its maps copy s's small
-// deltas on their first write (layered.derived), never touching s, which
-// other goroutines may be reading or deriving from at the same time (a
-// State is never written once published).
-func (s *State) clone() *State {
-	return &State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
 }
 
 // DeviceUse is one device an allocation holds, as the one state counts
