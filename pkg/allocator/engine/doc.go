@@ -24,9 +24,10 @@
 //     devices: the pools of every driver (Pool, Device), with the
 //     counters each device consumes and, for projected seed leaves,
 //     their instance IDs. An Inventory is immutable and shared.
-//  2. NewState(inventory, uses) with the devices the allocated claims
-//     hold (DeviceUse: driver, pool, device, seed instance, share), then
-//     State.With(remove, add) as claims change. A State is immutable.
+//  2. NewState(inventory), then Use for each device the allocated
+//     claims hold (DeviceUse: driver, pool, device, seed instance,
+//     share), then Fold; as claims change, Edit a published state and
+//     Use the changes on the copy. A published State is never written.
 //  3. A Request per pod: per claim its key, whether it is pending, and
 //     its requests (Req: an exact request or firstAvailable alternatives,
 //     Alt) and constraints (Constraint). It is read-only once built.
