@@ -3,7 +3,6 @@ package allocator
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -514,7 +513,7 @@ func (c *v1MapInterner) attributes(attrs map[resourcev1.QualifiedName]resourcev1
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.key = c.key[:0]
-	for _, n := range slices.Sorted(maps.Keys(attrs)) {
+	for _, n := range sortedKeys(attrs) {
 		a := attrs[n]
 		c.key = v1KeyString(c.key, string(n))
 		switch {
@@ -553,7 +552,7 @@ func (c *v1MapInterner) capacities(caps map[resourcev1.QualifiedName]resourcev1.
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.key = c.key[:0]
-	for _, n := range slices.Sorted(maps.Keys(caps)) {
+	for _, n := range sortedKeys(caps) {
 		v := caps[n]
 		if v.RequestPolicy != nil {
 			return caps // not produced by the projection; compared no further
@@ -782,4 +781,16 @@ func DeviceAvailableOn(d *engine.Device, node *corev1.Node) bool {
 	}
 	var en engine.Node
 	return d.AvailableOn(engineNode(node, &en))
+}
+
+// sortedKeys returns m's keys in order, in a slice of their number
+// (slices.Sorted(maps.Keys(m)) grows its slice as it goes, which the
+// seed projection's per-device maps paid for).
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

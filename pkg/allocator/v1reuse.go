@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -78,7 +77,7 @@ func writeV1Alt(b *strings.Builder, a *engine.Alt) bool {
 			fmt.Fprintf(b, "%d", *t.TolerationSeconds)
 		}
 	}
-	for _, n := range slices.Sorted(maps.Keys(a.CapReqs)) {
+	for _, n := range sortedKeys(a.CapReqs) {
 		q := a.CapReqs[n]
 		fmt.Fprintf(b, "c%q=%s", n, q.String())
 	}
