@@ -11,6 +11,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -216,7 +217,7 @@ func (r *Result) shapeOf() *reasonShape {
 		b.WriteString(string(x.Code))
 		b.WriteByte(0)
 		b.WriteString(strconv.Itoa(j))
-		for _, f := range []string{x.Driver, x.Clause, x.detail} {
+		for _, f := range []string{x.Driver, x.Clause, x.Detail()} {
 			b.WriteByte(0)
 			b.WriteString(f)
 		}
@@ -331,13 +332,13 @@ func (r *Request) nodeReasons(st *NodeState) []Reason {
 		if !r.pending[i] {
 			alloc := c.Claim.Status.Allocation
 			if alloc != nil && !MatchNodeSelector(alloc.AvailableOnNodes, st.node, st.model.node) {
-				out = append(out, newReason(ReasonClaimAllocatedElsewhere, c.Key(), "", nil, "",
+				out = append(out, engine.NewReason(ReasonClaimAllocatedElsewhere, c.Key(), "", nil, "",
 					"is allocated and not available on this node"))
 			}
 			continue
 		}
 		if sn := c.Class.SuitableNodes; sn != nil && !MatchNodeSelector(sn, st.node, st.model.node) {
-			out = append(out, newReason(ReasonClassNodeMismatch, c.Key(), "", nil, "",
+			out = append(out, engine.NewReason(ReasonClassNodeMismatch, c.Key(), "", nil, "",
 				fmt.Sprintf("class %s does not allow this node (suitableNodes)", c.Class.Name)))
 		}
 	}
@@ -347,7 +348,7 @@ func (r *Request) nodeReasons(st *NodeState) []Reason {
 func (r *Request) driverMissing(d string) []Reason {
 	var out []Reason
 	for _, g := range r.groupByClaim(d, nil) {
-		out = append(out, newReason(ReasonDriverNotOnNode, g.claim, d, g.names, "",
+		out = append(out, engine.NewReason(ReasonDriverNotOnNode, g.claim, d, g.names, "",
 			"the node has no resources of this driver"))
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/internal/layered"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -25,16 +26,16 @@ import (
 // stale ones (the scheduler's answer reuse). A ClaimSet is safe for
 // concurrent use; nothing in it may be modified.
 type ClaimSet struct {
-	claims    *layered[string, *resourceapi.ResourceClaim] // namespace/name
-	generated *layered[string, string]                     // podUID/entry -> name of the claim generated for it
+	claims    *layered.Map[string, *resourceapi.ResourceClaim] // namespace/name
+	generated *layered.Map[string, string]                     // podUID/entry -> name of the claim generated for it
 	// nodes have an entry in allocated even without claims.
 	nodes map[string][]*resourceapi.NodeResourceSlice
 
-	v1          *layered[string, *resourcev1.ResourceClaim] // namespace/name
-	v1generated *layered[string, string]                    // podUID/entry -> name
+	v1          *layered.Map[string, *resourcev1.ResourceClaim] // namespace/name
+	v1generated *layered.Map[string, string]                    // podUID/entry -> name
 
 	once      sync.Once
-	allocated *layered[string, *NodeClaims] // by node with slices or structured handles; see Allocated
+	allocated *layered.Map[string, *NodeClaims] // by node with slices or structured handles; see Allocated
 
 	// gen names this ClaimSet among all. parent is the set Update derived
 	// it from, and touched the nodes whose allocated claims differ from
@@ -84,8 +85,8 @@ func NewClaimSet(claims []*resourceapi.ResourceClaim, nodes map[string][]*resour
 			v1generated[k] = c.Name
 		}
 	}
-	return &ClaimSet{claims: newLayered(byKey), generated: newLayered(generated), nodes: nodes, gen: claimSetGen.Add(1),
-		v1: newLayered(v1), v1generated: newLayered(v1generated)}
+	return &ClaimSet{claims: layered.New(byKey), generated: layered.New(generated), nodes: nodes, gen: claimSetGen.Add(1),
+		v1: layered.New(v1), v1generated: layered.New(v1generated)}
 }
 
 // Gen numbers s among all ClaimSets of the process.
@@ -102,20 +103,20 @@ func (s *ClaimSet) Touched() []string { return s.touched }
 func (s *ClaimSet) TouchedAll() bool { return s.touchedAll }
 
 // Get returns the claim of key namespace/name.
-func (s *ClaimSet) Get(key string) (*resourceapi.ResourceClaim, bool) { return s.claims.get(key) }
+func (s *ClaimSet) Get(key string) (*resourceapi.ResourceClaim, bool) { return s.claims.Get(key) }
 
 // Claim returns the claim namespace/name.
 func (s *ClaimSet) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
-	return s.claims.get(namespace + "/" + name)
+	return s.claims.Get(namespace + "/" + name)
 }
 
 // Len is the number of claims.
-func (s *ClaimSet) Len() int { return s.claims.len() }
+func (s *ClaimSet) Len() int { return s.claims.Len() }
 
 // Claims returns every claim, sorted by namespace and name.
 func (s *ClaimSet) Claims() []*resourceapi.ResourceClaim {
-	out := make([]*resourceapi.ResourceClaim, 0, s.claims.len())
-	s.claims.each(func(_ string, c *resourceapi.ResourceClaim) { out = append(out, c) })
+	out := make([]*resourceapi.ResourceClaim, 0, s.claims.Len())
+	s.claims.Each(func(_ string, c *resourceapi.ResourceClaim) { out = append(out, c) })
 	slices.SortFunc(out, func(a, b *resourceapi.ResourceClaim) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
@@ -125,20 +126,20 @@ func (s *ClaimSet) Claims() []*resourceapi.ResourceClaim {
 // Generated returns the name of the claim generated for the entry of the
 // pod with that UID (resourceapi.GeneratedFor), if there is one.
 func (s *ClaimSet) Generated(podUID types.UID, entry string) (string, bool) {
-	return s.generated.get(EntryKey(podUID, entry))
+	return s.generated.Get(EntryKey(podUID, entry))
 }
 
 // V1Claim returns the resource.k8s.io/v1 claim of key namespace/name.
-func (s *ClaimSet) V1Claim(key string) (*resourcev1.ResourceClaim, bool) { return s.v1.get(key) }
+func (s *ClaimSet) V1Claim(key string) (*resourcev1.ResourceClaim, bool) { return s.v1.Get(key) }
 
 // V1Len is the number of resource.k8s.io/v1 claims.
-func (s *ClaimSet) V1Len() int { return s.v1.len() }
+func (s *ClaimSet) V1Len() int { return s.v1.Len() }
 
 // V1Claims returns every resource.k8s.io/v1 claim, sorted by namespace and
 // name.
 func (s *ClaimSet) V1Claims() []*resourcev1.ResourceClaim {
-	out := make([]*resourcev1.ResourceClaim, 0, s.v1.len())
-	s.v1.each(func(_ string, c *resourcev1.ResourceClaim) { out = append(out, c) })
+	out := make([]*resourcev1.ResourceClaim, 0, s.v1.Len())
+	s.v1.Each(func(_ string, c *resourcev1.ResourceClaim) { out = append(out, c) })
 	slices.SortFunc(out, func(a, b *resourcev1.ResourceClaim) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
@@ -148,14 +149,14 @@ func (s *ClaimSet) V1Claims() []*resourcev1.ResourceClaim {
 // GeneratedV1 returns the name of the resource.k8s.io/v1 claim generated
 // for the entry of the pod with that UID, if there is one.
 func (s *ClaimSet) GeneratedV1(podUID types.UID, entry string) (string, bool) {
-	return s.v1generated.get(EntryKey(podUID, entry))
+	return s.v1generated.Get(EntryKey(podUID, entry))
 }
 
 // Allocated returns the claims allocated on node, nil when there are
 // none and the node has no slices.
 func (s *ClaimSet) Allocated(node string) *NodeClaims {
 	s.once.Do(s.indexAllocated)
-	nc, _ := s.allocated.get(node)
+	nc, _ := s.allocated.Get(node)
 	return nc
 }
 
@@ -166,7 +167,7 @@ func (s *ClaimSet) With(claims ...*resourceapi.ResourceClaim) *ClaimSet {
 	for _, c := range claims {
 		set[claimKey(c)] = c
 	}
-	return &ClaimSet{claims: s.claims.with(set, nil), generated: s.generatedWith(set, nil), nodes: s.nodes, gen: claimSetGen.Add(1),
+	return &ClaimSet{claims: s.claims.With(set, nil), generated: s.generatedWith(set, nil), nodes: s.nodes, gen: claimSetGen.Add(1),
 		v1: s.v1, v1generated: s.v1generated}
 }
 
@@ -211,7 +212,7 @@ func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, upd
 	setClaims := make(map[string]*resourceapi.ResourceClaim, len(upd))
 	var delClaims []string
 	for k, c := range upd {
-		if old, ok := s.claims.get(k); ok {
+		if old, ok := s.claims.Get(k); ok {
 			for _, n := range AllocatedNodes(old) {
 				at(n).drop = append(at(n).drop, old)
 			}
@@ -228,13 +229,13 @@ func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, upd
 	for _, n := range touch.Nodes {
 		at(n)
 	}
-	out.claims = s.claims.with(setClaims, delClaims)
+	out.claims = s.claims.With(setClaims, delClaims)
 	out.generated = s.generatedWith(setClaims, delClaims)
 	setNodes := make(map[string]*NodeClaims, len(touched))
 	var delNodes []string
 	for n, c := range touched {
 		var prev []*resourceapi.ResourceClaim
-		if e, ok := s.allocated.get(n); ok {
+		if e, ok := s.allocated.Get(n); ok {
 			prev = e.Claims
 		}
 		list := make([]*resourceapi.ResourceClaim, 0, len(prev)+len(c.add))
@@ -250,7 +251,7 @@ func (s *ClaimSet) UpdateTouching(upd map[string]*resourceapi.ResourceClaim, upd
 		}
 		setNodes[n] = &NodeClaims{Claims: list}
 	}
-	out.allocated = s.allocated.with(setNodes, delNodes)
+	out.allocated = s.allocated.With(setNodes, delNodes)
 	out.once.Do(func() {})
 	out.parent.Store(s)
 	for n := range touched {
@@ -315,7 +316,7 @@ func (s *ClaimSet) indexAllocated() {
 	for n := range s.nodes {
 		allocated[n] = &NodeClaims{}
 	}
-	s.claims.each(func(_ string, c *resourceapi.ResourceClaim) {
+	s.claims.Each(func(_ string, c *resourceapi.ResourceClaim) {
 		if c.Status.Allocation == nil {
 			return
 		}
@@ -332,7 +333,7 @@ func (s *ClaimSet) indexAllocated() {
 			e.Claims = append(e.Claims, c)
 		}
 	})
-	s.allocated = newLayered(allocated)
+	s.allocated = layered.New(allocated)
 }
 
 // onNodeBefore reports whether one of hs is a structured handle on node.
@@ -347,13 +348,13 @@ func onNodeBefore(hs []resourceapi.ResourceHandle, node string) bool {
 
 // generatedWith is s.generated after the claims set are set and the
 // claims del (namespace/name) deleted.
-func (s *ClaimSet) generatedWith(set map[string]*resourceapi.ResourceClaim, del []string) *layered[string, string] {
+func (s *ClaimSet) generatedWith(set map[string]*resourceapi.ResourceClaim, del []string) *layered.Map[string, string] {
 	put := map[string]string{}
 	var drop []string
 	forget := func(key string) {
-		if old, ok := s.claims.get(key); ok {
+		if old, ok := s.claims.Get(key); ok {
 			if k := GeneratedKey(old); k != "" {
-				if name, _ := s.generated.get(k); name == old.Name {
+				if name, _ := s.generated.Get(k); name == old.Name {
 					drop = append(drop, k)
 				}
 			}
@@ -372,12 +373,12 @@ func (s *ClaimSet) generatedWith(set map[string]*resourceapi.ResourceClaim, del 
 		return s.generated
 	}
 	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
-	return s.generated.with(put, drop)
+	return s.generated.With(put, drop)
 }
 
 // v1WithChanges is s's v1 claims and their generated index after the
 // v1 claim events upd.
-func (s *ClaimSet) v1WithChanges(upd map[string]*resourcev1.ResourceClaim) (*layered[string, *resourcev1.ResourceClaim], *layered[string, string]) {
+func (s *ClaimSet) v1WithChanges(upd map[string]*resourcev1.ResourceClaim) (*layered.Map[string, *resourcev1.ResourceClaim], *layered.Map[string, string]) {
 	if len(upd) == 0 {
 		return s.v1, s.v1generated
 	}
@@ -386,9 +387,9 @@ func (s *ClaimSet) v1WithChanges(upd map[string]*resourcev1.ResourceClaim) (*lay
 	put := map[string]string{}
 	var drop []string
 	for key, c := range upd {
-		if old, ok := s.v1.get(key); ok {
+		if old, ok := s.v1.Get(key); ok {
 			if k := GeneratedKeyV1(old); k != "" {
-				if name, _ := s.v1generated.get(k); name == old.Name {
+				if name, _ := s.v1generated.Get(k); name == old.Name {
 					drop = append(drop, k)
 				}
 			}
@@ -403,7 +404,7 @@ func (s *ClaimSet) v1WithChanges(upd map[string]*resourcev1.ResourceClaim) (*lay
 		}
 	}
 	drop = slices.DeleteFunc(drop, func(k string) bool { _, again := put[k]; return again })
-	return s.v1.with(set, del), s.v1generated.with(put, drop)
+	return s.v1.With(set, del), s.v1generated.With(put, drop)
 }
 
 // GeneratedKeyV1 is GeneratedKey for a resource.k8s.io/v1 claim (the same

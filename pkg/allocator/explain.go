@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // claimItems is the names of one claim's items that share a problem.
@@ -56,7 +58,7 @@ func (r *Request) explain(d string, dm *driverModel, ds *driverState, masks []ui
 		return r.reasonsFor(d, f.mask, explanation{code: ReasonNotEnough, detail: detail})
 	}
 	for _, g := range r.groupByClaim(d, nil) {
-		out = append(out, newReason(ReasonNoCombination, g.claim, d, g.names, "",
+		out = append(out, engine.NewReason(ReasonNoCombination, g.claim, d, g.names, "",
 			"every request has candidates, but no combination satisfies all of them under the partition rules"))
 	}
 	return out
@@ -89,7 +91,7 @@ func (r *Request) reasonsFor(d string, kinds uint64, e explanation) []Reason {
 	}
 	var out []Reason
 	for _, g := range r.groupByClaim(d, func(it item) bool { return kinds&(1<<it.kind) != 0 }) {
-		out = append(out, newReason(e.code, g.claim, d, g.names, e.clause, e.detail))
+		out = append(out, engine.NewReason(e.code, g.claim, d, g.names, e.clause, e.detail))
 	}
 	out = slices.Clip(out)
 	r.reasonMemo.Store(key, out)

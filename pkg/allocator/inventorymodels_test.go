@@ -35,14 +35,14 @@ func TestInventorySharesSeedModels(t *testing.T) {
 		slice("node-b", "gpu.example.com", "half-0", "bad/name"),
 	}
 	calls := map[string]int{}
-	shared := allocator.NewV1InventoryModels(nil, seed, func(node string, ss []*resourceapi.NodeResourceSlice) *allocator.Model {
+	shared := allocator.NewInventoryModels(nil, seed, func(node string, ss []*resourceapi.NodeResourceSlice) *allocator.Model {
 		calls[node]++
 		return allocator.NewModel(node, ss)
 	})
 	if want := map[string]int{"node-a": 1, "node-b": 1}; !reflect.DeepEqual(calls, want) {
 		t.Errorf("Models asked for: %v, want %v", calls, want)
 	}
-	own := allocator.NewV1Inventory(nil, seed)
+	own := allocator.NewInventory(nil, seed)
 	if !reflect.DeepEqual(shared.Pools(), own.Pools()) {
 		t.Errorf("pools differ:\nshared %+v\nown    %+v", shared.Pools(), own.Pools())
 	}

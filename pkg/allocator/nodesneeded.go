@@ -6,6 +6,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -84,7 +85,7 @@ func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeT
 	}
 	if len(out.NodeNames) >= max {
 		out.Capped = true
-		return "", []Reason{newReason(ReasonNotEnough, "", "", nil, "",
+		return "", []Reason{engine.NewReason(ReasonNotEnough, "", "", nil, "",
 			fmt.Sprintf("fits none of the %d new nodes and max is reached", len(out.NodeNames)))}, nil
 	}
 	name := s.freshName(tmpl.Node.Name, len(out.NodeNames)+1)
@@ -110,7 +111,7 @@ func (s *Simulation) placeOnNew(ctx context.Context, pod *corev1.Pod, tmpl NodeT
 func (s *Simulation) freshName(base string, i int) string {
 	name := fmt.Sprintf("%s-%d", base, i)
 	for j := 2; ; j++ {
-		if _, taken := s.nodes.get(name); !taken {
+		if _, taken := s.nodes.Get(name); !taken {
 			return name
 		}
 		name = fmt.Sprintf("%s-%d-%d", base, i, j)

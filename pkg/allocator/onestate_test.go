@@ -10,7 +10,7 @@ import (
 )
 
 // TestSeedNodeStateMatchesClaims: the seed view of one node of the one
-// device-use state (V1State.SeedNodeState) marks the same instances in
+// device-use state (State.SeedNodeState) marks the same instances in
 // use and the same partition groups locked as a NodeState counting the
 // v1alpha2 claims and the v1 claims' seed devices
 // (seedAllocations), on random partition trees, with claims
@@ -23,7 +23,7 @@ func TestSeedNodeStateMatchesClaims(t *testing.T) {
 		model := NewModel("node", []*resourceapi.NodeResourceSlice{sl})
 		other := *sl.DeepCopy()
 		other.Name, other.Spec.NodeName = "other", "other"
-		inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{sl, &other})
+		inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{sl, &other})
 		dm := model.drivers["drv"]
 		var seedClaims []*resourceapi.ResourceClaim
 		var v1Claims []*resourcev1.ResourceClaim
@@ -48,12 +48,12 @@ func TestSeedNodeStateMatchesClaims(t *testing.T) {
 			v1Claims = append(v1Claims, v1tAllocated(name, node, devs...))
 		}
 		want := NewNodeState(model, nil, append(seedClaims, seedAllocations(inv, v1Claims...)...))
-		st := NewV1State(inv, v1Claims, seedClaims)
+		st := NewState(inv, v1Claims, seedClaims)
 		compareSeedUse(t, seed, model, want, st.SeedNodeState(model, nil, nil))
 
 		// The same, derived: everything added, then half of it removed
 		// and added again.
-		d := NewV1State(inv, nil, nil).WithChanges(nil, v1Claims, nil, seedClaims)
+		d := NewState(inv, nil, nil).WithChanges(nil, v1Claims, nil, seedClaims)
 		d = d.WithChanges(v1Claims[:len(v1Claims)/2], nil, seedClaims[:len(seedClaims)/2], nil).
 			WithChanges(nil, v1Claims[:len(v1Claims)/2], nil, seedClaims[:len(seedClaims)/2])
 		compareSeedUse(t, seed, model, want, d.SeedNodeState(model, nil, nil))
@@ -83,11 +83,11 @@ func compareSeedUse(t *testing.T, seed uint64, model *Model, want, got *NodeStat
 // a node's base state by identity), and a new one once they change.
 func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 	a, b := v1tSeedNode("node-a", 4), v1tSeedNode("node-b", 4)
-	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{a, b})
+	inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{a, b})
 	modelA := NewModel("node-a", []*resourceapi.NodeResourceSlice{a})
 	node := v1tNode("node-a")
 	onA := allocatedClaim("on-a", "node-a", a.Spec.DriverName, modelA.drivers[a.Spec.DriverName].insts[0].id)
-	st := NewV1State(inv, nil, []*resourceapi.ResourceClaim{onA})
+	st := NewState(inv, nil, []*resourceapi.ResourceClaim{onA})
 	first := st.SeedNodeState(modelA, node, nil)
 	if ds := first.stateOf(a.Spec.DriverName); ds == nil || ds.used[0] == 0 {
 		t.Fatalf("the claim's instance is not in use")
@@ -110,7 +110,7 @@ func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 
 	// A state built afresh from the same claims (another order) holds
 	// the same IDs: the view is kept, and answers at once afterwards.
-	fresh := NewV1State(inv, nil, []*resourceapi.ResourceClaim{onB, onA})
+	fresh := NewState(inv, nil, []*resourceapi.ResourceClaim{onB, onA})
 	if got := fresh.SeedNodeState(modelA, node, nil, first); got != first {
 		t.Errorf("a state built afresh from the same claims gave node-a a new state")
 	}
@@ -129,10 +129,10 @@ func TestSeedNodeStateKeepsIdentity(t *testing.T) {
 // the claims holding them would.
 func TestWithSeedResults(t *testing.T) {
 	sl := v1tSeedNode("node-a", 4)
-	inv := NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{sl})
+	inv := NewInventory(nil, []*resourceapi.NodeResourceSlice{sl})
 	model := NewModel("node-a", []*resourceapi.NodeResourceSlice{sl})
 	c := allocatedClaim("c", "node-a", "gpu", model.drivers["gpu"].insts[0].id)
-	base := NewV1State(inv, nil, nil)
+	base := NewState(inv, nil, nil)
 	want := base.WithChanges(nil, nil, nil, []*resourceapi.ResourceClaim{c}).SeedNodeState(model, nil)
 	got := base.WithSeedResults(c.Status.Allocation).SeedNodeState(model, nil)
 	compareSeedUse(t, 0, model, want, got)

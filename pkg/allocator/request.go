@@ -8,6 +8,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -235,14 +236,14 @@ func rebound(memo *sync.Map, x Reason, rename func(claim string) (string, int)) 
 		return []Reason{x}
 	}
 	if len(x.Requests) > len(reboundKey{}.requests) {
-		return []Reason{newReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.detail)}
+		return []Reason{engine.NewReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.Detail())}
 	}
-	k := reboundKey{code: x.Code, claim: j, driver: x.Driver, clause: x.Clause, detail: x.detail, n: len(x.Requests)}
+	k := reboundKey{code: x.Code, claim: j, driver: x.Driver, clause: x.Clause, detail: x.Detail(), n: len(x.Requests)}
 	copy(k.requests[:], x.Requests)
 	if v, ok := memo.Load(k); ok {
 		return v.([]Reason)
 	}
-	v, _ := memo.LoadOrStore(k, []Reason{newReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.detail)})
+	v, _ := memo.LoadOrStore(k, []Reason{engine.NewReason(x.Code, to, x.Driver, x.Requests, x.Clause, x.Detail())})
 	return v.([]Reason)
 }
 
@@ -252,14 +253,14 @@ func (r *Request) checkClaim(c *Claim) (pending bool, reasons []Reason) {
 	key := c.Key()
 	claim := c.Claim
 	if claim.DeletionTimestamp != nil {
-		return false, []Reason{newReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
+		return false, []Reason{engine.NewReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
 	}
 	if c.Class == nil {
-		return false, []Reason{newReason(ReasonClassNotFound, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonClassNotFound, key, "", nil, "",
 			fmt.Sprintf("resource class %q not found", claim.Spec.ResourceClassName))}
 	}
 	if c.Class.ControllerName != "" {
-		return false, []Reason{newReason(ReasonNotStructured, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonNotStructured, key, "", nil, "",
 			fmt.Sprintf("class %s is allocated by controller %s, not by structured parameters", c.Class.Name, c.Class.ControllerName))}
 	}
 	reserved := ReservedFor(claim, r.pod)
@@ -270,10 +271,10 @@ func (r *Request) checkClaim(c *Claim) (pending bool, reasons []Reason) {
 	case reserved:
 		return false, nil
 	case !alloc.Shareable && len(claim.Status.ReservedFor) > 0:
-		return false, []Reason{newReason(ReasonClaimInUse, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonClaimInUse, key, "", nil, "",
 			fmt.Sprintf("is not shareable and in use by %s", consumerNames(claim)))}
 	case len(claim.Status.ReservedFor) >= resourceapi.ResourceClaimReservedForMaxSize:
-		return false, []Reason{newReason(ReasonClaimReservedForFull, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonClaimReservedForFull, key, "", nil, "",
 			fmt.Sprintf("already has %d consumers, the maximum", len(claim.Status.ReservedFor)))}
 	}
 	return false, nil
@@ -319,13 +320,13 @@ func (r *Request) addItems(idx int, c *Claim) []Reason {
 	var reasons []Reason
 	for i, req := range c.ClaimParameters.Requests {
 		if req.Partitionable == nil {
-			reasons = append(reasons, newReason(ReasonInvalidParameters, key, req.DriverName, nil, "",
+			reasons = append(reasons, engine.NewReason(ReasonInvalidParameters, key, req.DriverName, nil, "",
 				fmt.Sprintf("requests[%d] uses no model this allocator knows (partitionable)", i)))
 			continue
 		}
 		filters, fsrc, err := classFilters(c.ClassParameters, req.DriverName)
 		if err != nil {
-			reasons = append(reasons, newReason(ReasonInvalidSelector, key, req.DriverName, nil, fsrc, err.Error()))
+			reasons = append(reasons, engine.NewReason(ReasonInvalidSelector, key, req.DriverName, nil, fsrc, err.Error()))
 			continue
 		}
 		for j, p := range req.Partitionable.Required {
@@ -335,12 +336,12 @@ func (r *Request) addItems(idx int, c *Claim) []Reason {
 			}
 			sel, err := compileSelector(p.Selector)
 			if err != nil {
-				reasons = append(reasons, newReason(ReasonInvalidSelector, key, req.DriverName, []string{name}, p.Selector, err.Error()))
+				reasons = append(reasons, engine.NewReason(ReasonInvalidSelector, key, req.DriverName, []string{name}, p.Selector, err.Error()))
 				continue
 			}
 			k, err := r.kind(req.DriverName, filters, fsrc, c.Class.Name, sel)
 			if err != nil {
-				reasons = append(reasons, newReason(ReasonInvalidParameters, key, req.DriverName, []string{name}, "", err.Error()))
+				reasons = append(reasons, engine.NewReason(ReasonInvalidParameters, key, req.DriverName, []string{name}, "", err.Error()))
 				continue
 			}
 			r.items[req.DriverName] = append(r.items[req.DriverName], item{claim: idx, driver: req.DriverName, name: name, kind: k})

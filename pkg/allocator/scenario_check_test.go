@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,8 +27,8 @@ import (
 
 // dev is a device of the inventory with its pool.
 type dev struct {
-	pool *allocator.V1Pool
-	d    *allocator.PoolDevice
+	pool *engine.Pool
+	d    *engine.Device
 }
 
 // attr is the device's value of a fully qualified attribute ("" when it
@@ -69,7 +71,7 @@ func v1Alts(c *resourcev1.ResourceClaim) map[string]v1Alt {
 }
 
 // checkV1Result returns the rules the answer breaks.
-func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
+func checkV1Result(inv *engine.Inventory, st *allocator.State, node *corev1.Node, classes map[string]*resourcev1.DeviceClass,
 	claims []allocator.V1Claim, res *allocator.V1Result) []string {
 	var bad []string
 	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
@@ -82,7 +84,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 	}
 	// Counters left: totals less what devices in use consume.
 	left := map[string]*resource.Quantity{}
-	counter := func(p *allocator.V1Pool, set, name string) *resource.Quantity {
+	counter := func(p *engine.Pool, set, name string) *resource.Quantity {
 		k := p.Driver + "/" + p.Name + "/" + set + "/" + name
 		if left[k] == nil {
 			q := p.Counters[set][name].DeepCopy()
@@ -115,7 +117,7 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 			fail("claim %s has no allocation", c.Name)
 			continue
 		}
-		if sel := a.NodeSelector; sel != nil && !(&allocator.PoolDevice{NodeSelector: sel}).AvailableOn(node) {
+		if sel := a.NodeSelector; sel != nil && !allocator.DeviceAvailableOn(&engine.Device{NodeSelector: sel}, node) {
 			fail("claim %s: node selector does not match node %s", c.Name, node.Name)
 		}
 		alts := v1Alts(c)
@@ -129,17 +131,17 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 				continue
 			}
 			perAlt[r.Request] = append(perAlt[r.Request], x)
-			if !x.pool.Usable() || !x.d.AvailableOn(node) {
+			if !x.pool.Usable() || !allocator.DeviceAvailableOn(x.d, node) {
 				fail("claim %s: device %s is not usable on node %s", c.Name, key, node.Name)
 			}
-			in := allocator.DeviceSelectorInput{Driver: r.Driver, Attributes: x.d.Attributes, Capacity: x.d.Capacity,
+			in := engine.DeviceSelectorInput{Driver: r.Driver, Attributes: x.d.Attributes, Capacity: x.d.Capacity,
 				AllowMultipleAllocations: x.d.AllowMultipleAllocations}
 			var sels []resourcev1.DeviceSelector
 			if cl := classes[alt.class]; cl != nil {
 				sels = cl.Spec.Selectors
 			}
 			for _, s := range slices.Concat(sels, alt.selectors) {
-				if ok, err := allocator.MatchDeviceSelector(s.CEL.Expression, in); !ok || err != nil {
+				if ok, err := engine.MatchDeviceSelector(s.CEL.Expression, in); !ok || err != nil {
 					fail("claim %s: device %s does not match %s (%v)", c.Name, key, s.CEL.Expression, err)
 				}
 			}
@@ -175,12 +177,12 @@ func checkV1Result(inv *allocator.V1Inventory, st *allocator.V1State, node *core
 			}
 			if leaf := x.d.SeedInstance; leaf != "" {
 				for _, o := range x.pool.Devices {
-					if o.Name != x.d.Name && st.InUse(r.Driver, r.Pool, o.Name) && allocator.SeedLeavesConflict(leaf, o.SeedInstance) {
+					if o.Name != x.d.Name && st.InUse(r.Driver, r.Pool, o.Name) && engine.SeedLeavesConflict(leaf, o.SeedInstance) {
 						fail("claim %s: seed device %s conflicts with %s in use", c.Name, key, o.Name)
 					}
 				}
 				for _, y := range taken {
-					if y.pool == x.pool && allocator.SeedLeavesConflict(leaf, y.d.SeedInstance) {
+					if y.pool == x.pool && engine.SeedLeavesConflict(leaf, y.d.SeedInstance) {
 						fail("claim %s: seed devices %s and %s conflict", c.Name, key, y.d.Name)
 					}
 				}
@@ -355,7 +357,7 @@ spec:
 // device; the state's shares, the shares taken so far and this one fit
 // every capacity. It records the share and reports whether it is the
 // device's first (the one that consumes its counters).
-func checkShare(fail func(string, ...any), st *allocator.V1State, claim, key string, x dev, r resourcev1.DeviceRequestAllocationResult,
+func checkShare(fail func(string, ...any), st *allocator.State, claim, key string, x dev, r resourcev1.DeviceRequestAllocationResult,
 	shares map[string][]resourcev1.DeviceRequestAllocationResult) bool {
 	if !x.d.AllowMultipleAllocations {
 		fail("claim %s: device %s has a shareID but does not allow multiple allocations", claim, key)

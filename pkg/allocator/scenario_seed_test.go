@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +26,7 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 }
 
 // seedState is the node's seed state: the seed view of one node of the
-// one device-use state (V1State.SeedNodeState) of the world's slices with
+// one device-use state (State.SeedNodeState) of the world's slices with
 // every allocated v1alpha2 and v1 claim. state=derived derives that state
 // from an empty one instead: WithChanges adding those claims and the ones
 // deallocate released, then removing the released ones.
@@ -32,16 +34,16 @@ func (w *world) seedSlices() []*resourceapi.NodeResourceSlice {
 // counting the claims themselves.)
 func (w *world) seedState(d *datadriven.TestData, nodeName string) *allocator.NodeState {
 	model := allocator.NewModel(nodeName, w.seedSlices())
-	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
+	inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), w.seedSlices())
 	node := w.node(nodeName)
 	v1, seed := w.allocatedV1(), w.allocatedSeed()
-	var st *allocator.V1State
+	var st *allocator.State
 	if stringArg(d, "state", "") == "derived" {
-		st = allocator.NewV1State(inv, nil, nil).
+		st = allocator.NewState(inv, nil, nil).
 			WithChanges(nil, append(slices.Clip(v1), w.released...), nil, append(slices.Clip(seed), w.releasedSeed...)).
 			WithChanges(w.released, nil, w.releasedSeed, nil)
 	} else {
-		st = allocator.NewV1State(inv, v1, seed)
+		st = allocator.NewState(inv, v1, seed)
 	}
 	return st.SeedNodeState(model, node, nil)
 }
@@ -173,8 +175,8 @@ func (w *world) cmdSeedConflict(t *testing.T, d *datadriven.TestData) string {
 		if len(f) != 2 {
 			d.Fatalf(t, "want two instance IDs, got %q", line)
 		}
-		got := allocator.SeedLeavesConflict(f[0], f[1])
-		if back := allocator.SeedLeavesConflict(f[1], f[0]); back != got {
+		got := engine.SeedLeavesConflict(f[0], f[1])
+		if back := engine.SeedLeavesConflict(f[1], f[0]); back != got {
 			t.Errorf("%s: %s: %v one way, %v the other", d.Pos, line, got, back)
 		}
 		verdict := "no conflict"

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	"github.com/cockroachdb/datadriven"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,14 +56,14 @@ func (w *world) v1Claim(t *testing.T, d *datadriven.TestData, key string) *resou
 // state=derived derives it from an empty state instead: WithAllocated
 // with those claims and the ones deallocate released, then
 // WithoutAllocated with the released ones.
-func (w *world) v1State(d *datadriven.TestData) *allocator.V1State {
-	inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
+func (w *world) v1State(d *datadriven.TestData) *allocator.State {
+	inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 	var v1, seed = w.allocatedV1(), w.allocatedSeed()
 	if stringArg(d, "state", "") == "derived" {
-		return allocator.NewV1State(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
+		return allocator.NewState(inv, nil, nil).WithAllocated(append(v1, w.released...)...).
 			WithSeedAllocated(seed...).WithoutAllocated(w.released...)
 	}
-	return allocator.NewV1State(inv, v1, seed)
+	return allocator.NewState(inv, v1, seed)
 }
 
 func (w *world) allocatedV1() []*resourcev1.ResourceClaim {
@@ -223,18 +225,18 @@ func (w *world) cmdInUse(t *testing.T, d *datadriven.TestData) string {
 // cmdPools: pools v1|seed|inventory, after adding the input's objects to
 // the world. v1 prints V1Pools of the world's
 // ResourceSlices, seed SeedDevices of its NodeResourceSlices, inventory
-// NewV1Inventory of both; then the problems.
+// NewInventory of both; then the problems.
 func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	w.cmdObjects(t, d)
-	var pools []allocator.V1Pool
-	var problems []allocator.InventoryProblem
+	var pools []engine.Pool
+	var problems []engine.InventoryProblem
 	switch {
 	case d.HasArg("v1"):
 		pools, problems = allocator.V1Pools(all[*resourcev1.ResourceSlice](w))
 	case d.HasArg("seed"):
 		pools, problems = allocator.SeedDevices(all[*resourceapi.NodeResourceSlice](w))
 	case d.HasArg("inventory"):
-		inv := allocator.NewV1Inventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
+		inv := allocator.NewInventory(all[*resourcev1.ResourceSlice](w), all[*resourceapi.NodeResourceSlice](w))
 		pools, problems = inv.Pools(), inv.Problems()
 	default:
 		d.Fatalf(t, "pools needs v1, seed or inventory")
@@ -249,7 +251,7 @@ func (w *world) cmdPools(t *testing.T, d *datadriven.TestData) string {
 	return b.String()
 }
 
-func writePool(b *strings.Builder, p *allocator.V1Pool) {
+func writePool(b *strings.Builder, p *engine.Pool) {
 	fmt.Fprintf(b, "pool %s/%s generation %d", p.Driver, p.Name, p.Generation)
 	if p.Node != "" {
 		fmt.Fprintf(b, " node %s", p.Node)
@@ -277,7 +279,7 @@ func writePool(b *strings.Builder, p *allocator.V1Pool) {
 	}
 }
 
-func writeDevice(b *strings.Builder, dev *allocator.PoolDevice) {
+func writeDevice(b *strings.Builder, dev *engine.Device) {
 	fmt.Fprintf(b, "  device %s slice %s", dev.Name, dev.Slice)
 	switch {
 	case dev.NodeName != "":
@@ -369,14 +371,14 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 	pools = append(pools, seed...)
 	var reach, devs []string
 	for i := range pools {
-		if pools[i].ReachesNode(node) {
+		if pools[i].ReachesNode(allocator.NodeOf(node)) {
 			reach = append(reach, pools[i].Name)
 		}
 		for _, dev := range pools[i].Devices {
-			on := dev.AvailableOn(node)
+			on := allocator.DeviceAvailableOn(&dev, node)
 			// A device built by hand (no converted selector) answers alike.
-			bare := allocator.PoolDevice{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
-			if bare.AvailableOn(node) != on {
+			bare := engine.Device{Name: dev.Name, NodeName: dev.NodeName, NodeSelector: dev.NodeSelector, AllNodes: dev.AllNodes}
+			if allocator.DeviceAvailableOn(&bare, node) != on {
 				t.Errorf("%s: a hand-built copy of device %s answers AvailableOn differently", d.Pos, dev.Name)
 			}
 			if on {
@@ -389,7 +391,7 @@ func (w *world) cmdReach(t *testing.T, d *datadriven.TestData) string {
 }
 
 // deviceInput is the device of the match command.
-type deviceInput = allocator.DeviceSelectorInput
+type deviceInput = engine.DeviceSelectorInput
 
 // cmdDevice: device driver=NAME [allowMultipleAllocations], input a v1
 // Device's attributes and capacity in YAML: the device match evaluates
@@ -414,7 +416,7 @@ func (w *world) cmdDevice(t *testing.T, d *datadriven.TestData) string {
 // selector does not compile), "error:" when evaluating it failed.
 func (w *world) cmdMatch(t *testing.T, d *datadriven.TestData) string {
 	return eachLine(d, func(expr string) string {
-		ok, err := allocator.MatchDeviceSelector(strings.TrimSpace(expr), w.device)
+		ok, err := engine.MatchDeviceSelector(strings.TrimSpace(expr), w.device)
 		switch {
 		case err != nil && ok:
 			t.Errorf("%s: %s: true with an error %v", d.Pos, expr, err)

@@ -2,28 +2,22 @@ package allocator
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"strings"
+
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // The seed front end of the one search: a driver's part of a seed
 // Request on one node becomes a v1prob over the driver's leaves (local
 // device l is leaf l of the driverModel, in listing order) with one
 // request per kind (count: the items of that kind, of all claims), and
-// the seed policy (v1prob.seed): the next request is the kind with the
+// the seed policy (seedView, the search's policy): the next request is the kind with the
 // fewest free candidates, candidates are tried best fit first (the
 // fewest leaves lost to the node's capacity, then inside groups already
 // split, then listing order), and the first solution is the answer. That
 // is the order seed 002's allocator searched in, so the answers are the
 // same leaves.
-
-// checkEvery is how many search steps pass between context checks.
-const checkEvery = 64
-
-// maxSteps bounds one search even without a deadline; reaching it is
-// reported like a deadline: unknown, not "does not fit".
-const maxSteps = 1 << 21
 
 // maxKinds is the number of distinct predicates one pod may use for one
 // driver (kinds are kept in a 64-bit mask).
@@ -78,7 +72,10 @@ func (dm *driverModel) layout() *seedLayout {
 		lo.rootOf[l] = j
 		lo.rootLeaves[j] = append(lo.rootLeaves[j], int32(l))
 		_, rel, _ := strings.Cut(in.id, "/")
-		parent, _, _ := cutLast(rel)
+		parent := rel
+		if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+			parent = rel[:i]
+		}
 		lo.rel[l], lo.parent[l] = intern(rel), intern(parent)
 		for g := in.parent; g >= 0; g = dm.insts[dm.groups[g].owner].parent {
 			lo.span[g][0], lo.span[g][1] = min(lo.span[g][0], int32(l)), max(lo.span[g][1], int32(l)+1)
@@ -101,24 +98,20 @@ type seedView struct {
 	// partition scheme constraint, the seed's stand-in for v1search's
 	// conflict edges, which would be quadratic in a root's leaves.
 	blk []int32
-
-	// The search's: per request, its slots filled; the candidates rated
-	// in the search's ordered call costCall, by symmetry key.
-	filled   []int
-	costs    []v1cand
-	costCall int32
 }
 
-// place allocates (sign 1) or frees (sign -1) leaf l.
-func (v *seedView) place(l int32, sign int32) {
+var _ engine.Policy = (*seedView)(nil)
+
+// Place allocates (sign 1) or frees (sign -1) leaf l.
+func (v *seedView) Place(l int32, sign int32) {
 	v.mark(l, sign, true)
 	r := v.lo.rootOf[l]
 	v.roots[r] = int32(v.dm.instCapacity(&v.st, v.dm.roots[r], nil, 0))
 }
 
-// open reports whether the search's picks leave leaf l allocatable
-// (what the node's allocations leave is v1prob.free0).
-func (v *seedView) open(l int32) bool { return v.blk[l] == 0 }
+// Blocked is blk: a leaf is allocatable while no pick excludes it (what
+// the node's allocations leave is the table's Free).
+func (v *seedView) Blocked() []int32 { return v.blk }
 
 // mark counts leaf l in use (sign 1) or no more (sign -1), and the
 // groups on its path, without updating the root's capacity; with blk,
@@ -143,11 +136,11 @@ func (v *seedView) mark(l int32, sign int32, blk bool) {
 	}
 }
 
-// cost rates leaf l as seed 002's allocator did: the leaves of the node
+// Cost rates leaf l as seed 002's allocator did: the leaves of the node
 // that can no longer be allocated at the same time once l is (lost),
 // then, among equal losses, the more partition groups on its path already
 // in use the better.
-func (v *seedView) cost(l int32) (lost int32, cost int64) {
+func (v *seedView) Cost(l int32) (lost int32, cost int64) {
 	x := v.dm.leaves[l]
 	pack := 0
 	for g := v.dm.insts[x].parent; g >= 0; g = v.dm.insts[v.dm.groups[g].owner].parent {
@@ -180,109 +173,27 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 			return nil, 0, f, nil
 		}
 	}
-	p := dm.seedProb(ds, masks, count)
-	defer p.release()
-	s := p.newSearch(ctx, p.ar.ints.take(nKinds), 0)
-	s.exhaustive = exhaustive
-	if err := s.run(); err != nil {
+	t := dm.seedTable(ds, masks, count)
+	defer t.Release()
+	picks, lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), exhaustive)
+	if err != nil {
 		return nil, 0, nil, err
 	}
-	if !s.found {
+	if !found {
 		return nil, 0, &failure{}, nil
 	}
 	// The j-th pick of a kind goes to its j-th item.
 	assign = make([]int32, len(kindOf))
 	next := make([]int, nKinds)
-	for _, pk := range s.best {
-		k := int(pk.sreq)
+	for j := range picks.Len() {
+		k, l := picks.At(j)
 		for next[k] < len(kindOf) && kindOf[next[k]] != k {
 			next[k]++
 		}
-		assign[next[k]] = dm.leaves[pk.c.l]
+		assign[next[k]] = dm.leaves[l]
 		next[k]++
 	}
-	return assign, s.bestLost, nil, nil
-}
-
-// next goes on once slot k-1 of request i (at position o of the order)
-// is filled: with slot k of the same request, in the request order; under
-// the seed policy (v1prob.seed) with the next free slot of the request
-// that has the fewest free candidates (ties: the lowest), as seed 002's
-// allocator always chose its next request. i < 0 starts the search.
-func (s *v1search) next(o, i int, a *v1salt, k int) error {
-	if s.p.seed == nil {
-		return s.slot(o, i, a, k)
-	}
-	if i >= 0 {
-		s.p.seed.filled[i] = k
-	}
-	j := s.nextSeed()
-	var err error
-	if j < 0 {
-		s.solution()
-	} else {
-		err = s.slot(0, j, &s.p.sreqs[j].alts[0], s.p.seed.filled[j])
-	}
-	if i >= 0 {
-		s.p.seed.filled[i] = k - 1
-	}
-	return err
-}
-
-// nextSeed returns the request with slots left and the fewest free
-// candidates (ties: the lowest), or -1 when every slot is filled.
-func (s *v1search) nextSeed() int {
-	best, bestN := -1, 0
-	for j := range s.p.sreqs {
-		a := &s.p.sreqs[j].alts[0]
-		if s.p.seed.filled[j] >= a.a.count {
-			continue
-		}
-		n := 0
-		for _, l := range a.cands {
-			if s.free(l) {
-				n++
-			}
-		}
-		if best < 0 || n < bestN {
-			best, bestN = j, n
-		}
-	}
-	return best
-}
-
-// boundSeed is bound under the seed policy, where every request with
-// slots left comes later.
-func (s *v1search) boundSeed(i int, a *v1salt, k int) bool {
-	want := a.a.count - k
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j == i || s.p.seed.filled[j] >= b.a.count {
-			continue
-		}
-		if !s.enough(j, b, s.p.seed.filled[j]) {
-			return false
-		}
-		want += b.a.count - s.p.seed.filled[j]
-	}
-	if want <= 1 {
-		return true
-	}
-	s.markN++
-	have := 0
-	for j := range s.p.sreqs {
-		b := &s.p.sreqs[j].alts[0]
-		if j != i && s.p.seed.filled[j] >= b.a.count {
-			continue
-		}
-		for _, l := range b.cands {
-			if s.mark[l] != s.markN && s.allowed(j, b, l) {
-				s.mark[l] = s.markN
-				have++
-			}
-		}
-	}
-	return have >= want
+	return assign, lost, nil, nil
 }
 
 // seedBound is the counting bound (Hall's condition with partition
@@ -330,24 +241,12 @@ func seedBound(dm *driverModel, ds *driverState, masks []uint64, count []int) *f
 	return nil
 }
 
-// seedProb builds the one search's problem of a driver's leaves in state
-// ds for the kinds' counts.
-func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v1prob {
-	lo := dm.layout()
-	p := newV1Prob()
-	ar := p.ar
-	n := len(dm.leaves)
-	for l := range n {
-		p.devs = append(p.devs, int32(l))
-	}
-	flags := ar.bools.take(4 * n)
-	p.inUse, p.seedLock, p.free0, p.nbrDone = flags[:n:n], flags[n:2*n:2*n], flags[2*n:3*n:3*n], flags[3*n:]
-	ints := ar.i32.take(3 * n)
-	p.stamp, p.msig, p.ctrGroup = ints[:n:n], ints[n:2*n:2*n], ints[2*n:]
-	p.uses, p.nbr, p.kinds = ar.uses.take(n), ar.edges.take(n), ar.u64.take(n)
-	v := &seedView{dm: dm, lo: lo, roots: ar.i32.take(len(dm.roots))}
-	v.st.used = ar.i32.take(len(dm.insts))
-	v.st.lock = ar.i32.take(len(dm.groups))
+// newSeedView returns the seed policy's view of a search of table t
+// over dm's leaves in state ds (nil: nothing in use).
+func newSeedView(t engine.Table, dm *driverModel, ds *driverState) *seedView {
+	v := &seedView{dm: dm, lo: dm.layout(), roots: t.Int32s(len(dm.roots))}
+	v.st.used = t.Int32s(len(dm.insts))
+	v.st.lock = t.Int32s(len(dm.groups))
 	if ds != nil {
 		copy(v.st.used, ds.used)
 		copy(v.st.lock, ds.lock)
@@ -355,93 +254,56 @@ func (dm *driverModel) seedProb(ds *driverState, masks []uint64, count []int) *v
 	for j, r := range dm.roots {
 		v.roots[j] = int32(dm.instCapacity(&v.st, r, nil, 0))
 	}
-	v.filled = ar.ints.take(len(count))
-	v.blk = ar.i32.take(n)
-	p.seed = v
-	for l, x := range dm.leaves {
-		p.free0[l] = dm.free(ds, x)
-		p.inUse[l] = !p.free0[l]
-		p.nbrDone[l] = true
-		p.ctrGroup[l] = -1
-		if p.free0[l] {
-			p.kinds[l] = masks[l]
-		}
-	}
-	alts := make([]v1alt, len(count))
-	p.sreqs = p.sreqs[:0]
-	salts := ar.alts.take(len(count))
-	for k, c := range count {
-		alts[k].count = c
-		a := &salts[k]
-		a.a, a.kind, a.ok = &alts[k], k, true
-		for l := range n {
-			if p.kinds[l]&(1<<k) != 0 {
-				if a.cands == nil {
-					if cap(p.candBuf)-len(p.candBuf) < n {
-						p.candBuf = make([]int32, 0, 4*n)
-					}
-					a.cands = p.candBuf[len(p.candBuf):len(p.candBuf)]
-				}
-				a.cands = append(a.cands, int32(l))
-			}
-		}
-		p.candBuf = p.candBuf[:len(p.candBuf)+len(a.cands)]
-		a.cands = slices.Clip(a.cands)
-		p.sreqs = append(p.sreqs, v1sreq{alts: salts[k : k+1 : k+1]})
-	}
-	p.order = ar.ints.take(len(count))
-	for i := range p.order {
-		p.order[i] = i
-	}
-	p.seedGroups(ds)
-	return p
+	v.blk = t.Int32s(len(dm.leaves))
+	return v
 }
 
-// seedGroups gives the search its symmetry: one group per root (its
-// leaves), each leaf's class (its partition group's path below the root,
-// the kinds it matches, free or not), and the class of each root nothing
-// of which is in use (its leaves' paths and classes).
-func (p *v1prob) seedGroups(ds *driverState) {
-	v := p.seed
-	dm, lo := v.dm, v.lo
+// seedTable lays out the one search's problem of a driver's leaves in
+// state ds for the kinds' counts: leaf l is device l, a candidate of the
+// kinds it matches while free; one group per root (its leaves), each
+// leaf's class (its partition group's path below the root, the kinds it
+// matches, free or not), and the class of each root nothing of which is
+// in use (its leaves' paths and classes).
+func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) engine.Table {
+	lo := dm.layout()
 	n := len(dm.leaves)
-	p.devGroups = p.ar.lists.take(n)
-	p.lgroups = p.ar.groups.take(len(dm.roots))
-	gbuf := p.ar.i32.take(len(dm.roots))
+	t := engine.NewTable(n, count)
+	for l, x := range dm.leaves {
+		if dm.free(ds, x) {
+			t.Free(int32(l), masks[l])
+		}
+	}
 	type leafKey struct {
 		parent int32
 		kinds  uint64
 		free   bool
 	}
+	msig := t.Int32s(n)
 	msigs := map[leafKey]int32{}
 	for l := range n {
-		k := leafKey{lo.parent[l], p.kinds[l], p.free0[l]}
+		k := leafKey{lo.parent[l], t.Kinds(int32(l)), t.IsFree(int32(l))}
 		s, ok := msigs[k]
 		if !ok {
 			s = int32(len(msigs))
 			msigs[k] = s
 		}
-		p.msig[l] = s
+		msig[l] = s
 	}
+	t.Classes(msig)
 	var rootSigs map[string]int32
 	var key []byte
-	for j := range dm.roots {
-		lg := &p.lgroups[j]
-		gbuf[j] = int32(j)
-		lg.members, lg.seed, lg.sig = lo.rootLeaves[j], true, -1
-		lg.fresh0 = ds == nil || untouchedRoot(dm, ds, dm.roots[j])
-		for _, l := range lg.members {
-			p.devGroups[l] = gbuf[j : j+1 : j+1]
-		}
-		if !lg.fresh0 || len(lg.members) < 2 {
-			continue
+	t.Groups(len(dm.roots), func(j int) ([]int32, bool, int32) {
+		members := lo.rootLeaves[j]
+		fresh := ds == nil || untouchedRoot(dm, ds, dm.roots[j])
+		if !fresh || len(members) < 2 {
+			return members, fresh, -1
 		}
 		// Leaves are listed in one order for equal trees.
 		key = key[:0]
-		for _, l := range lg.members {
+		for _, l := range members {
 			key = strconv.AppendInt(key, int64(lo.rel[l]), 10)
 			key = append(key, ':')
-			key = strconv.AppendInt(key, int64(p.msig[l]), 10)
+			key = strconv.AppendInt(key, int64(msig[l]), 10)
 			key = append(key, ',')
 		}
 		if rootSigs == nil {
@@ -452,8 +314,9 @@ func (p *v1prob) seedGroups(ds *driverState) {
 			s = int32(len(rootSigs))
 			rootSigs[string(key)] = s
 		}
-		lg.sig = s
-	}
+		return members, fresh, s
+	})
+	return t
 }
 
 // untouchedRoot reports whether nothing below root r is in use or locked
@@ -473,13 +336,4 @@ func untouchedRoot(dm *driverModel, ds *driverState, r int32) bool {
 		}
 	}
 	return true
-}
-
-// claimCount is the number of claims whose devices the search keeps
-// apart (a seed problem counts its items as one claim's).
-func (p *v1prob) claimCount() int {
-	if p.r == nil {
-		return 1
-	}
-	return len(p.r.claims)
 }

@@ -35,8 +35,9 @@ const (
 	VarVersions     = celenv.VarVersions
 )
 
-// ErrInvalidSelector is wrapped by every error CompileSelector returns.
-var ErrInvalidSelector = errors.New("invalid selector")
+// ErrInvalidSelector is wrapped by every error CompileSelector and
+// CompileDeviceSelector return (celenv.ErrInvalidSelector).
+var ErrInvalidSelector = celenv.ErrInvalidSelector
 
 // CompileSelector checks a selector as the allocator will run it: it must
 // parse, type-check as bool against the selector variables, use valid
@@ -72,7 +73,7 @@ func compileUncached(expr string) (*selector, error) {
 	}
 	checked, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidSelector, issueSummary(iss))
+		return nil, fmt.Errorf("%w: %s", ErrInvalidSelector, celenv.IssueSummary(iss))
 	}
 	if !checked.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("%w: must return bool, not %s", ErrInvalidSelector, checked.OutputType())
@@ -157,34 +158,4 @@ func (s *selector) conjuncts() []*selector {
 		s.clauses = clauses
 	})
 	return s.clauses
-}
-
-// Bounds of a compile error's text: CEL's own text quotes the offending
-// source line, which for a long one-line selector is the whole selector.
-const (
-	maxReportedIssues   = 3
-	maxIssueMessageSize = 256
-)
-
-// issueSummary lists where and why a selector does not compile, without
-// quoting its source: at most maxReportedIssues issues, each cut to
-// maxIssueMessageSize bytes.
-func issueSummary(iss *cel.Issues) string {
-	errs := iss.Errors()
-	parts := make([]string, 0, min(len(errs), maxReportedIssues)+1)
-	for i, e := range errs {
-		if i == maxReportedIssues {
-			parts = append(parts, fmt.Sprintf("and %d more", len(errs)-i))
-			break
-		}
-		msg := e.Message
-		if len(msg) > maxIssueMessageSize {
-			msg = strings.ToValidUTF8(msg[:maxIssueMessageSize], "") + "..."
-		}
-		if loc := e.Location; loc != nil && loc.Line() > 0 {
-			msg = fmt.Sprintf("%d:%d: %s", loc.Line(), loc.Column()+1, msg)
-		}
-		parts = append(parts, msg)
-	}
-	return strings.Join(parts, "; ")
 }

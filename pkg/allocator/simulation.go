@@ -1,6 +1,8 @@
 package allocator
 
 import (
+	"allot.dev/allot/pkg/allocator/engine"
+	"allot.dev/allot/pkg/allocator/internal/layered"
 	"context"
 	"errors"
 	"fmt"
@@ -53,12 +55,12 @@ type Simulation struct {
 	opts   Options
 	rules  []*resourcev1.DeviceTaintRule // taint the devices of both APIs
 	cat    *Catalog
-	nodes  *layered[string, *simNode]
-	claims *layered[string, *resourceapi.ResourceClaim]
+	nodes  *layered.Map[string, *simNode]
+	claims *layered.Map[string, *resourceapi.ResourceClaim]
 
 	// resource.k8s.io/v1 (simulationv1.go)
-	v1claims *layered[string, *resourcev1.ResourceClaim]
-	v1slices *layered[string, *resourcev1.ResourceSlice] // by name
+	v1claims *layered.Map[string, *resourcev1.ResourceClaim]
+	v1slices *layered.Map[string, *resourcev1.ResourceSlice] // by name
 	derived  *simDerived
 }
 
@@ -81,17 +83,17 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 	for _, c := range snap.Claims {
 		claims[claimKey(c)] = c
 	}
-	s.claims = newLayered(claims)
+	s.claims = layered.New(claims)
 	v1claims := make(map[string]*resourcev1.ResourceClaim, len(snap.V1Claims))
 	for _, c := range snap.V1Claims {
 		v1claims[c.Namespace+"/"+c.Name] = c
 	}
-	s.v1claims = newLayered(v1claims)
+	s.v1claims = layered.New(v1claims)
 	v1slices := make(map[string]*resourcev1.ResourceSlice, len(snap.V1Slices))
 	for _, sl := range snap.V1Slices {
 		v1slices[sl.Name] = sl
 	}
-	s.v1slices = newLayered(v1slices)
+	s.v1slices = layered.New(v1slices)
 	slicesByNode := map[string][]*resourceapi.NodeResourceSlice{}
 	for _, sl := range snap.Slices {
 		slicesByNode[sl.Spec.NodeName] = append(slicesByNode[sl.Spec.NodeName], sl)
@@ -102,12 +104,12 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 		model := NewModelTainted(n.Name, slicesByNode[n.Name], s.rules)
 		nodes[n.Name] = &simNode{node: n, slices: slicesByNode[n.Name], state: NewNodeState(model, n, claimsByNode[n.Name])}
 	}
-	s.nodes = newLayered(nodes)
+	s.nodes = layered.New(nodes)
 	if slices.ContainsFunc(snap.V1Claims, func(c *resourcev1.ResourceClaim) bool { return c.Status.Allocation != nil }) {
 		// v1 claims holding seed devices count on the seed states.
 		for n, views := range seedViewsByNode(s.v1Inventory(), snap.V1Claims) {
-			if sn, ok := s.nodes.get(n); ok {
-				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			if sn, ok := s.nodes.Get(n); ok {
+				s.nodes.Set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 			}
 		}
 	}
@@ -118,8 +120,8 @@ func NewSimulation(snap *Snapshot, opts Options) *Simulation {
 // handles name.
 func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
-	for _, k := range s.claims.keys() {
-		c, _ := s.claims.get(k)
+	for _, k := range s.claims.Keys() {
+		c, _ := s.claims.Get(k)
 		for _, n := range AllocatedNodes(c) {
 			out[n] = append(out[n], c)
 		}
@@ -129,16 +131,16 @@ func (s *Simulation) allocatedByNode() map[string][]*resourceapi.ResourceClaim {
 
 // Clone returns an independent copy in O(1).
 func (s *Simulation) Clone() *Simulation {
-	return &Simulation{opts: s.opts, rules: s.rules, cat: s.cat, nodes: s.nodes.clone(), claims: s.claims.clone(),
-		v1claims: s.v1claims.clone(), v1slices: s.v1slices.clone(), derived: s.derived}
+	return &Simulation{opts: s.opts, rules: s.rules, cat: s.cat, nodes: s.nodes.Clone(), claims: s.claims.Clone(),
+		v1claims: s.v1claims.Clone(), v1slices: s.v1slices.Clone(), derived: s.derived}
 }
 
 // Nodes returns the names of the nodes, sorted.
-func (s *Simulation) Nodes() []string { return s.nodes.keys() }
+func (s *Simulation) Nodes() []string { return s.nodes.Keys() }
 
 // Node returns a node and its current allocation state.
 func (s *Simulation) Node(name string) (*corev1.Node, *NodeState, bool) {
-	n, ok := s.nodes.get(name)
+	n, ok := s.nodes.Get(name)
 	if !ok {
 		return nil, nil, false
 	}
@@ -147,15 +149,15 @@ func (s *Simulation) Node(name string) (*corev1.Node, *NodeState, bool) {
 
 // Claim returns the current state of a claim.
 func (s *Simulation) Claim(namespace, name string) (*resourceapi.ResourceClaim, bool) {
-	return s.claims.get(namespace + "/" + name)
+	return s.claims.Get(namespace + "/" + name)
 }
 
 // Claims returns all claims, sorted by namespace and name.
 func (s *Simulation) Claims() []*resourceapi.ResourceClaim {
-	keys := s.claims.keys()
+	keys := s.claims.Keys()
 	out := make([]*resourceapi.ResourceClaim, 0, len(keys))
 	for _, k := range keys {
-		c, _ := s.claims.get(k)
+		c, _ := s.claims.Get(k)
 		out = append(out, c)
 	}
 	return out
@@ -170,19 +172,19 @@ func (s *Simulation) AddNode(node *corev1.Node, slices []*resourceapi.NodeResour
 // AddNodeWith is AddNode for a node that publishes resource.k8s.io/v1
 // ResourceSlices too (their names must be new).
 func (s *Simulation) AddNodeWith(node *corev1.Node, slices []*resourceapi.NodeResourceSlice, v1Slices []*resourcev1.ResourceSlice) error {
-	if _, ok := s.nodes.get(node.Name); ok {
+	if _, ok := s.nodes.Get(node.Name); ok {
 		return fmt.Errorf("add node %s: %w", node.Name, ErrNodeExists)
 	}
 	model := NewModelTainted(node.Name, slices, s.rules)
-	s.nodes.set(node.Name, &simNode{node: node, slices: slices, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
+	s.nodes.Set(node.Name, &simNode{node: node, slices: slices, state: NewNodeState(model, node, s.allocatedByNode()[node.Name])})
 	for _, sl := range v1Slices {
-		s.v1slices.set(sl.Name, sl)
+		s.v1slices.Set(sl.Name, sl)
 	}
 	s.nodesChanged()
-	if s.v1claims.len() > 0 {
+	if s.v1claims.Len() > 0 {
 		if views := seedViewsByNode(s.v1Inventory(), s.V1Claims())[node.Name]; len(views) > 0 {
-			sn, _ := s.nodes.get(node.Name)
-			s.nodes.set(node.Name, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			sn, _ := s.nodes.Get(node.Name)
+			s.nodes.Set(node.Name, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 		}
 	}
 	return nil
@@ -193,7 +195,7 @@ func (s *Simulation) AddNodeWith(node *corev1.Node, slices []*resourceapi.NodeRe
 // evict those pods first. Claims allocated there without consumers stay
 // allocated (to a node that no longer exists).
 func (s *Simulation) RemoveNode(name string) error {
-	if _, ok := s.nodes.get(name); !ok {
+	if _, ok := s.nodes.Get(name); !ok {
 		return fmt.Errorf("remove node %s: %w", name, ErrNodeNotFound)
 	}
 	var users []string
@@ -206,10 +208,10 @@ func (s *Simulation) RemoveNode(name string) error {
 	if len(users) > 0 {
 		return fmt.Errorf("remove node %s: %w: %s", name, ErrNodeInUse, strings.Join(users, ", "))
 	}
-	s.nodes.del(name)
-	for _, k := range s.v1slices.keys() {
-		if sl, _ := s.v1slices.get(k); sl.Spec.NodeName != nil && *sl.Spec.NodeName == name {
-			s.v1slices.del(k)
+	s.nodes.Del(name)
+	for _, k := range s.v1slices.Keys() {
+		if sl, _ := s.v1slices.Get(k); sl.Spec.NodeName != nil && *sl.Spec.NodeName == name {
+			s.v1slices.Del(k)
 		}
 	}
 	s.nodesChanged()
@@ -218,14 +220,14 @@ func (s *Simulation) RemoveNode(name string) error {
 
 // AddClaim adds a claim, such as one generated for a pod.
 func (s *Simulation) AddClaim(c *resourceapi.ResourceClaim) error {
-	_, v1 := s.v1claims.get(claimKey(c))
-	if _, ok := s.claims.get(claimKey(c)); ok || v1 {
+	_, v1 := s.v1claims.Get(claimKey(c))
+	if _, ok := s.claims.Get(claimKey(c)); ok || v1 {
 		return fmt.Errorf("add claim %s: %w", claimKey(c), ErrClaimExists)
 	}
-	s.claims.set(claimKey(c), c)
+	s.claims.Set(claimKey(c), c)
 	for _, n := range AllocatedNodes(c) {
-		if sn, ok := s.nodes.get(n); ok {
-			s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(c)})
+		if sn, ok := s.nodes.Get(n); ok {
+			s.nodes.Set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(c)})
 		}
 	}
 	s.claimsChanged(nil, nil, nil, []*resourceapi.ResourceClaim{c})
@@ -252,16 +254,16 @@ func (s *Simulation) prepare(pod *corev1.Pod) (*Request, []string) {
 			if s.cat.templates[pod.Namespace+"/"+name.template] == nil && s.cat.V1ClaimTemplate(pod.Namespace, name.template) == nil {
 				msg = fmt.Sprintf("claim template %s/%s of entry %s not found", pod.Namespace, name.template, name.name)
 			}
-			reasons = append(reasons, newReason(ReasonClaimNotFound, "", "", nil, "", msg))
+			reasons = append(reasons, engine.NewReason(ReasonClaimNotFound, "", "", nil, "", msg))
 			continue
 		}
-		if _, ok := s.v1claims.get(pod.Namespace + "/" + name.name); ok {
+		if _, ok := s.v1claims.Get(pod.Namespace + "/" + name.name); ok {
 			v1 = append(v1, name.name)
 			continue
 		}
-		c, ok := s.claims.get(pod.Namespace + "/" + name.name)
+		c, ok := s.claims.Get(pod.Namespace + "/" + name.name)
 		if !ok {
-			reasons = append(reasons, newReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
+			reasons = append(reasons, engine.NewReason(ReasonClaimNotFound, pod.Namespace+"/"+name.name, "", nil, "", "not found"))
 			continue
 		}
 		resolved, r := s.resolve(c)
@@ -291,7 +293,7 @@ func (s *Simulation) resolve(c *resourceapi.ResourceClaim) (Claim, *Reason) {
 		default:
 			continue
 		}
-		r := newReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
+		r := engine.NewReason(ReasonParametersNotFound, m.Claim, "", nil, "", msg)
 		return resolved, &r
 	}
 	return resolved, nil
@@ -332,10 +334,10 @@ func (s *Simulation) Filter(ctx context.Context, pod *corev1.Pod, nodeName strin
 }
 
 func (s *Simulation) filter(ctx context.Context, req *Request, pod *corev1.Pod, nodeName string) (*Result, error) {
-	sn, ok := s.nodes.get(nodeName)
+	sn, ok := s.nodes.Get(nodeName)
 	if !ok {
 		return finish(&Result{Node: nodeName, Reasons: []Reason{
-			newReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
+			engine.NewReason(ReasonNodeNotFound, "", "", nil, "", "node not found")}}), nil
 	}
 	if s.opts.NodeFilter != nil {
 		if reasons := s.opts.NodeFilter(pod, sn.node); len(reasons) > 0 {
@@ -375,11 +377,11 @@ func (s *Simulation) BindPod(ctx context.Context, pod *corev1.Pod, nodeName stri
 				Resource: "pods", Name: pod.Name, UID: pod.UID,
 			})
 		}
-		s.claims.set(c.Key(), claim)
+		s.claims.Set(c.Key(), claim)
 	}
 	if len(allocated) > 0 {
-		sn, _ := s.nodes.get(nodeName)
-		s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(allocated...)})
+		sn, _ := s.nodes.Get(nodeName)
+		s.nodes.Set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(allocated...)})
 		s.claimsChanged(nil, nil, nil, allocated)
 	}
 	if v1res != nil {
@@ -400,11 +402,11 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 		if name.template != "" {
 			continue
 		}
-		if _, ok := s.v1claims.get(pod.Namespace + "/" + name.name); ok {
+		if _, ok := s.v1claims.Get(pod.Namespace + "/" + name.name); ok {
 			v1 = append(v1, name.name)
 			continue
 		}
-		old, ok := s.claims.get(pod.Namespace + "/" + name.name)
+		old, ok := s.claims.Get(pod.Namespace + "/" + name.name)
 		if !ok || !ReservedFor(old, pod) {
 			continue
 		}
@@ -415,8 +417,8 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 		if len(claim.Status.ReservedFor) == 0 && claim.Status.Allocation != nil &&
 			claim.Spec.AllocationMode != resourceapi.AllocationModeImmediate {
 			for _, n := range AllocatedNodes(old) {
-				if sn, ok := s.nodes.get(n); ok {
-					s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(old)})
+				if sn, ok := s.nodes.Get(n); ok {
+					s.nodes.Set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(old)})
 				}
 			}
 			freed = append(freed, old)
@@ -424,7 +426,7 @@ func (s *Simulation) EvictPod(pod *corev1.Pod, nodeName string) error {
 			claim.Status.DriverName = ""
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
-		s.claims.set(claimKey(claim), claim)
+		s.claims.Set(claimKey(claim), claim)
 	}
 	if len(freed) > 0 {
 		s.claimsChanged(nil, nil, freed, nil)
@@ -456,11 +458,11 @@ func (s *Simulation) GenerateClaims(pod *corev1.Pod) *corev1.Pod {
 			continue
 		}
 		name := pod.Name + "-" + pc.Name
-		_, v1Exists := s.v1claims.get(pod.Namespace + "/" + name)
-		if _, exists := s.claims.get(pod.Namespace + "/" + name); !exists && !v1Exists {
+		_, v1Exists := s.v1claims.Get(pod.Namespace + "/" + name)
+		if _, exists := s.claims.Get(pod.Namespace + "/" + name); !exists && !v1Exists {
 			claim := NewClaimFromTemplate(pod, pc.Name, tmpl, name)
 			claim.TypeMeta = metav1.TypeMeta{APIVersion: resourceapi.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
-			s.claims.set(claimKey(claim), claim)
+			s.claims.Set(claimKey(claim), claim)
 		}
 		out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
 			corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr(name)})

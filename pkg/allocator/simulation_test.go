@@ -221,6 +221,7 @@ func TestSimulationFilter(t *testing.T) {
 // never "does not fit". Two kinds of request, so that the search runs (one
 // kind on a node without partitions needs none).
 func TestDeadline(t *testing.T) {
+	const checkEvery = 64 // the search looks at its context every 64 steps
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	st := NewNodeState(wholeNode("n", 2*checkEvery), nil, nil)

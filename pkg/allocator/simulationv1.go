@@ -8,6 +8,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -16,7 +17,7 @@ import (
 // v1 (Snapshot.V1Claims, or generated from Snapshot.V1ClaimTemplates) are
 // allocated with AllocateV1 over one inventory of the simulation's
 // devices of both APIs (the nodes' NodeResourceSlices and the v1
-// ResourceSlices, tainted by Snapshot.TaintRules) and one V1State that
+// ResourceSlices, tainted by Snapshot.TaintRules) and one State that
 // counts the claims of both versions; v1 claims holding seed devices
 // count on the seed NodeStates through seedAllocations. A pod
 // with claims of both versions fits a node when both parts do, the v1
@@ -28,17 +29,17 @@ import (
 // run concurrently) and replaced, never changed, when they change: after
 // a change of nodes or slices everything is built again; after claim
 // changes the inventory is kept and a built state is derived with the
-// changes (V1State.WithChanges), so binding pod after pod costs the
+// changes (State.WithChanges), so binding pod after pod costs the
 // changes, not a recount.
 type simDerived struct {
 	inv *simInv
 	mu  sync.Mutex
-	st  *V1State // nil until built
+	st  *State // nil until built
 }
 
 type simInv struct {
 	once sync.Once
-	inv  *V1Inventory
+	inv  *engine.Inventory
 }
 
 func newSimDerived() *simDerived { return &simDerived{inv: &simInv{}} }
@@ -61,44 +62,44 @@ func (s *Simulation) claimsChanged(removeV1, addV1 []*resourcev1.ResourceClaim, 
 }
 
 // v1Inventory returns the inventory of the current nodes and slices.
-func (s *Simulation) v1Inventory() *V1Inventory {
+func (s *Simulation) v1Inventory() *engine.Inventory {
 	h := s.derived.inv
 	h.once.Do(func() { h.inv = s.inventory() })
 	return h.inv
 }
 
 // v1State returns the inventory and base state of the current version.
-func (s *Simulation) v1State() (*V1Inventory, *V1State) {
+func (s *Simulation) v1State() (*engine.Inventory, *State) {
 	inv := s.v1Inventory()
 	d := s.derived
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.st == nil {
 		var seed []*resourceapi.ResourceClaim
-		for _, k := range s.claims.keys() {
-			c, _ := s.claims.get(k)
+		for _, k := range s.claims.Keys() {
+			c, _ := s.claims.Get(k)
 			seed = append(seed, c)
 		}
-		d.st = NewV1State(inv, s.V1Claims(), seed)
+		d.st = NewState(inv, s.V1Claims(), seed)
 	}
 	return inv, d.st
 }
 
 // inventory builds the device inventory of the simulation's nodes.
-func (s *Simulation) inventory() *V1Inventory {
+func (s *Simulation) inventory() *engine.Inventory {
 	var seed []*resourceapi.NodeResourceSlice
 	models := map[string]*Model{}
-	for _, name := range s.nodes.keys() {
-		n, _ := s.nodes.get(name)
+	for _, name := range s.nodes.Keys() {
+		n, _ := s.nodes.Get(name)
 		seed = append(seed, n.slices...)
 		models[name] = n.state.Model()
 	}
 	var v1 []*resourcev1.ResourceSlice
-	for _, k := range s.v1slices.keys() {
-		sl, _ := s.v1slices.get(k)
+	for _, k := range s.v1slices.Keys() {
+		sl, _ := s.v1slices.Get(k)
 		v1 = append(v1, sl)
 	}
-	return NewV1InventoryTainted(v1, seed, func(node string, sl []*resourceapi.NodeResourceSlice) *Model {
+	return NewInventoryTainted(v1, seed, func(node string, sl []*resourceapi.NodeResourceSlice) *Model {
 		if m := models[node]; m != nil {
 			return m
 		}
@@ -108,7 +109,7 @@ func (s *Simulation) inventory() *V1Inventory {
 
 // seedViews are what v1 claims hold of seed devices, as v1alpha2 claims
 // for the seed NodeStates, by node.
-func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
+func seedViewsByNode(inv *engine.Inventory, claims []*resourcev1.ResourceClaim) map[string][]*resourceapi.ResourceClaim {
 	out := map[string][]*resourceapi.ResourceClaim{}
 	for _, v := range seedAllocations(inv, claims...) {
 		for _, n := range AllocatedNodes(v) {
@@ -121,16 +122,16 @@ func seedViewsByNode(inv *V1Inventory, claims []*resourcev1.ResourceClaim) map[s
 // V1Claim returns the current state of a claim stored as
 // resource.k8s.io/v1.
 func (s *Simulation) V1Claim(namespace, name string) (*resourcev1.ResourceClaim, bool) {
-	return s.v1claims.get(namespace + "/" + name)
+	return s.v1claims.Get(namespace + "/" + name)
 }
 
 // V1Claims returns the resource.k8s.io/v1 claims, sorted by namespace
 // and name.
 func (s *Simulation) V1Claims() []*resourcev1.ResourceClaim {
-	keys := s.v1claims.keys()
+	keys := s.v1claims.Keys()
 	out := make([]*resourcev1.ResourceClaim, 0, len(keys))
 	for _, k := range keys {
-		c, _ := s.v1claims.get(k)
+		c, _ := s.v1claims.Get(k)
 		out = append(out, c)
 	}
 	return out
@@ -140,15 +141,15 @@ func (s *Simulation) V1Claims() []*resourcev1.ResourceClaim {
 // a pod. One that is allocated counts where its devices are.
 func (s *Simulation) AddV1Claim(c *resourcev1.ResourceClaim) error {
 	key := c.Namespace + "/" + c.Name
-	_, v1 := s.v1claims.get(key)
-	if _, seed := s.claims.get(key); seed || v1 {
+	_, v1 := s.v1claims.Get(key)
+	if _, seed := s.claims.Get(key); seed || v1 {
 		return fmt.Errorf("add claim %s: %w", key, ErrClaimExists)
 	}
-	s.v1claims.set(key, c)
+	s.v1claims.Set(key, c)
 	if c.Status.Allocation != nil {
 		for n, views := range seedViewsByNode(s.v1Inventory(), []*resourcev1.ResourceClaim{c}) {
-			if sn, ok := s.nodes.get(n); ok {
-				s.nodes.set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			if sn, ok := s.nodes.Get(n); ok {
+				s.nodes.Set(n, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 			}
 		}
 		s.claimsChanged(nil, []*resourcev1.ResourceClaim{c}, nil, nil)
@@ -164,7 +165,7 @@ func (s *Simulation) prepareV1(pod *corev1.Pod, names []string) *V1Request {
 	}
 	claims := make([]V1Claim, 0, len(names))
 	for _, n := range names {
-		c, _ := s.v1claims.get(pod.Namespace + "/" + n)
+		c, _ := s.v1claims.Get(pod.Namespace + "/" + n)
 		claims = append(claims, V1Claim{Claim: c})
 	}
 	return PrepareV1(pod, claims, s.cat.DeviceClass)
@@ -179,7 +180,7 @@ func (s *Simulation) filterBoth(ctx context.Context, req *Request, v1req *V1Requ
 		res, err := s.filter(ctx, req, pod, nodeName)
 		return res, nil, err
 	}
-	sn, ok := s.nodes.get(nodeName)
+	sn, ok := s.nodes.Get(nodeName)
 	if !ok || (s.opts.NodeFilter != nil && len(s.opts.NodeFilter(pod, sn.node)) > 0) {
 		res, err := s.filter(ctx, req, pod, nodeName) // the node's own reasons
 		return res, nil, err
@@ -240,12 +241,12 @@ func (s *Simulation) bindV1(pod *corev1.Pod, nodeName string, v1req *V1Request, 
 			claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{
 				Resource: "pods", Name: pod.Name, UID: pod.UID})
 		}
-		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
+		s.v1claims.Set(claim.Namespace+"/"+claim.Name, claim)
 	}
 	if len(allocated) > 0 {
 		if views := seedViewsByNode(s.v1Inventory(), allocated)[nodeName]; len(views) > 0 {
-			sn, _ := s.nodes.get(nodeName)
-			s.nodes.set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
+			sn, _ := s.nodes.Get(nodeName)
+			s.nodes.Set(nodeName, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithAllocated(views...)})
 		}
 		s.claimsChanged(nil, allocated, nil, nil)
 	}
@@ -257,7 +258,7 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 	inv := s.v1Inventory()
 	var freed []*resourcev1.ResourceClaim
 	for _, n := range names {
-		old, ok := s.v1claims.get(pod.Namespace + "/" + n)
+		old, ok := s.v1claims.Get(pod.Namespace + "/" + n)
 		if !ok || !v1ReservedFor(old, pod) {
 			continue
 		}
@@ -267,15 +268,15 @@ func (s *Simulation) evictV1(pod *corev1.Pod, names []string) {
 		})
 		if len(claim.Status.ReservedFor) == 0 && claim.Status.Allocation != nil {
 			for node, views := range seedViewsByNode(inv, []*resourcev1.ResourceClaim{old}) {
-				if sn, ok := s.nodes.get(node); ok {
-					s.nodes.set(node, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(views...)})
+				if sn, ok := s.nodes.Get(node); ok {
+					s.nodes.Set(node, &simNode{node: sn.node, slices: sn.slices, state: sn.state.WithoutAllocated(views...)})
 				}
 			}
 			freed = append(freed, old)
 			claim.Status.Allocation = nil
 			claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == resourceapi.DeleteProtectionFinalizer })
 		}
-		s.v1claims.set(claim.Namespace+"/"+claim.Name, claim)
+		s.v1claims.Set(claim.Namespace+"/"+claim.Name, claim)
 	}
 	if len(freed) > 0 {
 		s.claimsChanged(freed, nil, nil, nil)
@@ -291,11 +292,11 @@ func (s *Simulation) generateV1(out *corev1.Pod, pc corev1.PodResourceClaim) boo
 		return false
 	}
 	name := out.Name + "-" + pc.Name
-	_, seedExists := s.claims.get(out.Namespace + "/" + name)
-	if _, exists := s.v1claims.get(out.Namespace + "/" + name); !exists && !seedExists {
+	_, seedExists := s.claims.Get(out.Namespace + "/" + name)
+	if _, exists := s.v1claims.Get(out.Namespace + "/" + name); !exists && !seedExists {
 		claim := NewClaimFromTemplateV1(out, pc.Name, tmpl, name)
 		claim.TypeMeta = metav1.TypeMeta{APIVersion: resourcev1.SchemeGroupVersion.String(), Kind: "ResourceClaim"}
-		s.v1claims.set(out.Namespace+"/"+name, claim)
+		s.v1claims.Set(out.Namespace+"/"+name, claim)
 	}
 	out.Status.ResourceClaimStatuses = append(out.Status.ResourceClaimStatuses,
 		corev1.PodResourceClaimStatus{Name: pc.Name, ResourceClaimName: ptr(name)})
@@ -341,7 +342,7 @@ func v1AllocatedNodes(a *resourcev1.AllocationResult) []string {
 // (b)"): for each claim with such devices, a claim of the same namespace
 // and name whose allocation has a structured handle per driver and node
 // listing the instances. Admin-access results are left out.
-func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
+func seedAllocations(inv *engine.Inventory, claims ...*resourcev1.ResourceClaim) []*resourceapi.ResourceClaim {
 	var out []*resourceapi.ResourceClaim
 	for _, c := range claims {
 		if c == nil || c.Status.Allocation == nil {
@@ -352,8 +353,12 @@ func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*r
 			if r.AdminAccess != nil && *r.AdminAccess {
 				continue
 			}
-			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
-			if !ok || inv.devs[x].d.SeedInstance == "" {
+			x, ok := inv.Lookup(r.Driver, r.Pool, r.Device)
+			var d *engine.Device
+			if ok {
+				_, d = inv.At(x)
+			}
+			if !ok || d.SeedInstance == "" {
 				continue
 			}
 			i := slices.IndexFunc(handles, func(h resourceapi.ResourceHandle) bool {
@@ -365,7 +370,7 @@ func seedAllocations(inv *V1Inventory, claims ...*resourcev1.ResourceClaim) []*r
 					NodeName: r.Pool, Partitionable: &resourceapi.PartitionableAllocationResult{}}})
 			}
 			p := handles[i].StructuredData.Partitionable
-			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: inv.devs[x].d.SeedInstance})
+			p.Instances = append(p.Instances, resourceapi.AllocatedResourceInstance{ID: d.SeedInstance})
 		}
 		if len(handles) == 0 {
 			continue

@@ -8,6 +8,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // NodeState is a node's Model together with what is already allocated on
@@ -25,8 +26,8 @@ type NodeState struct {
 	memo atomic.Pointer[checkMemo] // see CheckReusing
 
 	// from, for a state derived from the one device-use state
-	// (V1State.SeedNodeState), is the entries of the node it was read
-	// from, one per driver of the model: it answers for any V1State
+	// (State.SeedNodeState), is the entries of the node it was read
+	// from, one per driver of the model: it answers for any State
 	// whose entries of this node hold the same instance IDs, at once
 	// when they are the same slices. Swapped for the slices of the last
 	// state found to hold the same IDs. nil for any other state
@@ -64,7 +65,7 @@ func NewNodeState(model *Model, node *corev1.Node, allocated []*resourceapi.Reso
 // states derived from one another (a few pointer comparisons: the state
 // replaces an entry only when it changes) and states built afresh (the
 // IDs compared once, then the prev state takes the new entries).
-func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeState) *NodeState {
+func (s *State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeState) *NodeState {
 	for _, p := range prev {
 		if p != nil && p.model == model && p.node == node && s.holdsSeedEntries(p) {
 			return p
@@ -73,8 +74,8 @@ func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeSt
 	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
 	from := make([]seedEntry, 0, len(model.drivers))
 	for name, dm := range model.drivers {
-		key := name + "\x00" + model.node
-		ids, _ := s.seedUsed.get(key)
+		key := engine.SchemeKey(name, model.node)
+		ids := s.SchemeInUse(key)
 		from = append(from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {
 			continue
@@ -90,10 +91,10 @@ func (s *V1State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeSt
 	return out
 }
 
-// seedEntry is one entry of V1State.seedUsed as a NodeState was derived
+// seedEntry is one entry of State.seedUsed as a NodeState was derived
 // from it.
 type seedEntry struct {
-	key string   // driver\x00node
+	key string   // SchemeKey(driver, node)
 	ids []string // nil when none
 }
 
@@ -102,7 +103,7 @@ type seedEntry struct {
 // change stores a new slice), so the same slices answer at once; other
 // slices are compared as multisets, and when they hold the same IDs p
 // takes them, so that the next check with s is quick again.
-func (s *V1State) holdsSeedEntries(p *NodeState) bool {
+func (s *State) holdsSeedEntries(p *NodeState) bool {
 	fp := p.from.Load()
 	if fp == nil {
 		return false
@@ -110,7 +111,7 @@ func (s *V1State) holdsSeedEntries(p *NodeState) bool {
 	from := *fp
 	same := true
 	for _, e := range from {
-		ids, _ := s.seedUsed.get(e.key)
+		ids := s.SchemeInUse(e.key)
 		if len(ids) != len(e.ids) {
 			return false
 		}
@@ -123,7 +124,7 @@ func (s *V1State) holdsSeedEntries(p *NodeState) bool {
 	}
 	now := make([]seedEntry, len(from))
 	for i, e := range from {
-		ids, _ := s.seedUsed.get(e.key)
+		ids := s.SchemeInUse(e.key)
 		if !sameIDs(ids, e.ids) {
 			return false
 		}

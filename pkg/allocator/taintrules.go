@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -23,7 +24,7 @@ import (
 //     Claims already allocated keep their devices: eviction (NoExecute)
 //     is the controller manager's (internal/controller/devicetainteviction).
 //   - None, and effects this allocator does not know: shown on the
-//     device (V1Pool devices' Taints), no effect on allocation, as
+//     device (Pool devices' Taints), no effect on allocation, as
 //     Kubernetes treats unknown effects.
 
 // DeviceRuleTaint is one taint a DeviceTaintRule puts on a device.
@@ -58,7 +59,7 @@ func TaintRuleSelects(rule *resourcev1.DeviceTaintRule, driver, pool, device str
 // matches any, Exists any value, Equal the same value. What the effect
 // means is the caller's: device taint eviction uses it for NoExecute.
 func ToleratesTaint(tol resourcev1.DeviceToleration, t resourcev1.DeviceTaint) bool {
-	return v1Tolerates(tol, &t)
+	return engine.Tolerates(tol, &t)
 }
 
 // blocksScheduling reports whether a taint keeps a device from requests
@@ -95,7 +96,7 @@ func ruleTaints(rules []*resourcev1.DeviceTaintRule, driver, pool, device string
 // node's seed leaves: a leaf selected by a rule with effect NoSchedule or
 // NoExecute is not allocatable to seed claims, and explain says which
 // taint keeps it (ReasonTainted); the v1 projection of the leaf
-// (SeedDevices, NewV1InventoryModels) carries every rule's taint, for v1
+// (SeedDevices, NewInventoryModels) carries every rule's taint, for v1
 // requests to tolerate. With no rule selecting a leaf of the node it
 // equals NewModel.
 func NewModelTainted(nodeName string, slices []*resourceapi.NodeResourceSlice, rules []*resourcev1.DeviceTaintRule) *Model {
@@ -136,7 +137,7 @@ func firstBlocking(ts []DeviceRuleTaint) (DeviceRuleTaint, bool) {
 // applyTaintRules adds the rules' taints to the devices of published v1
 // pools (projected seed pools take theirs from the Model). Devices are
 // copied, never changed: their maps and lists are shared with the slices.
-func applyTaintRules(pools []V1Pool, rules []*resourcev1.DeviceTaintRule) {
+func applyTaintRules(pools []engine.Pool, rules []*resourcev1.DeviceTaintRule) {
 	rules = sortedRules(rules)
 	if len(rules) == 0 {
 		return

@@ -96,7 +96,7 @@ func TestTaintRulesSeed(t *testing.T) {
 	}
 
 	// v1 over the same leaves: the projection carries the taint.
-	inv := NewV1InventoryTainted(nil, sl, nil, all)
+	inv := NewInventoryTainted(nil, sl, nil, all)
 	var taints int
 	for _, p := range inv.Pools() {
 		for _, d := range p.Devices {
@@ -106,7 +106,7 @@ func TestTaintRulesSeed(t *testing.T) {
 	if taints != 2 {
 		t.Fatalf("projected devices carry %d taints, want 2", taints)
 	}
-	st := NewV1State(inv, nil, nil)
+	st := NewState(inv, nil, nil)
 	req := v1tExact("r", "any", 1)
 	if res := v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("v", req))...); res.Fits || res.Reasons[0].Code != ReasonTainted {
 		t.Errorf("v1 without toleration: %+v", res.Reasons)
@@ -126,7 +126,7 @@ func TestTaintRulesV1(t *testing.T) {
 		taintRule("drain", "gpu.example.com", "pool-1", sl.Spec.Devices[0].Name, resourcev1.DeviceTaintEffectNoSchedule),
 		taintRule("note", "", "", "", resourcev1.DeviceTaintEffectNone),
 	}
-	inv := NewV1InventoryTainted([]*resourcev1.ResourceSlice{sl}, nil, nil, rules)
+	inv := NewInventoryTainted([]*resourcev1.ResourceSlice{sl}, nil, nil, rules)
 	if len(sl.Spec.Devices[0].Taints) != 0 {
 		t.Fatal("the slice was modified")
 	}
@@ -134,7 +134,7 @@ func TestTaintRulesV1(t *testing.T) {
 	if len(devs[0].Taints) != 2 || len(devs[1].Taints) != 1 {
 		t.Fatalf("taints: %v / %v", devs[0].Taints, devs[1].Taints)
 	}
-	st := NewV1State(inv, nil, nil)
+	st := NewState(inv, nil, nil)
 	res := v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("v", v1tExact("r", "gpu", 2)))...)
 	if res.Fits || res.Reasons[0].Code != ReasonTainted || !strings.Contains(res.Reasons[0].Clause, "example.com/maintenance=drain:NoSchedule") {
 		t.Errorf("two devices, one tainted: %+v", res.Reasons)

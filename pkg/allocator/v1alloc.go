@@ -12,19 +12,19 @@ package allocator
 // DRAPartitionableDevices (shared counters, per-device node selection) and
 // DRADeviceTaints; DRAConsumableCapacity with DRAFractionalCapacityRange
 // (shared devices, capacity requests, distinctAttribute; the incubating
-// variant's rules, v1capacity.go); and the partition locks of projected
+// variant's rules, engine/capacity.go); and the partition locks of projected
 // seed devices; DRADeviceBindingConditions (results carry the devices'
 // binding conditions, bindsToNode limits the allocation to its node; the
 // scheduler waits for the conditions). Not:
 // compatibility groups (their slices leave a pool incomplete), list-typed
 // attributes, derived attributes. DeviceTaintRules add their taints to
-// the devices they select (NewV1InventoryTainted, taintrules.go). Where this engine differs from upstream, on
+// the devices they select (NewInventoryTainted, taintrules.go). Where this engine differs from upstream, on
 // purpose, the comments of AllocateV1 say so.
 //
-//	ResourceSlices + NodeResourceSlices ──NewV1Inventory──▶ V1Inventory
-//	V1Inventory + allocated v1 and v1alpha2 claims ──NewV1State──▶ V1State (WithAllocated, WithoutAllocated)
+//	ResourceSlices + NodeResourceSlices ──NewInventory──▶ Inventory
+//	Inventory + allocated v1 and v1alpha2 claims ──NewState──▶ State (WithAllocated, WithoutAllocated)
 //	pod's v1 claims + DeviceClasses ──PrepareV1──▶ V1Request (Unresolvable)
-//	V1Request + V1State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
+//	V1Request + State + node ──AllocateV1(ctx)──▶ V1Result: Fits, Reasons, AllocationResults, Score
 
 import (
 	"context"
@@ -32,37 +32,8 @@ import (
 	"slices"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
-)
-
-// Rejections of v1 claims, in addition to the seed's codes (ReasonNoMatch,
-// ReasonClassFilter, ReasonInUse, ReasonNotEnough, ReasonNoCombination,
-// ReasonClaimAllocatedElsewhere, ReasonClaimDeleted,
-// ReasonClaimReservedForFull, ReasonInvalidSelector,
-// ReasonInvalidParameters, ReasonClassNotFound), which keep their
-// meaning with "device" for "instance".
-const (
-	// ReasonConstraint: each request has devices, but no choice satisfies
-	// a matchAttribute or distinctAttribute constraint; Clause quotes it.
-	ReasonConstraint ReasonCode = "ConstraintNotSatisfied"
-	// ReasonCounters: devices match, but the shared counters of their
-	// pools do not leave room for them; Clause names the counter.
-	ReasonCounters ReasonCode = "SharedCountersExhausted"
-	// ReasonPoolIncomplete: a request for all devices, and a pool that
-	// reaches the node is incomplete or invalid; Clause is driver/pool.
-	ReasonPoolIncomplete ReasonCode = "PoolIncomplete"
-	// ReasonTainted: the matching devices have NoSchedule or NoExecute
-	// taints the request does not tolerate; Clause is the first taint.
-	ReasonTainted ReasonCode = "DeviceTaintNotTolerated"
-	// ReasonSelectorError: a selector failed to evaluate on a device of
-	// the node (as upstream, this fails the claim, not just the device);
-	// Clause is the selector.
-	ReasonSelectorError ReasonCode = "SelectorEvaluationError"
-	// ReasonTooManyDevices: a claim would hold more than 32 devices.
-	ReasonTooManyDevices ReasonCode = "TooManyDevices"
-	// ReasonAdminAccessDenied: a request asks for adminAccess in a
-	// namespace without the label resource.kubernetes.io/admin-access=true.
-	ReasonAdminAccessDenied ReasonCode = "AdminAccessNotAllowed"
 )
 
 // V1Result is the outcome of allocating a pod's v1 claims on one node.
@@ -82,8 +53,8 @@ type V1Result struct {
 	// without free devices, and when the claims do not fit.
 	Score int
 
-	req *V1Request  // the request AllocateV1 answered (see For)
-	sol *v1Solution // CheckV1's: what Build builds the allocations from
+	req *V1Request       // the request AllocateV1 answered (see For)
+	sol *engine.Solution // CheckV1's: what Build builds the allocations from
 }
 
 // AllocateV1 decides whether the pod's pending v1 claims fit on the node,
@@ -199,13 +170,13 @@ type V1Result struct {
 // range) aborts upstream's allocation with an error; here the device
 // cannot serve it. A device that no longer allows multiple allocations
 // but still has shares is in use (upstream ignores the shares).
-func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+func AllocateV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) (*V1Result, error) {
 	res, err := CheckV1(ctx, req, st, node)
 	if err != nil {
 		return nil, err
 	}
 	if res.sol != nil {
-		res.Allocations, res.sol = res.sol.build(req), nil
+		res.Allocations, res.sol = buildV1(res.sol, req, res.Node), nil
 	}
 	return res, nil
 }
@@ -214,7 +185,7 @@ func AllocateV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.N
 // decision, reasons and score are the same, Allocations is nil, and
 // Build returns the allocations AllocateV1 would have. A scheduler
 // judges every node and builds the allocations of the node it chooses.
-func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node) (*V1Result, error) {
+func CheckV1(ctx context.Context, req *V1Request, st *State, node *corev1.Node) (*V1Result, error) {
 	res := &V1Result{Score: 100, req: req}
 	if node != nil {
 		res.Node = node.Name
@@ -230,40 +201,21 @@ func CheckV1(ctx context.Context, req *V1Request, st *V1State, node *corev1.Node
 		res.Reasons = rs
 		return res, nil
 	}
-	if !slices.Contains(req.pending, true) {
+	if !slices.Contains(req.Pending, true) {
 		res.Fits = true
 		res.Allocations = make([]*resourcev1.AllocationResult, len(req.claims))
 		return res, nil
 	}
-	p, rs := req.setup(st, node)
-	if len(rs) > 0 {
-		res.Reasons = rs
-		return res, nil
-	}
-	defer p.release()
-	s, err := p.solve(ctx)
+	var en engine.Node
+	sol, rs, score, err := req.Decide(ctx, &st.State, engineNode(node, &en))
 	if err != nil {
 		return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
 	}
-	if s == nil {
-		rs, err := p.explain(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("allocate on node %s: %w", res.Node, err)
-		}
+	if sol == nil {
 		res.Reasons = rs
 		return res, nil
 	}
-	res.Fits = true
-	res.sol = p.solution(s)
-	before := 0
-	for _, f := range p.free0 {
-		if f {
-			before++
-		}
-	}
-	if before > 0 {
-		res.Score = 100 * (before - s.bestLost) / before
-	}
+	res.Fits, res.sol, res.Score = true, sol, score
 	return res, nil
 }
 
@@ -275,7 +227,7 @@ func (r *V1Result) Build() []*resourcev1.AllocationResult {
 	case !r.Fits:
 		return nil
 	case r.sol != nil:
-		return r.sol.build(r.req)
+		return buildV1(r.sol, r.req, r.Node)
 	case r.Allocations != nil:
 		out := make([]*resourcev1.AllocationResult, len(r.Allocations))
 		for i, a := range r.Allocations {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -14,7 +15,13 @@ import (
 // (NUMA 0 or 1) and a pool of 2 partitionable GPUs as shared counters
 // (whole, 2 halves or 4 quarters each); on every node a GPU of NUMA 0 and
 // a half partition are in use.
-func v1tBenchCluster() (*V1State, []*corev1.Node) {
+func v1tBenchCluster() (*State, []*corev1.Node) {
+	st, nodes, _ := v1tBenchClusterClaims()
+	return st, nodes
+}
+
+// v1tBenchClusterClaims is v1tBenchCluster with the claims in use.
+func v1tBenchClusterClaims() (*State, []*corev1.Node, []*resourcev1.ResourceClaim) {
 	var slices_ []*resourcev1.ResourceSlice
 	var inUse []*resourcev1.ResourceClaim
 	var nodes []*corev1.Node
@@ -47,8 +54,8 @@ func v1tBenchCluster() (*V1State, []*corev1.Node) {
 		slices_ = append(slices_, v1tSliceCount(3, append(counters, v1tSlice(node+"-mig", v1tGPU, node+"-mig", node, parts...))...)...)
 		inUse = append(inUse, v1tAllocated("old-"+node, node, v1tGPU+"/"+node+"/gpu-0", v1tGPU+"/"+node+"-mig/gpu-0-half-0"))
 	}
-	inv := NewV1Inventory(slices_, nil)
-	return NewV1State(inv, inUse, nil), nodes
+	inv := NewInventory(slices_, nil)
+	return NewState(inv, inUse, nil), nodes, inUse
 }
 
 // v1tBenchClaims: two GPUs and a NIC on one NUMA node, and a quarter.
@@ -68,7 +75,7 @@ func v1tBenchClaims() []V1Claim {
 // evaluates every selector afresh (a new inventory per op), as for the
 // first pod after the slices changed.
 func BenchmarkAllocateV1(b *testing.B) {
-	st, nodes := v1tBenchCluster()
+	st, nodes, inUse := v1tBenchClusterClaims()
 	classes := v1tClassFunc(v1tClasses())
 	req := PrepareV1(nil, v1tBenchClaims(), classes)
 	ctx := context.Background()
@@ -88,9 +95,9 @@ func BenchmarkAllocateV1(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			b.StopTimer()
-			inv := &V1Inventory{pools: st.inv.pools, problems: st.inv.problems, devs: st.inv.devs, byKey: st.inv.byKey,
-				byNode: st.inv.byNode, elsewhere: st.inv.elsewhere, unusable: st.inv.unusable, ctrs: st.inv.ctrs, groups: st.inv.groups}
-			fresh := &V1State{inv: inv, used: st.used, consumed: st.consumed, seedUsed: st.seedUsed, shares: st.shares}
+			// The same devices in a new index, whose selector caches
+			// are empty.
+			fresh := NewState(engine.NewInventory(st.Inventory().Pools(), st.Inventory().Problems()), inUse, nil)
 			b.StartTimer()
 			res, err := AllocateV1(ctx, req, fresh, nodes[i%len(nodes)])
 			if err != nil || !res.Fits {
@@ -146,7 +153,7 @@ func BenchmarkAllocateV1Shares(b *testing.B) {
 		}
 		slices_ = append(slices_, v1tSlice(node+"-nics", v1tNIC, node, node, nics...))
 	}
-	st := NewV1State(NewV1Inventory(slices_, nil), held, nil)
+	st := NewState(NewInventory(slices_, nil), held, nil)
 	share := func(name string) resourcev1.DeviceRequest {
 		r := v1tExact(name, "nic", 1)
 		r.Exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": resource.MustParse("30G")}}

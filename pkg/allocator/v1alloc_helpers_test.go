@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -234,7 +235,7 @@ func v1tClassFunc(classes []*resourcev1.DeviceClass) func(string) *resourcev1.De
 
 // v1tAllocate allocates claims (pending or not) on the node and fails the
 // test on an error.
-func v1tAllocate(t testing.TB, st *V1State, node *corev1.Node, classes []*resourcev1.DeviceClass, claims ...V1Claim) *V1Result {
+func v1tAllocate(t testing.TB, st *State, node *corev1.Node, classes []*resourcev1.DeviceClass, claims ...V1Claim) *V1Result {
 	t.Helper()
 	if classes == nil {
 		classes = v1tClasses()
@@ -299,9 +300,9 @@ func v1tWithResults(res *V1Result, claims ...*resourcev1.ResourceClaim) []*resou
 // already in use; counters fit; seed partitions do not conflict;
 // constraints hold; counts and All are right; the node selector matches
 // the node.
-func v1tCheckValid(t testing.TB, st *V1State, node *corev1.Node, req *V1Request, res *V1Result) {
+func v1tCheckValid(t testing.TB, st *State, node *corev1.Node, req *V1Request, res *V1Result) {
 	t.Helper()
-	inv := st.inv
+	inv := st.Inventory()
 	if len(res.Allocations) != len(req.claims) {
 		t.Fatalf("%d allocations for %d claims", len(res.Allocations), len(req.claims))
 	}
@@ -309,117 +310,116 @@ func v1tCheckValid(t testing.TB, st *V1State, node *corev1.Node, req *V1Request,
 	left := map[int32]int64{}
 	var seedTaken []int32
 	for ci, a := range res.Allocations {
-		if !req.pending[ci] {
+		if !req.Pending[ci] {
 			if a != nil {
-				t.Errorf("claim %s was allocated already, got a new allocation", req.keys[ci])
+				t.Errorf("claim %s was allocated already, got a new allocation", req.Keys[ci])
 			}
 			continue
 		}
 		if a == nil {
-			t.Fatalf("claim %s has no allocation", req.keys[ci])
+			t.Fatalf("claim %s has no allocation", req.Keys[ci])
 		}
 		if sel := a.NodeSelector; sel != nil {
 			conv, _ := invConvertNodeSelector(sel)
 			if !conv.Matches(node.Name, node.Labels) {
-				t.Errorf("claim %s: node selector %v does not match node %s", req.keys[ci], sel, node.Name)
+				t.Errorf("claim %s: node selector %v does not match node %s", req.Keys[ci], sel, node.Name)
 			}
 		}
 		inClaim := map[int32]bool{}
 		perAlt := map[string][]int32{}
 		for _, r := range a.Devices.Results {
-			x, ok := inv.byKey[v1Key(r.Driver, r.Pool, r.Device)]
+			x, ok := inv.Lookup(r.Driver, r.Pool, r.Device)
 			if !ok {
-				t.Fatalf("claim %s: unknown device %s/%s/%s", req.keys[ci], r.Driver, r.Pool, r.Device)
+				t.Fatalf("claim %s: unknown device %s/%s/%s", req.Keys[ci], r.Driver, r.Pool, r.Device)
 			}
-			d := &inv.devs[x]
-			if !inv.pools[d.pool].Usable() || !d.d.AvailableOn(node) {
-				t.Errorf("claim %s: device %s not usable on node %s", req.keys[ci], d.key, node.Name)
+			pool, d := inv.At(x)
+			if !pool.Usable() || !DeviceAvailableOn(d, node) {
+				t.Errorf("claim %s: device %s/%s/%s not usable on node %s", req.Keys[ci], pool.Driver, pool.Name, d.Name, node.Name)
 			}
 			if inClaim[x] {
-				t.Errorf("claim %s: device %s twice", req.keys[ci], r.Device)
+				t.Errorf("claim %s: device %s twice", req.Keys[ci], r.Device)
 			}
 			inClaim[x] = true
-			alt := v1tFindAlt(req.reqs[ci], r.Request)
+			alt := v1tFindAlt(req.Reqs[ci], r.Request)
 			if alt == nil {
-				t.Fatalf("claim %s: result for unknown request %s", req.keys[ci], r.Request)
+				t.Fatalf("claim %s: result for unknown request %s", req.Keys[ci], r.Request)
 			}
 			perAlt[r.Request] = append(perAlt[r.Request], x)
-			for _, expr := range slices.Concat(alt.classSel, alt.sel) {
-				if ok, err := MatchDeviceSelector(expr, d.input); !ok || err != nil {
-					t.Errorf("claim %s: device %s does not match %s (%v)", req.keys[ci], r.Device, expr, err)
+			for _, expr := range slices.Concat(alt.ClassSel, alt.Sel) {
+				if ok, err := engine.MatchDeviceSelector(expr, v1tInput(pool, d)); !ok || err != nil {
+					t.Errorf("claim %s: device %s does not match %s (%v)", req.Keys[ci], r.Device, expr, err)
 				}
 			}
-			if tt := v1Untolerated(d.d.Taints, alt.tolerations); tt != nil {
-				t.Errorf("claim %s: device %s has taint %v not tolerated", req.keys[ci], r.Device, tt)
+			if tt := engine.Untolerated(d.Taints, alt.Tolerations); tt != nil {
+				t.Errorf("claim %s: device %s has taint %v not tolerated", req.Keys[ci], r.Device, tt)
 			}
-			if (r.AdminAccess != nil && *r.AdminAccess) != alt.admin {
-				t.Errorf("claim %s: device %s adminAccess %v", req.keys[ci], r.Device, r.AdminAccess)
+			if (r.AdminAccess != nil && *r.AdminAccess) != alt.Admin {
+				t.Errorf("claim %s: device %s adminAccess %v", req.Keys[ci], r.Device, r.AdminAccess)
 			}
-			if alt.admin {
+			if alt.Admin {
 				continue
 			}
-			pool := &inv.pools[d.pool]
-			if taken[x] || st.InUse(pool.Driver, pool.Name, d.d.Name) {
-				t.Errorf("claim %s: device %s is taken twice", req.keys[ci], r.Device)
+			if taken[x] || st.InUse(pool.Driver, pool.Name, d.Name) {
+				t.Errorf("claim %s: device %s is taken twice", req.Keys[ci], r.Device)
 			}
 			taken[x] = true
-			for _, u := range d.uses {
-				if _, ok := left[u.ctr]; !ok {
-					left[u.ctr] = st.counterLeft(u.ctr)
+			for _, u := range inv.Uses(x) {
+				if _, ok := left[u.Counter]; !ok {
+					left[u.Counter] = st.CounterLeft(u.Counter)
 				}
-				left[u.ctr] -= u.amount
-				if left[u.ctr] < 0 {
-					t.Errorf("claim %s: device %s overdraws counter %s/%s", req.keys[ci], r.Device, inv.ctrs[u.ctr].set, inv.ctrs[u.ctr].name)
+				left[u.Counter] -= u.Amount
+				if left[u.Counter] < 0 {
+					t.Errorf("claim %s: device %s overdraws counter %s/%s", req.Keys[ci], r.Device, inv.Counters()[u.Counter].Set, inv.Counters()[u.Counter].Name)
 				}
 			}
-			if in := d.d.SeedInstance; in != "" {
-				if st.seedLocked(pool.Driver, pool.Name, in) {
-					t.Errorf("claim %s: seed device %s conflicts with a leaf in use", req.keys[ci], r.Device)
+			if in := d.SeedInstance; in != "" {
+				if st.SchemeLocked(pool.Driver, pool.Name, in) {
+					t.Errorf("claim %s: seed device %s conflicts with a leaf in use", req.Keys[ci], r.Device)
 				}
 				for _, y := range seedTaken {
-					o := &inv.devs[y]
-					if o.pool == d.pool && SeedLeavesConflict(in, o.d.SeedInstance) {
-						t.Errorf("claim %s: seed devices %s and %s conflict", req.keys[ci], r.Device, o.d.Name)
+					opool, o := inv.At(y)
+					if opool == pool && engine.SeedLeavesConflict(in, o.SeedInstance) {
+						t.Errorf("claim %s: seed devices %s and %s conflict", req.Keys[ci], r.Device, o.Name)
 					}
 				}
 				seedTaken = append(seedTaken, x)
 			}
 		}
 		// Counts, one alternative per request.
-		for _, q := range req.reqs[ci] {
+		for _, q := range req.Reqs[ci] {
 			var got []string
-			for _, alt := range q.alts {
-				if xs, ok := perAlt[alt.name]; ok {
-					got = append(got, alt.name)
-					if !alt.all && len(xs) != alt.count {
-						t.Errorf("claim %s: %s got %d devices, wants %d", req.keys[ci], alt.name, len(xs), alt.count)
+			for _, alt := range q.Alts {
+				if xs, ok := perAlt[alt.Name]; ok {
+					got = append(got, alt.Name)
+					if !alt.All && len(xs) != alt.Count {
+						t.Errorf("claim %s: %s got %d devices, wants %d", req.Keys[ci], alt.Name, len(xs), alt.Count)
 					}
 				}
 			}
 			if len(got) != 1 {
-				t.Errorf("claim %s: request %s allocated by %v", req.keys[ci], q.name, got)
+				t.Errorf("claim %s: request %s allocated by %v", req.Keys[ci], q.Name, got)
 			}
 		}
 		// Constraints.
-		for _, c := range req.cons[ci] {
+		for _, c := range req.Cons[ci] {
 			var vals []string
-			for _, q := range req.reqs[ci] {
-				for _, alt := range q.alts {
-					if !c.applies(q.name, &alt) {
+			for _, q := range req.Reqs[ci] {
+				for _, alt := range q.Alts {
+					if !c.Applies(q.Name, &alt) {
 						continue
 					}
-					for _, x := range perAlt[alt.name] {
-						vals = append(vals, v1AttrKey(&inv.devs[x], c.attr, int(x)))
+					for _, x := range perAlt[alt.Name] {
+						vals = append(vals, inv.ConstraintValue(x, c.Attr))
 					}
 				}
 			}
 			for i, v := range vals {
 				if v == "" {
-					t.Errorf("claim %s: %s: a device lacks the attribute", req.keys[ci], c.clause)
+					t.Errorf("claim %s: %s: a device lacks the attribute", req.Keys[ci], c.Clause)
 				}
 				for _, w := range vals[:i] {
-					if c.match && v != w || !c.match && v == w {
-						t.Errorf("claim %s: %s violated: %v", req.keys[ci], c.clause, vals)
+					if c.Match && v != w || !c.Match && v == w {
+						t.Errorf("claim %s: %s violated: %v", req.Keys[ci], c.Clause, vals)
 					}
 				}
 			}
@@ -427,11 +427,16 @@ func v1tCheckValid(t testing.TB, st *V1State, node *corev1.Node, req *V1Request,
 	}
 }
 
-func v1tFindAlt(reqs []v1req, name string) *v1alt {
+// v1tInput is the device as selectors see it.
+func v1tInput(pool *engine.Pool, d *engine.Device) engine.DeviceSelectorInput {
+	return engine.DeviceSelectorInput{Driver: pool.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}
+}
+
+func v1tFindAlt(reqs []engine.Req, name string) *engine.Alt {
 	for i := range reqs {
-		for j := range reqs[i].alts {
-			if reqs[i].alts[j].name == name {
-				return &reqs[i].alts[j]
+		for j := range reqs[i].Alts {
+			if reqs[i].Alts[j].Name == name {
+				return &reqs[i].Alts[j]
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -161,7 +162,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 				seedUse = append(seedUse, allocatedClaim("s", "node-a", "gpu", []string{"gpu-0/quarter/quarter-1", "gpu-0/half/half-1"}[rng.IntN(2)]))
 			}
 		}
-		inv := NewV1Inventory(slices_, seed)
+		inv := NewInventory(slices_, seed)
 		var inUse []*resourcev1.ResourceClaim
 		for _, p := range inv.Pools() {
 			for _, d := range p.Devices {
@@ -170,7 +171,7 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 				}
 			}
 		}
-		st := NewV1State(inv, inUse, seedUse)
+		st := NewState(inv, inUse, seedUse)
 		node := v1tNode("node-a")
 		req := PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))
 		if len(req.Unresolvable()) > 0 {
@@ -200,10 +201,10 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 					seen[r.Request] = true
 				}
 			}
-			for _, q := range req.reqs[ci] {
-				for _, a := range q.alts {
-					if seen[a.name] {
-						got = append(got, a.name)
+			for _, q := range req.Reqs[ci] {
+				for _, a := range q.Alts {
+					if seen[a.Name] {
+						got = append(got, a.Name)
 					}
 				}
 			}
@@ -219,9 +220,9 @@ func TestAllocateV1AgainstBruteForce(t *testing.T) {
 
 var v1tReasonCount = map[ReasonCode]int{}
 
-func v1tDescribeInv(st *V1State) string {
+func v1tDescribeInv(st *State) string {
 	var b strings.Builder
-	for _, p := range st.inv.Pools() {
+	for _, p := range st.Inventory().Pools() {
 		fmt.Fprintf(&b, "\npool %s/%s counters %v", p.Driver, p.Name, p.Counters)
 		for _, d := range p.Devices {
 			fmt.Fprintf(&b, "\n  %s in use %v: %s taints %v consumes %v", d.Name, st.InUse(p.Driver, p.Name, d.Name), invFormatAttrs(d.Attributes), d.Taints, d.ConsumesCounters)
@@ -241,29 +242,27 @@ func v1tDescribe(claims []V1Claim) string {
 // v1tBruteForce returns the names of the alternatives of the first
 // combination, in request order, for which an allocation exists; nil when
 // none does.
-func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request) []string {
-	inv := st.inv
-	var all []*v1req
+func v1tBruteForce(t *testing.T, st *State, node *corev1.Node, req *V1Request) []string {
+	inv := st.Inventory()
+	var all []*engine.Req
 	for ci := range req.claims {
-		for qi := range req.reqs[ci] {
-			all = append(all, &req.reqs[ci][qi])
+		for qi := range req.Reqs[ci] {
+			all = append(all, &req.Reqs[ci][qi])
 		}
 	}
 	var devs []int32 // every device of the node in usable pools
-	for x := range inv.devs {
-		d := &inv.devs[x]
-		if inv.pools[d.pool].Usable() && d.d.AvailableOn(node) {
-			devs = append(devs, int32(x))
+	for x := range int32(inv.Len()) {
+		if p, d := inv.At(x); p.Usable() && DeviceAvailableOn(d, node) {
+			devs = append(devs, x)
 		}
 	}
 	inUse := func(x int32) bool {
-		d := &inv.devs[x]
-		p := &inv.pools[d.pool]
-		return st.InUse(p.Driver, p.Name, d.d.Name) || (d.d.SeedInstance != "" && st.seedLocked(p.Driver, p.Name, d.d.SeedInstance))
+		p, d := inv.At(x)
+		return st.InUse(p.Driver, p.Name, d.Name) || (d.SeedInstance != "" && st.SchemeLocked(p.Driver, p.Name, d.SeedInstance))
 	}
-	matches := func(a *v1alt, x int32) bool {
-		for _, expr := range slices.Concat(a.classSel, a.sel) {
-			ok, err := MatchDeviceSelector(expr, inv.devs[x].input)
+	matches := func(a *engine.Alt, x int32) bool {
+		for _, expr := range slices.Concat(a.ClassSel, a.Sel) {
+			ok, err := engine.MatchDeviceSelector(expr, v1tInput(inv.At(x)))
 			if err != nil {
 				t.Fatalf("selector %s: %v", expr, err)
 			}
@@ -275,19 +274,20 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 	}
 	// Counters left in the state, exactly.
 	left := map[string]resource.Quantity{}
-	ckey := func(pool int32, set, name string) string { return fmt.Sprintf("%d/%s/%s", pool, set, name) }
-	for pi, p := range inv.pools {
+	ckey := func(pool *engine.Pool, set, name string) string { return fmt.Sprintf("%p/%s/%s", pool, set, name) }
+	for pi := range inv.Pools() {
+		p := &inv.Pools()[pi]
 		for set, cs := range p.Counters {
 			for name, q := range cs {
-				left[ckey(int32(pi), set, name)] = q.DeepCopy()
+				left[ckey(p, set, name)] = q.DeepCopy()
 			}
 		}
 	}
 	consume := func(x int32, sign int) {
-		d := &inv.devs[x]
-		for _, cc := range d.d.ConsumesCounters {
+		p, d := inv.At(x)
+		for _, cc := range d.ConsumesCounters {
 			for name, c := range cc.Counters {
-				k := ckey(d.pool, cc.CounterSet, name)
+				k := ckey(p, cc.CounterSet, name)
 				q := left[k]
 				if sign > 0 {
 					q.Sub(c.Value)
@@ -299,9 +299,8 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 	}
 	for _, x := range devs {
-		d := &inv.devs[x]
-		p := &inv.pools[d.pool]
-		if st.InUse(p.Driver, p.Name, d.d.Name) {
+		p, d := inv.At(x)
+		if st.InUse(p.Driver, p.Name, d.Name) {
 			consume(x, 1)
 		}
 	}
@@ -322,7 +321,7 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 	type pick struct {
 		claim int
 		req   string
-		alt   *v1alt
+		alt   *engine.Alt
 		x     int32
 	}
 	var picks []pick
@@ -332,12 +331,13 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		for i, p := range picks {
 			for _, q := range picks[:i] {
-				if p.x == q.x && (p.claim == q.claim || (!p.alt.admin && !q.alt.admin)) {
+				if p.x == q.x && (p.claim == q.claim || (!p.alt.Admin && !q.alt.Admin)) {
 					return false
 				}
-				a, b := &inv.devs[p.x], &inv.devs[q.x]
-				if !p.alt.admin && !q.alt.admin && a.pool == b.pool && a.d.SeedInstance != "" && b.d.SeedInstance != "" &&
-					SeedLeavesConflict(a.d.SeedInstance, b.d.SeedInstance) {
+				ap, a := inv.At(p.x)
+				bp, b := inv.At(q.x)
+				if !p.alt.Admin && !q.alt.Admin && ap == bp && a.SeedInstance != "" && b.SeedInstance != "" &&
+					engine.SeedLeavesConflict(a.SeedInstance, b.SeedInstance) {
 					return false
 				}
 			}
@@ -352,11 +352,11 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 			if n > 32 {
 				return false
 			}
-			for _, c := range req.cons[ci] {
+			for _, c := range req.Cons[ci] {
 				var vals []string
 				for _, p := range picks {
-					if p.claim == ci && c.applies(p.req, p.alt) {
-						vals = append(vals, v1AttrKey(&inv.devs[p.x], c.attr, int(p.x)))
+					if p.claim == ci && c.Applies(p.req, p.alt) {
+						vals = append(vals, inv.ConstraintValue(p.x, c.Attr))
 					}
 				}
 				for i, v := range vals {
@@ -364,7 +364,7 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 						return false
 					}
 					for _, w := range vals[:i] {
-						if c.match && v != w || !c.match && v == w {
+						if c.Match && v != w || !c.Match && v == w {
 							return false
 						}
 					}
@@ -373,33 +373,33 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		return true
 	}
-	candidates := func(a *v1alt) (cands []int32, ok bool) {
+	candidates := func(a *engine.Alt) (cands []int32, ok bool) {
 		var matched []int32
 		for _, x := range devs {
 			if matches(a, x) {
 				matched = append(matched, x)
 			}
 		}
-		if a.all {
+		if a.All {
 			if len(matched) == 0 || len(matched) > 32 {
 				return nil, false
 			}
 			for _, x := range matched {
-				if v1Untolerated(inv.devs[x].d.Taints, a.tolerations) != nil || (!a.admin && inUse(x)) {
+				if _, d := inv.At(x); engine.Untolerated(d.Taints, a.Tolerations) != nil || (!a.Admin && inUse(x)) {
 					return nil, false
 				}
 			}
 			return matched, true
 		}
 		for _, x := range matched {
-			if v1Untolerated(inv.devs[x].d.Taints, a.tolerations) == nil && (a.admin || !inUse(x)) {
+			if _, d := inv.At(x); engine.Untolerated(d.Taints, a.Tolerations) == nil && (a.Admin || !inUse(x)) {
 				cands = append(cands, x)
 			}
 		}
 		return cands, true
 	}
-	var assign func(r int, combo []*v1alt) bool
-	assign = func(r int, combo []*v1alt) bool {
+	var assign func(r int, combo []*engine.Alt) bool
+	assign = func(r int, combo []*engine.Alt) bool {
 		if r == len(all) {
 			return true
 		}
@@ -410,49 +410,49 @@ func v1tBruteForce(t *testing.T, st *V1State, node *corev1.Node, req *V1Request)
 		}
 		var choose func(start, left int) bool
 		choose = func(start, k int) bool {
-			if k == 0 || a.all && start == len(cands) {
+			if k == 0 || a.All && start == len(cands) {
 				return assign(r+1, combo)
 			}
 			for i := start; i < len(cands); i++ {
-				picks = append(picks, pick{claim: all[r].claim, req: all[r].name, alt: a, x: cands[i]})
-				if !a.admin {
+				picks = append(picks, pick{claim: all[r].Claim, req: all[r].Name, alt: a, x: cands[i]})
+				if !a.Admin {
 					consume(cands[i], 1)
 				}
 				ok := valid() && choose(i+1, k-1)
-				if !a.admin {
+				if !a.Admin {
 					consume(cands[i], -1)
 				}
 				picks = picks[:len(picks)-1]
 				if ok {
 					return true
 				}
-				if a.all {
+				if a.All {
 					return false
 				}
 			}
 			return false
 		}
-		k := a.count
-		if a.all {
+		k := a.Count
+		if a.All {
 			k = len(cands)
 		}
 		return choose(0, k)
 	}
-	var combo []*v1alt
+	var combo []*engine.Alt
 	var try func(r int) []string
 	try = func(r int) []string {
 		if r == len(all) {
 			if assign(0, combo) {
 				var names []string
 				for _, a := range combo {
-					names = append(names, a.name)
+					names = append(names, a.Name)
 				}
 				return names
 			}
 			return nil
 		}
-		for i := range all[r].alts {
-			combo = append(combo, &all[r].alts[i])
+		for i := range all[r].Alts {
+			combo = append(combo, &all[r].Alts[i])
 			if got := try(r + 1); got != nil {
 				return got
 			}

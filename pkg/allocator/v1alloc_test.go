@@ -20,8 +20,8 @@ func TestAllocateV1Deadline(t *testing.T) {
 	for i := range 96 {
 		devs = append(devs, v1tDev(fmt.Sprintf("gpu-%02d", i), v1tInt("n", int64(i))))
 	}
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil)
-	st := NewV1State(inv, nil, nil)
+	inv := NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil)
+	st := NewState(inv, nil, nil)
 	var claims []V1Claim
 	for i := range 3 {
 		claims = append(claims, V1Claim{Claim: v1tClaim(fmt.Sprintf("c%d", i), v1tExact("gpu", "gpu", 30))})
@@ -67,8 +67,8 @@ func TestAllocateV1Deterministic(t *testing.T) {
 		for range 3 {
 			shuffled := slices.Clone(slices_)
 			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-			inv := NewV1Inventory(shuffled, nil)
-			res := v1tAllocate(t, NewV1State(inv, nil, nil), v1tNode("node-a"), classes, claims...)
+			inv := NewInventory(shuffled, nil)
+			res := v1tAllocate(t, NewState(inv, nil, nil), v1tNode("node-a"), classes, claims...)
 			got := []byte(fmt.Sprintf("%v %v %d %v", res.Fits, v1tDevices(res), res.Score, res.Reasons))
 			for _, a := range res.Allocations {
 				got = fmt.Appendf(got, " %+v", a)
@@ -84,8 +84,8 @@ func TestAllocateV1Deterministic(t *testing.T) {
 
 // TestV1StateCopyOnWrite: derived states leave their parent as it was.
 func TestV1StateCopyOnWrite(t *testing.T) {
-	inv := NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(200, "a100")...)}, nil)
-	base := NewV1State(inv, nil, nil)
+	inv := NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", v1tGPUs(200, "a100")...)}, nil)
+	base := NewState(inv, nil, nil)
 	st := base
 	var claims []*resourcev1.ResourceClaim
 	for i := range 200 {
@@ -129,7 +129,7 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		}
 	}
 	slices_ = v1tSliceCount(9, append(slices_, v1tSlice("mig", v1tGPU, "mig", "node-a", parts...))...)
-	st := NewV1State(NewV1Inventory(slices_, nil), nil, nil)
+	st := NewState(NewInventory(slices_, nil), nil, nil)
 	node := v1tNode("node-a")
 	for _, tc := range []struct {
 		quarters int64
@@ -138,13 +138,12 @@ func TestAllocateV1PartitionsDecidedQuickly(t *testing.T) {
 		claims := v1tClaims(v1tClaim("a", v1tExact("h", "gpu", 8, `device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) == 0`)),
 			v1tClaim("b", v1tExact("q", "gpu", tc.quarters, `device.capacity["gpu.example.com"].memory.compareTo(quantity("10Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, node)
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(node))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found != tc.fits || s.steps > 200 {
-			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, s.found, s.steps, err)
+		if err != nil || found != tc.fits || steps > 200 {
+			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, found, steps, err)
 		}
 		res := v1tAllocate(t, st, node, nil, claims...)
 		if res.Fits != tc.fits {
@@ -208,7 +207,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 	for i := range 64 {
 		devs = append(devs, v1tDev(fmt.Sprintf("gpu-%02d", i), v1tStr("uuid", fmt.Sprint("u", i)), v1tInt("numa", int64(i%8)), v1tInt("root", int64(i/8))))
 	}
-	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil), nil, nil)
+	st := NewState(NewInventory([]*resourcev1.ResourceSlice{v1tSlice("g", v1tGPU, "node-a", "node-a", devs...)}, nil), nil, nil)
 	for _, tc := range []struct {
 		name   string
 		claims []V1Claim
@@ -221,13 +220,12 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 			v1tMatch(v1tGPU+"/root"))), 20},
 	} {
 		req := PrepareV1(nil, tc.claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, v1tNode("node-a"))
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found || s.steps > tc.steps {
-			t.Errorf("%s: found %v after %d steps, want none within %d (%v)", tc.name, s.found, s.steps, tc.steps, err)
+		if err != nil || found || steps > tc.steps {
+			t.Errorf("%s: found %v after %d steps, want none within %d (%v)", tc.name, found, steps, tc.steps, err)
 		}
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, tc.claims...); res.Fits || len(res.Reasons) == 0 {
 			t.Errorf("%s: fits %v, reasons %v", tc.name, res.Fits, res.Reasons)
@@ -240,7 +238,7 @@ func TestAllocateV1NothingFitsIsFast(t *testing.T) {
 // leave room for 20 quarters: 20 fit, 21 are refused in few steps
 // (identical untouched instances and sibling leaves are tried once).
 func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
-	st := NewV1State(NewV1Inventory(nil, []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 8)}), nil, nil)
+	st := NewState(NewInventory(nil, []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 8)}), nil, nil)
 	for _, tc := range []struct {
 		quarters int64
 		fits     bool
@@ -249,13 +247,12 @@ func TestAllocateV1SeedPartitionsDecidedQuickly(t *testing.T) {
 			v1tExact("h", "seed", 5, `device.capacity["gpu"].memory.compareTo(quantity("16Gi")) == 0`),
 			v1tExact("q", "seed", tc.quarters, `device.capacity["gpu"].memory.compareTo(quantity("8Gi")) == 0`)))
 		req := PrepareV1(nil, claims, v1tClassFunc(v1tClasses()))
-		p, rs := req.setup(st, v1tNode("node-a"))
+		found, steps, rs, err := req.Probe(context.Background(), &st.State, NodeOf(v1tNode("node-a")))
 		if len(rs) > 0 {
 			t.Fatal(rs)
 		}
-		s := p.newSearch(context.Background(), p.openFixed(), 0)
-		if err := s.run(); err != nil || s.found != tc.fits || s.steps > 500 {
-			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, s.found, s.steps, err)
+		if err != nil || found != tc.fits || steps > 500 {
+			t.Errorf("%d quarters: found %v after %d steps (%v)", tc.quarters, found, steps, err)
 		}
 		if res := v1tAllocate(t, st, v1tNode("node-a"), nil, claims...); res.Fits != tc.fits {
 			t.Errorf("%d quarters: fits %v %v", tc.quarters, res.Fits, res.Reasons)

@@ -19,7 +19,7 @@ import (
 // later call do not change those of an earlier one.
 func TestAllocateV1ArenaReuseKeepsAnswers(t *testing.T) {
 	type tcase struct {
-		st  *V1State
+		st  *State
 		req *V1Request
 	}
 	rng := rand.New(rand.NewPCG(7, 14))
@@ -34,8 +34,8 @@ func TestAllocateV1ArenaReuseKeepsAnswers(t *testing.T) {
 		if withSeed {
 			seed = []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1+rng.IntN(2))}
 		}
-		inv := NewV1Inventory(slices_, seed)
-		cases = append(cases, tcase{NewV1State(inv, nil, nil), PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))})
+		inv := NewInventory(slices_, seed)
+		cases = append(cases, tcase{NewState(inv, nil, nil), PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))})
 	}
 	node := v1tNode("node-a")
 	ctx := context.Background()

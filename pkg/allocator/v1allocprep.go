@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
 	resourcev1 "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // V1Claim is one resource.k8s.io/v1 claim of a pod.
@@ -24,56 +24,14 @@ type V1Claim struct {
 // ready for AllocateV1 on any node. It is read-only and safe for
 // concurrent use.
 type V1Request struct {
-	pod     *corev1.Pod
-	claims  []V1Claim
-	keys    []string
-	pending []bool
-	reqs    [][]v1req  // per claim: its requests, when pending
-	cons    [][]v1cons // per claim: its constraints, when pending
-	reasons []Reason
+	pod            *corev1.Pod
+	claims         []V1Claim
+	engine.Request // what the search runs
+	reasons        []Reason
 
 	sigOnce    sync.Once // see Signature (v1reuse.go)
 	sig        string
 	reasonMemo sync.Map // reboundKey -> []Reason (see rebind); shared by the nodes checked in parallel
-}
-
-// v1req is one request of a pending claim.
-type v1req struct {
-	claim int
-	name  string
-	alts  []v1alt // the exactly request, or the firstAvailable subrequests in order
-	first bool    // firstAvailable
-}
-
-// v1alt is one way to satisfy a request: the exactly request or one
-// subrequest.
-type v1alt struct {
-	name        string // in results and constraints: "request" or "request/subrequest"
-	class       *resourcev1.DeviceClass
-	classSel    []string
-	sel         []string
-	all         bool // allocationMode All
-	count       int
-	admin       bool
-	tolerations []resourcev1.DeviceToleration
-	// capReqs is the request's capacity.requests (nil: none).
-	capReqs map[resourcev1.QualifiedName]resource.Quantity
-}
-
-// v1cons is one constraint of a claim.
-type v1cons struct {
-	match    bool // matchAttribute, else distinctAttribute
-	attr     resourcev1.FullyQualifiedName
-	requests []string
-	clause   string // as quoted in reasons
-}
-
-// applies reports whether the constraint covers devices allocated for the
-// alternative of request req: all requests when it lists none, else the
-// request by its name (whatever subrequest is chosen) or the subrequest by
-// "request/subrequest".
-func (c *v1cons) applies(req string, a *v1alt) bool {
-	return len(c.requests) == 0 || slices.Contains(c.requests, req) || slices.Contains(c.requests, a.name)
 }
 
 // PrepareV1 resolves a pod's v1 claims. class returns the DeviceClass of a
@@ -97,11 +55,11 @@ func PrepareV1(pod *corev1.Pod, claims []V1Claim, class func(name string) *resou
 		seen[key] = true
 		ci := len(r.claims)
 		r.claims = append(r.claims, c)
-		r.keys = append(r.keys, key)
+		r.Keys = append(r.Keys, key)
 		pending, reasons := r.checkClaim(c.Claim, key)
-		r.pending = append(r.pending, pending)
-		r.reqs = append(r.reqs, nil)
-		r.cons = append(r.cons, nil)
+		r.Pending = append(r.Pending, pending)
+		r.Reqs = append(r.Reqs, nil)
+		r.Cons = append(r.Cons, nil)
 		r.reasons = append(r.reasons, reasons...)
 		if pending && len(reasons) == 0 {
 			r.reasons = append(r.reasons, r.resolve(ci, c, key, class)...)
@@ -120,7 +78,7 @@ func (r *V1Request) Unresolvable() []Reason { return r.reasons }
 // may use it. v1 claims are always shareable, up to 256 consumers.
 func (r *V1Request) checkClaim(c *resourcev1.ResourceClaim, key string) (pending bool, reasons []Reason) {
 	if c.DeletionTimestamp != nil {
-		return false, []Reason{newReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
+		return false, []Reason{engine.NewReason(ReasonClaimDeleted, key, "", nil, "", "is being deleted")}
 	}
 	if c.Status.Allocation == nil {
 		return true, nil
@@ -129,7 +87,7 @@ func (r *V1Request) checkClaim(c *resourcev1.ResourceClaim, key string) (pending
 		return false, nil
 	}
 	if n := len(c.Status.ReservedFor); n >= resourcev1.ResourceClaimReservedForMaxSize {
-		return false, []Reason{newReason(ReasonClaimReservedForFull, key, "", nil, "",
+		return false, []Reason{engine.NewReason(ReasonClaimReservedForFull, key, "", nil, "",
 			fmt.Sprintf("already has %d consumers, the maximum", n))}
 	}
 	return false, nil
@@ -159,9 +117,9 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 	minDevices := 0
 	for i := range spec.Requests {
 		dr := &spec.Requests[i]
-		req := v1req{claim: ci, name: dr.Name, first: len(dr.FirstAvailable) > 0}
+		req := engine.Req{Claim: ci, Name: dr.Name, First: len(dr.FirstAvailable) > 0}
 		bad := func(code ReasonCode, alt, clause, detail string) {
-			reasons = append(reasons, newReason(code, key, "", []string{alt}, clause, detail))
+			reasons = append(reasons, engine.NewReason(code, key, "", []string{alt}, clause, detail))
 		}
 		if (dr.Exactly == nil) == (len(dr.FirstAvailable) == 0) {
 			bad(ReasonInvalidParameters, dr.Name, "", "exactly one of exactly and firstAvailable must be set")
@@ -176,8 +134,8 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(e.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, dr.Name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.alts = append(req.alts, v1alt{name: dr.Name, admin: admin, tolerations: e.Tolerations, capReqs: v1CapacityRequests(e.Capacity)})
-			reasons = append(reasons, r.resolveAlt(&req.alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
+			req.Alts = append(req.Alts, engine.Alt{Name: dr.Name, Admin: admin, Tolerations: e.Tolerations, CapReqs: engine.CapacityRequests(e.Capacity)})
+			reasons = append(reasons, r.resolveAlt(&req.Alts[0], key, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, class)...)
 		}
 		for j := range dr.FirstAvailable {
 			sr := &dr.FirstAvailable[j]
@@ -185,63 +143,63 @@ func (r *V1Request) resolve(ci int, c V1Claim, key string, class func(string) *r
 			if len(sr.DerivedAttributes) > 0 {
 				bad(ReasonInvalidParameters, name, "", "derivedAttributes need DRADerivedAttributes, which is off")
 			}
-			req.alts = append(req.alts, v1alt{name: name, tolerations: sr.Tolerations, capReqs: v1CapacityRequests(sr.Capacity)})
-			reasons = append(reasons, r.resolveAlt(&req.alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
+			req.Alts = append(req.Alts, engine.Alt{Name: name, Tolerations: sr.Tolerations, CapReqs: engine.CapacityRequests(sr.Capacity)})
+			reasons = append(reasons, r.resolveAlt(&req.Alts[j], key, sr.DeviceClassName, sr.Selectors, sr.AllocationMode, sr.Count, class)...)
 		}
 		least := resourcev1.AllocationResultsMaxSize + 1
-		for _, a := range req.alts {
-			least = min(least, max(a.count, 1))
+		for _, a := range req.Alts {
+			least = min(least, max(a.Count, 1))
 		}
 		minDevices += least
-		r.reqs[ci] = append(r.reqs[ci], req)
+		r.Reqs[ci] = append(r.Reqs[ci], req)
 	}
 	if minDevices > resourcev1.AllocationResultsMaxSize {
-		reasons = append(reasons, newReason(ReasonTooManyDevices, key, "", nil, "", fmt.Sprintf(
+		reasons = append(reasons, engine.NewReason(ReasonTooManyDevices, key, "", nil, "", fmt.Sprintf(
 			"needs at least %d devices; a claim holds at most %d", minDevices, resourcev1.AllocationResultsMaxSize)))
 	}
 	for i, dc := range spec.Constraints {
-		cons := v1cons{requests: dc.Requests}
+		cons := engine.Constraint{Requests: dc.Requests}
 		switch {
 		case dc.MatchAttribute != nil && dc.DistinctAttribute == nil:
-			cons.match, cons.attr = true, *dc.MatchAttribute
-			cons.clause = "matchAttribute: " + string(cons.attr)
+			cons.Match, cons.Attr = true, *dc.MatchAttribute
+			cons.Clause = "matchAttribute: " + string(cons.Attr)
 		case dc.DistinctAttribute != nil && dc.MatchAttribute == nil:
-			cons.attr = *dc.DistinctAttribute
-			cons.clause = "distinctAttribute: " + string(cons.attr)
+			cons.Attr = *dc.DistinctAttribute
+			cons.Clause = "distinctAttribute: " + string(cons.Attr)
 		default:
-			reasons = append(reasons, newReason(ReasonInvalidParameters, key, "", nil, "",
+			reasons = append(reasons, engine.NewReason(ReasonInvalidParameters, key, "", nil, "",
 				fmt.Sprintf("constraints[%d] must set exactly one of matchAttribute and distinctAttribute", i)))
 			continue
 		}
 		if len(dc.Requests) > 0 {
-			cons.clause += " (requests " + strings.Join(dc.Requests, ", ") + ")"
+			cons.Clause += " (requests " + strings.Join(dc.Requests, ", ") + ")"
 		}
-		r.cons[ci] = append(r.cons[ci], cons)
+		r.Cons[ci] = append(r.Cons[ci], cons)
 	}
 	return reasons
 }
 
 // resolveAlt fills in an alternative's class, selectors and count.
-func (r *V1Request) resolveAlt(a *v1alt, key, className string, sels []resourcev1.DeviceSelector, mode resourcev1.DeviceAllocationMode,
+func (r *V1Request) resolveAlt(a *engine.Alt, key, className string, sels []resourcev1.DeviceSelector, mode resourcev1.DeviceAllocationMode,
 	count int64, class func(string) *resourcev1.DeviceClass) []Reason {
 	var reasons []Reason
 	bad := func(code ReasonCode, clause, detail string) {
-		reasons = append(reasons, newReason(code, key, "", []string{a.name}, clause, detail))
+		reasons = append(reasons, engine.NewReason(code, key, "", []string{a.Name}, clause, detail))
 	}
 	switch mode {
 	case "", resourcev1.DeviceAllocationModeExactCount:
 		switch {
 		case count == 0:
-			a.count = 1
+			a.Count = 1
 		case count < 0:
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("count %d is not positive", count))
 		case count > resourcev1.AllocationResultsMaxSize:
 			bad(ReasonTooManyDevices, "", fmt.Sprintf("count %d is more than a claim can hold (%d)", count, resourcev1.AllocationResultsMaxSize))
 		default:
-			a.count = int(count)
+			a.Count = int(count)
 		}
 	case resourcev1.DeviceAllocationModeAll:
-		a.all = true
+		a.All = true
 	default:
 		bad(ReasonInvalidParameters, "", fmt.Sprintf("unknown allocationMode %q", mode))
 	}
@@ -250,31 +208,31 @@ func (r *V1Request) resolveAlt(a *v1alt, key, className string, sels []resourcev
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("selectors[%d] has no CEL expression (unknown selector type)", j))
 			continue
 		}
-		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := engine.SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("selectors[%d]: %v", j, err))
 			continue
 		}
-		a.sel = append(a.sel, s.CEL.Expression)
+		a.Sel = append(a.Sel, s.CEL.Expression)
 	}
 	if className == "" {
 		bad(ReasonInvalidParameters, "", "no deviceClassName")
 		return reasons
 	}
-	a.class = class(className)
-	if a.class == nil {
+	a.Class = class(className)
+	if a.Class == nil {
 		bad(ReasonClassNotFound, "", fmt.Sprintf("device class %q not found", className))
 		return reasons
 	}
-	for j, s := range a.class.Spec.Selectors {
+	for j, s := range a.Class.Spec.Selectors {
 		if s.CEL == nil {
 			bad(ReasonInvalidParameters, "", fmt.Sprintf("device class %s: selectors[%d] has no CEL expression (unknown selector type)", className, j))
 			continue
 		}
-		if err := v1SelectorCompiles(s.CEL.Expression); err != nil {
+		if err := engine.SelectorCompiles(s.CEL.Expression); err != nil {
 			bad(ReasonInvalidSelector, s.CEL.Expression, fmt.Sprintf("device class %s: selectors[%d]: %v", className, j, err))
 			continue
 		}
-		a.classSel = append(a.classSel, s.CEL.Expression)
+		a.ClassSel = append(a.ClassSel, s.CEL.Expression)
 	}
 	return reasons
 }
@@ -284,7 +242,7 @@ func (r *V1Request) resolveAlt(a *v1alt, key, className string, sels []resourcev
 func (r *V1Request) nodeReasons(node *corev1.Node) []Reason {
 	var out []Reason
 	for i, c := range r.claims {
-		if r.pending[i] {
+		if r.Pending[i] {
 			continue
 		}
 		alloc := c.Claim.Status.Allocation
@@ -297,7 +255,7 @@ func (r *V1Request) nodeReasons(node *corev1.Node) []Reason {
 			name, labels = node.Name, node.Labels
 		}
 		if !sel.Matches(name, labels) {
-			out = append(out, newReason(ReasonClaimAllocatedElsewhere, r.keys[i], "", nil, "",
+			out = append(out, engine.NewReason(ReasonClaimAllocatedElsewhere, r.Keys[i], "", nil, "",
 				"is allocated and not available on this node"))
 		}
 	}

@@ -3,129 +3,68 @@ package allocator
 import (
 	"slices"
 
-	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/pkg/allocator/engine"
+
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// v1Solution is a search's best solution as far as the allocation
-// results need it, kept past the search (whose arena is reused): a
-// V1Result of CheckV1 builds its allocations from it only when they are
-// read (V1Result.Build), for its own request or, taken For another
-// request of the same Signature, for that one's claims.
-type v1Solution struct {
-	inv  *V1Inventory
-	node *corev1.Node
-	reqs []v1SolReq // per pending request: claims in order, requests in order
-	devs []v1SolDev // the devices taken, by request, each request's in result order
-}
-
-// v1SolReq is what one pending request took: the alternative (index in
-// the request's alts: the exactly request, or the subrequest) and the
-// end of its devices in v1Solution.devs.
-type v1SolReq struct {
-	alt, end int32
-}
-
-// v1SolDev is one device taken: its inventory index and, for a share of
-// a shared device, what the share consumes (the search's own slice,
-// never modified; build copies it).
-type v1SolDev struct {
-	x        int32
-	consumed []resource.Quantity
-}
-
-// solution keeps the search's best solution (see v1Solution).
-func (p *v1prob) solution(s *v1search) *v1Solution {
-	sol := &v1Solution{inv: p.inv, node: p.node, reqs: make([]v1SolReq, len(p.sreqs)), devs: make([]v1SolDev, len(s.best))}
-	// Count each request's devices, place them from its start (end is the
-	// cursor while filling), then order each request's devices as the
-	// inventory does (local devices are in inventory order).
-	for _, pk := range s.best {
-		sol.reqs[pk.sreq].end++
-	}
-	start := int32(0)
-	for i := range sol.reqs {
-		start, sol.reqs[i].end = start+sol.reqs[i].end, start
-	}
-	for _, pk := range s.best {
-		sr := &p.sreqs[pk.sreq]
-		sa := &sr.alts[s.bestChosen[pk.sreq]]
-		l := pk.c.l
-		dv := v1SolDev{x: p.devs[l]}
-		if p.inv.devs[dv.x].multi {
-			dv.consumed = sa.consumed[l]
-		}
-		sol.devs[sol.reqs[pk.sreq].end] = dv
-		sol.reqs[pk.sreq].end++
-	}
-	begin := int32(0)
-	for i := range sol.reqs {
-		// The search's alternatives of a request are the request's, in
-		// order.
-		sol.reqs[i].alt = int32(s.bestChosen[i])
-		end := sol.reqs[i].end
-		slices.SortFunc(sol.devs[begin:end], func(x, y v1SolDev) int { return int(x.x - y.x) })
-		begin = end
-	}
-	return sol
-}
-
-// build writes the allocation results of the request's pending claims
+// buildV1 writes the allocation results of the request's pending claims
 // from the solution, for r: the request the solution was found for, or
 // one with the same Signature (whose claims it names, and whose claims'
-// configuration and share IDs it gives).
-func (sol *v1Solution) build(r *V1Request) []*resourcev1.AllocationResult {
+// configuration and share IDs it gives), on node ("": none; a Node
+// always has a name).
+func buildV1(sol *engine.Solution, r *V1Request, node string) []*resourcev1.AllocationResult {
 	out := make([]*resourcev1.AllocationResult, len(r.claims))
 	si := 0
 	start := int32(0)
 	for ci := range r.claims {
-		if !r.pending[ci] {
+		if !r.Pending[ci] {
 			continue
 		}
 		alloc := &resourcev1.AllocationResult{}
 		claimStart, n := start, int32(0)
-		if k := len(r.reqs[ci]); k > 0 {
-			n = sol.reqs[si+k-1].end - start
+		if k := len(r.Reqs[ci]); k > 0 {
+			n = sol.Reqs[si+k-1].End - start
 		}
 		alloc.Devices.Results = make([]resourcev1.DeviceRequestAllocationResult, 0, n)
-		chosen := make([]*v1alt, len(r.reqs[ci]))
-		for qi := range r.reqs[ci] {
-			sr := sol.reqs[si]
-			a := &r.reqs[ci][qi].alts[sr.alt]
+		chosen := make([]*engine.Alt, len(r.Reqs[ci]))
+		for qi := range r.Reqs[ci] {
+			sr := sol.Reqs[si]
+			a := &r.Reqs[ci][qi].Alts[sr.Alt]
 			chosen[qi] = a
-			for _, dv := range sol.devs[start:sr.end] {
-				d := &sol.inv.devs[dv.x]
-				pool := &sol.inv.pools[d.pool]
-				res := resourcev1.DeviceRequestAllocationResult{Request: a.name, Driver: pool.Driver, Pool: pool.Name, Device: d.d.Name}
-				if a.admin {
+			for _, dv := range sol.Devs[start:sr.End] {
+				pool, d := sol.Inv.At(dv.X)
+				res := resourcev1.DeviceRequestAllocationResult{Request: a.Name, Driver: pool.Driver, Pool: pool.Name, Device: d.Name}
+				if a.Admin {
 					res.AdminAccess = ptr(true)
 				}
-				if len(a.tolerations) > 0 {
-					res.Tolerations = make([]resourcev1.DeviceToleration, len(a.tolerations))
-					for i := range a.tolerations {
-						a.tolerations[i].DeepCopyInto(&res.Tolerations[i])
+				if len(a.Tolerations) > 0 {
+					res.Tolerations = make([]resourcev1.DeviceToleration, len(a.Tolerations))
+					for i := range a.Tolerations {
+						a.Tolerations[i].DeepCopyInto(&res.Tolerations[i])
 					}
 				}
-				if len(d.d.BindingConditions) > 0 {
-					res.BindingConditions = slices.Clone(d.d.BindingConditions)
-					res.BindingFailureConditions = slices.Clone(d.d.BindingFailureConditions)
+				if len(d.BindingConditions) > 0 {
+					res.BindingConditions = slices.Clone(d.BindingConditions)
+					res.BindingFailureConditions = slices.Clone(d.BindingFailureConditions)
 				}
-				if d.multi {
-					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.name, d.key))
-					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(d.caps))
-					for j := range d.caps {
-						res.ConsumedCapacity[d.caps[j].name] = dv.consumed[j].DeepCopy()
+				if d.AllowMultipleAllocations {
+					caps := sol.Inv.ShareCaps(dv.X)
+					res.ShareID = ptr(v1ShareID(r.claims[ci].Claim, a.Name, shareKey(pool.Driver, pool.Name, d.Name)))
+					res.ConsumedCapacity = make(map[resourcev1.QualifiedName]resource.Quantity, len(caps))
+					for j := range caps {
+						res.ConsumedCapacity[caps[j].Name] = dv.Consumed[j].DeepCopy()
 					}
 				}
 				alloc.Devices.Results = append(alloc.Devices.Results, res)
 			}
-			start = sr.end
+			start = sr.End
 			si++
 		}
-		alloc.Devices.Config = v1Config(r.claims[ci].Claim, r.reqs[ci], chosen)
-		alloc.NodeSelector = sol.nodeSelector(sol.devs[claimStart:start])
+		alloc.Devices.Config = v1Config(r.claims[ci].Claim, r.Reqs[ci], chosen)
+		alloc.NodeSelector = v1NodeSelector(sol, sol.Devs[claimStart:start], node)
 		out[ci] = alloc
 	}
 	return out
@@ -136,29 +75,29 @@ func (sol *v1Solution) build(r *V1Request) []*resourcev1.AllocationResult {
 // name in results), then the claim's config that applies to an allocated
 // request or subrequest or to all; a list that names every request of
 // the claim becomes empty (all).
-func v1Config(claim *resourcev1.ResourceClaim, reqs []v1req, chosen []*v1alt) []resourcev1.DeviceAllocationConfiguration {
+func v1Config(claim *resourcev1.ResourceClaim, reqs []engine.Req, chosen []*engine.Alt) []resourcev1.DeviceAllocationConfiguration {
 	var out []resourcev1.DeviceAllocationConfiguration
 	type span struct{ start, end int }
 	byClass := map[string]span{}
 	for _, a := range chosen {
-		if a.class == nil {
+		if a.Class == nil {
 			continue
 		}
-		if sp, ok := byClass[a.class.Name]; ok {
+		if sp, ok := byClass[a.Class.Name]; ok {
 			for i := sp.start; i < sp.end; i++ {
-				out[i].Requests = append(out[i].Requests, a.name)
+				out[i].Requests = append(out[i].Requests, a.Name)
 			}
 			continue
 		}
 		start := len(out)
-		for _, cfg := range a.class.Spec.Config {
+		for _, cfg := range a.Class.Spec.Config {
 			out = append(out, resourcev1.DeviceAllocationConfiguration{Source: resourcev1.AllocationConfigSourceClass,
-				Requests: []string{a.name}, DeviceConfiguration: *cfg.DeviceConfiguration.DeepCopy()})
+				Requests: []string{a.Name}, DeviceConfiguration: *cfg.DeviceConfiguration.DeepCopy()})
 		}
-		byClass[a.class.Name] = span{start, len(out)}
+		byClass[a.Class.Name] = span{start, len(out)}
 	}
 	names := func(list []string, qi int) bool {
-		return slices.Contains(list, reqs[qi].name) || (reqs[qi].first && slices.Contains(list, chosen[qi].name))
+		return slices.Contains(list, reqs[qi].Name) || (reqs[qi].First && slices.Contains(list, chosen[qi].Name))
 	}
 	for _, cfg := range claim.Spec.Devices.Config {
 		applies := len(cfg.Requests) == 0
@@ -185,13 +124,13 @@ func v1Config(claim *resourcev1.ResourceClaim, reqs []v1req, chosen []*v1alt) []
 	return out
 }
 
-// nodeSelector is where a claim with these devices (inventory indexes, in
+// v1NodeSelector is where a claim with these devices (inventory indexes, in
 // result order) is available, as upstream computes it: the node of the
 // first node-local device; else the requirements of the devices' one-term
 // node selectors merged into one term; nil when every device is on all
 // nodes. A selector of several terms (which validation forbids for
 // slices) pins the claim to this node.
-func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
+func v1NodeSelector(sol *engine.Solution, devs []engine.SolDev, node string) *k8scorev1.NodeSelector {
 	byName := func(name string) *k8scorev1.NodeSelector {
 		return &k8scorev1.NodeSelector{NodeSelectorTerms: []k8scorev1.NodeSelectorTerm{{
 			MatchFields: []k8scorev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: k8scorev1.NodeSelectorOpIn, Values: []string{name}}},
@@ -199,12 +138,12 @@ func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
 	}
 	var term k8scorev1.NodeSelectorTerm
 	for _, dv := range devs {
-		d := sol.inv.devs[dv.x].d
+		_, d := sol.Inv.At(dv.X)
 		switch {
-		case d.BindsToNode && sol.node != nil:
+		case d.BindsToNode && node != "":
 			// The device is attached to the node the allocation is made
 			// for (KEP-5007): the allocation is not usable elsewhere.
-			return byName(sol.node.Name)
+			return byName(node)
 		case d.NodeName != "":
 			return byName(d.NodeName)
 		case d.NodeSelector != nil:
@@ -215,8 +154,8 @@ func (sol *v1Solution) nodeSelector(devs []v1SolDev) *k8scorev1.NodeSelector {
 				term.MatchFields = v1AddRequirements(term.MatchFields, t.MatchFields)
 				term.MatchExpressions = v1AddRequirements(term.MatchExpressions, t.MatchExpressions)
 			default:
-				if sol.node != nil {
-					return byName(sol.node.Name)
+				if node != "" {
+					return byName(node)
 				}
 			}
 		}

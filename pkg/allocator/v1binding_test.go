@@ -34,7 +34,7 @@ func TestV1BindingConditions(t *testing.T) {
 		"bindsToNode, no binding": {slice: v1tSlice("s", "gpu.example.com", "fabric", "", dev("gpu-0", bindsToNode)), wantSelector: "node-a"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{tc.slice}, nil), nil, nil)
+			st := NewState(NewInventory([]*resourcev1.ResourceSlice{tc.slice}, nil), nil, nil)
 			node := v1tNode("node-a")
 			if tc.slice.Spec.NodeName != nil {
 				tc.wantSelector = "node-a" // a node-local device's allocation names its node

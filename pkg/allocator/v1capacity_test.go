@@ -10,68 +10,6 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 )
 
-// TestV1Consumed pins the rounding of a request by a capacity's
-// requestPolicy (upstream's calculateConsumedCapacity and
-// violatesPolicy), on the milli-unit path and, for amounts beyond it,
-// the exact one.
-func TestV1Consumed(t *testing.T) {
-	q := resource.MustParse
-	pq := func(s string) *resource.Quantity { v := q(s); return &v }
-	rng := func(min, step, max string) *resourcev1.CapacityRequestPolicy {
-		r := &resourcev1.CapacityRequestPolicyRange{Min: pq(min)}
-		if step != "" {
-			r.Step = pq(step)
-		}
-		if max != "" {
-			r.Max = pq(max)
-		}
-		return &resourcev1.CapacityRequestPolicy{Default: pq(min), ValidRange: r}
-	}
-	values := &resourcev1.CapacityRequestPolicy{Default: pq("8Gi"), ValidValues: []resource.Quantity{q("8Gi"), q("16Gi"), q("32Gi")}}
-	for _, tc := range []struct {
-		name, value, req string // req "" is no request value
-		policy           *resourcev1.CapacityRequestPolicy
-		want             string // "" does not fit the policy
-	}{
-		{"no policy, no request: all", "100G", "", nil, "100G"},
-		{"no policy: as asked", "100G", "45G", nil, "45G"},
-		{"default without request", "100G", "", rng("10G", "10G", ""), "10G"},
-		{"below min", "100G", "1G", rng("10G", "10G", ""), "10G"},
-		{"up to the step", "100G", "45G", rng("10G", "10G", ""), "50G"},
-		{"on the step", "100G", "50G", rng("10G", "10G", ""), "50G"},
-		{"no step: as asked", "100G", "45G", rng("10G", "", ""), "45G"},
-		{"above max", "100G", "61G", rng("10G", "10G", "60G"), ""},
-		{"max itself", "100G", "60G", rng("10G", "10G", "60G"), "60G"},
-		{"fractional", "4", "600m", rng("500m", "250m", "2"), "750m"},
-		{"fractional to a whole", "4", "900m", rng("500m", "250m", "2"), "1"},
-		{"fractional above max", "4", "2100m", rng("500m", "250m", "2"), ""},
-		{"valid values up", "64Gi", "9Gi", values, "16Gi"},
-		{"valid value itself", "64Gi", "32Gi", values, "32Gi"},
-		{"above every valid value", "64Gi", "33Gi", values, ""},
-		{"milli-units beyond the fast path", "1e18", "25e14", rng("1e15", "1e15", ""), "3e15"},
-		{"units when the bounds pass milli-units", "1e18", "25e16", rng("1e17", "1e17", ""), "3e17"},
-		{"beyond int64 units: upstream cannot represent it", "1e30", "25e19", rng("1e20", "1e20", ""), ""},
-		{"a request finer than a milli-unit on a milli range", "4", "600001u", rng("500m", "250m", "2"), ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dc := &resourcev1.DeviceCapacity{Value: q(tc.value), RequestPolicy: tc.policy}
-			var req *resource.Quantity
-			if tc.req != "" {
-				req = pq(tc.req)
-			}
-			got, ok := v1Consumed(req, dc)
-			switch {
-			case tc.want == "" && ok:
-				t.Errorf("consumes %s, want: breaks the policy", got.String())
-			case tc.want != "" && !ok:
-				t.Errorf("breaks the policy, want %s", tc.want)
-			case tc.want != "" && got.Cmp(q(tc.want)) != 0:
-				t.Errorf("consumes %s, want %s", got.String(), tc.want)
-			}
-		})
-	}
-}
-
 // TestV1SharesDerivedMatchRecount adds and removes shares of shareable
 // devices at random, through states derived step by step, and compares
 // each with a state counted afresh from the claims held: shares, their
@@ -88,10 +26,10 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 	}
 	slices_ := v1tSliceCount(2, v1tCounterSlice("counters", v1tNIC, "node-a", "node-a", "card", "memory=16Gi"),
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", devs...))
-	inv := NewV1Inventory(slices_, nil)
+	inv := NewInventory(slices_, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	var held []*resourcev1.ResourceClaim
-	st := NewV1State(inv, nil, nil)
+	st := NewState(inv, nil, nil)
 	for step := range 400 {
 		if len(held) > 0 && r.IntN(3) == 0 {
 			i := r.IntN(len(held))
@@ -108,7 +46,7 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 			st = st.WithAllocated(c)
 			held = append(held, c)
 		}
-		fresh := NewV1State(inv, held, nil)
+		fresh := NewState(inv, held, nil)
 		for _, d := range devs {
 			n1, u1 := st.Shares(v1tNIC, "node-a", d.Name)
 			n2, u2 := fresh.Shares(v1tNIC, "node-a", d.Name)
@@ -127,10 +65,10 @@ func TestV1SharesDerivedMatchRecount(t *testing.T) {
 				shared++
 			}
 		}
-		if got, want := st.counterLeft(0), fresh.counterLeft(0); got != want {
+		if got, want := st.CounterLeft(0), fresh.CounterLeft(0); got != want {
 			t.Fatalf("step %d: counter left derived %d, recount %d", step, got, want)
 		}
-		if got, want := fresh.counterLeft(0), inv.ctrs[0].total-int64(shared)*inv.devs[0].uses[0].amount; got != want {
+		if got, want := fresh.CounterLeft(0), inv.Counters()[0].Total-int64(shared)*inv.Uses(0)[0].Amount; got != want {
 			t.Fatalf("step %d: %d shared devices leave %d of the counter, want %d", step, shared, got, want)
 		}
 	}
@@ -143,7 +81,7 @@ func TestRederiveShareIDs(t *testing.T) {
 	d := v1tDev("nic-0")
 	d.AllowMultipleAllocations = ptr(true)
 	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}
-	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{
+	st := NewState(NewInventory([]*resourcev1.ResourceSlice{
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", d),
 		v1tSlice("gpus", v1tGPU, "node-a-gpus", "node-a", v1tDev("gpu-0")),
 	}, nil), nil, nil)
@@ -174,27 +112,5 @@ func TestRederiveShareIDs(t *testing.T) {
 	}
 	if a := alloc(one); *a.Devices.Results[0].ShareID == *copied.Devices.Results[0].ShareID || *a.Devices.Results[0].ShareID == *a.Devices.Results[1].ShareID {
 		t.Errorf("share IDs not distinct: %v", a.Devices.Results)
-	}
-}
-
-// TestV1CapacityUnits: a capacity finer than a milli-unit is exact (its
-// units go down to nano), so a share of all of it fits, and one a
-// nano-unit more does not; a huge capacity still sums without wrapping.
-func TestV1CapacityUnits(t *testing.T) {
-	for _, tc := range []struct {
-		value, share string
-		fits         bool
-	}{
-		{"1.0001", "1.0001", true},
-		{"1.0001", "1.000100001", false},
-		{"100G", "100G", true},
-		{"1e30", "5e29", true},
-		{"1e30", "1e30", true},
-	} {
-		caps := v1Caps(map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"x": {Value: resource.MustParse(tc.value)}})
-		q := resource.MustParse(tc.share)
-		if got := caps[0].amount(&q) <= caps[0].total; got != tc.fits {
-			t.Errorf("capacity %s, share %s: fits %v, want %v (units 10^%d, total %d)", tc.value, tc.share, got, tc.fits, caps[0].scale, caps[0].total)
-		}
 	}
 }

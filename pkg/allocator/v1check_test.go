@@ -29,7 +29,7 @@ func TestCheckV1BuildsWhatAllocateV1Gives(t *testing.T) {
 		if withSeed {
 			seed = []*resourceapi.NodeResourceSlice{v1tSeedNode("node-a", 1+rng.IntN(2))}
 		}
-		st := NewV1State(NewV1Inventory(slices_, seed), nil, nil)
+		st := NewState(NewInventory(slices_, seed), nil, nil)
 		req := PrepareV1(&corev1.Pod{}, claims, v1tClassFunc(classes))
 		want, err := AllocateV1(ctx, req, st, node)
 		if err != nil {

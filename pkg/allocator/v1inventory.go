@@ -11,6 +11,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator/celenv"
+	"allot.dev/allot/pkg/allocator/engine"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -29,170 +30,6 @@ import (
 // allocation state (keyed by driver, pool and device name) serve both APIs.
 // It is plain data built by pure functions; nothing here is wired into
 // Allocate yet.
-
-// V1Pool is one resource pool: the devices one driver publishes under one
-// pool name, at the pool's newest generation.
-//
-// An Incomplete or Invalid pool offers nothing: no device of it may be
-// allocated, and a request for all devices on a node the pool reaches
-// (ReachesNode) fails, as upstream's allocator does. Its devices are kept
-// anyway so that the allocator can tell which nodes it reaches.
-type V1Pool struct {
-	Driver string
-	Name   string
-	// Generation is the pool generation the devices come from: the highest
-	// spec.pool.generation among the pool's slices (for a projected seed
-	// pool, the highest metadata.generation of its NodeResourceSlices).
-	Generation int64
-	// Node is set when every slice of the pool is local to this one node
-	// (spec.nodeName); always for a projected seed pool.
-	Node string
-	// Incomplete says why not all slices of the generation are known; ""
-	// when they are.
-	Incomplete string
-	// Invalid says why the pool's content is inconsistent (the first
-	// defect found); "" when it is not.
-	Invalid string
-	// Devices in slice name order, then listing order.
-	Devices []PoolDevice
-	// Counters are the pool's shared counter sets: set name → counter name
-	// → how much is available in total. Nil when the pool has none.
-	Counters map[string]map[string]resource.Quantity
-	// FromSeed marks a pool projected from NodeResourceSlices. Its devices
-	// have SeedInstance set, and partition groups apply between them (see
-	// SeedLeavesConflict); it has no counters.
-	FromSeed bool
-}
-
-// Usable reports whether devices may be allocated from the pool.
-func (p *V1Pool) Usable() bool { return p.Incomplete == "" && p.Invalid == "" }
-
-// ReachesNode reports whether the pool matters on the node: it is local to
-// it, or some device is available on it. An allocation mode All request
-// on the node fails when such a pool is not Usable. Shared counters alone
-// do not make a pool reach a node: upstream gathers counter slices
-// wherever a device of their pool is used, but a pool whose devices are
-// all for other nodes is not what an All request on this node asks for
-// (the differential test against upstream pins this).
-func (p *V1Pool) ReachesNode(node *corev1.Node) bool {
-	if node == nil {
-		return false
-	}
-	if p.Node != "" && p.Node == node.Name {
-		return true
-	}
-	for i := range p.Devices {
-		if p.Devices[i].AvailableOn(node) {
-			return true
-		}
-	}
-	return false
-}
-
-// PoolDevice is one device of a pool as an allocator needs it. The maps and
-// lists are shared with the slice the device came from (or, for projected
-// seed devices, built once): read them, never modify them.
-type PoolDevice struct {
-	// Name is unique in the pool (in a valid pool) and a DNS label.
-	Name string
-	// Slice is the ResourceSlice, or for a projected device the
-	// NodeResourceSlice, that publishes the device.
-	Slice string
-	// Attributes and Capacity as in resource.k8s.io/v1; names without a
-	// domain are in the driver's domain.
-	Attributes map[resourcev1.QualifiedName]resourcev1.DeviceAttribute
-	Capacity   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity
-	// ConsumesCounters lists what allocating the device takes from the
-	// pool's Counters.
-	ConsumesCounters []resourcev1.DeviceCounterConsumption
-
-	// Node selection, from the device (perDeviceNodeSelection) or else from
-	// its slice. At most one is set; a device with none is available on no
-	// node. NodeSelector is the selector as published (for an allocation
-	// result's nodeSelector).
-	NodeName     string
-	NodeSelector *k8scorev1.NodeSelector
-	AllNodes     bool
-
-	Taints []resourcev1.DeviceTaint
-
-	// AllowMultipleAllocations: the device is allocated as shares of its
-	// consumable capacity (DRAConsumableCapacity), to any number of
-	// claims and requests while the shares fit its capacity.
-	AllowMultipleAllocations bool
-
-	// BindingConditions and BindingFailureConditions are copied into the
-	// device's allocation results (DRADeviceBindingConditions): the
-	// scheduler binds the pod only once the claim's status shows every
-	// binding condition True. BindsToNode: the allocation is limited to
-	// the node it is made for.
-	BindingConditions        []string
-	BindingFailureConditions []string
-	BindsToNode              bool
-
-	// SeedInstance is the seed instance ID of a projected device ("" for a
-	// published v1 device): the leaf whose partition locks it takes.
-	SeedInstance string
-
-	// nodeSelector is NodeSelector in allot's types, converted once.
-	nodeSelector *corev1.NodeSelector
-}
-
-// AvailableOn reports whether the device can be used on the node, by its
-// node name, node selector (allot's matcher: label expressions and the
-// field metadata.name) or all-nodes flag.
-func (d *PoolDevice) AvailableOn(node *corev1.Node) bool {
-	switch {
-	case d.AllNodes:
-		return true
-	case node == nil:
-		return false
-	case d.NodeName != "":
-		return d.NodeName == node.Name
-	case d.NodeSelector != nil:
-		sel := d.nodeSelector
-		if sel == nil {
-			sel, _ = invConvertNodeSelector(d.NodeSelector)
-		}
-		return sel.Matches(node.Name, node.Labels)
-	}
-	return false
-}
-
-// InventoryProblem is something in the published slices that the inventory
-// could not take as it is: a device or attribute left out, or a slice
-// ignored. Pool-wide states are in V1Pool.Incomplete and V1Pool.Invalid
-// instead.
-type InventoryProblem struct {
-	Driver string
-	Pool   string
-	Slice  string // "" when not tied to one slice
-	// Device is the v1 device name when it is known and valid.
-	Device string
-	// Instance is the seed instance ID (projections only).
-	Instance string
-	// Field is the attribute or capacity name, or the field, concerned.
-	Field  string
-	Reason string
-}
-
-func (p InventoryProblem) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "driver %s pool %s", p.Driver, p.Pool)
-	if p.Slice != "" {
-		fmt.Fprintf(&b, " slice %s", p.Slice)
-	}
-	if p.Instance != "" {
-		fmt.Fprintf(&b, " instance %s", p.Instance)
-	}
-	if p.Device != "" {
-		fmt.Fprintf(&b, " device %s", p.Device)
-	}
-	if p.Field != "" {
-		fmt.Fprintf(&b, " %s", p.Field)
-	}
-	return b.String() + ": " + p.Reason
-}
 
 // V1Pools groups ResourceSlices into pools by upstream's rules (k8s.io/api
 // resource/v1 ResourcePool and Device comments; k8s.io/dynamic-resource-
@@ -214,7 +51,7 @@ func (p InventoryProblem) String() string {
 // Pools are sorted by driver and name. nil slices are skipped. The result
 // shares maps and lists with the input slices, which must not be modified
 // afterwards.
-func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
+func V1Pools(in []*resourcev1.ResourceSlice) ([]engine.Pool, []engine.InventoryProblem) {
 	type poolKey struct{ driver, name string }
 	byPool := make(map[poolKey][]*resourcev1.ResourceSlice)
 	var keys []poolKey
@@ -237,12 +74,12 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
 	slices.SortFunc(keys, func(a, b poolKey) int {
 		return cmp.Or(strings.Compare(a.driver, b.driver), strings.Compare(a.name, b.name))
 	})
-	pools := make([]V1Pool, 0, len(keys))
-	var problems []InventoryProblem
+	pools := make([]engine.Pool, 0, len(keys))
+	var problems []engine.InventoryProblem
 	for _, k := range keys {
 		ss := byPool[k]
 		slices.SortFunc(ss, func(a, b *resourcev1.ResourceSlice) int { return strings.Compare(a.Name, b.Name) })
-		var p V1Pool
+		var p engine.Pool
 		p, problems = invBuildPool(k.driver, k.name, ss, problems)
 		pools = append(pools, p)
 	}
@@ -251,8 +88,8 @@ func V1Pools(in []*resourcev1.ResourceSlice) ([]V1Pool, []InventoryProblem) {
 
 // invBuildPool builds one pool from its slices of the newest generation,
 // sorted by name.
-func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []InventoryProblem) (V1Pool, []InventoryProblem) {
-	p := V1Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
+func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems []engine.InventoryProblem) (engine.Pool, []engine.InventoryProblem) {
+	p := engine.Pool{Driver: driver, Name: name, Generation: ss[0].Spec.Pool.Generation, Node: invSliceNode(ss[0])}
 	want := ss[0].Spec.Pool.ResourceSliceCount
 	counted, nDevices := 0, 0
 	var ignored []string
@@ -280,7 +117,7 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 		p.Incomplete = fmt.Sprintf("%d of %d slices of generation %d are published", counted, want, p.Generation)
 	}
 
-	p.Devices = make([]PoolDevice, 0, nDevices)
+	p.Devices = make([]engine.Device, 0, nDevices)
 	names := make(map[string]struct{}, nDevices)
 	for _, s := range ss {
 		if invUsesCompatibilityGroups(s) {
@@ -315,14 +152,14 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 			sliceSel.name = *s.Spec.NodeName
 		case s.Spec.NodeSelector != nil:
 			sliceSel.sel = s.Spec.NodeSelector
-			sliceSel.conv, problems = invConvertNodeSelectorReporting(s.Spec.NodeSelector, problems, InventoryProblem{
+			sliceSel.conv, problems = invConvertNodeSelectorReporting(s.Spec.NodeSelector, problems, engine.InventoryProblem{
 				Driver: driver, Pool: name, Slice: s.Name, Field: "spec.nodeSelector"})
 		case s.Spec.AllNodes != nil && *s.Spec.AllNodes:
 			sliceSel.all = true
 		case s.Spec.PerDeviceNodeSelection != nil && *s.Spec.PerDeviceNodeSelection:
 			perDevice = true
 		default:
-			problems = append(problems, InventoryProblem{Driver: driver, Pool: name, Slice: s.Name,
+			problems = append(problems, engine.InventoryProblem{Driver: driver, Pool: name, Slice: s.Name,
 				Reason: "sets none of nodeName, nodeSelector, allNodes and perDeviceNodeSelection; its devices are available on no node"})
 		}
 		for i := range s.Spec.Devices {
@@ -339,19 +176,19 @@ func invBuildPool(driver, name string, ss []*resourcev1.ResourceSlice, problems 
 					sel.name = *d.NodeName
 				case d.NodeSelector != nil:
 					sel.sel = d.NodeSelector
-					sel.conv, problems = invConvertNodeSelectorReporting(d.NodeSelector, problems, InventoryProblem{
+					sel.conv, problems = invConvertNodeSelectorReporting(d.NodeSelector, problems, engine.InventoryProblem{
 						Driver: driver, Pool: name, Slice: s.Name, Device: d.Name, Field: "nodeSelector"})
 				case d.AllNodes != nil && *d.AllNodes:
 					sel.all = true
 				default:
-					problems = append(problems, InventoryProblem{Driver: driver, Pool: name, Slice: s.Name, Device: d.Name,
+					problems = append(problems, engine.InventoryProblem{Driver: driver, Pool: name, Slice: s.Name, Device: d.Name,
 						Reason: "the slice has perDeviceNodeSelection, but the device sets none of nodeName, nodeSelector and allNodes; it is available on no node"})
 				}
 			}
-			p.Devices = append(p.Devices, PoolDevice{
+			p.Devices = append(p.Devices, engine.Device{
 				Name: d.Name, Slice: s.Name,
 				Attributes: d.Attributes, Capacity: d.Capacity, ConsumesCounters: d.ConsumesCounters,
-				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, nodeSelector: sel.conv,
+				NodeName: sel.name, NodeSelector: sel.sel, AllNodes: sel.all, Matcher: matcherOf(sel.conv),
 				Taints: d.Taints, AllowMultipleAllocations: d.AllowMultipleAllocations != nil && *d.AllowMultipleAllocations,
 				BindingConditions: d.BindingConditions, BindingFailureConditions: d.BindingFailureConditions,
 				BindsToNode: d.BindsToNode != nil && *d.BindsToNode,
@@ -381,7 +218,7 @@ type invNodeSelection struct {
 
 // invCheckCounters returns why some device consumes from a counter
 // set or a counter that the pool does not define, or "".
-func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []PoolDevice) string {
+func invCheckCounters(sets map[string]map[string]resource.Quantity, devices []engine.Device) string {
 	for i := range devices {
 		for _, c := range devices[i].ConsumesCounters {
 			set, found := sets[c.CounterSet]
@@ -432,7 +269,7 @@ func invConvertNodeSelector(s *k8scorev1.NodeSelector) (out *corev1.NodeSelector
 	return out, bad
 }
 
-func invConvertNodeSelectorReporting(s *k8scorev1.NodeSelector, problems []InventoryProblem, at InventoryProblem) (*corev1.NodeSelector, []InventoryProblem) {
+func invConvertNodeSelectorReporting(s *k8scorev1.NodeSelector, problems []engine.InventoryProblem, at engine.InventoryProblem) (*corev1.NodeSelector, []engine.InventoryProblem) {
 	out, bad := invConvertNodeSelector(s)
 	for _, key := range bad {
 		at.Reason = fmt.Sprintf("matchFields key %q is not supported (only metadata.name); the term matches no node", key)
@@ -458,38 +295,6 @@ func invConvertRequirements(in []k8scorev1.NodeSelectorRequirement) []corev1.Nod
 // when no other leaf of the node and driver has the same one.
 func SeedDeviceName(instanceID string) string {
 	return strings.ReplaceAll(instanceID, "/", "--")
-}
-
-// SeedLeavesConflict reports whether two seed leaves of one node and driver
-// cannot be allocated at the same time: they are the same leaf, or one
-// instance on both their paths is split by different partition groups.
-// This is the "one partition group of a parent at a time" rule in terms of
-// instance IDs, for projected devices (PoolDevice.SeedInstance); v1 can only
-// express it with compatibilityGroups, which are off by default.
-func SeedLeavesConflict(a, b string) bool {
-	// IDs alternate instance and group names: inst/group/inst/group/leaf.
-	for seg := 0; ; seg++ {
-		ia, ib := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
-		na, nb := a, b
-		if ia >= 0 {
-			na = a[:ia]
-		}
-		if ib >= 0 {
-			nb = b[:ib]
-		}
-		if na != nb {
-			// Different instances (siblings in one group, or roots) are
-			// independent; different groups of one instance exclude each
-			// other.
-			return seg%2 == 1
-		}
-		if ia < 0 || ib < 0 {
-			// One is a prefix of the other: the same leaf (a leaf has no
-			// partitions, so it cannot be the ancestor of another).
-			return true
-		}
-		a, b = a[ia+1:], b[ib+1:]
-	}
 }
 
 // invValueMaxLength is v1's bound on string and version attribute values
@@ -525,13 +330,13 @@ const invValueMaxLength = resourcev1.DeviceAttributeMaxValueLength
 //     keeps one partition group of an instance at a time.
 //
 // Pools are sorted by driver, then node. nil slices are skipped.
-func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []V1Pool, problems []InventoryProblem) {
+func SeedDevices(in []*resourceapi.NodeResourceSlice) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	return seedDevices(in, nil)
 }
 
 // seedDevices is SeedDevices with the nodes' Models from model (nil:
-// compiled here); see NewV1InventoryModels.
-func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []V1Pool, problems []InventoryProblem) {
+// compiled here); see NewInventoryModels.
+func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	if model == nil {
 		model = NewModel
 	}
@@ -546,10 +351,10 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 		pools = append(pools, ps...)
 		problems = append(problems, pr...)
 	}
-	slices.SortFunc(pools, func(a, b V1Pool) int {
+	slices.SortFunc(pools, func(a, b engine.Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
-	slices.SortStableFunc(problems, func(a, b InventoryProblem) int {
+	slices.SortStableFunc(problems, func(a, b engine.InventoryProblem) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Pool, b.Pool))
 	})
 	return pools, problems
@@ -557,15 +362,15 @@ func seedDevices(in []*resourceapi.NodeResourceSlice, model func(node string, sl
 
 // seedProjection is a Model's v1 pools and problems.
 type seedProjection struct {
-	pools    []V1Pool
-	problems []InventoryProblem
+	pools    []engine.Pool
+	problems []engine.InventoryProblem
 }
 
 // seedPools is seedNodePools of the slices m was compiled from, computed
 // once per Model: an inventory rebuilt over the same Models (another
 // node's slices changed, a simulation added a node) projects only the
 // new ones. The pools' devices are shared; inventories read them only.
-func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V1Pool, []InventoryProblem) {
+func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]engine.Pool, []engine.InventoryProblem) {
 	if p := m.v1.Load(); p != nil {
 		return slices.Clone(p.pools), p.problems
 	}
@@ -575,9 +380,9 @@ func (m *Model) seedPools(node string, ss []*resourceapi.NodeResourceSlice) ([]V
 }
 
 // seedNodePools projects the slices of one node, compiled into m.
-func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []V1Pool, problems []InventoryProblem) {
+func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (pools []engine.Pool, problems []engine.InventoryProblem) {
 	for _, pr := range m.Problems() {
-		problems = append(problems, InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
+		problems = append(problems, engine.InventoryProblem{Driver: pr.Driver, Pool: node, Slice: pr.Slice, Instance: pr.Path,
 			Reason: pr.Message})
 	}
 	gens := map[string]int64{}
@@ -609,14 +414,14 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 	}
 	slices.Sort(drivers)
 	for _, driver := range drivers {
-		p := V1Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
+		p := engine.Pool{Driver: driver, Name: node, Generation: gens[driver], Node: node, FromSeed: true}
 		dm := m.drivers[driver]
 		if dm == nil {
 			pools = append(pools, p)
 			continue
 		}
-		at := func(in *instNode) InventoryProblem {
-			return InventoryProblem{Driver: driver, Pool: node, Instance: in.id, Slice: rootSlice[driver][dm.insts[in.root].id]}
+		at := func(in *instNode) engine.InventoryProblem {
+			return engine.InventoryProblem{Driver: driver, Pool: node, Instance: in.id, Slice: rootSlice[driver][dm.insts[in.root].id]}
 		}
 		// Every leaf takes part in the name checks, usable or not: an
 		// unhealthy leaf keeps its name and its allocations.
@@ -625,7 +430,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			name := SeedDeviceName(dm.insts[l].id)
 			owners[name] = append(owners[name], l)
 		}
-		p.Devices = make([]PoolDevice, 0, len(dm.leaves))
+		p.Devices = make([]engine.Device, 0, len(dm.leaves))
 		for _, l := range dm.leaves {
 			in := &dm.insts[l]
 			name := SeedDeviceName(in.id)
@@ -650,11 +455,11 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			if !in.ok && !in.tainted {
 				continue
 			}
-			d := PoolDevice{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
+			d := engine.Device{Name: name, Slice: rootSlice[driver][dm.insts[in.root].id], NodeName: node, SeedInstance: in.id}
 			for _, t := range in.taints {
 				d.Taints = append(d.Taints, t.Taint)
 			}
-			var attrProblems []InventoryProblem
+			var attrProblems []engine.InventoryProblem
 			d.Attributes, d.Capacity, attrProblems = seedV1Attributes(in.vars, at(in))
 			d.Attributes, d.Capacity = v1SharedMaps.attributes(d.Attributes), v1SharedMaps.capacities(d.Capacity)
 			for i := range attrProblems {
@@ -682,7 +487,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 // index) repeat from node to node, so a cluster's projection holds a few
 // distinct maps instead of one per device (a v1 attribute map of four
 // entries takes about 700 bytes, more than the rest of its device). The
-// maps are read only (PoolDevice); the interner keeps at most
+// maps are read only (Device); the interner keeps at most
 // v1SharedMapsMax of each and then starts over, so that the devices of
 // nodes long gone, or attributes that never repeat (a UUID), cost a
 // bounded table, not a leak: maps handed out before keep being shared by
@@ -776,8 +581,8 @@ func v1KeyString(key []byte, s string) []byte {
 // seedV1Attributes converts a leaf's effective attributes, as the seed
 // selectors see them, into v1 attributes and capacities. at is the problem
 // template for what is left out.
-func seedV1Attributes(v *attrVars, at InventoryProblem) (attrs map[resourcev1.QualifiedName]resourcev1.DeviceAttribute,
-	caps map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, problems []InventoryProblem) {
+func seedV1Attributes(v *attrVars, at engine.InventoryProblem) (attrs map[resourcev1.QualifiedName]resourcev1.DeviceAttribute,
+	caps map[resourcev1.QualifiedName]resourcev1.DeviceCapacity, problems []engine.InventoryProblem) {
 	report := func(name, reason string) {
 		pr := at
 		pr.Field, pr.Reason = name, reason
@@ -938,4 +743,54 @@ func (v *seedNameValidator) instances(list []resourceapi.ResourceInstance, prefi
 		}
 		v.byName[name] = id
 	}
+}
+
+// matcherOf is a converted node selector as a device's Matcher (nil
+// when there is none).
+func matcherOf(sel *corev1.NodeSelector) engine.NodeMatcher {
+	if sel == nil {
+		return nil
+	}
+	return sel
+}
+
+// engineNode is node as the engine sees it, in into; nil for no node.
+func engineNode(node *corev1.Node, into *engine.Node) *engine.Node {
+	if node == nil {
+		return nil
+	}
+	*into = engine.Node{Name: node.Name, Labels: node.Labels}
+	return into
+}
+
+// NodeOf is node as the engine sees it; nil for no node.
+func NodeOf(node *corev1.Node) *engine.Node {
+	var n engine.Node
+	return engineNode(node, &n)
+}
+
+// DeviceAvailableOn reports whether the device can be used on the node
+// (Device.AvailableOn); a device built by hand, without a Matcher,
+// has its NodeSelector compiled here.
+func DeviceAvailableOn(d *engine.Device, node *corev1.Node) bool {
+	if d.NodeSelector != nil && d.Matcher == nil {
+		sel, _ := invConvertNodeSelector(d.NodeSelector)
+		c := *d
+		c.Matcher = matcherOf(sel)
+		d = &c
+	}
+	var en engine.Node
+	return d.AvailableOn(engineNode(node, &en))
+}
+
+// sortedKeys returns m's keys in order, in a slice of their number
+// (slices.Sorted(maps.Keys(m)) grows its slice as it goes, which the
+// seed projection's per-device maps paid for).
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

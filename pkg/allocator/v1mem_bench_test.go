@@ -55,7 +55,7 @@ func BenchmarkAllocateV1SeedShape(b *testing.B) {
 			held = append(held, v1tAllocated(fmt.Sprintf("held-%s-%d", node, i), node, fmt.Sprintf("gpu/%s/instance-%d", node, 2*i)))
 		}
 	}
-	st := NewV1State(NewV1Inventory(nil, seed), held, nil)
+	st := NewState(NewInventory(nil, seed), held, nil)
 	class := v1tClass("gpu", `device.driver == "gpu" && device.attributes["gpu"].family == "GPU"`)
 	req := PrepareV1(nil, v1tClaims(v1tClaim("c", v1tExact("gpu", "gpu", 1,
 		`device.attributes["gpu"].model == "A100" && device.capacity["gpu"].memory.compareTo(quantity("1Gi")) >= 0`))),
@@ -100,7 +100,7 @@ func BenchmarkV1InventorySeedShape(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		before := ms.HeapAlloc
 		b.StartTimer()
-		inv := NewV1InventoryModels(nil, seed, func(node string, _ []*resourceapi.NodeResourceSlice) *Model { return models[node] })
+		inv := NewInventoryModels(nil, seed, func(node string, _ []*resourceapi.NodeResourceSlice) *Model { return models[node] })
 		b.StopTimer()
 		runtime.GC()
 		runtime.ReadMemStats(&ms)

@@ -67,9 +67,9 @@ func TestSeedDevicesShareEqualAttributes(t *testing.T) {
 			t.Errorf("device %s shares the attribute map of %s though its numa differs", pools[0].Devices[i].Name, pools[0].Devices[0].Name)
 		}
 	}
-	// The Models of the scheduler's inventory (NewV1InventoryModels) share
+	// The Models of the scheduler's inventory (NewInventoryModels) share
 	// them too.
-	inv := NewV1InventoryModels(nil, []*resourceapi.NodeResourceSlice{b}, nil)
+	inv := NewInventoryModels(nil, []*resourceapi.NodeResourceSlice{b}, nil)
 	for _, p := range inv.Pools() {
 		for i, d := range p.Devices {
 			if reflect.ValueOf(d.Attributes).Pointer() != mapOf(0, i) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +26,8 @@ func TestV1CounterOverflowNeverFits(t *testing.T) {
 				v1tSlice("devs", v1tGPU, "part", "node-a",
 					v1tDev("huge", v1tStr("kind", "huge"), v1tConsumes("set", "units="+huge)),
 					v1tDev("small", v1tStr("kind", "small"), v1tConsumes("set", "units=8"))))
-			inv := NewV1Inventory(slices, nil)
-			st := NewV1State(inv, nil, nil)
+			inv := NewInventory(slices, nil)
+			st := NewState(inv, nil, nil)
 			node := v1tNode("node-a")
 			res := v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("c", v1tExact("r", "gpu", 1, `device.attributes["gpu.example.com"].kind == "huge"`)))...)
 			if res.Fits {
@@ -42,7 +44,7 @@ func TestV1CounterOverflowNeverFits(t *testing.T) {
 			}
 			// A stored allocation of the huge device (a driver that
 			// changed its slice) leaves nothing of the counter.
-			st = NewV1State(inv, []*resourcev1.ResourceClaim{v1tAllocated("held", "node-a", v1tGPU+"/part/huge")}, nil)
+			st = NewState(inv, []*resourcev1.ResourceClaim{v1tAllocated("held", "node-a", v1tGPU+"/part/huge")}, nil)
 			res = v1tAllocate(t, st, node, nil, v1tClaims(v1tClaim("e", v1tExact("r", "gpu", 1, `device.attributes["gpu.example.com"].kind == "small"`)))...)
 			if res.Fits {
 				t.Fatalf("a counter held by a device consuming %s still fits 8 more", huge)
@@ -94,25 +96,25 @@ func FuzzCounterArithmetic(f *testing.F) {
 			devs = append(devs, resourcev1.Device{Name: string(rune('a' + i)), ConsumesCounters: []resourcev1.DeviceCounterConsumption{{
 				CounterSet: "set", Counters: map[string]resourcev1.Counter{"n": {Value: q}}}}})
 		}
-		inv := NewV1Inventory(v1tSliceCount(2,
+		inv := NewInventory(v1tSliceCount(2,
 			&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourcev1.ResourceSliceSpec{Driver: v1tGPU, Pool: resourcev1.ResourcePool{Name: "p", Generation: 1},
 				NodeName: ptrTo("n"), SharedCounters: []resourcev1.CounterSet{{Name: "set", Counters: map[string]resourcev1.Counter{"n": {Value: qt}}}}}},
 			&resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourcev1.ResourceSliceSpec{Driver: v1tGPU, Pool: resourcev1.ResourcePool{Name: "p", Generation: 1},
 				NodeName: ptrTo("n"), Devices: devs}}), nil)
-		if len(inv.ctrs) != 1 || len(inv.devs) != len(uses) {
-			t.Fatalf("inventory: %d counters, %d devices", len(inv.ctrs), len(inv.devs))
+		if len(inv.Counters()) != 1 || inv.Len() != len(uses) {
+			t.Fatalf("inventory: %d counters, %d devices", len(inv.Counters()), inv.Len())
 		}
-		ctr := inv.ctrs[0]
-		if ctr.total < 0 || ctr.total > 1<<50 {
-			t.Fatalf("total %s: %d units of 10^%d", total, ctr.total, ctr.scale)
+		ctr := inv.Counters()[0]
+		if ctr.Total < 0 || ctr.Total > 1<<50 {
+			t.Fatalf("total %s: %d units of 10^%d", total, ctr.Total, ctr.Scale)
 		}
 		exactTotal := ratOf(qt)
 		exactUsed := new(big.Rat)
-		left := ctr.total
+		left := ctr.Total
 		wholeMilli := isWholeMilliBelow(qt)
-		for i := range inv.devs {
-			u := inv.devs[i].uses[0].amount
-			if u < 0 || u > v1Never {
+		for i := range inv.Len() {
+			u := inv.Uses(int32(i))[0].Amount
+			if u < 0 || u > engine.AmountNever {
 				t.Fatalf("consumption %s: amount %d", uses[i].String(), u)
 			}
 			wholeMilli = wholeMilli && isWholeMilliBelow(uses[i])
@@ -122,7 +124,7 @@ func FuzzCounterArithmetic(f *testing.F) {
 			if fits && !exactFits {
 				t.Fatalf("total %s, consumptions %v: device %d fits by the allocator's arithmetic (%d left, takes %d) but not exactly", total, uses, i, left, u)
 			}
-			if wholeMilli && ctr.scale == resource.Milli && fits != exactFits {
+			if wholeMilli && ctr.Scale == resource.Milli && fits != exactFits {
 				t.Fatalf("total %s, consumptions %v: device %d fits=%v, exactly %v", total, uses, i, fits, exactFits)
 			}
 			if !fits {
@@ -134,12 +136,12 @@ func FuzzCounterArithmetic(f *testing.F) {
 			}
 		}
 		// The state's sums saturate instead of wrapping.
-		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.total, -ctr.total, v1Never} {
-			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, v1Never} {
+		for _, x := range []int64{math.MaxInt64, math.MinInt64, ctr.Total, -ctr.Total, engine.AmountNever} {
+			for _, y := range []int64{math.MaxInt64, math.MinInt64, 1, -1, engine.AmountNever} {
 				want := new(big.Int).Add(big.NewInt(x), big.NewInt(y))
 				want = bigClamp(want)
-				if got := v1AddSat(x, y); got != want.Int64() {
-					t.Fatalf("v1AddSat(%d, %d) = %d, want %s", x, y, got, want)
+				if got := engine.AddSat(x, y); got != want.Int64() {
+					t.Fatalf("AddSat(%d, %d) = %d, want %s", x, y, got, want)
 				}
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"allot.dev/allot/pkg/allocator/engine"
+
 	resourcev1 "k8s.io/api/resource/v1"
 )
 
@@ -36,21 +38,21 @@ func (r *V1Request) signature() string {
 	}
 	var b strings.Builder
 	for ci, c := range r.claims {
-		if !r.pending[ci] {
+		if !r.Pending[ci] {
 			return ""
 		}
 		fmt.Fprintf(&b, "C%t", c.AdminNamespace)
-		for _, q := range r.reqs[ci] {
-			fmt.Fprintf(&b, "q%q%t", q.name, q.first)
-			for i := range q.alts {
-				if !writeV1Alt(&b, &q.alts[i]) {
+		for _, q := range r.Reqs[ci] {
+			fmt.Fprintf(&b, "q%q%t", q.Name, q.First)
+			for i := range q.Alts {
+				if !writeV1Alt(&b, &q.Alts[i]) {
 					return ""
 				}
 			}
 		}
-		for _, k := range r.cons[ci] {
-			fmt.Fprintf(&b, "k%t%q%q", k.match, k.attr, k.clause)
-			for _, q := range k.requests {
+		for _, k := range r.Cons[ci] {
+			fmt.Fprintf(&b, "k%t%q%q", k.Match, k.Attr, k.Clause)
+			for _, q := range k.Requests {
 				fmt.Fprintf(&b, "r%q", q)
 			}
 		}
@@ -61,22 +63,22 @@ func (r *V1Request) signature() string {
 
 // writeV1Alt writes one exactly request or subrequest into a signature;
 // false when its class has no resourceVersion.
-func writeV1Alt(b *strings.Builder, a *v1alt) bool {
-	if a.class == nil || a.class.ResourceVersion == "" {
+func writeV1Alt(b *strings.Builder, a *engine.Alt) bool {
+	if a.Class == nil || a.Class.ResourceVersion == "" {
 		return false
 	}
-	fmt.Fprintf(b, "a%q%q%q%q%t,%d,%t", a.name, a.class.Name, a.class.UID, a.class.ResourceVersion, a.all, a.count, a.admin)
-	for _, e := range a.sel {
+	fmt.Fprintf(b, "a%q%q%q%q%t,%d,%t", a.Name, a.Class.Name, a.Class.UID, a.Class.ResourceVersion, a.All, a.Count, a.Admin)
+	for _, e := range a.Sel {
 		fmt.Fprintf(b, "s%q", e)
 	}
-	for _, t := range a.tolerations {
+	for _, t := range a.Tolerations {
 		fmt.Fprintf(b, "t%q%q%q%q", t.Key, t.Operator, t.Value, t.Effect)
 		if t.TolerationSeconds != nil {
 			fmt.Fprintf(b, "%d", *t.TolerationSeconds)
 		}
 	}
-	for _, n := range sortedKeys(a.capReqs) {
-		q := a.capReqs[n]
+	for _, n := range sortedKeys(a.CapReqs) {
+		q := a.CapReqs[n]
 		fmt.Fprintf(b, "c%q=%s", n, q.String())
 	}
 	return true
@@ -105,7 +107,7 @@ func (r *V1Result) For(req *V1Request) *V1Result {
 			}
 			c := a.DeepCopy()
 			claim := req.claims[ci].Claim
-			c.Devices.Config = v1Config(claim, req.reqs[ci], req.chosenAlts(ci, a))
+			c.Devices.Config = v1Config(claim, req.Reqs[ci], req.chosenAlts(ci, a))
 			RederiveShareIDs(claim, c)
 			out.Allocations[ci] = c
 		}
@@ -127,27 +129,27 @@ func (r *V1Result) ReasonsFor(req *V1Request) []Reason {
 // seed's Request.rebind does (rebindReasons).
 func (r *V1Request) rebind(from *V1Request, reasons []Reason) []Reason {
 	return rebindReasons(&r.reasonMemo, reasons, func(claim string) (string, int) {
-		j := slices.Index(from.keys, claim)
-		if j < 0 || j >= len(r.keys) {
+		j := slices.Index(from.Keys, claim)
+		if j < 0 || j >= len(r.Keys) {
 			return "", -1
 		}
-		return r.keys[j], j
+		return r.Keys[j], j
 	})
 }
 
 // chosenAlts are, per request of claim ci, the exactly request or the
 // subrequest that allocation a (of that claim) took, by the request
 // names in its results.
-func (r *V1Request) chosenAlts(ci int, a *resourcev1.AllocationResult) []*v1alt {
-	out := make([]*v1alt, len(r.reqs[ci]))
-	for qi := range r.reqs[ci] {
-		q := &r.reqs[ci][qi]
-		out[qi] = &q.alts[0]
-		for ai := range q.alts {
+func (r *V1Request) chosenAlts(ci int, a *resourcev1.AllocationResult) []*engine.Alt {
+	out := make([]*engine.Alt, len(r.Reqs[ci]))
+	for qi := range r.Reqs[ci] {
+		q := &r.Reqs[ci][qi]
+		out[qi] = &q.Alts[0]
+		for ai := range q.Alts {
 			if slices.ContainsFunc(a.Devices.Results, func(d resourcev1.DeviceRequestAllocationResult) bool {
-				return d.Request == q.alts[ai].name
+				return d.Request == q.Alts[ai].Name
 			}) {
-				out[qi] = &q.alts[ai]
+				out[qi] = &q.Alts[ai]
 				break
 			}
 		}

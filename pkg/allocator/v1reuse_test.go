@@ -15,7 +15,7 @@ import (
 // v1reuseFixture: node-a with a shareable NIC and two GPUs; classes with
 // resourceVersions; claims of one shape (a "template") under any name.
 type v1reuseFixture struct {
-	st      *V1State
+	st      *State
 	classes []*resourcev1.DeviceClass
 }
 
@@ -23,7 +23,7 @@ func newV1ReuseFixture() *v1reuseFixture {
 	d := v1tDev("nic-0")
 	d.AllowMultipleAllocations = ptr(true)
 	d.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"bandwidth": {Value: resource.MustParse("100G")}}
-	st := NewV1State(NewV1Inventory([]*resourcev1.ResourceSlice{
+	st := NewState(NewInventory([]*resourcev1.ResourceSlice{
 		v1tSlice("nics", v1tNIC, "node-a", "node-a", d),
 		v1tSlice("gpus", v1tGPU, "node-a-gpus", "node-a", v1tGPUs(2, "a100")...),
 	}, nil), nil, nil)

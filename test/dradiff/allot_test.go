@@ -66,8 +66,8 @@ func allotNode(n *k8scorev1.Node) *corev1.Node {
 
 func runAllot(c *Case, node *k8scorev1.Node, limit time.Duration) allotOutcome {
 	start := time.Now()
-	inv := allocator.NewV1Inventory(c.Slices, nil)
-	st := allocator.NewV1State(inv, heldClaims(c), nil)
+	inv := allocator.NewInventory(c.Slices, nil)
+	st := allocator.NewState(inv, heldClaims(c), nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod", UID: "uid-pod"}}
 	var claims []allocator.V1Claim
 	for i, cl := range c.Claims {

@@ -1,5 +1,5 @@
 // Package dradiff is a differential test of allot's resource.k8s.io/v1
-// allocator (pkg/allocator: NewV1Inventory, NewV1State, PrepareV1,
+// allocator (pkg/allocator: NewInventory, NewState, PrepareV1,
 // AllocateV1) against Kubernetes' own structured allocator
 // (k8s.io/dynamic-resource-allocation/structured v0.37.2) with the features
 // on by default in Kubernetes 1.37 that the cases use: AdminAccess,

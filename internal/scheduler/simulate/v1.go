@@ -69,7 +69,7 @@ func deviceTaints(snap *allocator.Snapshot) []string {
 	rules := slices.Clone(snap.TaintRules)
 	slices.SortFunc(rules, func(a, b *resourcev1.DeviceTaintRule) int { return strings.Compare(a.Name, b.Name) })
 	var out []string
-	for _, p := range allocator.NewV1Inventory(snap.V1Slices, snap.Slices).Pools() {
+	for _, p := range allocator.NewInventory(snap.V1Slices, snap.Slices).Pools() {
 		for _, d := range p.Devices {
 			for _, r := range rules {
 				if allocator.TaintRuleSelects(r, p.Driver, p.Name, d.Name) {

@@ -23,7 +23,7 @@
 //     NewQuantity and NewSemver.
 //
 // The v1 environment declares its device variable itself (its values are
-// the v1 API's attributes; pkg/allocator's selectorv1.go) and takes the
+// the v1 API's attributes; pkg/allocator/engine's selector.go) and takes the
 // rest from here. A caller building it:
 //
 //  1. builds the environment from K8sEnvOptions (Kubernetes' base
@@ -34,6 +34,10 @@
 //  3. estimates costs with NewCostEstimator over its variable's sizes,
 //     and makes programs with K8sProgramOptions (upstream's prices at run
 //     time, the cost limit, constant regular expressions compiled once).
+//
+// Both report a selector that does not compile with an error wrapping
+// ErrInvalidSelector, its CEL issues summarized by IssueSummary (where and
+// why, without quoting the source).
 //
 // QuantityValue and SemverValue read a seed value back (the v1 view of a
 // seed device is made from them).

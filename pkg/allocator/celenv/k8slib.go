@@ -5,7 +5,7 @@ package celenv
 // for cel.dev/cel-go: quantity, semver, regex (find, findAll), URLs, IP and
 // CIDR addresses, named formats and the Kubernetes list functions, each with
 // upstream's function names, overload IDs, types, results and errors, and
-// the upstream cost estimator's prices for them. pkg/allocator's selectorv1.go
+// the upstream cost estimator's prices for them. pkg/allocator/engine's selector.go
 // builds the environment on them.
 
 import (

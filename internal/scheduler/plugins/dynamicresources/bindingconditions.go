@@ -11,6 +11,7 @@ import (
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // Binding conditions (KEP-5007, DRADeviceBindingConditions): a device
@@ -136,7 +137,7 @@ func BindingVerdict(pod *corev1.Pod, chosen, cur *resourcev1.ResourceClaim, objs
 	case !slices.ContainsFunc(cur.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == pod.UID }):
 		return false, fmt.Errorf("claim %s is no longer reserved for the pod", chosen.Name)
 	}
-	var inv *allocator.V1Inventory
+	var inv *engine.Inventory
 	if objs != nil && objs.v1 != nil {
 		inv = objs.v1.inventory()
 	}
@@ -220,7 +221,7 @@ func sameDevices(a, b *resourcev1.AllocationResult) bool {
 // untoleratedTaint returns a NoSchedule or NoExecute taint of the result's
 // device (as the inventory has it, DeviceTaintRules included) that the
 // result's tolerations do not tolerate.
-func untoleratedTaint(inv *allocator.V1Inventory, r resourcev1.DeviceRequestAllocationResult) *resourcev1.DeviceTaint {
+func untoleratedTaint(inv *engine.Inventory, r resourcev1.DeviceRequestAllocationResult) *resourcev1.DeviceTaint {
 	if inv == nil {
 		return nil
 	}

@@ -55,9 +55,9 @@
 //     unrecorded template entry to the claim generated for it
 //     (Objects.GeneratedClaim), and the binding records it in the pod's
 //     status.
-//   - Device use is one state for both versions (allocator.V1State, built
+//   - Device use is one state for both versions (allocator.State, built
 //     once per Objects lineage and derived through claim events); a
-//     node's base NodeState is its seed view (V1State.SeedNodeState), and
+//     node's base NodeState is its seed view (State.SeedNodeState), and
 //     a cycle's in-memory allocations of pods in flight, of both
 //     versions, go into one cycle state that both checks read.
 //   - Objects.Next rebuilds the view after events, keeping each node's
@@ -91,7 +91,7 @@
 //   - DeviceTaintRules (Lists.TaintRules) taint the devices of both
 //     versions they select: the nodes' models are compiled with them
 //     (allocator.NewModelTainted) and so is the inventory
-//     (allocator.NewV1InventoryTainted); Next keeps models only while
+//     (allocator.NewInventoryTainted); Next keeps models only while
 //     the rules are the same objects, and a rule's events move pods.
 //   - Extended resources through DRA (extended.go, KEP-5004): a pod
 //     asking for an extended resource that a DeviceClass maps

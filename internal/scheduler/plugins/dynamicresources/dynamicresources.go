@@ -88,7 +88,7 @@ func (c *perNode[V]) store(node string, v V) {
 // in-memory allocations of pods in flight (the seed view of the cycle's
 // one device-use state, cycleState). While bindings are in flight every
 // cycle needs the same derived states; a derived state that stays the
-// same object (allocator.V1State.SeedNodeState keeps it while the node's
+// same object (allocator.State.SeedNodeState keeps it while the node's
 // instances in use are the same) lets allocator.CheckReusing answer for
 // its node too.
 type derivedCache struct{ perNode[*allocator.NodeState] }
@@ -96,7 +96,7 @@ type derivedCache struct{ perNode[*allocator.NodeState] }
 // view returns the seed view of node in the cycle's state st: base (the
 // node's state without pods in flight) or the cached view when either
 // still holds, else a new one, which the cache keeps.
-func (c *derivedCache) view(st *allocator.V1State, node *corev1.Node, base *allocator.NodeState) *allocator.NodeState {
+func (c *derivedCache) view(st *allocator.State, node *corev1.Node, base *allocator.NodeState) *allocator.NodeState {
 	e, _ := c.load(node.Name)
 	v := st.SeedNodeState(base.Model(), node, base, e)
 	if v != e && v != base {
@@ -111,13 +111,13 @@ func (c *derivedCache) view(st *allocator.V1State, node *corev1.Node, base *allo
 // the clones of a cycle's stateData share it.
 type cycleState struct {
 	once    sync.Once
-	base    func() *allocator.V1State
+	base    func() *allocator.State
 	addV1   []*resourcev1.ResourceClaim  // by key
 	addSeed []*resourceapi.ResourceClaim // by key
-	st      *allocator.V1State
+	st      *allocator.State
 }
 
-func (c *cycleState) state() *allocator.V1State {
+func (c *cycleState) state() *allocator.State {
 	c.once.Do(func() {
 		c.st = c.base()
 		if len(c.addV1) > 0 || len(c.addSeed) > 0 {

@@ -2,7 +2,7 @@ package dynamicresources
 
 import (
 	"allot.dev/allot/internal/scheduler/framework"
-	"allot.dev/allot/pkg/allocator"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // NewCountingReuse is New with ReusedChecks counting.
@@ -30,7 +30,7 @@ func V1InUse(o *Objects, driver, pool, device string) bool {
 }
 
 // V1Inventory builds (once) and returns the device inventory of o.
-func V1Inventory(o *Objects) *allocator.V1Inventory { return o.v1.inventory() }
+func V1Inventory(o *Objects) *engine.Inventory { return o.v1.inventory() }
 
 // CachedModels is the number of nodes whose Model o's cache holds.
 func CachedModels(o *Objects) int {

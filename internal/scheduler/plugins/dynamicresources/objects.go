@@ -44,7 +44,7 @@ type Lists struct {
 	AdminNamespaces map[string]bool
 	// TaintRules are the DeviceTaintRules: they taint the devices of both
 	// versions they select (allocator.NewModelTainted,
-	// allocator.NewV1InventoryTainted).
+	// allocator.NewInventoryTainted).
 	TaintRules []*resourcev1.DeviceTaintRule
 }
 
@@ -213,7 +213,7 @@ func (o *Objects) Model(node string) *allocator.Model { return o.models.get(node
 // NodeState returns the seed allocation state of node from the claims of
 // o (not from in-memory reservations): the seed view of the node in the
 // one device-use state, which counts the claims of both versions
-// (allocator.V1State.SeedNodeState). A state built for an earlier Objects
+// (allocator.State.SeedNodeState). A state built for an earlier Objects
 // is reused while the node's model, the node object and the node's
 // entries of the one state are the same.
 func (o *Objects) NodeState(node *corev1.Node) *allocator.NodeState {
@@ -283,7 +283,7 @@ func (c *modelCache) get(node string, sl []*resourceapi.NodeResourceSlice) *allo
 
 // stateCache holds the last two base NodeStates derived per node, which
 // answer again while the node's model, node object and instances in use
-// are unchanged (allocator.V1State.SeedNodeState): Objects of one lineage
+// are unchanged (allocator.State.SeedNodeState): Objects of one lineage
 // share it (two, so that an Objects and the WithClaimChanges Objects of a
 // simulation do not evict each other's), Next carries over the entries of
 // nodes whose model is the same.

@@ -15,6 +15,7 @@ import (
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/internal/scheduler/framework"
 	"allot.dev/allot/pkg/allocator"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // resource.k8s.io/v1 claims go through the same plugin as the seeds'
@@ -24,8 +25,8 @@ import (
 // over one device inventory (v1 ResourceSlices and the seed slices seen
 // as v1 devices), and its claims are kept in memory and bound as the
 // v1alpha2 part's are, fenced per (node, driver) alike. Device use is one state for both versions
-// (allocator.V1State, the v1Objects' base state): the seed side reads a
-// node's state from it (V1State.SeedNodeState), so neither API hands out
+// (allocator.State, the v1Objects' base state): the seed side reads a
+// node's state from it (State.SeedNodeState), so neither API hands out
 // a device the other one did.
 
 // v1Objects are the v1 part of Objects (the v1 claims are in the Objects'
@@ -61,20 +62,20 @@ type v1Inventory struct {
 	rules []*resourcev1.DeviceTaintRule // the models' taint rules too
 
 	once  sync.Once
-	inv   *allocator.V1Inventory
+	inv   *engine.Inventory
 	pools map[[2]string]string // (driver, pool) -> the node of a pool local to one node, else ""
 }
 
 type v1StateHolder struct {
 	once   sync.Once
-	state  atomic.Pointer[allocator.V1State] // set once built
-	claims *allocator.ClaimSet               // what a state built afresh counts
+	state  atomic.Pointer[allocator.State] // set once built
+	claims *allocator.ClaimSet             // what a state built afresh counts
 	// from, when set, is the built state of an Objects this one follows
 	// and deltas the claim changes since, in order: the state is derived
 	// from it instead of counting every claim again. Never modified once
 	// the holder is shared, so that following may read them while the
 	// state is being built.
-	from   *allocator.V1State
+	from   *allocator.State
 	deltas []claimDelta
 }
 
@@ -102,7 +103,7 @@ func (d *claimDelta) seed(old, cur *resourceapi.ResourceClaim) {
 }
 
 // built returns the state if it was built.
-func (h *v1StateHolder) built() *allocator.V1State { return h.state.Load() }
+func (h *v1StateHolder) built() *allocator.State { return h.state.Load() }
 
 // following returns the holder of the Objects that follow v after the
 // claim changes delta, with these claims: its state is derived from the
@@ -123,7 +124,7 @@ func (v *v1Objects) following(claims *allocator.ClaimSet, delta claimDelta) *v1S
 }
 
 // derive applies the pending deltas to from.
-func (h *v1StateHolder) derive() *allocator.V1State {
+func (h *v1StateHolder) derive() *allocator.State {
 	st := h.from
 	for _, d := range h.deltas {
 		st = st.WithChanges(d.removeV1, d.addV1, d.removeSeed, d.addSeed)
@@ -150,14 +151,14 @@ func (v *v1Objects) keepInventory(prev *v1Objects) {
 	}
 }
 
-func (v *v1Shared) inventory() *allocator.V1Inventory {
+func (v *v1Shared) inventory() *engine.Inventory {
 	h := v.inv
 	h.once.Do(func() {
 		seed := h.seed
 		if h.seedless {
 			seed = nil
 		}
-		h.inv = allocator.NewV1InventoryTainted(h.slices, seed, h.model, h.rules)
+		h.inv = allocator.NewInventoryTainted(h.slices, seed, h.model, h.rules)
 		h.pools = map[[2]string]string{}
 		for _, p := range h.inv.Pools() {
 			h.pools[[2]string{p.Driver, p.Name}] = p.Node
@@ -181,7 +182,7 @@ func (v *v1Shared) poolNode(driver, pool string) (string, bool) {
 	return node, ok
 }
 
-func (v *v1Objects) baseState() *allocator.V1State {
+func (v *v1Objects) baseState() *allocator.State {
 	h := v.st
 	if st := h.built(); st != nil {
 		return st
@@ -202,7 +203,7 @@ func (v *v1Objects) baseState() *allocator.V1State {
 			}
 			all = h.claims.V1Claims()
 		}
-		h.state.Store(allocator.NewV1State(inv, all, seed))
+		h.state.Store(allocator.NewState(inv, all, seed))
 	})
 	return h.state.Load()
 }

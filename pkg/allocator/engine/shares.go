@@ -1,22 +1,20 @@
-package allocator
+package engine
 
 // Consumable capacity, where shares are counted and judged: the one
-// state's shares per device (V1State), a node's shareable devices in the
-// search (v1prob), share IDs. The rules of a share are in v1capacity.go.
+// state's shares per device (State), a node's shareable devices in the
+// search (v1prob); the v1 front end derives share IDs (v1shareid.go). The rules of a share are in capacity.go.
 
 import (
-	"crypto/sha1"
 	"fmt"
 	"strings"
 
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // capUsed returns what the shares of a device hold in the state.
-func (s *V1State) capUsed(key string) v1shares {
-	u, _ := s.shares.get(key)
+func (s *State) capUsed(key string) v1shares {
+	u, _ := s.shares.Get(key)
 	return u
 }
 
@@ -29,8 +27,8 @@ type v1shares struct {
 }
 
 // applyShare counts one share of a device in or out.
-func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
-	u, _ := s.shares.get(key)
+func (s *State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
+	u, _ := s.shares.Get(key)
 	if sign < 0 && u.n == 0 {
 		return
 	}
@@ -40,32 +38,32 @@ func (s *V1State) applyShare(key string, x int32, known bool, consumed map[resou
 		out.amounts = make([]int64, len(caps))
 		copy(out.amounts, u.amounts)
 		for i := range caps {
-			q, ok := consumed[caps[i].name]
+			q, ok := consumed[caps[i].Name]
 			if !ok {
 				continue
 			}
-			out.amounts[i] = v1AddSat(out.amounts[i], int64(sign)*caps[i].amount(&q))
+			out.amounts[i] = AddSat(out.amounts[i], int64(sign)*caps[i].amount(&q))
 		}
 	}
 	if out.n <= 0 {
-		s.shares.del(key)
+		s.shares.Del(key)
 		return
 	}
-	s.shares.set(key, out)
+	s.shares.Set(key, out)
 }
 
 // capacityClause says why a share does not fit a device: the first
 // capacity without room, "capacity NAME of DEVICE: requests X, Y of Z
 // left".
-func capacityClause(dev string, caps []v1cap, left, want []int64) string {
+func capacityClause(dev string, caps []ShareCap, left, want []int64) string {
 	for i := range caps {
 		if want[i] > left[i] {
 			c := &caps[i]
 			asks := c.format(want[i])
-			if want[i] == v1Never {
+			if want[i] == AmountNever {
 				asks = "more than " + c.dc.Value.String()
 			}
-			return fmt.Sprintf("capacity %s of %s: requests %s, %s of %s left", c.name, dev, asks, c.format(max(left[i], 0)), c.dc.Value.String())
+			return fmt.Sprintf("capacity %s of %s: requests %s, %s of %s left", c.Name, dev, asks, c.format(max(left[i], 0)), c.dc.Value.String())
 		}
 	}
 	return ""
@@ -103,13 +101,13 @@ func (p *v1prob) setupShared(l int, d *v1dev, used int32) {
 // search and by checkAll).
 func (p *v1prob) capacityCandidate(a *v1salt, l int32, d *v1dev) bool {
 	st := &a.stats
-	consumed, amounts, ok := v1CapacityFits(a.a.capReqs, d.d.Capacity, d.caps, d.multi)
+	consumed, amounts, ok := v1CapacityFits(a.a.CapReqs, d.d.Capacity, d.caps, d.multi)
 	pool := &p.inv.pools[d.pool]
 	if !ok {
 		st.capacity++
 		if st.capClause == "" {
 			st.capClause = fmt.Sprintf("%s/%s/%s cannot serve the request's capacity.requests %s (not published, above the capacity or outside its requestPolicy)",
-				pool.Driver, pool.Name, d.d.Name, v1FormatRequests(a.a.capReqs))
+				pool.Driver, pool.Name, d.d.Name, v1FormatRequests(a.a.CapReqs))
 		}
 		return false
 	}
@@ -120,7 +118,7 @@ func (p *v1prob) capacityCandidate(a *v1salt, l int32, d *v1dev) bool {
 		a.share, a.consumed = map[int32][]int64{}, map[int32][]resource.Quantity{}
 	}
 	a.share[l], a.consumed[l] = amounts, consumed
-	if !a.a.all && !fitsIn64(amounts, p.capLeft0[l]) {
+	if !a.a.All && !fitsIn64(amounts, p.capLeft0[l]) {
 		st.capacity++
 		if st.capClause == "" {
 			st.capClause = capacityClause(pool.Driver+"/"+pool.Name+"/"+d.d.Name, d.caps, p.capLeft0[l], amounts)
@@ -157,34 +155,11 @@ func v1FormatRequests(reqs map[resourcev1.QualifiedName]resource.Quantity) strin
 	return b.String()
 }
 
-// v1ShareID names one share: a UUID (version 5 layout, SHA-1) of the
-// claim (its UID, else namespace/name), the request and the device.
-// Upstream draws a random UUID; this one is derived so that equal inputs
-// give equal outputs. It is unique where it must be: shares of one
-// device come from different claims or, within a claim, from different
-// requests (a request takes a device once).
-func v1ShareID(c *resourcev1.ResourceClaim, request, deviceKey string) types.UID {
-	h := sha1.New()
-	id := string(c.UID)
-	if id == "" {
-		id = c.Namespace + "/" + c.Name
-	}
-	for _, part := range []string{"allot.dev/share", id, request, deviceKey} {
-		h.Write([]byte(part))
-		h.Write([]byte{0})
-	}
-	var u [16]byte
-	copy(u[:], h.Sum(nil))
-	u[6] = u[6]&0x0f | 0x50 // version 5
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
-	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]))
-}
-
 // Shares returns how many shares of a device (results with a shareID)
 // the state holds, and what they consume together, per capacity the
 // device publishes (nil when the inventory does not know the device as
 // one that allows multiple allocations).
-func (s *V1State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
+func (s *State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
 	key := v1Key(driver, pool, device)
 	sh := s.capUsed(key)
 	x, known := s.inv.byKey[key]
@@ -198,24 +173,7 @@ func (s *V1State) Shares(driver, pool, device string) (int, map[resourcev1.Quali
 		if i < len(sh.amounts) {
 			v = sh.amounts[i]
 		}
-		out[caps[i].name] = *resource.NewScaledQuantity(v, caps[i].scale)
+		out[caps[i].Name] = *resource.NewScaledQuantity(v, caps[i].scale)
 	}
 	return int(sh.n), out
-}
-
-// RederiveShareIDs sets the shareID of every share in an allocation
-// (results that have one) to the one AllocateV1 gives that share in
-// claim. A caller that hands an allocation computed for one claim to
-// another (an answer reused for a pod of the same shape) calls it on the
-// copy, so that two claims never carry one share ID of a device.
-func RederiveShareIDs(claim *resourcev1.ResourceClaim, a *resourcev1.AllocationResult) {
-	if claim == nil || a == nil {
-		return
-	}
-	for i := range a.Devices.Results {
-		r := &a.Devices.Results[i]
-		if r.ShareID != nil {
-			r.ShareID = ptr(v1ShareID(claim, r.Request, v1Key(r.Driver, r.Pool, r.Device)))
-		}
-	}
 }

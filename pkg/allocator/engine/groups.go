@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"cmp"
@@ -117,7 +117,7 @@ func (p *v1prob) buildGroups(kinds int) {
 				lg.fresh0 = false
 			}
 			for _, u := range p.uses[l] {
-				if p.left0[u.ctr] != inv.ctrs[p.lctr[u.ctr]].total {
+				if p.left0[u.Counter] != inv.ctrs[p.lctr[u.Counter]].Total {
 					lg.fresh0 = false
 				}
 			}
@@ -199,8 +199,8 @@ func (p *v1prob) buildSignatures(kinds int) {
 			}
 		}
 		for _, u := range p.uses[l] {
-			key = append(key, inv.ctrs[p.lctr[u.ctr]].name...)
-			key = strconv.AppendInt(append(key, '='), u.amount, 10)
+			key = append(key, inv.ctrs[p.lctr[u.Counter]].Name...)
+			key = strconv.AppendInt(append(key, '='), u.Amount, 10)
 			key = append(key, 0)
 		}
 		p.msig[l] = intern(key)
@@ -218,8 +218,8 @@ func (p *v1prob) buildSignatures(kinds int) {
 		}
 		for _, m := range lg.members {
 			for _, u := range p.uses[m] {
-				if !slices.Contains(lg.ctrs, u.ctr) {
-					lg.ctrs = append(lg.ctrs, u.ctr)
+				if !slices.Contains(lg.ctrs, u.Counter) {
+					lg.ctrs = append(lg.ctrs, u.Counter)
 				}
 			}
 		}
@@ -280,15 +280,15 @@ func (p *v1prob) buildSignatures(kinds int) {
 			continue
 		}
 		slices.Sort(ms)
-		slices.SortFunc(ctrs, func(a, b int32) int { return cmp.Compare(inv.ctrs[p.lctr[a]].name, inv.ctrs[p.lctr[b]].name) })
+		slices.SortFunc(ctrs, func(a, b int32) int { return cmp.Compare(inv.ctrs[p.lctr[a]].Name, inv.ctrs[p.lctr[b]].Name) })
 		key = append(key[:0], 'G')
 		for _, m := range ms {
 			key = strconv.AppendInt(append(key, ','), int64(m), 10)
 		}
 		for _, c := range ctrs {
-			key = append(append(key, ';'), inv.ctrs[p.lctr[c]].name...)
+			key = append(append(key, ';'), inv.ctrs[p.lctr[c]].Name...)
 			key = strconv.AppendInt(append(key, '='), p.left0[c], 10)
-			key = strconv.AppendInt(append(key, '/'), inv.ctrs[p.lctr[c]].total, 10)
+			key = strconv.AppendInt(append(key, '/'), inv.ctrs[p.lctr[c]].Total, 10)
 		}
 		lg.sig = intern(key)
 		msBuf, ctrBuf = ms, ctrs

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"context"
@@ -70,12 +70,12 @@ func (p *v1prob) explain(ctx context.Context) ([]Reason, error) {
 					return nil, err
 				}
 				if !fits && !unknown {
-					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.clause))
+					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.Clause))
 				}
 			}
 			if len(out) == 0 {
 				for k := range p.cons {
-					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.clause+" together with the claim's other constraints"))
+					out = append(out, p.consReason(k, "no devices of the requests satisfy "+p.cons[k].c.Clause+" together with the claim's other constraints"))
 				}
 			}
 			return out, nil
@@ -127,35 +127,35 @@ func (p *v1prob) openFixed() []int {
 // perClaim gives one reason per pending claim, naming its requests.
 func (p *v1prob) perClaim(code ReasonCode, clause, detail string) []Reason {
 	var out []Reason
-	for ci := range p.r.claims {
-		if !p.r.pending[ci] || len(p.r.reqs[ci]) == 0 {
+	for ci := range p.r.Keys {
+		if !p.r.Pending[ci] || len(p.r.Reqs[ci]) == 0 {
 			continue
 		}
 		var names []string
-		for _, q := range p.r.reqs[ci] {
-			names = append(names, q.name)
+		for _, q := range p.r.Reqs[ci] {
+			names = append(names, q.Name)
 		}
-		out = append(out, newReason(code, p.r.keys[ci], "", names, clause, detail))
+		out = append(out, NewReason(code, p.r.Keys[ci], "", names, clause, detail))
 	}
 	return out
 }
 
 func (p *v1prob) consReason(k int, detail string) Reason {
 	c := &p.cons[k]
-	names := c.c.requests
+	names := c.c.Requests
 	if len(names) == 0 {
-		for _, q := range p.r.reqs[c.claim] {
-			names = append(names, q.name)
+		for _, q := range p.r.Reqs[c.claim] {
+			names = append(names, q.Name)
 		}
 	}
-	return newReason(ReasonConstraint, p.r.keys[c.claim], "", names, c.c.clause, detail)
+	return NewReason(ReasonConstraint, p.r.Keys[c.claim], "", names, c.c.Clause, detail)
 }
 
 // altReason explains why an alternative cannot be satisfied on the node
 // on its own.
 func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 	st := &a.stats
-	key := p.r.keys[sr.claim]
+	key := p.r.Keys[sr.claim]
 	driver := ""
 	if st.drivers == 1 {
 		driver = st.driver
@@ -167,9 +167,9 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 			pool := &p.inv.pools[p.unusable[0]]
 			detail += fmt.Sprintf("; pool %s/%s reaches this node but cannot be used: %s%s", pool.Driver, pool.Name, pool.Incomplete, pool.Invalid)
 		}
-		return newReason(code, key, driver, []string{a.a.name}, clause, detail)
+		return NewReason(code, key, driver, []string{a.a.Name}, clause, detail)
 	}
-	if a.a.all && st.allCode != "" {
+	if a.a.All && st.allCode != "" {
 		return reason(st.allCode, st.allClause, st.allDetail)
 	}
 	if st.devices == 0 {
@@ -180,7 +180,7 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		// In-use devices were not evaluated; do it now, errors count as
 		// not matching.
 		for l, x := range p.devs {
-			if (p.inUse[l] || p.seedLock[l]) && !a.a.admin {
+			if (p.inUse[l] || p.seedLock[l]) && !a.a.Admin {
 				if at, err := p.evaluate(a.a, nil, x); err == nil && at < 0 {
 					inUseMatching++
 				}
@@ -199,13 +199,13 @@ func (p *v1prob) altReason(sr *v1sreq, a *v1salt) Reason {
 		}
 		expr, whose := p.selectorAt(a.a, worst)
 		code := ReasonNoMatch
-		if worst < len(a.a.classSel) {
+		if worst < len(a.a.ClassSel) {
 			code = ReasonClassFilter
 		}
 		return reason(code, expr, fmt.Sprintf("no device matches: %d of %d rejected by %s %s", n, st.devices-st.inUse, whose, expr))
 	}
-	want := a.a.count
-	if a.a.all {
+	want := a.a.Count
+	if a.a.All {
 		return reason(ReasonNoMatch, "", "asks for all matching devices, but none matches")
 	}
 	have := len(a.cands)
@@ -258,15 +258,15 @@ func (p *v1prob) counterClause(l int32) string {
 		return ""
 	}
 	for _, u := range p.uses[l] {
-		if p.left0[u.ctr] < u.amount {
-			c := &p.inv.ctrs[p.lctr[u.ctr]]
+		if p.left0[u.Counter] < u.Amount {
+			c := &p.inv.ctrs[p.lctr[u.Counter]]
 			pool := &p.inv.pools[c.pool]
-			consumes := v1Amount(u.amount, c)
-			if u.amount == v1Never {
+			consumes := v1Amount(u.Amount, c)
+			if u.Amount == AmountNever {
 				consumes = "more than the counter's total of " + c.exact.String()
 			}
-			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.set, c.name,
-				v1Amount(p.left0[u.ctr], c), p.inv.devs[p.devs[l]].d.Name, consumes)
+			return fmt.Sprintf("%s/%s counter set %s counter %s: %s left, device %s consumes %s", pool.Driver, pool.Name, c.Set, c.Name,
+				v1Amount(p.left0[u.Counter], c), p.inv.devs[p.devs[l]].d.Name, consumes)
 		}
 	}
 	return ""
@@ -280,7 +280,7 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 		for _, a := range p.sreqs[i].alts {
 			for _, l := range a.cands {
 				for _, u := range p.uses[l] {
-					used[u.ctr] = true
+					used[u.Counter] = true
 				}
 			}
 		}
@@ -291,7 +291,7 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 			continue
 		}
 		ctr := &p.inv.ctrs[p.lctr[c]]
-		share := float64(p.left0[c]) / float64(max(ctr.total, 1))
+		share := float64(p.left0[c]) / float64(max(ctr.Total, 1))
 		if best < 0 || share < bestShare {
 			best, bestShare = c, share
 		}
@@ -301,13 +301,13 @@ func (p *v1prob) tightestCounter() (clause, detail string) {
 	}
 	c := &p.inv.ctrs[p.lctr[best]]
 	pool := &p.inv.pools[c.pool]
-	clause = fmt.Sprintf("%s/%s counter set %s counter %s", pool.Driver, pool.Name, c.set, c.name)
-	return clause, fmt.Sprintf("%s has %s of %s left", clause, v1Amount(p.left0[best], c), v1Amount(c.total, c))
+	clause = fmt.Sprintf("%s/%s counter set %s counter %s", pool.Driver, pool.Name, c.Set, c.Name)
+	return clause, fmt.Sprintf("%s has %s of %s left", clause, v1Amount(p.left0[best], c), v1Amount(c.Total, c))
 }
 
 // v1Amount formats a value of counter c.
-func v1Amount(v int64, c *v1ctr) string {
-	q := resource.NewScaledQuantity(v, c.scale)
+func v1Amount(v int64, c *Counter) string {
+	q := resource.NewScaledQuantity(v, c.Scale)
 	q.Format = c.format
 	return q.String()
 }

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"cmp"
@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -21,19 +20,18 @@ const v1ImproveSteps = 512
 // allocated there, the candidates of each request and the constraints of
 // the claims. It is built per AllocateV1 call and used by one goroutine.
 type v1prob struct {
-	r    *V1Request
-	st   *V1State
-	inv  *V1Inventory
-	node *corev1.Node
-	ar   *v1arena // backs the slices below (see v1arena)
+	r   *Request
+	st  *State
+	inv *Inventory
+	ar  *v1arena // backs the slices below (see v1arena)
 
-	devs      []int32   // local device → inventory device, ascending
-	unusable  []int32   // unusable pools that reach the node
-	inUse     []bool    // allocated in the state
-	seedLock  []bool    // a seed leaf whose partitions conflict with a leaf in use
-	free0     []bool    // free before: not in use, not locked, its counters fit
-	uses      [][]v1use // per local device: counters consumed (local counter indexes)
-	useBuf    []v1use
+	devs      []int32        // local device → inventory device, ascending
+	unusable  []int32        // unusable pools that reach the node
+	inUse     []bool         // allocated in the state
+	seedLock  []bool         // a seed leaf whose partitions conflict with a leaf in use
+	free0     []bool         // free before: not in use, not locked, its counters fit
+	uses      [][]CounterUse // per local device: counters consumed (local counter indexes)
+	useBuf    []CounterUse
 	edgeBuf   []v1edge
 	candBuf   []int32
 	left0     []int64    // per local counter: what the state leaves
@@ -57,8 +55,10 @@ type v1prob struct {
 	shared0  []bool
 	anyMulti bool
 
-	// seed is the seed policy (seedsearch.go), nil for v1 requests.
-	seed *seedView
+	// policy is the front end's order (policy.go; the seed
+	// front end's), nil for v1 requests.
+	policy Policy
+	pol    *polState // the search's state under policy (set by newSearch)
 
 	sreqs []v1sreq  // pending requests, claims in order, requests in order
 	order []int     // the order the search takes them in
@@ -75,13 +75,13 @@ type v1edge struct {
 
 type v1sreq struct {
 	claim int
-	req   *v1req
+	req   *Req
 	alts  []v1salt
 }
 
 // v1salt is an alternative of a request on the node.
 type v1salt struct {
-	a     *v1alt
+	a     *Alt
 	cands []int32 // ExactCount: the candidates; All: the devices, every one needed
 	ok    bool    // not impossible on its own
 	err   *Reason // a selector failed to evaluate on a device
@@ -118,16 +118,16 @@ type v1altStats struct {
 // v1consP is a constraint on the node: its value per local device.
 type v1consP struct {
 	claim int
-	c     *v1cons
+	c     *Constraint
 	vals  []string // per inventory device; "" when it lacks the attribute
 }
 
 // setup builds the node's problem. Reasons come back when a selector
 // fails to evaluate on a device (the claim cannot be judged on the node).
-func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
+func (r *Request) setup(st *State, node *Node) (*v1prob, []Reason) {
 	inv := st.inv
 	p := newV1Prob()
-	p.r, p.st, p.inv, p.node = r, st, inv, node
+	p.r, p.st, p.inv = r, st, inv
 	p.devs, p.unusable = inv.nodeDevices(node, p.devs)
 	n := len(p.devs)
 	ar := p.ar
@@ -140,7 +140,7 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 	for l, x := range p.devs {
 		d := &inv.devs[x]
 		pool := &inv.pools[d.pool]
-		used, _ := st.used.get(d.key)
+		used, _ := st.used.Get(d.key)
 		p.inUse[l] = used > 0
 		if d.multi {
 			p.setupShared(l, d, used)
@@ -155,59 +155,59 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 			}
 			start := len(p.useBuf)
 			for _, u := range d.uses {
-				c, ok := ctrLocal[u.ctr]
+				c, ok := ctrLocal[u.Counter]
 				if !ok {
 					c = int32(len(p.lctr))
-					ctrLocal[u.ctr] = c
-					p.lctr = append(p.lctr, u.ctr)
-					p.left0 = append(p.left0, st.counterLeft(u.ctr))
+					ctrLocal[u.Counter] = c
+					p.lctr = append(p.lctr, u.Counter)
+					p.left0 = append(p.left0, st.CounterLeft(u.Counter))
 				}
-				p.useBuf = append(p.useBuf, v1use{ctr: c, amount: u.amount})
+				p.useBuf = append(p.useBuf, CounterUse{Counter: c, Amount: u.Amount})
 			}
 			p.uses[l] = p.useBuf[start:len(p.useBuf):len(p.useBuf)]
 		}
 		p.free0[l] = !p.inUse[l] && !p.seedLock[l] && fitsIn(p.uses[l], p.left0)
 	}
 
-	for ci := range r.claims {
-		if !r.pending[ci] {
+	for ci := range r.Keys {
+		if !r.Pending[ci] {
 			continue
 		}
-		for k := range r.cons[ci] {
-			c := &r.cons[ci][k]
-			p.cons = append(p.cons, v1consP{claim: ci, c: c, vals: inv.attrValues(c.attr)})
+		for k := range r.Cons[ci] {
+			c := &r.Cons[ci][k]
+			p.cons = append(p.cons, v1consP{claim: ci, c: c, vals: inv.attrValues(c.Attr)})
 		}
 	}
 
 	kind := 0
 	var reasons []Reason
-	for ci := range r.claims {
-		if !r.pending[ci] {
+	for ci := range r.Keys {
+		if !r.Pending[ci] {
 			continue
 		}
-		for qi := range r.reqs[ci] {
-			req := &r.reqs[ci][qi]
-			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.alts))}
-			for ai := range req.alts {
+		for qi := range r.Reqs[ci] {
+			req := &r.Reqs[ci][qi]
+			sr := v1sreq{claim: ci, req: req, alts: ar.alts.take(len(req.Alts))}
+			for ai := range req.Alts {
 				a := &sr.alts[ai]
-				a.a, a.kind = &req.alts[ai], -1
+				a.a, a.kind = &req.Alts[ai], -1
 				if kind < 64 {
 					a.kind = kind
 				}
 				kind++
 				for k := range p.cons {
-					if p.cons[k].claim == ci && p.cons[k].c.applies(req.name, a.a) {
+					if p.cons[k].claim == ci && p.cons[k].c.Applies(req.Name, a.a) {
 						a.cons = append(a.cons, k)
 					}
 				}
-				if reason, failed := p.candidates(r.keys[ci], a); failed {
+				if reason, failed := p.candidates(r.Keys[ci], a); failed {
 					// A subrequest's selector error counts only if the
 					// search gets to that subrequest (see solve). (A
 					// copy, so that reason itself does not escape: it
 					// would be allocated for every alternative.)
 					err := reason
 					a.ok, a.cands, a.err = false, nil, &err
-					if !req.first {
+					if !req.First {
 						reasons = append(reasons, reason)
 					}
 					continue
@@ -236,10 +236,10 @@ func (r *V1Request) setup(st *V1State, node *corev1.Node) (*v1prob, []Reason) {
 		for _, a := range p.sreqs[i].alts {
 			switch {
 			case !a.ok:
-			case a.a.all:
+			case a.a.All:
 				slack[i] = -1
 			default:
-				slack[i] = min(slack[i], len(a.cands)-a.a.count)
+				slack[i] = min(slack[i], len(a.cands)-a.a.Count)
 			}
 		}
 	}
@@ -257,9 +257,9 @@ func b2i(b bool) int {
 }
 
 // fitsIn reports whether the consumption fits in what is left.
-func fitsIn(uses []v1use, left []int64) bool {
+func fitsIn(uses []CounterUse, left []int64) bool {
 	for _, u := range uses {
-		if left[u.ctr] < u.amount {
+		if left[u.Counter] < u.Amount {
 			return false
 		}
 	}
@@ -276,16 +276,16 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	alt := a.a
 	st := &a.stats
 	st.devices = len(p.devs)
-	st.rejected = p.ar.ints.take(len(alt.classSel) + len(alt.sel))
-	mcs := p.ar.matchers.take(len(alt.classSel) + len(alt.sel))
-	for j, expr := range alt.classSel {
+	st.rejected = p.ar.ints.take(len(alt.ClassSel) + len(alt.Sel))
+	mcs := p.ar.matchers.take(len(alt.ClassSel) + len(alt.Sel))
+	for j, expr := range alt.ClassSel {
 		mcs[j] = p.inv.matcher(expr)
 	}
-	for j, expr := range alt.sel {
-		mcs[len(alt.classSel)+j] = p.inv.matcher(expr)
+	for j, expr := range alt.Sel {
+		mcs[len(alt.ClassSel)+j] = p.inv.matcher(expr)
 	}
 	for l, x := range p.devs {
-		if !alt.admin && !alt.all && (p.inUse[l] || p.seedLock[l]) {
+		if !alt.Admin && !alt.All && (p.inUse[l] || p.seedLock[l]) {
 			st.inUse++
 			continue
 		}
@@ -294,7 +294,7 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			d := &p.inv.devs[x]
 			pool := &p.inv.pools[d.pool]
 			expr, whose := p.selectorAt(alt, at)
-			return newReason(ReasonSelectorError, claimKey, pool.Driver, []string{alt.name}, expr,
+			return NewReason(ReasonSelectorError, claimKey, pool.Driver, []string{alt.Name}, expr,
 				fmt.Sprintf("%s on device %s/%s/%s: %v", whose, pool.Driver, pool.Name, d.d.Name, err)), true
 		}
 		if at >= 0 {
@@ -307,21 +307,21 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 			st.driver = drv
 			st.drivers++
 		}
-		if d.multi || alt.capReqs != nil {
+		if d.multi || alt.CapReqs != nil {
 			if !p.capacityCandidate(a, int32(l), d) {
 				continue
 			}
 		}
-		if t := v1Untolerated(d.d.Taints, alt.tolerations); t != nil {
+		if t := Untolerated(d.d.Taints, alt.Tolerations); t != nil {
 			if st.tainted == 0 {
 				st.taint = fmt.Sprintf("%s=%s:%s on %s/%s", t.Key, t.Value, t.Effect, p.inv.pools[d.pool].Name, d.d.Name)
 			}
 			st.tainted++
-			if !alt.all {
+			if !alt.All {
 				continue
 			}
 		}
-		if !alt.admin && !alt.all && !fitsIn(p.uses[l], p.left0) {
+		if !alt.Admin && !alt.All && !fitsIn(p.uses[l], p.left0) {
 			st.counters++
 			continue
 		}
@@ -337,8 +337,8 @@ func (p *v1prob) candidates(claimKey string, a *v1salt) (Reason, bool) {
 	}
 	p.candBuf = p.candBuf[:len(p.candBuf)+len(a.cands)]
 	a.cands = slices.Clip(a.cands)
-	if !alt.all {
-		a.ok = len(a.cands) >= alt.count
+	if !alt.All {
+		a.ok = len(a.cands) >= alt.Count
 		return Reason{}, false
 	}
 	a.ok = p.checkAll(a)
@@ -377,7 +377,7 @@ func (p *v1prob) checkAll(a *v1salt) bool {
 		return fail(ReasonTainted, st.taint, fmt.Sprintf("asks for all devices, but %d of them have taints the request does not tolerate, such as %s",
 			st.tainted, st.taint))
 	}
-	if a.a.admin {
+	if a.a.Admin {
 		return true
 	}
 	for _, l := range a.cands {
@@ -403,21 +403,21 @@ func (p *v1prob) checkAll(a *v1salt) bool {
 // evaluate runs an alternative's selectors on a device: -1 when all are
 // true, else the index of the first false one (class selectors first).
 // mcs are the selectors' caches, or nil.
-func (p *v1prob) evaluate(alt *v1alt, mcs []*v1matchCache, x int32) (int, error) {
+func (p *v1prob) evaluate(alt *Alt, mcs []*v1matchCache, x int32) (int, error) {
 	mc := func(j int) *v1matchCache {
 		if mcs == nil {
 			return p.inv.matcher(p.selectorOf(alt, j))
 		}
 		return mcs[j]
 	}
-	for j, expr := range alt.classSel {
+	for j, expr := range alt.ClassSel {
 		ok, err := p.inv.match(mc(j), expr, x)
 		if err != nil || !ok {
 			return j, err
 		}
 	}
-	for j, expr := range alt.sel {
-		at := len(alt.classSel) + j
+	for j, expr := range alt.Sel {
+		at := len(alt.ClassSel) + j
 		ok, err := p.inv.match(mc(at), expr, x)
 		if err != nil || !ok {
 			return at, err
@@ -426,40 +426,40 @@ func (p *v1prob) evaluate(alt *v1alt, mcs []*v1matchCache, x int32) (int, error)
 	return -1, nil
 }
 
-func (p *v1prob) selectorOf(alt *v1alt, at int) string {
+func (p *v1prob) selectorOf(alt *Alt, at int) string {
 	expr, _ := p.selectorAt(alt, at)
 	return expr
 }
 
 // selectorAt returns the selector of index at (as evaluate counts) and
 // whose it is.
-func (p *v1prob) selectorAt(alt *v1alt, at int) (expr, whose string) {
-	if at < len(alt.classSel) {
-		return alt.classSel[at], "device class " + alt.class.Name + " selector"
+func (p *v1prob) selectorAt(alt *Alt, at int) (expr, whose string) {
+	if at < len(alt.ClassSel) {
+		return alt.ClassSel[at], "device class " + alt.Class.Name + " selector"
 	}
-	return alt.sel[at-len(alt.classSel)], "request selector"
+	return alt.Sel[at-len(alt.ClassSel)], "request selector"
 }
 
 // v1Untolerated returns the first NoSchedule or NoExecute taint that no
 // toleration tolerates, or nil. Other effects (None, unknown ones) never
 // prevent allocation.
-func v1Untolerated(taints []resourcev1.DeviceTaint, tols []resourcev1.DeviceToleration) *resourcev1.DeviceTaint {
+func Untolerated(taints []resourcev1.DeviceTaint, tols []resourcev1.DeviceToleration) *resourcev1.DeviceTaint {
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect != resourcev1.DeviceTaintEffectNoSchedule && t.Effect != resourcev1.DeviceTaintEffectNoExecute {
 			continue
 		}
-		if !slices.ContainsFunc(tols, func(tol resourcev1.DeviceToleration) bool { return v1Tolerates(tol, t) }) {
+		if !slices.ContainsFunc(tols, func(tol resourcev1.DeviceToleration) bool { return Tolerates(tol, t) }) {
 			return t
 		}
 	}
 	return nil
 }
 
-// v1Tolerates is Kubernetes' toleration rule: an empty effect or key
+// Tolerates is Kubernetes' toleration rule: an empty effect or key
 // matches any; Exists matches any value, Equal (the default) the same
 // value.
-func v1Tolerates(tol resourcev1.DeviceToleration, t *resourcev1.DeviceTaint) bool {
+func Tolerates(tol resourcev1.DeviceToleration, t *resourcev1.DeviceTaint) bool {
 	if tol.Effect != "" && tol.Effect != t.Effect {
 		return false
 	}

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"errors"
@@ -98,8 +98,13 @@ type Reason struct {
 
 func (r Reason) String() string { return r.Message }
 
-// newReason formats a reason's message from its parts and detail.
-func newReason(code ReasonCode, claim, driver string, requests []string, clause, detail string) Reason {
+// Detail is the message without the claim, requests and driver: a front
+// end that rebinds a reason to another claim formats it again from its
+// parts (NewReason).
+func (r Reason) Detail() string { return r.detail }
+
+// NewReason formats a reason's message from its parts and detail.
+func NewReason(code ReasonCode, claim, driver string, requests []string, clause, detail string) Reason {
 	var b strings.Builder
 	if claim != "" {
 		fmt.Fprintf(&b, "claim %s", claim)
@@ -140,3 +145,38 @@ func (e *ReasonError) Error() string {
 	}
 	return strings.Join(msgs, "; ")
 }
+
+// Rejections of v1 claims, in addition to the seed's codes (ReasonNoMatch,
+// ReasonClassFilter, ReasonInUse, ReasonNotEnough, ReasonNoCombination,
+// ReasonClaimAllocatedElsewhere, ReasonClaimDeleted,
+// ReasonClaimReservedForFull, ReasonInvalidSelector,
+// ReasonInvalidParameters, ReasonClassNotFound), which keep their
+// meaning with "device" for "instance".
+const (
+	// ReasonConstraint: each request has devices, but no choice satisfies
+	// a matchAttribute or distinctAttribute constraint; Clause quotes it.
+	ReasonConstraint ReasonCode = "ConstraintNotSatisfied"
+	// ReasonCounters: devices match, but the shared counters of their
+	// pools do not leave room for them; Clause names the counter.
+	ReasonCounters ReasonCode = "SharedCountersExhausted"
+	// ReasonPoolIncomplete: a request for all devices, and a pool that
+	// reaches the node is incomplete or invalid; Clause is driver/pool.
+	ReasonPoolIncomplete ReasonCode = "PoolIncomplete"
+	// ReasonTainted: the matching devices have NoSchedule or NoExecute
+	// taints the request does not tolerate; Clause is the first taint.
+	ReasonTainted ReasonCode = "DeviceTaintNotTolerated"
+	// ReasonSelectorError: a selector failed to evaluate on a device of
+	// the node (as upstream, this fails the claim, not just the device);
+	// Clause is the selector.
+	ReasonSelectorError ReasonCode = "SelectorEvaluationError"
+	// ReasonTooManyDevices: a claim would hold more than 32 devices.
+	ReasonTooManyDevices ReasonCode = "TooManyDevices"
+	// ReasonAdminAccessDenied: a request asks for adminAccess in a
+	// namespace without the label resource.kubernetes.io/admin-access=true.
+	ReasonAdminAccessDenied ReasonCode = "AdminAccessNotAllowed"
+)
+
+// ReasonCapacity: devices match, but none that could take the request
+// has enough of a consumable capacity left (shares of a device with
+// allowMultipleAllocations); Clause names the capacity.
+const ReasonCapacity ReasonCode = "CapacityExhausted"

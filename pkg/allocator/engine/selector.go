@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Device selectors of resource.k8s.io/v1: the CEL environment of upstream's
 // k8s.io/dynamic-resource-allocation/cel, on cel.dev/cel-go.
@@ -98,7 +98,7 @@ type DeviceSelectorInput struct {
 // compile in the environment for new selectors, evaluate to bool (or to an
 // attribute value, whose type is only known at evaluation), and have a
 // static cost estimate within DeviceSelectorCostLimit for the largest
-// devices the API allows. The error wraps ErrInvalidSelector and says why.
+// devices the API allows. The error wraps celenv.ErrInvalidSelector and says why.
 // Results are cached.
 func CompileDeviceSelector(expr string) error {
 	if e, ok := dselAdmissionCache.get(expr); ok {
@@ -114,7 +114,7 @@ func CompileDeviceSelector(expr string) error {
 // attribute the device does not have or exceeding DeviceSelectorCostLimit,
 // is returned as an error, not as a mismatch: upstream fails the allocation
 // with it. A selector that does not compile returns an error wrapping
-// ErrInvalidSelector. Compiled selectors are cached; MatchDeviceSelector is
+// celenv.ErrInvalidSelector. Compiled selectors are cached; MatchDeviceSelector is
 // safe for concurrent use.
 func MatchDeviceSelector(expr string, d DeviceSelectorInput) (bool, error) {
 	e, ok := dselProgramCache.get(expr)
@@ -202,25 +202,25 @@ func newDselEnv(stored bool) (*dselEnv, error) {
 // compile parses and type-checks a selector and makes it a program.
 func (e *dselEnv) compile(expr string) (*cel.Ast, cel.Program, error) {
 	if strings.TrimSpace(expr) == "" {
-		return nil, nil, fmt.Errorf("%w: empty", ErrInvalidSelector)
+		return nil, nil, fmt.Errorf("%w: empty", celenv.ErrInvalidSelector)
 	}
 	checked, iss := e.env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, nil, fmt.Errorf("%w: compilation failed: %s", ErrInvalidSelector, issueSummary(iss))
+		return nil, nil, fmt.Errorf("%w: compilation failed: %s", celenv.ErrInvalidSelector, celenv.IssueSummary(iss))
 	}
 	if t := checked.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(e.attrType) {
-		return nil, nil, fmt.Errorf("%w: must evaluate to bool or the unknown type, not %s", ErrInvalidSelector, t)
+		return nil, nil, fmt.Errorf("%w: must evaluate to bool or the unknown type, not %s", celenv.ErrInvalidSelector, t)
 	}
 	prog, err := e.env.Program(checked, e.progOpts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidSelector, err)
+		return nil, nil, fmt.Errorf("%w: %w", celenv.ErrInvalidSelector, err)
 	}
 	return checked, prog, nil
 }
 
 func dselCheck(expr string) error {
 	if len(expr) > MaxDeviceSelectorLength {
-		return fmt.Errorf("%w: %d bytes, more than the limit of %d", ErrInvalidSelector, len(expr), MaxDeviceSelectorLength)
+		return fmt.Errorf("%w: %d bytes, more than the limit of %d", celenv.ErrInvalidSelector, len(expr), MaxDeviceSelectorLength)
 	}
 	env, err := dselNewExpressionsEnv()
 	if err != nil {
@@ -232,11 +232,11 @@ func dselCheck(expr string) error {
 	}
 	est, err := env.env.EstimateCost(checked, env.estimator)
 	if err != nil {
-		return fmt.Errorf("%w: estimate cost: %w", ErrInvalidSelector, err)
+		return fmt.Errorf("%w: estimate cost: %w", celenv.ErrInvalidSelector, err)
 	}
 	if est.Max > DeviceSelectorCostLimit {
 		return fmt.Errorf("%w: too complex: estimated cost %d exceeds the limit of %d; simplify the expression",
-			ErrInvalidSelector, est.Max, DeviceSelectorCostLimit)
+			celenv.ErrInvalidSelector, est.Max, DeviceSelectorCostLimit)
 	}
 	return nil
 }
@@ -725,13 +725,16 @@ func (c *dselCache) get(key string) (*dselCacheEntry, bool) {
 	return e, ok
 }
 
+// dselCacheSize bounds the compiled device selectors kept.
+const dselCacheSize = 4096
+
 func (c *dselCache) add(key string, e *dselCacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[key]; ok {
 		return
 	}
-	for pass := 0; len(c.m) >= selectorCacheSize && pass < 2; pass++ {
+	for pass := 0; len(c.m) >= dselCacheSize && pass < 2; pass++ {
 		for k, old := range c.m {
 			if pass == 0 && old.used.Swap(false) {
 				continue

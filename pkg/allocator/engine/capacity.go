@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 // Consumable capacity (DRAConsumableCapacity, with
 // DRAFractionalCapacityRange; both beta and on in Kubernetes 1.37): a
@@ -9,7 +9,7 @@ package allocator
 // neither); the shares of a device never consume more than its capacity.
 // The rules are upstream's (k8s.io/dynamic-resource-allocation/structured,
 // the incubating allocator's consumable_capacity.go), the arithmetic the
-// counters' (int64 units of a per-capacity scale, v1allocinv.go).
+// counters' (int64 units of a per-capacity scale, inventory.go).
 
 import (
 	"math"
@@ -19,18 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// ReasonCapacity: devices match, but none that could take the request
-// has enough of a consumable capacity left (shares of a device with
-// allowMultipleAllocations); Clause names the capacity.
-const ReasonCapacity ReasonCode = "CapacityExhausted"
-
 // v1cap is one capacity of a device with allowMultipleAllocations, in
 // the units the state sums shares in: 10^scale, chosen as for counters
 // (v1CounterScale, but from nano up) from the capacity and its policy's
 // values, so that the capacity and every share up to it stay below 2^50
 // units. A share finer than that is rounded up (against the allocation).
-type v1cap struct {
-	name  resourcev1.QualifiedName
+type ShareCap struct {
+	Name  resourcev1.QualifiedName
 	total int64
 	scale resource.Scale
 	dc    *resourcev1.DeviceCapacity
@@ -38,9 +33,9 @@ type v1cap struct {
 
 // v1Caps returns the capacities of a device with allowMultipleAllocations,
 // sorted by name (the order of share amounts everywhere).
-func v1Caps(capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) []v1cap {
+func v1Caps(capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) []ShareCap {
 	names := sortedKeys(capacity)
-	out := make([]v1cap, len(names))
+	out := make([]ShareCap, len(names))
 	for i, n := range names {
 		dc := capacity[n]
 		vals := []resource.Quantity{dc.Value}
@@ -60,22 +55,22 @@ func v1Caps(capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) []v
 		// From nano up (quantities are never finer), so that capacities
 		// like 1.0001 are exact.
 		scale := v1ScaleFrom(resource.Nano, vals)
-		out[i] = v1cap{name: n, total: v1Floor(&dc.Value, scale), scale: scale, dc: &dc}
+		out[i] = ShareCap{Name: n, total: v1Floor(&dc.Value, scale), scale: scale, dc: &dc}
 	}
 	return out
 }
 
 // amount is a share's consumption of the capacity in its units: v1Never
 // above the capacity.
-func (c *v1cap) amount(q *resource.Quantity) int64 {
+func (c *ShareCap) amount(q *resource.Quantity) int64 {
 	if q.Cmp(c.dc.Value) > 0 {
-		return v1Never
+		return AmountNever
 	}
 	return v1Ceil(q, c.scale)
 }
 
 // format writes an amount of the capacity as a quantity.
-func (c *v1cap) format(v int64) string {
+func (c *ShareCap) format(v int64) string {
 	q := resource.NewScaledQuantity(v, c.scale)
 	q.Format = c.dc.Value.Format
 	return q.String()
@@ -90,7 +85,7 @@ func (c *v1cap) format(v int64) string {
 // consumption, per capacity (sorted by name), as quantities and in the
 // capacities' units.
 func v1CapacityFits(reqs map[resourcev1.QualifiedName]resource.Quantity, capacity map[resourcev1.QualifiedName]resourcev1.DeviceCapacity,
-	caps []v1cap, multi bool) (consumed []resource.Quantity, amounts []int64, ok bool) {
+	caps []ShareCap, multi bool) (consumed []resource.Quantity, amounts []int64, ok bool) {
 	for n := range reqs {
 		if _, found := capacity[n]; !found {
 			return nil, nil, false
@@ -111,7 +106,7 @@ func v1CapacityFits(reqs map[resourcev1.QualifiedName]resource.Quantity, capacit
 	for i := range caps {
 		c := &caps[i]
 		var req *resource.Quantity
-		if q, found := reqs[c.name]; found {
+		if q, found := reqs[c.Name]; found {
 			req = &q
 		}
 		q, good := v1Consumed(req, c.dc)
@@ -321,9 +316,9 @@ func v1ViolatesPolicy(q resource.Quantity, p *resourcev1.CapacityRequestPolicy) 
 	return false
 }
 
-// v1CapacityRequests returns an alternative's capacity.requests, nil for
+// CapacityRequests returns an alternative's capacity.requests, nil for
 // none.
-func v1CapacityRequests(c *resourcev1.CapacityRequirements) map[resourcev1.QualifiedName]resource.Quantity {
+func CapacityRequests(c *resourcev1.CapacityRequirements) map[resourcev1.QualifiedName]resource.Quantity {
 	if c == nil || len(c.Requests) == 0 {
 		return nil
 	}

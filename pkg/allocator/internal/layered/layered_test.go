@@ -1,4 +1,4 @@
-package allocator
+package layered
 
 import (
 	"maps"
@@ -28,13 +28,13 @@ func testLayeredMatchesMap(t *testing.T, baseKeys, keys, perStep int) {
 		start[strconv.Itoa(i)] = i
 	}
 	type version struct {
-		l    *layered[string, int]
+		l    *Map[string, int]
 		want map[string]int
 		// forked: a version was derived from l (layered.derived), so l
 		// must not be written in place any more.
 		forked bool
 	}
-	versions := []*version{{l: newLayered(maps.Clone(start)), want: start}}
+	versions := []*version{{l: New(maps.Clone(start)), want: start}}
 	for step := range 2000 {
 		from := versions[rng.IntN(len(versions))]
 		set := map[string]int{}
@@ -52,19 +52,19 @@ func testLayeredMatchesMap(t *testing.T, baseKeys, keys, perStep int) {
 		for _, k := range del {
 			delete(want, k)
 		}
-		var l *layered[string, int]
+		var l *Map[string, int]
 		switch op := rng.IntN(4); {
 		case op == 0: // a derived version
-			l = from.l.with(set, del)
+			l = from.l.With(set, del)
 		case op == 1: // a clone written in place
-			l = from.l.clone()
+			l = from.l.Clone()
 			applyLayered(l, set, del)
 		case op == 2: // a version for writing in place, its source kept as it is
-			l = from.l.derived()
+			l = from.l.Derived()
 			from.forked = true
 			applyLayered(l, set, del)
 		case !from.forked: // the version itself written in place, after a clone that keeps its old state
-			old := from.l.clone()
+			old := from.l.Clone()
 			l = from.l
 			applyLayered(l, set, del)
 			for _, v := range versions {
@@ -83,35 +83,35 @@ func testLayeredMatchesMap(t *testing.T, baseKeys, keys, perStep int) {
 	}
 }
 
-func applyLayered(l *layered[string, int], set map[string]int, del []string) {
+func applyLayered(l *Map[string, int], set map[string]int, del []string) {
 	for k, v := range set {
-		l.set(k, v)
+		l.Set(k, v)
 	}
 	for _, k := range del {
-		l.del(k)
+		l.Del(k)
 	}
 }
 
-func checkLayered(t *testing.T, step int, l *layered[string, int], want map[string]int) {
+func checkLayered(t *testing.T, step int, l *Map[string, int], want map[string]int) {
 	t.Helper()
-	if l.len() != len(want) {
-		t.Fatalf("step %d: len %d, want %d", step, l.len(), len(want))
+	if l.Len() != len(want) {
+		t.Fatalf("step %d: len %d, want %d", step, l.Len(), len(want))
 	}
 	got := map[string]int{}
-	l.each(func(k string, v int) { got[k] = v })
+	l.Each(func(k string, v int) { got[k] = v })
 	if !maps.Equal(got, want) {
 		t.Fatalf("step %d: each gives %d keys, want %d", step, len(got), len(want))
 	}
-	if keys := l.keys(); !slices.IsSorted(keys) || len(keys) != len(want) {
+	if keys := l.Keys(); !slices.IsSorted(keys) || len(keys) != len(want) {
 		t.Fatalf("step %d: keys not sorted or %d of them, want %d", step, len(keys), len(want))
 	}
 	for k, v := range want {
-		if g, ok := l.get(k); !ok || g != v {
+		if g, ok := l.Get(k); !ok || g != v {
 			t.Fatalf("step %d: get(%s) = %d, %v; want %d", step, k, g, ok, v)
 		}
 	}
 	for _, k := range []string{"x", "-1"} {
-		if _, ok := l.get(k); ok {
+		if _, ok := l.Get(k); ok {
 			t.Fatalf("step %d: get(%s) found a key never set", step, k)
 		}
 	}
@@ -119,25 +119,25 @@ func checkLayered(t *testing.T, step int, l *layered[string, int], want map[stri
 
 // TestLayeredEmptiedDeltaIsNotShared: a version whose own part emptied
 // again (a key set, then deleted) still holds its delta map; a clone or a
-// derived version must not write into it. (A derived V1State once did:
+// derived version must not write into it. (A derived State once did:
 // a cycle's in-memory allocation landed in the scheduler's base state,
 // whose device stayed in use after its claim was deallocated.)
 func TestLayeredEmptiedDeltaIsNotShared(t *testing.T) {
-	for name, fork := range map[string]func(*layered[string, int]) *layered[string, int]{
-		"clone":   (*layered[string, int]).clone,
-		"derived": (*layered[string, int]).derived,
+	for name, fork := range map[string]func(*Map[string, int]) *Map[string, int]{
+		"clone":   (*Map[string, int]).Clone,
+		"derived": (*Map[string, int]).Derived,
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := newLayered(map[string]int{"a": 1})
-			l.set("b", 2)
-			l.del("b")
+			l := New(map[string]int{"a": 1})
+			l.Set("b", 2)
+			l.Del("b")
 			f := fork(l)
-			f.set("c", 3)
-			if _, ok := l.get("c"); ok || l.len() != 1 {
-				t.Errorf("the source sees its fork's write: get(c) %v, len %d, want absent and 1", ok, l.len())
+			f.Set("c", 3)
+			if _, ok := l.Get("c"); ok || l.Len() != 1 {
+				t.Errorf("the source sees its fork's write: get(c) %v, len %d, want absent and 1", ok, l.Len())
 			}
-			if v, ok := f.get("c"); !ok || v != 3 || f.len() != 2 {
-				t.Errorf("the fork: get(c) = %d, %v, len %d; want 3, true, 2", v, ok, f.len())
+			if v, ok := f.Get("c"); !ok || v != 3 || f.Len() != 2 {
+				t.Errorf("the fork: get(c) = %d, %v, len %d; want 3, true, 2", v, ok, f.Len())
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package allocator
+package layered
 
 import (
 	"cmp"
@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// layered is a copy-on-write map with two uses: versions derived with
+// Map is a copy-on-write map with two uses: versions derived with
 // with, which leaves its receiver as it was (the scheduler's ClaimSet
 // keeps old versions alive and reads them concurrently), and in-place
 // writes with O(1) clones (a Simulation). A map is a base, never
@@ -15,7 +15,7 @@ import (
 // small delta of the version's own. Once the delta outgrows a share of
 // the base it is folded into a new base, so lookups stay one or two map
 // reads and a change costs O(1) amortized.
-type layered[K cmp.Ordered, V any] struct {
+type Map[K cmp.Ordered, V any] struct {
 	base  map[K]V
 	delta map[K]entry[V] // deleted keys have ok false
 	// shared says delta is shared with a clone: the first write copies it.
@@ -39,13 +39,13 @@ const foldMin = 64
 // foldAt is the delta size past which a map over base keys folds.
 func foldAt(base int) int { return max(int(math.Sqrt(float64(2*base))), foldMin) }
 
-// newLayered returns a map over m, which it takes: m must not be
+// New returns a map over m, which it takes: m must not be
 // modified afterwards.
-func newLayered[K cmp.Ordered, V any](m map[K]V) *layered[K, V] {
-	return &layered[K, V]{base: m, n: len(m)}
+func New[K cmp.Ordered, V any](m map[K]V) *Map[K, V] {
+	return &Map[K, V]{base: m, n: len(m)}
 }
 
-func (l *layered[K, V]) get(k K) (V, bool) {
+func (l *Map[K, V]) Get(k K) (V, bool) {
 	if e, ok := l.delta[k]; ok {
 		return e.v, e.ok
 	}
@@ -53,10 +53,10 @@ func (l *layered[K, V]) get(k K) (V, bool) {
 	return v, ok
 }
 
-func (l *layered[K, V]) len() int { return l.n }
+func (l *Map[K, V]) Len() int { return l.n }
 
-// each calls fn for every key present, in no particular order.
-func (l *layered[K, V]) each(fn func(k K, v V)) {
+// Each calls fn for every key present, in no particular order.
+func (l *Map[K, V]) Each(fn func(k K, v V)) {
 	for k, v := range l.base {
 		if _, over := l.delta[k]; !over {
 			fn(k, v)
@@ -69,18 +69,18 @@ func (l *layered[K, V]) each(fn func(k K, v V)) {
 	}
 }
 
-// keys returns the keys present in ascending order.
-func (l *layered[K, V]) keys() []K {
+// Keys returns the keys present in ascending order.
+func (l *Map[K, V]) Keys() []K {
 	out := make([]K, 0, l.n)
-	l.each(func(k K, _ V) { out = append(out, k) })
+	l.Each(func(k K, _ V) { out = append(out, k) })
 	slices.Sort(out)
 	return out
 }
 
-// clone returns an independent copy in O(1): both maps copy the shared
+// Clone returns an independent copy in O(1): both maps copy the shared
 // delta on their next write. A delta map is shared even when it is empty
 // (its keys set, then deleted): a write into it would show in both.
-func (l *layered[K, V]) clone() *layered[K, V] {
+func (l *Map[K, V]) Clone() *Map[K, V] {
 	if l.delta != nil {
 		l.shared = true
 	}
@@ -88,12 +88,12 @@ func (l *layered[K, V]) clone() *layered[K, V] {
 	return &out
 }
 
-func (l *layered[K, V]) set(k K, v V) { l.put(k, entry[V]{v: v, ok: true}) }
+func (l *Map[K, V]) Set(k K, v V) { l.put(k, entry[V]{v: v, ok: true}) }
 
-func (l *layered[K, V]) del(k K) { l.put(k, entry[V]{}) }
+func (l *Map[K, V]) Del(k K) { l.put(k, entry[V]{}) }
 
 // put writes one key in place and folds the delta when it is too large.
-func (l *layered[K, V]) put(k K, e entry[V]) {
+func (l *Map[K, V]) put(k K, e entry[V]) {
 	if l.shared || l.delta == nil {
 		l.delta = maps.Clone(l.delta)
 		if l.delta == nil {
@@ -101,7 +101,7 @@ func (l *layered[K, V]) put(k K, e entry[V]) {
 		}
 		l.shared = false
 	}
-	_, had := l.get(k)
+	_, had := l.Get(k)
 	switch {
 	case had && !e.ok:
 		l.n--
@@ -114,35 +114,35 @@ func (l *layered[K, V]) put(k K, e entry[V]) {
 		l.delta[k] = e
 	}
 	if len(l.delta) > foldAt(len(l.base)) {
-		l.fold()
+		l.Fold()
 	}
 }
 
-// fold merges the delta into a new base.
-func (l *layered[K, V]) fold() {
+// Fold merges the delta into a new base.
+func (l *Map[K, V]) Fold() {
 	flat := make(map[K]V, l.n)
-	l.each(func(k K, v V) { flat[k] = v })
-	*l = layered[K, V]{base: flat, n: len(flat)}
+	l.Each(func(k K, v V) { flat[k] = v })
+	*l = Map[K, V]{base: flat, n: len(flat)}
 }
 
-// derived returns a version to write in place in O(1), leaving l as it
+// Derived returns a version to write in place in O(1), leaving l as it
 // is: it copies l's delta on its first write. For maps that are never
-// written again once another version is derived from them (V1State's).
-func (l *layered[K, V]) derived() *layered[K, V] {
-	return &layered[K, V]{base: l.base, delta: l.delta, n: l.n, shared: l.delta != nil}
+// written again once another version is derived from them (the engine's State).
+func (l *Map[K, V]) Derived() *Map[K, V] {
+	return &Map[K, V]{base: l.base, delta: l.delta, n: l.n, shared: l.delta != nil}
 }
 
-// with returns the version with set's keys set and del's keys removed
+// With returns the version with set's keys set and del's keys removed
 // (del wins over set); l is unchanged, and may be read meanwhile.
-func (l *layered[K, V]) with(set map[K]V, del []K) *layered[K, V] {
-	out := &layered[K, V]{base: l.base, n: l.n,
+func (l *Map[K, V]) With(set map[K]V, del []K) *Map[K, V] {
+	out := &Map[K, V]{base: l.base, n: l.n,
 		delta: make(map[K]entry[V], len(l.delta)+len(set)+len(del))}
 	maps.Copy(out.delta, l.delta)
 	for k, v := range set {
-		out.set(k, v)
+		out.Set(k, v)
 	}
 	for _, k := range del {
-		out.del(k)
+		out.Del(k)
 	}
 	return out
 }

@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"cmp"
@@ -33,7 +33,7 @@ const v1ExplainSteps = 1 << 12
 // after the first solution, branch and bound on the cost.
 //
 // It is the one search of both APIs: a seed request comes with the seed
-// policy (v1prob.seed, seedsearch.go), under which the next slot is that
+// front end's policy (v1prob.policy, policy.go), under which the next slot is that
 // of the request with the fewest free candidates, candidates cost what
 // the seed's best fit says, and the first solution is the answer.
 type v1search struct {
@@ -124,8 +124,12 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 		gFresh: ar.bools.take(ng), bans: ar.u64.take(n), left: append(ar.i64.room(len(p.left0)), p.left0...), claimDev: ar.lists.take(p.claimCount()),
 		consVal: make([]string, len(p.cons)), consSeen: make([]map[string]int32, len(p.cons)),
 		chosen: ar.ints.take(len(p.sreqs)), minNA: ar.ints.take(len(p.order) + 1), pend: ar.u64.take(len(p.order) + 1)}
+	if p.policy != nil {
+		p.pol = &ar.pol
+		*p.pol = polState{blocked: p.policy.Blocked(), filled: ar.ints.take(len(p.sreqs)), costs: p.pol.costs[:0]}
+	}
 	for k := range p.cons {
-		if !p.cons[k].c.match {
+		if !p.cons[k].c.Match {
 			s.consSeen[k] = map[string]int32{}
 		}
 	}
@@ -147,7 +151,7 @@ func (p *v1prob) newSearch(ctx context.Context, fixed []int, budget int) *v1sear
 				continue
 			}
 			need := need(a)
-			if a.a.admin {
+			if a.a.Admin {
 				need = 0
 			}
 			least = min(least, need)
@@ -177,7 +181,7 @@ func (s *v1search) run() error {
 }
 
 func (s *v1search) request(o int) error {
-	if s.p.seed != nil {
+	if s.p.policy != nil {
 		return s.next(0, -1, nil, 0)
 	}
 	if o == len(s.p.order) {
@@ -230,10 +234,10 @@ func (s *v1search) step() error {
 
 // need is how many devices an alternative takes.
 func need(a *v1salt) int {
-	if a.a.all {
+	if a.a.All {
 		return len(a.cands)
 	}
-	return a.a.count
+	return a.a.Count
 }
 
 // slot picks the k-th device of request i (at position o of the order)
@@ -247,13 +251,13 @@ func (s *v1search) slot(o, i int, a *v1salt, k int) error {
 	}
 	// Every later pick without admin access costs at least 1.
 	rest := int64(s.minNA[o+1])
-	if !a.a.admin {
+	if !a.a.Admin {
 		rest += int64(need(a) - k - 1)
 	}
 	if !s.exhaustive && !s.bound(o, i, a, k) {
 		return nil
 	}
-	if a.a.all {
+	if a.a.All {
 		c := s.candidate(o, i, a, a.cands[k])
 		if s.found && s.cost+c.cost+rest >= s.bestCost {
 			return nil
@@ -322,11 +326,11 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 		if !s.allowed(i, a, l) {
 			continue
 		}
-		if s.p.seed != nil {
-			// Under the seed policy only the first of interchangeable
+		if s.p.policy != nil {
+			// Under a policy only the first of interchangeable
 			// candidates is tried: the others' subtrees are images of
 			// its own.
-			if c, image := s.seedCandidate(i, l); !image {
+			if c, image := s.policyCandidate(i, l); !image {
 				s.cbuf = append(s.cbuf, c)
 			}
 			continue
@@ -340,25 +344,24 @@ func (s *v1search) ordered(o, i int, a *v1salt) []v1cand {
 	return out
 }
 
-// seedCandidate rates device l for a slot of request i under the seed
+// policyCandidate rates device l for a slot of request i under the
 // policy; image says that an earlier candidate of this slot has its
 // symmetry key (and so its cost).
-func (s *v1search) seedCandidate(i int, l int32) (c v1cand, image bool) {
-	v := s.p.seed
+func (s *v1search) policyCandidate(i int, l int32) (c v1cand, image bool) {
 	c = v1cand{l: l, key: s.symmetryKey(i, l)}
 	if c.key >= 0 {
-		if v.costCall != s.call {
-			v.costs, v.costCall = v.costs[:0], s.call
+		if s.p.pol.costCall != s.call {
+			s.p.pol.costs, s.p.pol.costCall = s.p.pol.costs[:0], s.call
 		}
-		for _, d := range v.costs {
+		for _, d := range s.p.pol.costs {
 			if d.key == c.key {
 				return d, true
 			}
 		}
 	}
-	c.lost, c.cost = v.cost(l)
+	c.lost, c.cost = s.p.policy.Cost(l)
 	if c.key >= 0 {
-		v.costs = append(v.costs, c)
+		s.p.pol.costs = append(s.p.pol.costs, c)
 	}
 	return c, false
 }
@@ -366,7 +369,7 @@ func (s *v1search) seedCandidate(i int, l int32) (c v1cand, image bool) {
 // candidate rates device l for a slot of request i.
 func (s *v1search) candidate(o, i int, a *v1salt, l int32) v1cand {
 	c := v1cand{l: l, key: -1, demand: int32(bits.OnesCount64(s.p.kinds[l] & s.pend[o]))}
-	if !a.a.admin {
+	if !a.a.Admin {
 		c.lost = int32(s.lostOf(l))
 		c.cost = int64(c.lost)
 		for _, g := range s.p.devGroups[l] {
@@ -408,7 +411,7 @@ func (s *v1search) untouched(i int, g int32) bool {
 	}
 	fresh := true
 	for _, m := range s.p.lgroups[g].members {
-		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) || (s.p.seed != nil && s.bans[m] != 0) {
+		if s.pickAny[m] != 0 || (i < 64 && s.bans[m]>>i&1 != 0) || (s.p.policy != nil && s.bans[m] != 0) {
 			fresh = false
 			break
 		}
@@ -426,8 +429,8 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 	if !s.enough(i, a, k) {
 		return false
 	}
-	if s.p.seed != nil {
-		return s.boundSeed(i, a, k)
+	if s.p.policy != nil {
+		return s.boundPolicy(i, a, k)
 	}
 	for _, j := range s.p.order[o+1:] {
 		sr := &s.p.sreqs[j]
@@ -443,7 +446,7 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 		}
 	}
 	want := s.minNA[o+1]
-	if !a.a.admin {
+	if !a.a.Admin {
 		want += need(a) - k
 	}
 	if want <= 1 {
@@ -462,13 +465,13 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 			}
 		}
 	}
-	if !a.a.admin {
+	if !a.a.Admin {
 		count(i, a)
 	}
 	for _, j := range s.p.order[o+1:] {
 		sr := &s.p.sreqs[j]
 		for bi := range sr.alts {
-			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.admin {
+			if b := &sr.alts[bi]; s.allowedAlt(j, bi) && !b.a.Admin {
 				count(j, b)
 			}
 		}
@@ -481,7 +484,7 @@ func (s *v1search) bound(o, i int, a *v1salt, k int) bool {
 // counter set count at most as many as the set has room for: for each of
 // its counters, what is left divided by the least any of them consumes.
 func (s *v1search) enough(i int, a *v1salt, k int) bool {
-	if a.a.all {
+	if a.a.All {
 		for _, l := range a.cands[k:] {
 			if !s.allowed(i, a, l) {
 				return false
@@ -489,11 +492,11 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 		}
 		return true
 	}
-	want, have := a.a.count-k, 0
+	want, have := a.a.Count-k, 0
 	if want <= 0 {
 		return true
 	}
-	capped := !a.a.admin && !s.noCounters
+	capped := !a.a.Admin && !s.noCounters
 	groups := s.gList[:0]
 	for _, l := range a.cands {
 		if !s.allowed(i, a, l) {
@@ -521,8 +524,8 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 		for j, c := range lg.ctrs {
 			fit := int64(1) << 40
 			for _, u := range s.p.uses[l] {
-				if u.ctr == c && u.amount > 0 {
-					fit = s.left[c] / u.amount
+				if u.Counter == c && u.Amount > 0 {
+					fit = s.left[c] / u.Amount
 				}
 			}
 			slots[j] = max(slots[j], fit)
@@ -548,7 +551,7 @@ func (s *v1search) enough(i int, a *v1salt, k int) bool {
 func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 	c := s.p.sreqs[i].claim
 	cd := s.claimDev[c]
-	if len(cd) >= resourcev1.AllocationResultsMaxSize && s.p.seed == nil {
+	if len(cd) >= resourcev1.AllocationResultsMaxSize && s.p.policy == nil {
 		return false
 	}
 	multi := s.capLeft != nil && s.capLeft[l] != nil
@@ -557,10 +560,10 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 		if s.pickedBy(i, l) {
 			return false
 		}
-	} else if s.p.seed == nil && slices.Contains(cd, l) {
+	} else if s.p.policy == nil && slices.Contains(cd, l) {
 		return false
 	}
-	if !a.a.admin {
+	if !a.a.Admin {
 		switch {
 		case multi:
 			if !s.noCapacity && !fitsIn64(a.share[l], s.capLeft[l]) {
@@ -569,7 +572,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 			if s.pickNA[l] == 0 && !s.noCounters && !fitsIn(s.p.uses[l], s.left) {
 				return false
 			}
-		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.seed != nil && !s.p.seed.open(l)):
+		case s.pickNA[l] > 0 || s.seedBlk[l] > 0 || (s.p.pol != nil && s.p.pol.blocked[l] != 0):
 			return false
 		case !s.noCounters && !fitsIn(s.p.uses[l], s.left):
 			return false
@@ -586,7 +589,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 		switch {
 		case v == "":
 			return false
-		case s.p.cons[k].c.match:
+		case s.p.cons[k].c.Match:
 			if s.consN[k] > 0 && s.consVal[k] != v {
 				return false
 			}
@@ -601,7 +604,7 @@ func (s *v1search) allowed(i int, a *v1salt, l int32) bool {
 // partitions and counters allow it.
 func (s *v1search) free(l int32) bool {
 	return s.p.free0[l] && s.pickNA[l] == 0 && s.seedBlk[l] == 0 && (s.noCounters || fitsIn(s.p.uses[l], s.left)) &&
-		(s.p.seed == nil || s.p.seed.open(l))
+		(s.p.pol == nil || s.p.pol.blocked[l] == 0)
 }
 
 // lostOf counts the free devices a pick of l (without admin access) makes
@@ -626,13 +629,13 @@ func (s *v1search) lostOf(l int32) int {
 // fitsAfter reports whether x's counters still fit once l has taken its.
 func (s *v1search) fitsAfter(x, l int32) bool {
 	for _, u := range s.p.uses[x] {
-		left := s.left[u.ctr]
+		left := s.left[u.Counter]
 		for _, v := range s.p.uses[l] {
-			if v.ctr == u.ctr {
-				left -= v.amount
+			if v.Counter == u.Counter {
+				left -= v.Amount
 			}
 		}
-		if left < u.amount {
+		if left < u.Amount {
 			return false
 		}
 	}
@@ -644,7 +647,7 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 	claim := s.p.sreqs[i].claim
 	s.claimDev[claim] = append(s.claimDev[claim], l)
 	s.pickAny[l]++
-	if !a.a.admin {
+	if !a.a.Admin {
 		if s.capLeft != nil && s.capLeft[l] != nil {
 			for j, v := range a.share[l] {
 				s.capLeft[l][j] -= v
@@ -661,7 +664,7 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 		}
 		if s.pickNA[l] == 1 {
 			for _, u := range s.p.uses[l] {
-				s.left[u.ctr] -= u.amount
+				s.left[u.Counter] -= u.Amount
 			}
 		}
 	}
@@ -677,8 +680,8 @@ func (s *v1search) pick(i int, a *v1salt, c v1cand) {
 			m[v]++
 		}
 	}
-	if s.p.seed != nil {
-		s.p.seed.place(l, 1)
+	if s.p.policy != nil {
+		s.p.policy.Place(l, 1)
 	}
 	s.picks = append(s.picks, v1pick{sreq: int32(i), c: c})
 	s.cost += c.cost
@@ -690,7 +693,7 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 	claim := s.p.sreqs[i].claim
 	s.claimDev[claim] = s.claimDev[claim][:len(s.claimDev[claim])-1]
 	s.pickAny[l]--
-	if !a.a.admin {
+	if !a.a.Admin {
 		if s.capLeft != nil && s.capLeft[l] != nil {
 			for j, v := range a.share[l] {
 				s.capLeft[l][j] += v
@@ -707,7 +710,7 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 		}
 		if s.pickNA[l] == 0 {
 			for _, u := range s.p.uses[l] {
-				s.left[u.ctr] += u.amount
+				s.left[u.Counter] += u.Amount
 			}
 		}
 	}
@@ -723,8 +726,8 @@ func (s *v1search) unpick(i int, a *v1salt, c v1cand) {
 			}
 		}
 	}
-	if s.p.seed != nil {
-		s.p.seed.place(l, -1)
+	if s.p.policy != nil {
+		s.p.policy.Place(l, -1)
 	}
 	s.picks = s.picks[:len(s.picks)-1]
 	s.cost -= c.cost

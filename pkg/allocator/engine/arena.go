@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import "sync"
 
@@ -18,13 +18,14 @@ type v1arena struct {
 	// (combinations of subrequests, explanations) are allocated.
 	search     v1search
 	searchUsed bool
+	pol        polState // the search's under a policy (Table.Search)
 
 	bools    v1slab[bool]
 	i32      v1slab[int32]
 	u64      v1slab[uint64]
 	i64      v1slab[int64]
 	ints     v1slab[int]
-	uses     v1slab[[]v1use]
+	uses     v1slab[[]CounterUse]
 	edges    v1slab[[]v1edge]
 	lists    v1slab[[]int32]
 	groups   v1slab[v1lgroup]
@@ -98,6 +99,7 @@ func (p *v1prob) release() {
 	// Drop what the problem points to, so that a kept arena holds no
 	// inventory, state or request alive.
 	a.search, a.searchUsed = v1search{}, false
+	a.pol = polState{costs: keep(a.pol.costs)[:0]}
 	clear(a.prob.cons)
 	clear(a.prob.sreqs[:cap(a.prob.sreqs)])
 	a.prob = v1prob{useBuf: keep(a.prob.useBuf), edgeBuf: keep(a.prob.edgeBuf), candBuf: keep(a.prob.candBuf), lctr: keep(a.prob.lctr),

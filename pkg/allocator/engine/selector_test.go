@@ -1,4 +1,4 @@
-package allocator
+package engine
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"allot.dev/allot/pkg/allocator/celenv"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -83,8 +84,8 @@ func TestCompileDeviceSelectorGenerated(t *testing.T) {
 		{"cost estimate over the limit", nestedLoops(3, 150), "exceeds the limit of 1000000"},
 	} {
 		err := CompileDeviceSelector(tc.expr)
-		if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrInvalidSelector) {
-			t.Errorf("%s: %v, want ErrInvalidSelector with %q", tc.name, err, tc.err)
+		if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, celenv.ErrInvalidSelector) {
+			t.Errorf("%s: %v, want celenv.ErrInvalidSelector with %q", tc.name, err, tc.err)
 		}
 	}
 }
@@ -139,16 +140,16 @@ func TestMatchDeviceSelectorConcurrent(t *testing.T) {
 
 func TestDeviceSelectorCacheIsBounded(t *testing.T) {
 	c := newDselCache()
-	for i := range selectorCacheSize + 10 {
+	for i := range dselCacheSize + 10 {
 		c.add(fmt.Sprint(i), &dselCacheEntry{})
 		if i == 5 {
 			c.get("0") // recently read entries survive the next sweep
 		}
 	}
-	if n := len(c.m); n > selectorCacheSize {
-		t.Fatalf("cache holds %d entries, more than %d", n, selectorCacheSize)
+	if n := len(c.m); n > dselCacheSize {
+		t.Fatalf("cache holds %d entries, more than %d", n, dselCacheSize)
 	}
-	if _, ok := c.get(fmt.Sprint(selectorCacheSize + 9)); !ok {
+	if _, ok := c.get(fmt.Sprint(dselCacheSize + 9)); !ok {
 		t.Fatal("the newest entry is missing")
 	}
 }

@@ -1,27 +1,24 @@
-package allocator
+package engine
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
-	corev1 "allot.dev/allot/api/core/v1"
-	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// V1Inventory is every device of the cluster in resource.k8s.io/v1 terms:
+// Inventory is every device of the cluster in resource.k8s.io/v1 terms:
 // the pools of the published v1 ResourceSlices (V1Pools) and the projection
 // of the seed NodeResourceSlices (SeedDevices), indexed for AllocateV1. It
 // is immutable and safe for concurrent use; it caches selector results per
 // device, so keep one per version of the slices.
-type V1Inventory struct {
-	pools    []V1Pool
+type Inventory struct {
+	pools    []Pool
 	problems []InventoryProblem
 
 	devs      []v1dev
@@ -31,7 +28,7 @@ type V1Inventory struct {
 	// unusable lists the pools that offer nothing (Incomplete or Invalid);
 	// an allocation mode All request fails on a node one of them reaches.
 	unusable []int32
-	ctrs     []v1ctr   // every shared counter of every pool
+	ctrs     []Counter // every shared counter of every pool
 	groups   [][]int32 // devices that affect each other: a counter set's consumers, a seed root's leaves
 
 	matches  sync.Map // selector → *v1matchCache
@@ -43,14 +40,14 @@ type V1Inventory struct {
 // v1dev is one device as the allocator sees it.
 type v1dev struct {
 	pool  int32
-	d     *PoolDevice
+	d     *Device
 	key   string
 	input DeviceSelectorInput
-	uses  []v1use // shared counters it consumes
+	uses  []CounterUse // shared counters it consumes
 	// multi: allowMultipleAllocations; caps are then its capacities, in
 	// the units its shares are summed in.
 	multi  bool
-	caps   []v1cap
+	caps   []ShareCap
 	groups []int32 // the groups it belongs to
 	// seedGroup is the group of the device's seed root instance (-1 for v1
 	// devices), seedPos its position there and seedConflicts the members it
@@ -62,9 +59,9 @@ type v1dev struct {
 
 // v1use is how much of one counter a device consumes, in the counter's
 // scale.
-type v1use struct {
-	ctr    int32
-	amount int64
+type CounterUse struct {
+	Counter int32
+	Amount  int64
 }
 
 // v1ctr is one counter of a pool's counter set. Values are int64 in units
@@ -77,11 +74,11 @@ type v1use struct {
 // of allocated amounts saturate (v1AddSat). Where a value is not a whole
 // number of units, the total is rounded down and consumption up:
 // conservative, never overcommitting.
-type v1ctr struct {
+type Counter struct {
 	pool      int32
-	set, name string
-	total     int64
-	scale     resource.Scale
+	Set, Name string
+	Total     int64
+	Scale     resource.Scale
 	format    resource.Format    // of the total, for messages
 	exact     *resource.Quantity // the total as published
 }
@@ -91,63 +88,16 @@ func v1Key(driver, pool, device string) string {
 	return driver + "\x00" + pool + "\x00" + device
 }
 
-// NewV1Inventory builds the inventory from the v1 ResourceSlices and the
-// seed NodeResourceSlices. Pools are V1Pools' and SeedDevices', sorted by
-// driver and name; a v1 pool with the name and driver of a projected seed
-// pool is made Invalid (its devices and the seed's would share state keys).
-// Devices with bindingConditions are allocated as any other; their results
-// carry the conditions (DRADeviceBindingConditions). The inputs must not be modified afterwards.
-func NewV1Inventory(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice) *V1Inventory {
-	return NewV1InventoryModels(slices_, seed, nil)
-}
-
-// NewV1InventoryModels is NewV1Inventory with the seed slices' compiled
-// Models supplied by the caller, so that a node's seed slices are
-// compiled once for both APIs: model(node, slices) must return a Model
-// equal to NewModel(node, slices) (a cached one; the slices are the node's
-// seed slices, in no particular order). A nil model compiles them.
-func NewV1InventoryModels(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice, model func(node string, slices []*resourceapi.NodeResourceSlice) *Model) *V1Inventory {
-	return NewV1InventoryTainted(slices_, seed, model, nil)
-}
-
-// NewV1InventoryTainted is NewV1InventoryModels with DeviceTaintRules
-// (taintrules.go): the rules' taints are added to the v1 devices they
-// select, and the seed devices take theirs from the Models, which must
-// then equal NewModelTainted(node, slices, rules) (a nil model compiles
-// them so).
-func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resourceapi.NodeResourceSlice,
-	model func(node string, slices []*resourceapi.NodeResourceSlice) *Model, rules []*resourcev1.DeviceTaintRule) *V1Inventory {
-	v1pools, problems := V1Pools(slices_)
-	applyTaintRules(v1pools, rules)
-	if model == nil && len(rules) > 0 {
-		model = func(node string, slices []*resourceapi.NodeResourceSlice) *Model {
-			return NewModelTainted(node, slices, rules)
-		}
-	}
-	seedPools, seedProblems := seedDevices(seed, model)
-	inv := &V1Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}}
-	inv.problems = append(problems, seedProblems...)
-	seedNames := map[string]bool{}
-	for _, p := range seedPools {
-		seedNames[p.Driver+"\x00"+p.Name] = true
-	}
-	for _, p := range v1pools {
-		switch {
-		case seedNames[p.Driver+"\x00"+p.Name]:
-			p.Invalid = fmt.Sprintf("pool %s of driver %s is also the projection of the seed NodeResourceSlices of node %s", p.Name, p.Driver, p.Name)
-		case p.Node != "" && seedNames[p.Driver+"\x00"+p.Node]:
-			// The API refuses this at create, but not atomically: the
-			// seed slice wins, so no device is counted twice.
-			p.Invalid = fmt.Sprintf("driver %s publishes node %s through a NodeResourceSlice too; a driver publishes a node's devices "+
-				"through one API, and these ResourceSlices are skipped", p.Driver, p.Node)
-		}
-		if p.Invalid != "" {
-			inv.problems = append(inv.problems, InventoryProblem{Driver: p.Driver, Pool: p.Name, Reason: p.Invalid})
-		}
-		inv.pools = append(inv.pools, p)
-	}
-	inv.pools = append(inv.pools, seedPools...)
-	slices.SortStableFunc(inv.pools, func(a, b V1Pool) int {
+// NewInventory indexes the pools of both front ends (sorted by
+// driver and name here; a pool of a driver appears once) for the search,
+// with what the front ends could not take as it is. Devices with
+// SeedInstance set (projected seed leaves) carry the scheme constraint:
+// the leaves of one root instance form a group, and two of them conflict
+// when SeedLeavesConflict says so. The pools must not be modified
+// afterwards.
+func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
+	inv := &Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}, pools: pools, problems: problems}
+	slices.SortStableFunc(inv.pools, func(a, b Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
 	total := 0
@@ -186,7 +136,7 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 				for _, n := range sortedKeys(cc.Counters) {
 					if c, ok := ctrIndex[cc.CounterSet+"\x00"+n]; ok {
 						q := cc.Counters[n].Value
-						dev.uses = append(dev.uses, v1use{ctr: c, amount: v1UseAmount(&q, &inv.ctrs[c])})
+						dev.uses = append(dev.uses, CounterUse{Counter: c, Amount: v1UseAmount(&q, &inv.ctrs[c])})
 					}
 				}
 			}
@@ -232,7 +182,7 @@ func NewV1InventoryTainted(slices_ []*resourcev1.ResourceSlice, seed []*resource
 }
 
 // addCounters adds a pool's counters and returns them by "set\x00name".
-func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
+func (inv *Inventory) addCounters(pi int32, p *Pool) map[string]int32 {
 	if len(p.Counters) == 0 {
 		return nil
 	}
@@ -251,7 +201,7 @@ func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
 			scale := v1CounterScale(vals)
 			out[set+"\x00"+name] = int32(len(inv.ctrs))
 			exact := total.DeepCopy()
-			inv.ctrs = append(inv.ctrs, v1ctr{pool: pi, set: set, name: name, total: v1Floor(&total, scale), scale: scale, format: total.Format, exact: &exact})
+			inv.ctrs = append(inv.ctrs, Counter{pool: pi, Set: set, Name: name, Total: v1Floor(&total, scale), Scale: scale, format: total.Format, exact: &exact})
 		}
 	}
 	return out
@@ -260,7 +210,7 @@ func (inv *V1Inventory) addCounters(pi int32, p *V1Pool) map[string]int32 {
 // v1Never is the amount of a consumption above its counter's total: more
 // than any total (those stay below 2^50), so it never fits, and small
 // enough that sums of a few thousand of them cannot overflow.
-const v1Never = int64(1) << 52
+const AmountNever = int64(1) << 52
 
 // v1CounterScale is the finest scale of 10^3 steps, from milli up, at
 // which every value is at most 2^50 units (see v1ctr). The search starts
@@ -295,11 +245,11 @@ func v1ScaleFrom(start resource.Scale, vals []resource.Quantity) resource.Scale 
 
 // v1UseAmount is how much of counter c a consumption q takes, in the
 // counter's units: v1Never above the total.
-func v1UseAmount(q *resource.Quantity, c *v1ctr) int64 {
+func v1UseAmount(q *resource.Quantity, c *Counter) int64 {
 	if c.exact != nil && q.Cmp(*c.exact) > 0 {
-		return v1Never
+		return AmountNever
 	}
-	return v1Ceil(q, c.scale)
+	return v1Ceil(q, c.Scale)
 }
 
 // v1Ceil and v1Floor express q in units of 10^scale, rounded up and down.
@@ -325,7 +275,7 @@ func v1Floor(q *resource.Quantity, scale resource.Scale) int64 {
 
 // v1AddSat adds two amounts, stopping at int64's ends instead of
 // wrapping.
-func v1AddSat(a, b int64) int64 {
+func AddSat(a, b int64) int64 {
 	s := a + b
 	switch {
 	case a > 0 && b > 0 && s < 0:
@@ -347,16 +297,16 @@ func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
 
 // Pools returns the pools, sorted by driver and name. They share memory
 // with the inventory: read them, never modify them.
-func (inv *V1Inventory) Pools() []V1Pool { return inv.pools }
+func (inv *Inventory) Pools() []Pool { return inv.pools }
 
 // Problems returns what the inventory could not take as it is.
-func (inv *V1Inventory) Problems() []InventoryProblem { return inv.problems }
+func (inv *Inventory) Problems() []InventoryProblem { return inv.problems }
 
 // nodeDevices returns the devices that can be allocated on the node
 // (usable pools, available on the node), in
 // inventory order, appended to into[:0], and the unusable pools that
 // reach the node.
-func (inv *V1Inventory) nodeDevices(node *corev1.Node, into []int32) (devs []int32, unusable []int32) {
+func (inv *Inventory) nodeDevices(node *Node, into []int32) (devs []int32, unusable []int32) {
 	name := ""
 	if node != nil {
 		name = node.Name
@@ -408,7 +358,7 @@ const v1MaxCachedSelectors = 4096
 
 // matcher returns the result cache of a selector, nil when the inventory
 // caches too many selectors already.
-func (inv *V1Inventory) matcher(expr string) *v1matchCache {
+func (inv *Inventory) matcher(expr string) *v1matchCache {
 	if v, ok := inv.matches.Load(expr); ok {
 		return v.(*v1matchCache)
 	}
@@ -424,7 +374,7 @@ func (inv *V1Inventory) matcher(expr string) *v1matchCache {
 
 // match evaluates a selector on device x, through its cache mc (which
 // may be nil).
-func (inv *V1Inventory) match(mc *v1matchCache, expr string, x int32) (bool, error) {
+func (inv *Inventory) match(mc *v1matchCache, expr string, x int32) (bool, error) {
 	if mc != nil {
 		switch mc.res[x].Load() {
 		case 1:
@@ -454,7 +404,7 @@ func (inv *V1Inventory) match(mc *v1matchCache, expr string, x int32) (bool, err
 
 // attrValues returns the value keys (v1AttrKey) of an attribute for every
 // device of the inventory, computed once per attribute name.
-func (inv *V1Inventory) attrValues(name resourcev1.FullyQualifiedName) []string {
+func (inv *Inventory) attrValues(name resourcev1.FullyQualifiedName) []string {
 	if v, ok := inv.attrKeys.Load(name); ok {
 		return v.([]string)
 	}
@@ -471,9 +421,9 @@ func (inv *V1Inventory) attrValues(name resourcev1.FullyQualifiedName) []string 
 	return vals
 }
 
-// v1SelectorCompiles reports why a stored selector cannot be evaluated,
+// SelectorCompiles reports why a stored selector cannot be evaluated,
 // or nil.
-func v1SelectorCompiles(expr string) error {
+func SelectorCompiles(expr string) error {
 	e, ok := dselProgramCache.get(expr)
 	if !ok {
 		e = dselCompileProgram(expr)
