@@ -173,9 +173,9 @@ func seedSearch(ctx context.Context, dm *driverModel, ds *driverState, masks []u
 			return nil, 0, f, nil
 		}
 	}
-	t := dm.seedTable(ds, masks, count)
+	t := dm.seedTable(ds, masks)
 	defer t.Release()
-	picks, lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), exhaustive)
+	picks, lost, found, err := t.Search(ctx, newSeedView(t, dm, ds), count, exhaustive)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -259,15 +259,15 @@ func newSeedView(t engine.Table, dm *driverModel, ds *driverState) *seedView {
 }
 
 // seedTable lays out the one search's problem of a driver's leaves in
-// state ds for the kinds' counts: leaf l is device l, a candidate of the
+// state ds: leaf l is device l, a candidate of the
 // kinds it matches while free; one group per root (its leaves), each
 // leaf's class (its partition group's path below the root, the kinds it
 // matches, free or not), and the class of each root nothing of which is
 // in use (its leaves' paths and classes).
-func (dm *driverModel) seedTable(ds *driverState, masks []uint64, count []int) engine.Table {
+func (dm *driverModel) seedTable(ds *driverState, masks []uint64) engine.Table {
 	lo := dm.layout()
 	n := len(dm.leaves)
-	t := engine.NewTable(n, count)
+	t := engine.NewTable(n)
 	for l, x := range dm.leaves {
 		if dm.free(ds, x) {
 			t.Free(int32(l), masks[l])

@@ -16,14 +16,12 @@ import (
 // Free for each free device; Classes and Groups for symmetry; Search,
 // reading its Picks; Release.
 type Table struct {
-	p     *v1prob
-	count []int
+	p *v1prob
 }
 
 // NewTable returns the table of n devices, every one in use until Free
-// says otherwise, and of len(count) requests, request k taking count[k]
-// devices.
-func NewTable(n int, count []int) Table {
+// says otherwise.
+func NewTable(n int) Table {
 	p := newV1Prob()
 	ar := p.ar
 	for l := range n {
@@ -38,7 +36,7 @@ func NewTable(n int, count []int) Table {
 		p.inUse[l], p.nbrDone[l], p.ctrGroup[l], p.msig[l] = true, true, -1, -1
 	}
 	p.devGroups = ar.lists.take(n)
-	return Table{p: p, count: count}
+	return Table{p: p}
 }
 
 // Int32s returns n zeroed int32s from the table's arena, for the
@@ -80,19 +78,20 @@ func (t Table) Groups(ng int, group func(j int) (members []int32, fresh bool, cl
 	}
 }
 
-// Search runs the one search under pol: the solution's picks, in the
+// Search runs the one search under pol for len(count) requests, request
+// k taking count[k] devices: the solution's picks, in the
 // order taken, and the free devices they made unavailable, as pol's
 // costs counted them; found is false when nothing fits. exhaustive turns
 // off every pruning (for tests that compare). It fails only with
 // ErrDeadline. The picks live until Release.
-func (t Table) Search(ctx context.Context, pol Policy, exhaustive bool) (picks Picks, lost int, found bool, err error) {
+func (t Table) Search(ctx context.Context, pol Policy, count []int, exhaustive bool) (picks Picks, lost int, found bool, err error) {
 	p := t.p
 	n := len(p.devs)
 	p.policy = pol
-	alts := make([]Alt, len(t.count))
+	alts := make([]Alt, len(count))
 	p.sreqs = p.sreqs[:0]
-	salts := p.ar.alts.take(len(t.count))
-	for k, c := range t.count {
+	salts := p.ar.alts.take(len(count))
+	for k, c := range count {
 		alts[k].Count = c
 		a := &salts[k]
 		a.a, a.kind, a.ok = &alts[k], k, true
@@ -111,11 +110,11 @@ func (t Table) Search(ctx context.Context, pol Policy, exhaustive bool) (picks P
 		a.cands = slices.Clip(a.cands)
 		p.sreqs = append(p.sreqs, v1sreq{alts: salts[k : k+1 : k+1]})
 	}
-	p.order = p.ar.ints.take(len(t.count))
+	p.order = p.ar.ints.take(len(count))
 	for i := range p.order {
 		p.order[i] = i
 	}
-	s := p.newSearch(ctx, p.ar.ints.take(len(t.count)), 0)
+	s := p.newSearch(ctx, p.ar.ints.take(len(count)), 0)
 	s.exhaustive = exhaustive
 	if err := s.run(); err != nil {
 		return Picks{}, 0, false, err
