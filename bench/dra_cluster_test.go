@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,12 +103,17 @@ func (cl *draCluster) check(b *testing.B) {
 	}
 }
 
-// createClusterObjects creates one NodeResourceSlice per node (draDevices
-// instances with a few attributes, as Kubernetes' benchmark driver
-// publishes), the class parameters and the class.
+// createClusterObjects creates one slice per node (draDevices instances
+// with a few attributes, as Kubernetes' benchmark driver publishes: a
+// NodeResourceSlice, or in the v1 form a resource.k8s.io/v1 ResourceSlice
+// of the same devices), the class parameters and the class.
 func (cl *draCluster) createClusterObjects(ctx context.Context, b *testing.B) {
 	b.Helper()
 	runParallel(b, benchClients, len(cl.nodes), func(i int) error {
+		if benchV1() {
+			_, err := cl.c.ResourceSlices().Create(ctx, schedtest.BenchResourceSlice(cl.nodes[i], draDriver, draDevices))
+			return err
+		}
 		_, err := cl.c.NodeResourceSlices().Create(ctx, schedtest.BenchSlice(cl.nodes[i], draDriver, draDevices))
 		return err
 	})
@@ -165,12 +171,7 @@ func (cl *draCluster) addNamespace(ctx context.Context, b *testing.B, ns string)
 	if benchV1() {
 		tmpl := &resourcev1.ResourceClaimTemplate{
 			ObjectMeta: metav1.ObjectMeta{Name: draTemplate, Namespace: ns},
-			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-				Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
-					DeviceClassName: draClass,
-					Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
-						Expression: `device.attributes["` + draDriver + `"].model == "A100" && device.capacity["` + draDriver + `"].memory.compareTo(quantity("1Gi")) >= 0`}}},
-				}}}}}},
+			Spec:       resourcev1.ResourceClaimTemplateSpec{Spec: draClaimSpecV1()},
 		}
 		if _, err := cl.c.ResourceClaimTemplatesV1(ns).Create(ctx, tmpl); err != nil {
 			b.Fatalf("create v1 claim template in %s: %v", ns, err)
@@ -184,6 +185,17 @@ func (cl *draCluster) addNamespace(ctx context.Context, b *testing.B, ns string)
 	if _, err := cl.c.ResourceClaimTemplates(ns).Create(ctx, tmpl); err != nil {
 		b.Fatalf("create claim template in %s: %v", ns, err)
 	}
+}
+
+// draClaimSpecV1 is draClaimSpec in the v1 form: one device of the class
+// chosen by a CEL selector over the same attributes.
+func draClaimSpecV1() resourcev1.ResourceClaimSpec {
+	return resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+		Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+			DeviceClassName: draClass,
+			Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+				Expression: `device.attributes["` + draDriver + `"].model == "A100" && device.capacity["` + draDriver + `"].memory.compareTo(quantity("1Gi")) >= 0`}}},
+		}}}}}
 }
 
 func draClaimSpec() resourceapi.ResourceClaimSpec {
@@ -241,15 +253,25 @@ func (cl *draCluster) fillNode(ctx context.Context, ns, node string, instances [
 	binding := &corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 	for _, inst := range instances {
 		name := fmt.Sprintf("filler-%s-%s", node, schedtest.BenchInstance(inst))
-		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: draClaimSpec()}
-		if _, err := cl.c.ResourceClaims(ns).Create(ctx, claim); err != nil {
-			return fmt.Errorf("create claim %s: %w", name, err)
+		var alloc []byte
+		var err error
+		if benchV1() {
+			claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: draClaimSpecV1()}
+			if _, err := cl.c.ResourceClaimsV1(ns).Create(ctx, claim); err != nil {
+				return fmt.Errorf("create claim %s: %w", name, err)
+			}
+			alloc, err = json.Marshal(draAllocationV1(node, inst))
+		} else {
+			claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: draClaimSpec()}
+			if _, err := cl.c.ResourceClaims(ns).Create(ctx, claim); err != nil {
+				return fmt.Errorf("create claim %s: %w", name, err)
+			}
+			alloc, err = json.Marshal(draAllocation(node, inst))
 		}
-		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &name})
-		alloc, err := json.Marshal(draAllocation(node, inst))
 		if err != nil {
 			return err
 		}
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimName: &name})
 		binding.ResourceClaims = append(binding.ResourceClaims, corev1.BindingResourceClaim{
 			Name: name, DriverName: draDriver, Allocation: &runtime.RawExtension{Raw: alloc},
 		})
@@ -265,6 +287,18 @@ func (cl *draCluster) fillNode(ctx context.Context, ns, node string, instances [
 		return fmt.Errorf("bind filler pod to %s: %w", node, err)
 	}
 	return nil
+}
+
+// draAllocationV1 is draAllocation in the v1 form: device inst of the
+// node's pool, as the scheduler writes a v1 claim's allocation.
+func draAllocationV1(node string, inst int) *resourcev1.AllocationResult {
+	return &resourcev1.AllocationResult{
+		Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+			{Request: "gpu", Driver: draDriver, Pool: node, Device: schedtest.BenchInstance(inst)}}},
+		NodeSelector: &kcorev1.NodeSelector{NodeSelectorTerms: []kcorev1.NodeSelectorTerm{{
+			MatchFields: []kcorev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: kcorev1.NodeSelectorOpIn, Values: []string{node}}},
+		}}},
+	}
 }
 
 // draAllocation is the structured allocation of one instance on node, as

@@ -40,7 +40,11 @@ import (
 // ALLOT_BENCH_PROGRESS=1 logs, each second of the 5000pods shapes, where
 // the pods wait (see progress). ALLOT_BENCH_HEAPPROFILE=path writes a heap
 // profile at the highest live heap until every pod is bound
-// (watchHeapPeak; PODSpods_NODESnodes only).
+// (watchHeapPeak; PODSpods_NODESnodes only). ALLOT_BENCH_API=v1 runs the
+// same workload in resource.k8s.io/v1: each node publishes a v1
+// ResourceSlice of the same ten devices (schedtest.BenchResourceSlice),
+// claims come from v1 templates over one DeviceClass, and the steady
+// states' claims in use are v1 claims.
 func BenchmarkDRA(b *testing.B) {
 	nodes, pods := envInt("ALLOT_BENCH_NODES", 500), envInt("ALLOT_BENCH_PODS", 5000)
 	b.Run(fmt.Sprintf("%dpods_%dnodes", pods, nodes), func(b *testing.B) {

@@ -58,9 +58,10 @@ func draBenchLists(nodes []*corev1.Node, n int) dynamicresources.Lists {
 }
 
 // draBenchListsV1 are draBenchLists in the form of BenchmarkDRA's
-// ALLOT_BENCH_API=v1: the same seed slices (seen as v1 devices), a
-// DeviceClass and resource.k8s.io/v1 claims claim-0 ... claim-(n-1) as
-// the template makes them, none allocated.
+// ALLOT_BENCH_API=v1: v1 ResourceSlices of the same devices
+// (schedtest.BenchResourceSlice), a DeviceClass and resource.k8s.io/v1
+// claims claim-0 ... claim-(n-1) as the template makes them, none
+// allocated.
 func draBenchListsV1(nodes []*corev1.Node, n int) dynamicresources.Lists {
 	l := dynamicresources.Lists{
 		DeviceClasses: []*resourcev1.DeviceClass{{ObjectMeta: metav1.ObjectMeta{Name: "gpu", UID: "uid-gpu", ResourceVersion: "2"},
@@ -69,7 +70,7 @@ func draBenchListsV1(nodes []*corev1.Node, n int) dynamicresources.Lists {
 		Revision: "10",
 	}
 	for _, node := range nodes {
-		l.Slices = append(l.Slices, schedtest.BenchSlice(node.Name, draBenchDriver, draBenchDevices))
+		l.V1Slices = append(l.V1Slices, schedtest.BenchResourceSlice(node.Name, draBenchDriver, draBenchDevices))
 	}
 	for i := range n {
 		l.V1Claims = append(l.V1Claims, &resourcev1.ResourceClaim{
