@@ -75,7 +75,7 @@ func (s *Server) admit(ctx context.Context, k *kind, op admitOp, obj, old runtim
 // NodeResourceSlice for a v1 ResourceSlice, and the reverse): the one
 // device inventory would count its devices twice. It reads the watch
 // cache, so two creates racing may both pass; the allocator then skips
-// the v1 slices (V1Inventory).
+// the v1 slices (allocator.NewInventory).
 func (s *Server) refuseDoublePublishing(ctx context.Context, k *kind, name, node, driver string) error {
 	other, driverField := gvrOf(resourcev1alpha2.SchemeGroupVersion, "noderesourceslices"), "spec.driverName"
 	how, fix := "a NodeResourceSlice (allot's node API)", "resource.k8s.io/v1 ResourceSlices"
