@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/pkg/client"
@@ -43,6 +44,24 @@ func BenchmarkCreateClaimFromTemplate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			// Each claim the informer adds signals added, so the wait for
+			// the cache below is on events, not on a polling interval.
+			added := make(chan struct{}, 1)
+			signal := cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+				select {
+				case added <- struct{}{}:
+				default:
+				}
+			}}
+			var herr error
+			if form == "v1" {
+				_, herr = ctrl.claimsV1.AddEventHandler(signal)
+			} else {
+				_, herr = ctrl.claims.AddEventHandler(signal)
+			}
+			if herr != nil {
+				b.Fatal(herr)
+			}
 			ctx, cancel := context.WithCancel(e.ctx)
 			f.Start(ctx)
 			b.Cleanup(func() { cancel(); f.Shutdown() })
@@ -74,7 +93,11 @@ func BenchmarkCreateClaimFromTemplate(b *testing.B) {
 				}
 			}
 			for cached() < b.N {
-				time.Sleep(time.Millisecond)
+				select {
+				case <-added:
+				case <-time.After(pollTimeout):
+					b.Fatalf("the cache holds %d of %d claims after %s", cached(), b.N, pollTimeout)
+				}
 			}
 		})
 	}
