@@ -250,28 +250,35 @@ func checkCapacity(t *testing.T, seed uint64, model *Model, st *NodeState, res *
 	}
 }
 
+// pruningCase is the random node and claim of TestPruningKeepsAnswer's
+// case seed: 2 to 6 devices of three shapes (a whole GPU and two random
+// partition trees), some of them in use, and one claim of 2 to 7 items.
+func pruningCase(seed uint64) (*Request, *NodeState) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	p := &resourceapi.PartitionableResources{}
+	shapes := []resourceapi.ResourceInstance{gpuInstance("x"), randomInstance(rng, "x", 1), randomInstance(rng, "x", 0)}
+	for i := range 2 + rng.IntN(5) {
+		in := *shapes[rng.IntN(len(shapes))].DeepCopy()
+		in.Name = fmt.Sprintf("dev-%d", i)
+		p.ResourceInstances = append(p.ResourceInstances, in)
+	}
+	model := NewModel("node", []*resourceapi.NodeResourceSlice{makeSlice("node", "drv", p)})
+	dm := model.drivers["drv"]
+	st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", randomExisting(rng, dm)...)})
+	var sels []string
+	for range 2 + rng.IntN(6) {
+		sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
+	}
+	return Prepare(nil, []Claim{makeClaim("c", "drv", sels...)}), st
+}
+
 // TestPruningKeepsAnswer runs the search with and without its pruning
 // (symmetry, memo of failed states, counting bounds) on larger random
 // nodes: the answers must be identical, down to the instances chosen.
 func TestPruningKeepsAnswer(t *testing.T) {
 	compared, fit := 0, 0
 	for seed := range uint64(400) {
-		rng := rand.New(rand.NewPCG(seed, 7))
-		p := &resourceapi.PartitionableResources{}
-		shapes := []resourceapi.ResourceInstance{gpuInstance("x"), randomInstance(rng, "x", 1), randomInstance(rng, "x", 0)}
-		for i := range 2 + rng.IntN(5) {
-			in := *shapes[rng.IntN(len(shapes))].DeepCopy()
-			in.Name = fmt.Sprintf("dev-%d", i)
-			p.ResourceInstances = append(p.ResourceInstances, in)
-		}
-		model := NewModel("node", []*resourceapi.NodeResourceSlice{makeSlice("node", "drv", p)})
-		dm := model.drivers["drv"]
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", randomExisting(rng, dm)...)})
-		var sels []string
-		for range 2 + rng.IntN(6) {
-			sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
-		}
-		req := Prepare(nil, []Claim{makeClaim("c", "drv", sels...)})
+		req, st := pruningCase(seed)
 		if len(req.reasons) > 0 {
 			t.Fatalf("seed %d: %v", seed, req.reasons)
 		}

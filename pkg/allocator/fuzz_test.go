@@ -109,26 +109,32 @@ func (r *fuzzReader) instance(depth int) resourceapi.ResourceInstance {
 
 // FuzzModel: no slice, allocation state or request makes the allocator
 // panic, and every allocation it returns is valid.
+// node reads a node "n" of driver "d" from r: odd names, malformed
+// attributes, and one claim holding allocated IDs (stale ones too, that
+// lock or use inner instances), and those IDs.
+func (r *fuzzReader) node() (st *NodeState, existing []string) {
+	p := &resourceapi.PartitionableResources{CommonAttributes: []resourceapi.AttributeGroup{{Name: "g", Attributes: []resourceapi.Attribute{r.attribute()}}}}
+	for range 1 + r.next(4) {
+		p.ResourceInstances = append(p.ResourceInstances, r.instance(0))
+	}
+	model := NewModel("n", []*resourceapi.NodeResourceSlice{makeSlice("n", "d", p)})
+	for range r.next(4) {
+		id := fuzzNames[r.next(len(fuzzNames))]
+		for range r.next(5) {
+			id += "/" + fuzzNames[r.next(len(fuzzNames))]
+		}
+		existing = append(existing, id)
+	}
+	return NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "n", "d", existing...)}), existing
+}
+
 func FuzzModel(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{5, 2, 1, 0, 2, 3, 1, 1, 0, 2, 2, 1, 0, 0, 3, 1, 2})
 	f.Add([]byte("partitionable-gpu-1/half-and-quarters/partitionable-second-half"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &fuzzReader{data: data}
-		p := &resourceapi.PartitionableResources{CommonAttributes: []resourceapi.AttributeGroup{{Name: "g", Attributes: []resourceapi.Attribute{r.attribute()}}}}
-		for range 1 + r.next(4) {
-			p.ResourceInstances = append(p.ResourceInstances, r.instance(0))
-		}
-		model := NewModel("n", []*resourceapi.NodeResourceSlice{makeSlice("n", "d", p)})
-		var existing []string
-		for range r.next(4) {
-			id := fuzzNames[r.next(len(fuzzNames))]
-			for range r.next(5) {
-				id += "/" + fuzzNames[r.next(len(fuzzNames))]
-			}
-			existing = append(existing, id)
-		}
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "n", "d", existing...)})
+		st, existing := r.node()
 		var sels []string
 		for range 1 + r.next(4) {
 			sels = append(sels, diffSelectors[r.next(len(diffSelectors))])
@@ -153,7 +159,7 @@ func FuzzModel(f *testing.F) {
 				t.Fatalf("invalid allocation %v over %v: %v", ids, existing, err)
 			}
 		}
-		dm := model.drivers["d"]
+		dm := st.model.drivers["d"]
 		for i, id := range ids {
 			x := dm.byID[id]
 			sel, _ := compileSelector(sels[i])

@@ -95,22 +95,8 @@ func TestSeedSearchDifferential(t *testing.T) {
 // TestSeedSearchPruning: TestPruningKeepsAnswer's larger nodes.
 func TestSeedSearchPruning(t *testing.T) {
 	for seed := range uint64(400) {
-		rng := rand.New(rand.NewPCG(seed, 7))
-		p := &resourceapi.PartitionableResources{}
-		shapes := []resourceapi.ResourceInstance{gpuInstance("x"), randomInstance(rng, "x", 1), randomInstance(rng, "x", 0)}
-		for i := range 2 + rng.IntN(5) {
-			in := *shapes[rng.IntN(len(shapes))].DeepCopy()
-			in.Name = fmt.Sprintf("dev-%d", i)
-			p.ResourceInstances = append(p.ResourceInstances, in)
-		}
-		model := NewModel("node", []*resourceapi.NodeResourceSlice{makeSlice("node", "drv", p)})
-		dm := model.drivers["drv"]
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", randomExisting(rng, dm)...)})
-		var sels []string
-		for range 2 + rng.IntN(6) {
-			sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
-		}
-		sameAnswer(t, fmt.Sprintf("pruning seed %d", seed), Prepare(nil, []Claim{makeClaim("c", "drv", sels...)}), st)
+		req, st := pruningCase(seed)
+		sameAnswer(t, fmt.Sprintf("pruning seed %d", seed), req, st)
 	}
 }
 
@@ -170,21 +156,7 @@ func TestSeedSearchFuzzInputs(t *testing.T) {
 		for i := range data {
 			data[i] = byte(rng.UintN(256))
 		}
-		r := &fuzzReader{data: data}
-		p := &resourceapi.PartitionableResources{CommonAttributes: []resourceapi.AttributeGroup{{Name: "g", Attributes: []resourceapi.Attribute{r.attribute()}}}}
-		for range 1 + r.next(4) {
-			p.ResourceInstances = append(p.ResourceInstances, r.instance(0))
-		}
-		model := NewModel("n", []*resourceapi.NodeResourceSlice{makeSlice("n", "d", p)})
-		var existing []string
-		for range r.next(4) {
-			id := fuzzNames[r.next(len(fuzzNames))]
-			for range r.next(5) {
-				id += "/" + fuzzNames[r.next(len(fuzzNames))]
-			}
-			existing = append(existing, id)
-		}
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "n", "d", existing...)})
+		st, _ := (&fuzzReader{data: data}).node()
 		var claims []Claim
 		for c := range 1 + rng.IntN(3) {
 			var sels []string
