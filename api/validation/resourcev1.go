@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	corev1 "allot.dev/allot/api/core/v1"
 	k8scorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -35,6 +34,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"allot.dev/allot/api/resource/resourceconv"
 )
 
 var deviceCompiler atomic.Pointer[SelectorCompiler]
@@ -433,26 +434,12 @@ func validateNodeSelectorV1(sel *k8scorev1.NodeSelector, path *field.Path, oneTe
 	if sel == nil {
 		return nil
 	}
-	s := &corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(sel.NodeSelectorTerms))}
-	for i, t := range sel.NodeSelectorTerms {
-		s.NodeSelectorTerms[i] = corev1.NodeSelectorTerm{MatchExpressions: convertRequirements(t.MatchExpressions), MatchFields: convertRequirements(t.MatchFields)}
-	}
+	s := resourceconv.NodeSelectorFromKube(sel)
 	errs := validateNodeSelector(s, path)
 	if oneTerm && len(sel.NodeSelectorTerms) > 1 {
 		errs = append(errs, field.Invalid(path.Child("nodeSelectorTerms"), omit, fmt.Sprintf("must have exactly one node selector term, not %d", len(sel.NodeSelectorTerms))))
 	}
 	return errs
-}
-
-func convertRequirements(reqs []k8scorev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
-	if reqs == nil {
-		return nil
-	}
-	out := make([]corev1.NodeSelectorRequirement, len(reqs))
-	for i, r := range reqs {
-		out[i] = corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values}
-	}
-	return out
 }
 
 // Binding conditions.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	kcorev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/api/scheme"
 	"allot.dev/allot/internal/storage"
@@ -78,7 +78,7 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 		return fmt.Errorf("claim %s is not allocated", claim.Name)
 	}
 	if a.NodeSelector != nil {
-		if !allotNodeSelector(a.NodeSelector).Matches(node.Name, node.Labels) {
+		if !resourceconv.NodeSelectorFromKube(a.NodeSelector).Matches(node.Name, node.Labels) {
 			return fmt.Errorf("claim %s is not available on node %s", claim.Name, node.Name)
 		}
 	}
@@ -94,27 +94,6 @@ func reserveForV1(claim *resourcev1.ResourceClaim, pod *corev1.Pod, node *corev1
 		Resource: "pods", Name: pod.Name, UID: pod.UID,
 	})
 	return nil
-}
-
-// allotNodeSelector reads a Kubernetes node selector as allot's, whose
-// Matches the binding uses: the same fields (and JSON form), copied
-// field by field; the values are shared, not copied.
-func allotNodeSelector(s *kcorev1.NodeSelector) *corev1.NodeSelector {
-	reqs := func(in []kcorev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
-		if in == nil {
-			return nil
-		}
-		out := make([]corev1.NodeSelectorRequirement, len(in))
-		for i, r := range in {
-			out[i] = corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values}
-		}
-		return out
-	}
-	out := &corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(s.NodeSelectorTerms))}
-	for i, t := range s.NodeSelectorTerms {
-		out.NodeSelectorTerms[i] = corev1.NodeSelectorTerm{MatchExpressions: reqs(t.MatchExpressions), MatchFields: reqs(t.MatchFields)}
-	}
-	return out
 }
 
 // unrecordedEntryOf is unrecordedEntry for a claim of any version: the

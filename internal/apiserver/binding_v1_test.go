@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourcev1alpha2 "allot.dev/allot/api/resource/v1alpha2"
 )
 
@@ -191,8 +192,9 @@ func TestReadClaimForBindingIsNative(t *testing.T) {
 	}
 }
 
-// allotNodeSelector reads a v1 allocation's node selector as its JSON
-// form does, field by field.
+// resourceconv.NodeSelectorFromKube, as the binding reads a v1
+// allocation's node selector, reads it as its JSON form does, field by
+// field.
 func TestAllotNodeSelectorAsJSON(t *testing.T) {
 	req := func(key string, op kcorev1.NodeSelectorOperator, values ...string) kcorev1.NodeSelectorRequirement {
 		return kcorev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
@@ -207,7 +209,7 @@ func TestAllotNodeSelectorAsJSON(t *testing.T) {
 		if err := json.Unmarshal(mustJSON(t, s), &want); err != nil {
 			t.Fatal(err)
 		}
-		got := allotNodeSelector(s)
+		got := resourceconv.NodeSelectorFromKube(s)
 		if g, w := string(mustJSON(t, got)), string(mustJSON(t, &want)); g != w && !(name == "no terms" && g == `{"nodeSelectorTerms":[]}`) {
 			t.Errorf("%s: %s, want %s", name, g, w)
 		}

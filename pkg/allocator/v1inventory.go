@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/api/resource/resourceconv"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator/celenv"
 	"allot.dev/allot/pkg/allocator/engine"
@@ -255,11 +256,8 @@ func invConvertNodeSelector(s *k8scorev1.NodeSelector) (out *corev1.NodeSelector
 	if s == nil {
 		return nil, nil
 	}
-	out = &corev1.NodeSelector{NodeSelectorTerms: make([]corev1.NodeSelectorTerm, len(s.NodeSelectorTerms))}
-	for i, t := range s.NodeSelectorTerms {
-		ot := &out.NodeSelectorTerms[i]
-		ot.MatchExpressions = invConvertRequirements(t.MatchExpressions)
-		ot.MatchFields = invConvertRequirements(t.MatchFields)
+	out = resourceconv.NodeSelectorFromKube(s)
+	for _, t := range s.NodeSelectorTerms {
 		for _, r := range t.MatchFields {
 			if r.Key != "metadata.name" {
 				bad = append(bad, r.Key)
@@ -276,17 +274,6 @@ func invConvertNodeSelectorReporting(s *k8scorev1.NodeSelector, problems []engin
 		problems = append(problems, at)
 	}
 	return out, problems
-}
-
-func invConvertRequirements(in []k8scorev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.NodeSelectorRequirement, len(in))
-	for i, r := range in {
-		out[i] = corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values}
-	}
-	return out
 }
 
 // SeedDeviceName is the resource.k8s.io/v1 name of a seed leaf: its
