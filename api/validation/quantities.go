@@ -248,11 +248,20 @@ func ValidateQuantitiesAsWritten(obj any, data []byte) field.ErrorList {
 	if _, ok := obj.(*unstructured.Unstructured); ok || obj == nil || !typeHoldsQuantity(reflect.TypeOf(obj)) {
 		return nil
 	}
+	if !mayHoldInexactQuantity(data) {
+		return nil // most writes: only plain quantities, if any
+	}
 	found := false
 	walkQuantities(reflect.ValueOf(obj), nil, false, func(*field.Path, *resource.Quantity) { found = true })
 	if !found {
-		return nil // most writes: no quantity set, no second decode
+		return nil // no quantity set, no second decode
 	}
+	return quantitiesAsWritten(obj, data)
+}
+
+// quantitiesAsWritten is ValidateQuantitiesAsWritten's comparison, done
+// whatever the body holds.
+func quantitiesAsWritten(obj any, data []byte) field.ErrorList {
 	raw, err := writtenParts(reflect.TypeOf(obj), data)
 	if err != nil {
 		return nil // the decoder that made obj accepted it; nothing to compare
@@ -528,11 +537,6 @@ func absInt64(v int64) int64 {
 	return v
 }
 
-// longExponent finds text that may hold a quantity with a long decimal
-// exponent or a long run of digits: the cheap test that spares most
-// bodies the walk below.
-var longExponent = regexp.MustCompile(`[0-9.][eE][+-]?[0-9]{4,}|[0-9]{1000}`)
-
 // MaxQuantityText bounds the length of a quantity's text: the parser
 // takes 2.6 s on a million digits (and grows faster than linearly). 1e1000
 // written in full is 1001 characters.
@@ -546,7 +550,7 @@ const MaxQuantityText = 1024
 // decoded, naming the field. data is the body's JSON; text elsewhere
 // (annotations, strings) is not looked at.
 func ValidateQuantityTexts(obj any, data []byte) field.ErrorList {
-	if _, ok := obj.(*unstructured.Unstructured); ok || obj == nil || !typeHoldsQuantity(reflect.TypeOf(obj)) || !longExponent.Match(data) {
+	if _, ok := obj.(*unstructured.Unstructured); ok || obj == nil || !typeHoldsQuantity(reflect.TypeOf(obj)) || !hasLongExponent(data) {
 		return nil
 	}
 	var raw any
