@@ -128,21 +128,15 @@ func walkQuantities(v reflect.Value, p *field.Path, write bool, fn func(*field.P
 			}
 			return
 		}
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, inline := jsonName(f)
-			if name == "-" || !typeHoldsQuantity(f.Type) || emptyValue(v.Field(i)) {
+		for _, f := range quantityFieldsOf(v.Type()) {
+			if emptyValue(v.Field(f.index)) {
 				continue // no path built for a field without a quantity
 			}
 			fp := p
-			if !inline {
-				fp = childPath(p, name)
+			if !f.inline {
+				fp = childPath(p, f.name)
 			}
-			walkQuantities(v.Field(i), fp, write, fn)
+			walkQuantities(v.Field(f.index), fp, write, fn)
 		}
 	case reflect.Slice, reflect.Array:
 		if !typeHoldsQuantity(v.Type().Elem()) {
@@ -203,6 +197,38 @@ func computeHoldsQuantity(t reflect.Type) bool {
 		}
 	}
 	return false
+}
+
+// quantityField is a field of a struct type that can hold a quantity:
+// its index, JSON name, and whether it is inlined.
+type quantityField struct {
+	index  int
+	name   string
+	inline bool
+}
+
+var quantityFieldPlans sync.Map // reflect.Type → []quantityField
+
+// quantityFieldsOf returns the exported fields of struct type t that can
+// hold a quantity and are not left out of JSON ("-"), in order; the walks
+// read them instead of every field's tag on every visit.
+func quantityFieldsOf(t reflect.Type) []quantityField {
+	if v, ok := quantityFieldPlans.Load(t); ok {
+		return v.([]quantityField)
+	}
+	var out []quantityField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() || !typeHoldsQuantity(f.Type) {
+			continue
+		}
+		name, inline := jsonName(f)
+		if name != "-" {
+			out = append(out, quantityField{index: i, name: name, inline: inline})
+		}
+	}
+	quantityFieldPlans.Store(t, out)
+	return out
 }
 
 func jsonName(f reflect.StructField) (name string, inline bool) {
@@ -403,23 +429,13 @@ func walkWritten(v reflect.Value, raw any, p *field.Path, fn func(*field.Path, *
 		if !ok {
 			return
 		}
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, inline := jsonName(f)
-			switch {
-			case name == "-":
-			case inline:
-				walkWritten(v.Field(i), raw, p, fn)
-			default:
+		for _, f := range quantityFieldsOf(v.Type()) {
+			if f.inline {
+				walkWritten(v.Field(f.index), raw, p, fn)
+			} else if r := m[f.name]; r != nil {
 				// The path is built only for a field written that can
 				// hold a quantity: most fields of a pod are neither.
-				if r := m[name]; r != nil && typeHoldsQuantity(f.Type) {
-					walkWritten(v.Field(i), r, childPath(p, name), fn)
-				}
+				walkWritten(v.Field(f.index), r, childPath(p, f.name), fn)
 			}
 		}
 	case reflect.Slice, reflect.Array:
@@ -599,18 +615,11 @@ func walkTypeRaw(t reflect.Type, raw any, p *field.Path, fn func(*field.Path, st
 		if !ok {
 			return
 		}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			name, inline := jsonName(f)
-			switch {
-			case name == "-":
-			case inline:
-				walkTypeRaw(f.Type, raw, p, fn)
-			default:
-				walkTypeRaw(f.Type, m[name], childPath(p, name), fn)
+		for _, f := range quantityFieldsOf(t) {
+			if f.inline {
+				walkTypeRaw(t.Field(f.index).Type, raw, p, fn)
+			} else if r := m[f.name]; r != nil {
+				walkTypeRaw(t.Field(f.index).Type, r, childPath(p, f.name), fn)
 			}
 		}
 	case reflect.Slice, reflect.Array:

@@ -183,3 +183,21 @@ func BenchmarkQuantityChecks(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidateQuantities is the canonical-form check every write of a
+// kind with quantities runs, on the pod of BenchmarkQuantityChecks.
+func BenchmarkValidateQuantities(b *testing.B) {
+	p := &corev1.Pod{}
+	for _, c := range []string{"a", "b", "c", "d"} {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "registry.example/web:1.2.3",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("1.5"), "memory": resource.MustParse("1Gi")}}})
+	}
+	b.ReportAllocs()
+	for range b.N {
+		if ValidateQuantities(p) != nil {
+			b.Fatal("refused")
+		}
+	}
+}
