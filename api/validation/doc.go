@@ -44,7 +44,10 @@
 //     selectors are only checked to be non-empty.
 //  7. Compare decoded quantities with the text they came from
 //     (ValidateQuantitiesAsWritten): the parser rounds and caps some
-//     before Validate sees them. Validate, ValidateUpdate and
+//     before Validate sees them. Both it and ValidateQuantityTexts (run
+//     before decoding) first scan the body's bytes once and return when
+//     every text that reads as a quantity is plain, as nearly all are;
+//     only other bodies are decoded a second time. Validate, ValidateUpdate and
 //     ValidateStatusUpdate check the rest of "stored as written"
 //     (ValidateQuantities: the canonical text reads back as the amount),
 //     on every field of a built-in kind that takes a quantity.
