@@ -22,7 +22,8 @@ type Inventory struct {
 	problems []InventoryProblem
 
 	devs      []v1dev
-	byKey     map[string]int32   // v1Key(driver, pool, device) → device
+	byKey     map[devKey]int32   // driver, pool and device name → device
+	poolKeys  []string           // per pool: SchemeKey(driver, name)
 	byNode    map[string][]int32 // devices whose NodeName is the node, ascending
 	elsewhere []int32            // devices with a node selector or allNodes, ascending
 	// unusable lists the pools that offer nothing (Incomplete or Invalid);
@@ -39,9 +40,12 @@ type Inventory struct {
 
 // v1dev is one device as the allocator sees it.
 type v1dev struct {
-	pool  int32
-	d     *Device
-	key   string
+	pool int32
+	d    *Device
+	// canon is the device's index in the state: its own, or that of the
+	// first device of the inventory with the same driver, pool and name
+	// (inconsistent input), which the state counts for both.
+	canon int32
 	input DeviceSelectorInput
 	uses  []CounterUse // shared counters it consumes
 	// multi: allowMultipleAllocations; caps are then its capacities, in
@@ -83,7 +87,12 @@ type Counter struct {
 	exact     *resource.Quantity // the total as published
 }
 
-// v1Key is the state key of a device: driver, pool and device name.
+// devKey names a device: driver, pool and device name. A map keyed by it
+// is looked up without building a string.
+type devKey struct{ driver, pool, device string }
+
+// v1Key is the key of a device the inventory does not know in the
+// state's side map: driver, pool and device name.
 func v1Key(driver, pool, device string) string {
 	return driver + "\x00" + pool + "\x00" + device
 }
@@ -96,7 +105,7 @@ func v1Key(driver, pool, device string) string {
 // when SeedLeavesConflict says so. The pools must not be modified
 // afterwards.
 func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
-	inv := &Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}, pools: pools, problems: problems}
+	inv := &Inventory{byNode: map[string][]int32{}, pools: pools, problems: problems}
 	slices.SortStableFunc(inv.pools, func(a, b Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
@@ -104,10 +113,12 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 	for pi := range inv.pools {
 		total += len(inv.pools[pi].Devices)
 	}
-	inv.devs, inv.byKey = make([]v1dev, 0, total), make(map[string]int32, total)
+	inv.devs, inv.byKey = make([]v1dev, 0, total), make(map[devKey]int32, total)
+	inv.poolKeys = make([]string, len(inv.pools))
 
 	for pi := range inv.pools {
 		p := &inv.pools[pi]
+		inv.poolKeys[pi] = SchemeKey(p.Driver, p.Name)
 		if !p.Usable() {
 			inv.unusable = append(inv.unusable, int32(pi))
 		}
@@ -117,7 +128,7 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 		for di := range p.Devices {
 			d := &p.Devices[di]
 			x := int32(len(inv.devs))
-			dev := v1dev{pool: int32(pi), d: d, key: v1Key(p.Driver, p.Name, d.Name), seedGroup: -1,
+			dev := v1dev{pool: int32(pi), d: d, canon: x, seedGroup: -1,
 				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}}
 			if d.AllowMultipleAllocations {
 				dev.multi, dev.caps = true, v1Caps(d.Capacity)
@@ -152,8 +163,11 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 				dev.groups = append(dev.groups, g)
 				inv.groups[g] = append(inv.groups[g], x)
 			}
-			if _, dup := inv.byKey[dev.key]; !dup {
-				inv.byKey[dev.key] = x
+			k := devKey{p.Driver, p.Name, d.Name}
+			if first, dup := inv.byKey[k]; dup {
+				dev.canon = first
+			} else {
+				inv.byKey[k] = x
 			}
 			switch {
 			case d.NodeName != "":
