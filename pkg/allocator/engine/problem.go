@@ -145,7 +145,7 @@ func (r *Request) setup(st *State, node *Node) (*v1prob, []Reason) {
 			p.setupShared(l, d, used)
 		}
 		if d.d.SeedInstance != "" && !p.inUse[l] {
-			held, locked := st.seedHeld(inv.poolKeys[d.pool], d.d.SeedInstance)
+			held, locked := st.seedHeld(inv.poolKey(d.pool), d.d.SeedInstance)
 			p.inUse[l], p.seedLock[l] = held, locked && !held
 		}
 		if len(d.uses) > 0 && !(d.multi && p.shared0[l]) {

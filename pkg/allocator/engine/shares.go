@@ -160,7 +160,7 @@ func v1FormatRequests(reqs map[resourcev1.QualifiedName]resource.Quantity) strin
 // device publishes (nil when the inventory does not know the device as
 // one that allows multiple allocations).
 func (s *State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
-	x, known := s.inv.byKey[devKey{driver, pool, device}]
+	x, known := s.inv.lookup(driver, pool, device)
 	if !known {
 		u, _ := s.unknown.Get(v1Key(driver, pool, device))
 		return int(u.shares), nil

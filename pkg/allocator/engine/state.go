@@ -77,7 +77,7 @@ func (s *State) Edit() State {
 // counted), on a state from NewState or Edit that nobody reads yet. A
 // front end maps its claims' allocations to DeviceUses.
 func (s *State) Use(u DeviceUse, sign int32) {
-	x, known := s.inv.byKey[devKey{u.Driver, u.Pool, u.Device}]
+	x, known := s.inv.lookup(u.Driver, u.Pool, u.Device)
 	switch {
 	case !known:
 		s.applyUnknown(u, sign)
@@ -108,13 +108,13 @@ func (s *State) Inventory() *Inventory { return s.inv }
 // InUse reports whether the device is allocated (admin access aside),
 // whole or as shares (Shares tells how much of it the shares hold).
 func (s *State) InUse(driver, pool, device string) bool {
-	x, known := s.inv.byKey[devKey{driver, pool, device}]
+	x, known := s.inv.lookup(driver, pool, device)
 	if !known {
 		u, _ := s.unknown.Get(v1Key(driver, pool, device))
 		return u.n > 0
 	}
 	if d := &s.inv.devs[x]; d.seedOnly() {
-		held, _ := s.seedHeld(s.inv.poolKeys[d.pool], d.d.SeedInstance)
+		held, _ := s.seedHeld(s.inv.poolKey(d.pool), d.d.SeedInstance)
 		return held
 	}
 	n, _ := s.used.Get(x)
@@ -133,7 +133,7 @@ type DeviceUse struct {
 }
 
 // apply counts one allocation of device x (a canon index: the one
-// byKey names) in or out. instance is the seed instance ID when the
+// lookup returns) in or out. instance is the seed instance ID when the
 // allocation names one (v1alpha2); the device's own is used when it has
 // one. Counters change when the device goes from unused to used and
 // back; the seed instances in use are kept per allocation, as a seed
@@ -149,7 +149,7 @@ func (s *State) apply(x int32, instance string, sign int32) {
 	if d.d.SeedInstance != "" {
 		instance = d.d.SeedInstance
 	}
-	pk := s.inv.poolKeys[d.pool]
+	pk := s.inv.poolKey(d.pool)
 	if instance != "" && d.seedOnly() {
 		s.applySeedInstance(pk, instance, sign)
 		return
