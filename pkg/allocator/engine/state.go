@@ -149,9 +149,8 @@ func (s *State) apply(x int32, instance string, sign int32) {
 	if d.d.SeedInstance != "" {
 		instance = d.d.SeedInstance
 	}
-	pk := s.inv.poolKey(d.pool)
 	if instance != "" && d.seedOnly() {
-		s.applySeedInstance(pk, instance, sign)
+		s.applySeedInstance(s.inv.poolKey(d.pool), instance, sign)
 		return
 	}
 	n, _ := s.used.Get(x)
@@ -177,7 +176,7 @@ func (s *State) apply(x int32, instance string, sign int32) {
 		}
 	}
 	if instance != "" {
-		s.applySeedInstance(pk, instance, sign)
+		s.applySeedInstance(s.inv.poolKey(d.pool), instance, sign)
 	}
 }
 
