@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// State is what of a Inventory is in use: the devices allocated to v1
-// claims (by driver, pool and device name, cluster-wide: a device that is
-// not local to a node is one device for every node), the shares of
+// State is what of an Inventory is in use: the devices allocated to v1
+// claims (by inventory index, a device of two slices with one driver,
+// pool and name counted once; cluster-wide: a device that is not local
+// to a node is one device for every node; a device the inventory does
+// not know by driver, pool and name on the side), the shares of
 // devices that allow multiple allocations with what they consume, the seed leaves
 // allocated to v1alpha2 claims (their structured handles: pool = the
 // handle's nodeName, device = SeedDeviceName(instance ID)), the seed
