@@ -49,13 +49,15 @@ type unknownUse struct{ n, shares int32 }
 // Fold before anyone reads it. A State is used through a pointer; a front
 // end may embed it.
 func NewState(inv *Inventory) State {
-	return State{inv: inv, used: layered.New(map[int32]int32{}), consumed: layered.New(map[int32]int64{}),
-		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[int32]v1shares{}),
-		unknown: layered.New(map[string]unknownUse{})}
+	return State{inv: inv, used: layered.NewFilling[int32, int32](), consumed: layered.NewFilling[int32, int64](),
+		seedUsed: layered.NewFilling[string, []string](), shares: layered.NewFilling[int32, v1shares](),
+		unknown: layered.NewFilling[string, unknownUse]()}
 }
 
-// Fold folds the changes into flat maps, once after filling a new
-// state, so that the states derived from it start from them.
+// Fold ends the filling of a new state (its maps were written in place,
+// layered.NewFilling), once, before anyone reads it or derives from it;
+// on an edited state it folds the changes into flat maps, so that the
+// states derived from it start from them.
 func (s *State) Fold() {
 	s.used.Fold()
 	s.consumed.Fold()
