@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
+	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // maxDepth bounds the nesting of partitions (instances below instances).
@@ -46,6 +47,7 @@ func (p Problem) String() string {
 // driverModel is one driver's forest on one node, flattened into arrays.
 type driverModel struct {
 	driver    string
+	schemeKey string // engine.SchemeKey(driver, node): its entry in the one state
 	insts     []instNode
 	groups    []groupNode
 	roots     []int32
@@ -102,7 +104,8 @@ func NewModel(nodeName string, slices []*resourceapi.NodeResourceSlice) *Model {
 		}
 		dm := m.drivers[s.Spec.DriverName]
 		if dm == nil {
-			dm = &driverModel{driver: s.Spec.DriverName, byID: map[string]int32{}, groupByID: map[string]int32{}}
+			dm = &driverModel{driver: s.Spec.DriverName, schemeKey: engine.SchemeKey(s.Spec.DriverName, nodeName),
+				byID: map[string]int32{}, groupByID: map[string]int32{}}
 			m.drivers[s.Spec.DriverName] = dm
 		}
 		b := &builder{dm: dm, slice: s.Name, groups: map[string][]resourceapi.Attribute{}}

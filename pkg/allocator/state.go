@@ -8,7 +8,6 @@ import (
 
 	corev1 "allot.dev/allot/api/core/v1"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
-	"allot.dev/allot/pkg/allocator/engine"
 )
 
 // NodeState is a node's Model together with what is already allocated on
@@ -74,7 +73,7 @@ func (s *State) SeedNodeState(model *Model, node *corev1.Node, prev ...*NodeStat
 	out := &NodeState{model: model, node: node, drivers: map[string]*driverState{}}
 	from := make([]seedEntry, 0, len(model.drivers))
 	for name, dm := range model.drivers {
-		key := engine.SchemeKey(name, model.node)
+		key := dm.schemeKey
 		ids := s.SchemeInUse(key)
 		from = append(from, seedEntry{key: key, ids: ids})
 		if len(ids) == 0 {

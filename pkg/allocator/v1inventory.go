@@ -4,15 +4,14 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/api/resource/resourceconv"
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
 	"allot.dev/allot/pkg/allocator/celenv"
 	"allot.dev/allot/pkg/allocator/engine"
+	"allot.dev/allot/pkg/devicemaps"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -448,7 +447,7 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 			}
 			var attrProblems []engine.InventoryProblem
 			d.Attributes, d.Capacity, attrProblems = seedV1Attributes(in.vars, at(in))
-			d.Attributes, d.Capacity = v1SharedMaps.attributes(d.Attributes), v1SharedMaps.capacities(d.Capacity)
+			d.Attributes, d.Capacity = v1SharedMaps.Attributes(d.Attributes), v1SharedMaps.Capacities(d.Capacity)
 			for i := range attrProblems {
 				attrProblems[i].Device = name
 			}
@@ -469,101 +468,9 @@ func seedNodePools(node string, ss []*resourceapi.NodeResourceSlice, m *Model) (
 
 // v1SharedMaps shares one attribute map and one capacity map among the
 // projected seed devices whose attributes (capacities) are equal, on every
-// node: drivers publish the same attributes on every node (model, family,
-// driver version, memory), and a device's own ones (a NUMA number, an
-// index) repeat from node to node, so a cluster's projection holds a few
-// distinct maps instead of one per device (a v1 attribute map of four
-// entries takes about 700 bytes, more than the rest of its device). The
-// maps are read only (Device); the interner keeps at most
-// v1SharedMapsMax of each and then starts over, so that the devices of
-// nodes long gone, or attributes that never repeat (a UUID), cost a
-// bounded table, not a leak: maps handed out before keep being shared by
-// their holders.
-var v1SharedMaps = &v1MapInterner{}
-
-// v1SharedMapsMax is how many maps of each kind v1SharedMaps keeps.
-const v1SharedMapsMax = 4096
-
-type v1MapInterner struct {
-	mu    sync.Mutex
-	attrs map[string]map[resourcev1.QualifiedName]resourcev1.DeviceAttribute
-	caps  map[string]map[resourcev1.QualifiedName]resourcev1.DeviceCapacity
-	key   []byte // scratch, under mu
-}
-
-// attributes returns the shared map equal to attrs (attrs itself the
-// first time).
-func (c *v1MapInterner) attributes(attrs map[resourcev1.QualifiedName]resourcev1.DeviceAttribute) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
-	if len(attrs) == 0 {
-		return attrs
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.key = c.key[:0]
-	for _, n := range sortedKeys(attrs) {
-		a := attrs[n]
-		c.key = v1KeyString(c.key, string(n))
-		switch {
-		case a.BoolValue != nil:
-			c.key = append(c.key, 'b')
-			c.key = strconv.AppendBool(c.key, *a.BoolValue)
-			c.key = append(c.key, ';')
-		case a.IntValue != nil:
-			c.key = append(c.key, 'i')
-			c.key = strconv.AppendInt(c.key, *a.IntValue, 10)
-			c.key = append(c.key, ';')
-		case a.StringValue != nil:
-			c.key = v1KeyString(append(c.key, 's'), *a.StringValue)
-		case a.VersionValue != nil:
-			c.key = v1KeyString(append(c.key, 'v'), *a.VersionValue)
-		default:
-			return attrs // not produced by the projection; compared no further
-		}
-	}
-	if shared, ok := c.attrs[string(c.key)]; ok {
-		return shared
-	}
-	if c.attrs == nil || len(c.attrs) >= v1SharedMapsMax {
-		c.attrs = map[string]map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{}
-	}
-	c.attrs[string(c.key)] = attrs
-	return attrs
-}
-
-// capacities returns the shared map equal to caps (caps itself the first
-// time).
-func (c *v1MapInterner) capacities(caps map[resourcev1.QualifiedName]resourcev1.DeviceCapacity) map[resourcev1.QualifiedName]resourcev1.DeviceCapacity {
-	if len(caps) == 0 {
-		return caps
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.key = c.key[:0]
-	for _, n := range sortedKeys(caps) {
-		v := caps[n]
-		if v.RequestPolicy != nil {
-			return caps // not produced by the projection; compared no further
-		}
-		c.key = v1KeyString(c.key, string(n))
-		c.key = v1KeyString(c.key, v.Value.String())
-	}
-	if shared, ok := c.caps[string(c.key)]; ok {
-		return shared
-	}
-	if c.caps == nil || len(c.caps) >= v1SharedMapsMax {
-		c.caps = map[string]map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{}
-	}
-	c.caps[string(c.key)] = caps
-	return caps
-}
-
-// v1KeyString appends s to an interner key, length first, so that no two
-// sequences of strings give the same key.
-func v1KeyString(key []byte, s string) []byte {
-	key = strconv.AppendInt(key, int64(len(s)), 10)
-	key = append(key, ':')
-	return append(key, s...)
-}
+// node, and with the v1 devices of the ResourceSlice informers
+// (devicemaps.Shared; a test may swap in its own).
+var v1SharedMaps = devicemaps.Shared
 
 // seedV1Attributes converts a leaf's effective attributes, as the seed
 // selectors see them, into v1 attributes and capacities. at is the problem

@@ -1,12 +1,11 @@
 package allocator
 
 import (
-	"maps"
 	"reflect"
 	"testing"
 
 	resourceapi "allot.dev/allot/api/resource/v1alpha2"
-	resourcev1 "k8s.io/api/resource/v1"
+	"allot.dev/allot/pkg/devicemaps"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -50,9 +49,8 @@ func TestSeedDevicesShareEqualCapacities(t *testing.T) {
 func TestSeedDevicesShareEqualAttributes(t *testing.T) {
 	// Start from an empty table, so that it cannot start over between
 	// the projections compared (other tests fill it).
-	v1SharedMaps.mu.Lock()
-	v1SharedMaps.attrs, v1SharedMaps.caps = nil, nil
-	v1SharedMaps.mu.Unlock()
+	defer func(old *devicemaps.Interner) { v1SharedMaps = old }(v1SharedMaps)
+	v1SharedMaps = &devicemaps.Interner{}
 	a, b := v1tBenchSeedSlice("node-a"), v1tBenchSeedSlice("node-b")
 	pools, problems := SeedDevices([]*resourceapi.NodeResourceSlice{a, b})
 	if len(problems) > 0 || len(pools) != 2 || len(pools[0].Devices) != 10 || len(pools[1].Devices) != 10 {
@@ -89,57 +87,5 @@ func TestSeedDevicesShareEqualAttributes(t *testing.T) {
 				t.Errorf("device %s of %s: driverVersion %v, want 1.2.3", d.Name, pools[p].Name, v)
 			}
 		}
-	}
-}
-
-// TestV1MapInternerKeys: maps are shared only when every name, kind and
-// value is equal, and the table starts over at v1SharedMapsMax entries.
-func TestV1MapInternerKeys(t *testing.T) {
-	str := func(s string) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{StringValue: &s} }
-	ver := func(s string) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{VersionValue: &s} }
-	num := func(i int64) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{IntValue: &i} }
-	yes := func(b bool) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{BoolValue: &b} }
-	type attrs = map[resourcev1.QualifiedName]resourcev1.DeviceAttribute
-	distinct := []attrs{
-		{"a": str("1")},
-		{"a": ver("1")},
-		{"a": num(1)},
-		{"a": yes(true)},
-		{"a": yes(false)},
-		{"b": str("1")},
-		{"a": str("1;b"), "c": str("")},
-		{"a": str("1"), "c": str("b")},
-		{"a": str("")},
-		{"a:": str("")},
-		{"a": str(":")},
-	}
-	c := &v1MapInterner{}
-	ptr := func(m attrs) uintptr { return reflect.ValueOf(m).Pointer() }
-	for i, m := range distinct {
-		if got := c.attributes(m); ptr(got) != ptr(m) {
-			t.Errorf("map %d %v: got the map of an earlier, different one %v", i, invFormatAttrs(m), invFormatAttrs(got))
-		}
-	}
-	for i, m := range distinct {
-		again := maps.Clone(m)
-		if got := c.attributes(again); ptr(got) != ptr(m) {
-			t.Errorf("map %d %v: an equal map was not shared", i, invFormatAttrs(m))
-		}
-	}
-	capsOf := func(q string) map[resourcev1.QualifiedName]resourcev1.DeviceCapacity {
-		return map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: resource.MustParse(q)}}
-	}
-	one, two := c.capacities(capsOf("1Gi")), c.capacities(capsOf("2Gi"))
-	if reflect.ValueOf(one).Pointer() == reflect.ValueOf(two).Pointer() {
-		t.Errorf("capacities 1Gi and 2Gi share a map")
-	}
-	if got := c.capacities(capsOf("1Gi")); reflect.ValueOf(got).Pointer() != reflect.ValueOf(one).Pointer() {
-		t.Errorf("equal capacities were not shared")
-	}
-	for i := range v1SharedMapsMax + 1 {
-		c.attributes(attrs{"n": num(int64(i))})
-	}
-	if len(c.attrs) > v1SharedMapsMax {
-		t.Errorf("the interner holds %d attribute maps, want at most %d", len(c.attrs), v1SharedMapsMax)
 	}
 }

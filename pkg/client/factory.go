@@ -191,9 +191,15 @@ func (f *Factory) DeviceClasses() Informer[*resourcev1.DeviceClass] {
 	return InformerFor(f, f.c.DeviceClasses())
 }
 
-// ResourceSlices is the shared informer of resource.k8s.io/v1 ResourceSlices.
+// ResourceSlices is the shared informer of resource.k8s.io/v1
+// ResourceSlices. Its devices share equal attribute and capacity maps
+// (InternDeviceMaps): read them, never modify them.
 func (f *Factory) ResourceSlices() Informer[*resourcev1.ResourceSlice] {
-	return InformerFor(f, f.c.ResourceSlices())
+	inf := InformerFor(f, f.c.ResourceSlices())
+	// Set when the informer is made, before it can start; later calls
+	// find it set (and SetTransform refuses a started informer).
+	_ = inf.SetTransform(InternDeviceMaps)
+	return inf
 }
 
 // DeviceTaintRules is the shared informer of resource.k8s.io/v1 DeviceTaintRules.

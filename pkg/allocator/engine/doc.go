@@ -28,6 +28,11 @@
 //     claims hold (DeviceUse: driver, pool, device, seed instance,
 //     share), then Fold; as claims change, Edit a published state and
 //     Use the changes on the copy. A published State is never written.
+//     A State counts devices by their Inventory index, so it belongs to
+//     its Inventory: for a new inventory, count the claims into a new
+//     State (a device the inventory lacks, its slice gone, is counted on
+//     the side by name, and counts again on the next inventory that has
+//     it).
 //  3. A Request per pod: per claim its key, whether it is pending, and
 //     its requests (Req: an exact request or firstAvailable alternatives,
 //     Alt) and constraints (Constraint). It is read-only once built.

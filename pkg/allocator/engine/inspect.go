@@ -17,7 +17,7 @@ func (inv *Inventory) Len() int { return len(inv.devs) }
 // Lookup returns the index of the device of a driver, pool and name, if
 // the inventory has it.
 func (inv *Inventory) Lookup(driver, pool, device string) (int32, bool) {
-	x, ok := inv.byKey[v1Key(driver, pool, device)]
+	x, ok := inv.lookup(driver, pool, device)
 	return x, ok
 }
 

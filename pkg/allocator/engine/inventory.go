@@ -21,10 +21,17 @@ type Inventory struct {
 	pools    []Pool
 	problems []InventoryProblem
 
-	devs      []v1dev
-	byKey     map[string]int32   // v1Key(driver, pool, device) → device
-	byNode    map[string][]int32 // devices whose NodeName is the node, ascending
-	elsewhere []int32            // devices with a node selector or allNodes, ascending
+	devs []v1dev
+	// byPool and byName are Lookup's index, 4 bytes a device: byName
+	// holds the devices of each driver and pool name (one pool, or a v1
+	// pool and the seed projection that clashes with it) sorted by name,
+	// stably, group g's from groupStart[g] to groupStart[g+1].
+	byPool     map[[2]string]int32 // driver and pool name → group
+	byName     []int32
+	groupStart []int32
+	poolKeys   []string           // per pool with seed devices: SchemeKey(driver, name)
+	byNode     map[string][]int32 // devices whose NodeName is the node, ascending
+	elsewhere  []int32            // devices with a node selector or allNodes, ascending
 	// unusable lists the pools that offer nothing (Incomplete or Invalid);
 	// an allocation mode All request fails on a node one of them reaches.
 	unusable []int32
@@ -39,9 +46,12 @@ type Inventory struct {
 
 // v1dev is one device as the allocator sees it.
 type v1dev struct {
-	pool  int32
-	d     *Device
-	key   string
+	pool int32
+	d    *Device
+	// canon is the device's index in the state: its own, or that of the
+	// first device of the inventory with the same driver, pool and name
+	// (inconsistent input), which the state counts for both.
+	canon int32
 	input DeviceSelectorInput
 	uses  []CounterUse // shared counters it consumes
 	// multi: allowMultipleAllocations; caps are then its capacities, in
@@ -83,7 +93,8 @@ type Counter struct {
 	exact     *resource.Quantity // the total as published
 }
 
-// v1Key is the state key of a device: driver, pool and device name.
+// v1Key is the key of a device the inventory does not know in the
+// state's side map: driver, pool and device name.
 func v1Key(driver, pool, device string) string {
 	return driver + "\x00" + pool + "\x00" + device
 }
@@ -96,7 +107,7 @@ func v1Key(driver, pool, device string) string {
 // when SeedLeavesConflict says so. The pools must not be modified
 // afterwards.
 func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
-	inv := &Inventory{byKey: map[string]int32{}, byNode: map[string][]int32{}, pools: pools, problems: problems}
+	inv := &Inventory{byNode: map[string][]int32{}, pools: pools, problems: problems}
 	slices.SortStableFunc(inv.pools, func(a, b Pool) int {
 		return cmp.Or(strings.Compare(a.Driver, b.Driver), strings.Compare(a.Name, b.Name))
 	})
@@ -104,10 +115,16 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 	for pi := range inv.pools {
 		total += len(inv.pools[pi].Devices)
 	}
-	inv.devs, inv.byKey = make([]v1dev, 0, total), make(map[string]int32, total)
+	inv.devs, inv.byPool = make([]v1dev, 0, total), make(map[[2]string]int32, len(inv.pools))
+	inv.byName, inv.groupStart = make([]int32, 0, total), make([]int32, 0, len(inv.pools)+1)
 
 	for pi := range inv.pools {
 		p := &inv.pools[pi]
+		if k := [2]string{p.Driver, p.Name}; pi == 0 || k != [2]string{inv.pools[pi-1].Driver, inv.pools[pi-1].Name} {
+			inv.indexNames()
+			inv.byPool[k] = int32(len(inv.groupStart))
+			inv.groupStart = append(inv.groupStart, int32(len(inv.devs)))
+		}
 		if !p.Usable() {
 			inv.unusable = append(inv.unusable, int32(pi))
 		}
@@ -117,7 +134,7 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 		for di := range p.Devices {
 			d := &p.Devices[di]
 			x := int32(len(inv.devs))
-			dev := v1dev{pool: int32(pi), d: d, key: v1Key(p.Driver, p.Name, d.Name), seedGroup: -1,
+			dev := v1dev{pool: int32(pi), d: d, canon: x, seedGroup: -1,
 				input: DeviceSelectorInput{Driver: p.Driver, Attributes: d.Attributes, Capacity: d.Capacity, AllowMultipleAllocations: d.AllowMultipleAllocations}}
 			if d.AllowMultipleAllocations {
 				dev.multi, dev.caps = true, v1Caps(d.Capacity)
@@ -141,6 +158,10 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 				}
 			}
 			if d.SeedInstance != "" {
+				if inv.poolKeys == nil {
+					inv.poolKeys = make([]string, len(inv.pools))
+				}
+				inv.poolKeys[pi] = SchemeKey(p.Driver, p.Name)
 				root, _, _ := strings.Cut(d.SeedInstance, "/")
 				g, seen := seedRoots[root]
 				if !seen {
@@ -152,9 +173,6 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 				dev.groups = append(dev.groups, g)
 				inv.groups[g] = append(inv.groups[g], x)
 			}
-			if _, dup := inv.byKey[dev.key]; !dup {
-				inv.byKey[dev.key] = x
-			}
 			switch {
 			case d.NodeName != "":
 				inv.byNode[d.NodeName] = append(inv.byNode[d.NodeName], x)
@@ -164,6 +182,8 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 			inv.devs = append(inv.devs, dev)
 		}
 	}
+	inv.indexNames()
+	inv.groupStart = append(inv.groupStart, int32(len(inv.devs)))
 	// Partition conflicts between the leaves of each seed root.
 	for x := range inv.devs {
 		dev := &inv.devs[x]
@@ -179,6 +199,47 @@ func NewInventory(pools []Pool, problems []InventoryProblem) *Inventory {
 		}
 	}
 	return inv
+}
+
+// indexNames adds the devices of the last group, the last ones of
+// inv.devs, to byName, and sets canon of a device whose name an earlier
+// one of the group has.
+func (inv *Inventory) indexNames() {
+	start := len(inv.byName)
+	for x := int32(start); x < int32(len(inv.devs)); x++ {
+		inv.byName = append(inv.byName, x)
+	}
+	seg := inv.byName[start:]
+	slices.SortStableFunc(seg, func(a, b int32) int { return strings.Compare(inv.devs[a].d.Name, inv.devs[b].d.Name) })
+	for i := 1; i < len(seg); i++ {
+		if prev := &inv.devs[seg[i-1]]; prev.d.Name == inv.devs[seg[i]].d.Name {
+			inv.devs[seg[i]].canon = prev.canon
+		}
+	}
+}
+
+// lookup returns the device of a driver, pool and name (the first of
+// the pool's devices with the name), if the inventory has it.
+func (inv *Inventory) lookup(driver, pool, device string) (int32, bool) {
+	g, ok := inv.byPool[[2]string{driver, pool}]
+	if !ok {
+		return -1, false
+	}
+	seg := inv.byName[inv.groupStart[g]:inv.groupStart[g+1]]
+	i, found := slices.BinarySearchFunc(seg, device, func(x int32, name string) int { return strings.Compare(inv.devs[x].d.Name, name) })
+	if !found {
+		return -1, false
+	}
+	return seg[i], true
+}
+
+// poolKey returns SchemeKey of pool pi.
+func (inv *Inventory) poolKey(pi int32) string {
+	if inv.poolKeys != nil && inv.poolKeys[pi] != "" {
+		return inv.poolKeys[pi]
+	}
+	p := &inv.pools[pi]
+	return SchemeKey(p.Driver, p.Name)
 }
 
 // addCounters adds a pool's counters and returns them by "set\x00name".

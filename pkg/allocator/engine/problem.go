@@ -139,14 +139,13 @@ func (r *Request) setup(st *State, node *Node) (*v1prob, []Reason) {
 	var ctrLocal map[int32]int32
 	for l, x := range p.devs {
 		d := &inv.devs[x]
-		pool := &inv.pools[d.pool]
-		used, _ := st.used.Get(d.key)
+		used, _ := st.used.Get(d.canon)
 		p.inUse[l] = used > 0
 		if d.multi {
 			p.setupShared(l, d, used)
 		}
 		if d.d.SeedInstance != "" && !p.inUse[l] {
-			held, locked := st.seedHeld(pool.Driver, pool.Name, d.d.SeedInstance)
+			held, locked := st.seedHeld(inv.poolKey(d.pool), d.d.SeedInstance)
 			p.inUse[l], p.seedLock[l] = held, locked && !held
 		}
 		if len(d.uses) > 0 && !(d.multi && p.shared0[l]) {

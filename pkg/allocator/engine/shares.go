@@ -13,8 +13,8 @@ import (
 )
 
 // capUsed returns what the shares of a device hold in the state.
-func (s *State) capUsed(key string) v1shares {
-	u, _ := s.shares.Get(key)
+func (s *State) capUsed(x int32) v1shares {
+	u, _ := s.shares.Get(x)
 	return u
 }
 
@@ -26,14 +26,14 @@ type v1shares struct {
 	amounts []int64
 }
 
-// applyShare counts one share of a device in or out.
-func (s *State) applyShare(key string, x int32, known bool, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
-	u, _ := s.shares.Get(key)
+// applyShare counts one share of device x (canon) in or out.
+func (s *State) applyShare(x int32, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
+	u, _ := s.shares.Get(x)
 	if sign < 0 && u.n == 0 {
 		return
 	}
 	out := v1shares{n: u.n + sign}
-	if known && s.inv.devs[x].caps != nil {
+	if s.inv.devs[x].caps != nil {
 		caps := s.inv.devs[x].caps
 		out.amounts = make([]int64, len(caps))
 		copy(out.amounts, u.amounts)
@@ -46,10 +46,10 @@ func (s *State) applyShare(key string, x int32, known bool, consumed map[resourc
 		}
 	}
 	if out.n <= 0 {
-		s.shares.Del(key)
+		s.shares.Del(x)
 		return
 	}
-	s.shares.Set(key, out)
+	s.shares.Set(x, out)
 }
 
 // capacityClause says why a share does not fit a device: the first
@@ -79,7 +79,7 @@ func (p *v1prob) setupShared(l int, d *v1dev, used int32) {
 		p.capLeft0, p.shared0 = make([][]int64, n), make([]bool, n)
 		p.anyMulti = true
 	}
-	sh := p.st.capUsed(d.key)
+	sh := p.st.capUsed(d.canon)
 	p.inUse[l] = used > sh.n
 	p.shared0[l] = sh.n > 0
 	left := make([]int64, len(d.caps))
@@ -160,10 +160,13 @@ func v1FormatRequests(reqs map[resourcev1.QualifiedName]resource.Quantity) strin
 // device publishes (nil when the inventory does not know the device as
 // one that allows multiple allocations).
 func (s *State) Shares(driver, pool, device string) (int, map[resourcev1.QualifiedName]resource.Quantity) {
-	key := v1Key(driver, pool, device)
-	sh := s.capUsed(key)
-	x, known := s.inv.byKey[key]
-	if !known || s.inv.devs[x].caps == nil {
+	x, known := s.inv.lookup(driver, pool, device)
+	if !known {
+		u, _ := s.unknown.Get(v1Key(driver, pool, device))
+		return int(u.shares), nil
+	}
+	sh := s.capUsed(x)
+	if s.inv.devs[x].caps == nil {
 		return int(sh.n), nil
 	}
 	caps := s.inv.devs[x].caps

@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// State is what of a Inventory is in use: the devices allocated to v1
-// claims (by driver, pool and device name, cluster-wide: a device that is
-// not local to a node is one device for every node), the shares of
+// State is what of an Inventory is in use: the devices allocated to v1
+// claims (by inventory index, a device of two slices with one driver,
+// pool and name counted once; cluster-wide: a device that is not local
+// to a node is one device for every node; a device the inventory does
+// not know by driver, pool and name on the side), the shares of
 // devices that allow multiple allocations with what they consume, the seed leaves
 // allocated to v1alpha2 claims (their structured handles: pool = the
 // handle's nodeName, device = SeedDeviceName(instance ID)), the seed
@@ -28,27 +30,40 @@ import (
 // Safe for concurrent reads.
 type State struct {
 	inv      *Inventory
-	used     *layered.Map[string, int32]    // device key → allocations
+	used     *layered.Map[int32, int32]     // device (its canon index) → allocations
 	consumed *layered.Map[int32, int64]     // counter → consumed, in its scale
-	seedUsed *layered.Map[string, []string] // driver\x00pool → seed instance IDs in use
-	shares   *layered.Map[string, v1shares] // device key → its shares (results with a shareID)
+	seedUsed *layered.Map[string, []string] // SchemeKey(driver, pool) → seed instance IDs in use
+	shares   *layered.Map[int32, v1shares]  // device (canon) → its shares (results with a shareID)
+	// unknown counts the devices the inventory does not know (an
+	// allocation whose slice is gone), by v1Key: they stay in use, and a
+	// new inventory that has them again counts them (a front end builds
+	// a new state for a new inventory). Rare, so a string key is fine.
+	unknown *layered.Map[string, unknownUse]
 }
+
+// unknownUse is how often a device the inventory does not know is
+// allocated, and how many of those allocations are shares.
+type unknownUse struct{ n, shares int32 }
 
 // NewState returns the empty state of inv, to fill with Use and then
 // Fold before anyone reads it. A State is used through a pointer; a front
 // end may embed it.
 func NewState(inv *Inventory) State {
-	return State{inv: inv, used: layered.New(map[string]int32{}), consumed: layered.New(map[int32]int64{}),
-		seedUsed: layered.New(map[string][]string{}), shares: layered.New(map[string]v1shares{})}
+	return State{inv: inv, used: layered.NewFilling[int32, int32](), consumed: layered.NewFilling[int32, int64](),
+		seedUsed: layered.NewFilling[string, []string](), shares: layered.NewFilling[int32, v1shares](),
+		unknown: layered.NewFilling[string, unknownUse]()}
 }
 
-// Fold folds the changes into flat maps, once after filling a new
-// state, so that the states derived from it start from them.
+// Fold ends the filling of a new state (its maps were written in place,
+// layered.NewFilling), once, before anyone reads it or derives from it;
+// on an edited state it folds the changes into flat maps, so that the
+// states derived from it start from them.
 func (s *State) Fold() {
 	s.used.Fold()
 	s.consumed.Fold()
 	s.seedUsed.Fold()
 	s.shares.Fold()
+	s.unknown.Fold()
 }
 
 // Edit returns a version of s to change with Use before anyone reads it:
@@ -58,18 +73,23 @@ func (s *State) Fold() {
 // front end derives the state of its next listing from the last one this
 // way instead of counting every claim again.
 func (s *State) Edit() State {
-	return State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(), shares: s.shares.Derived()}
+	return State{inv: s.inv, used: s.used.Derived(), consumed: s.consumed.Derived(), seedUsed: s.seedUsed.Derived(),
+		shares: s.shares.Derived(), unknown: s.unknown.Derived()}
 }
 
 // Use counts one device use in (sign 1) or out (sign -1, a use the state
 // counted), on a state from NewState or Edit that nobody reads yet. A
 // front end maps its claims' allocations to DeviceUses.
 func (s *State) Use(u DeviceUse, sign int32) {
-	if u.Shared {
-		s.applyShared(u, sign)
-		return
+	x, known := s.inv.lookup(u.Driver, u.Pool, u.Device)
+	switch {
+	case !known:
+		s.applyUnknown(u, sign)
+	case u.Shared:
+		s.applyShared(x, u.Consumed, sign)
+	default:
+		s.apply(x, u.Instance, sign)
 	}
-	s.apply(u.Driver, u.Pool, u.Device, u.Instance, sign)
 }
 
 // SchemeKey is the key of a pool's entry in the scheme constraint's
@@ -92,12 +112,16 @@ func (s *State) Inventory() *Inventory { return s.inv }
 // InUse reports whether the device is allocated (admin access aside),
 // whole or as shares (Shares tells how much of it the shares hold).
 func (s *State) InUse(driver, pool, device string) bool {
-	key := v1Key(driver, pool, device)
-	if x, ok := s.inv.byKey[key]; ok && s.inv.devs[x].seedOnly() {
-		held, _ := s.seedHeld(driver, pool, s.inv.devs[x].d.SeedInstance)
+	x, known := s.inv.lookup(driver, pool, device)
+	if !known {
+		u, _ := s.unknown.Get(v1Key(driver, pool, device))
+		return u.n > 0
+	}
+	if d := &s.inv.devs[x]; d.seedOnly() {
+		held, _ := s.seedHeld(s.inv.poolKey(d.pool), d.d.SeedInstance)
 		return held
 	}
-	n, _ := s.used.Get(key)
+	n, _ := s.used.Get(x)
 	return n > 0
 }
 
@@ -112,40 +136,40 @@ type DeviceUse struct {
 	Consumed map[resourcev1.QualifiedName]resource.Quantity
 }
 
-// apply counts one allocation of a device in or out. instance is the seed
-// instance ID when the allocation names one (v1alpha2); for a device of
-// the inventory the inventory's is used. Counters change when the device
-// goes from unused to used and back; the seed instances in use are kept
-// per allocation, as a seed NodeState counts them, so that the seed view
-// of a node (SeedNodeState) is the same whichever claims of a device
-// allocated twice are counted first.
+// apply counts one allocation of device x (a canon index: the one
+// lookup returns) in or out. instance is the seed instance ID when the
+// allocation names one (v1alpha2); the device's own is used when it has
+// one. Counters change when the device goes from unused to used and
+// back; the seed instances in use are kept per allocation, as a seed
+// NodeState counts them, so that the seed view of a node (SeedNodeState)
+// is the same whichever claims of a device allocated twice are counted
+// first.
 //
 // A seed device that consumes no counters (every projected seed leaf) is
 // counted only by its instance ID: in use when an allocation holds that
 // instance (seedHeld), so a seed claim event writes one map.
-func (s *State) apply(driver, pool, device, instance string, sign int32) {
-	key := v1Key(driver, pool, device)
-	x, known := s.inv.byKey[key]
-	if known && s.inv.devs[x].d.SeedInstance != "" {
-		instance = s.inv.devs[x].d.SeedInstance
+func (s *State) apply(x int32, instance string, sign int32) {
+	d := &s.inv.devs[x]
+	if d.d.SeedInstance != "" {
+		instance = d.d.SeedInstance
 	}
-	if instance != "" && (!known || s.inv.devs[x].seedOnly()) {
-		s.applySeedInstance(driver, pool, instance, sign)
+	if instance != "" && d.seedOnly() {
+		s.applySeedInstance(s.inv.poolKey(d.pool), instance, sign)
 		return
 	}
-	n, _ := s.used.Get(key)
+	n, _ := s.used.Get(x)
 	switch {
 	case sign > 0:
-		s.used.Set(key, n+1)
+		s.used.Set(x, n+1)
 	case n == 0:
 		return // not counted
 	case n > 1:
-		s.used.Set(key, n-1)
+		s.used.Set(x, n-1)
 	default:
-		s.used.Del(key)
+		s.used.Del(x)
 	}
-	if known && ((sign > 0 && n == 0) || (sign < 0 && n == 1)) {
-		for _, u := range s.inv.devs[x].uses {
+	if (sign > 0 && n == 0) || (sign < 0 && n == 1) {
+		for _, u := range d.uses {
 			v, _ := s.consumed.Get(u.Counter)
 			v = AddSat(v, int64(sign)*u.Amount) // see v1ctr
 			if v == 0 {
@@ -156,13 +180,40 @@ func (s *State) apply(driver, pool, device, instance string, sign int32) {
 		}
 	}
 	if instance != "" {
-		s.applySeedInstance(driver, pool, instance, sign)
+		s.applySeedInstance(s.inv.poolKey(d.pool), instance, sign)
 	}
 }
 
-// applySeedInstance counts one allocation of a seed instance in or out.
-func (s *State) applySeedInstance(driver, pool, instance string, sign int32) {
-	pk := driver + "\x00" + pool
+// applyUnknown counts one allocation of a device the inventory does not
+// know in or out: a seed instance by its ID (it still locks what it
+// conflicts with), any other device in the side map, a share as a share
+// (without what it consumes: the inventory knows no capacity of it).
+func (s *State) applyUnknown(u DeviceUse, sign int32) {
+	if u.Instance != "" && !u.Shared {
+		s.applySeedInstance(SchemeKey(u.Driver, u.Pool), u.Instance, sign)
+		return
+	}
+	key := v1Key(u.Driver, u.Pool, u.Device)
+	c, _ := s.unknown.Get(key)
+	if u.Shared {
+		if sign < 0 && c.shares == 0 {
+			return // not counted
+		}
+		c.shares += sign
+	}
+	if sign > 0 || c.n > 0 {
+		c.n += sign
+	}
+	if c == (unknownUse{}) {
+		s.unknown.Del(key)
+	} else {
+		s.unknown.Set(key, c)
+	}
+}
+
+// applySeedInstance counts one allocation of a seed instance of the pool
+// of key (SchemeKey) in or out.
+func (s *State) applySeedInstance(pk, instance string, sign int32) {
 	ids, _ := s.seedUsed.Get(pk)
 	if sign > 0 {
 		s.seedUsed.Set(pk, append(slices.Clip(ids), instance))
@@ -182,10 +233,11 @@ func (s *State) applySeedInstance(driver, pool, instance string, sign int32) {
 // alone: a projected seed leaf, which consumes no counters.
 func (d *v1dev) seedOnly() bool { return d.d.SeedInstance != "" && len(d.uses) == 0 }
 
-// seedHeld reports whether an allocation holds the seed instance itself,
-// and whether one conflicts with it (itself included).
-func (s *State) seedHeld(driver, pool, instance string) (held, locked bool) {
-	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
+// seedHeld reports whether an allocation holds the seed instance itself
+// in the pool of key (SchemeKey), and whether one conflicts with it
+// (itself included).
+func (s *State) seedHeld(pk, instance string) (held, locked bool) {
+	ids, _ := s.seedUsed.Get(pk)
 	for _, id := range ids {
 		if id == instance {
 			return true, true
@@ -197,10 +249,10 @@ func (s *State) seedHeld(driver, pool, instance string) (held, locked bool) {
 	return false, locked
 }
 
-// seedLocked reports whether a seed leaf conflicts with an instance in
+// SchemeLocked reports whether a seed leaf conflicts with an instance in
 // use in its pool.
 func (s *State) SchemeLocked(driver, pool, instance string) bool {
-	ids, _ := s.seedUsed.Get(driver + "\x00" + pool)
+	ids, _ := s.seedUsed.Get(SchemeKey(driver, pool))
 	for _, id := range ids {
 		if SeedLeavesConflict(instance, id) {
 			return true
@@ -209,32 +261,21 @@ func (s *State) SchemeLocked(driver, pool, instance string) bool {
 	return false
 }
 
-// counterLeft returns what is left of a counter.
+// CounterLeft returns what is left of a counter.
 func (s *State) CounterLeft(c int32) int64 {
 	v, _ := s.consumed.Get(c)
 	return s.inv.ctrs[c].Total - v
 }
 
-// applyShared counts one share of a device in or out: an allocation
-// like any other (the first consumes the device's shared counters, the
-// last gives them back), plus its consumed capacity.
-func (s *State) applyShared(u DeviceUse, sign int32) {
-	key := v1Key(u.Driver, u.Pool, u.Device)
-	x, known := s.inv.byKey[key]
+// applyShared counts one share of device x (canon) in or out: an
+// allocation like any other (the first consumes the device's shared
+// counters, the last gives them back), plus its consumed capacity.
+func (s *State) applyShared(x int32, consumed map[resourcev1.QualifiedName]resource.Quantity, sign int32) {
 	if sign < 0 {
-		if sh, _ := s.shares.Get(key); sh.n == 0 {
+		if sh, _ := s.shares.Get(x); sh.n == 0 {
 			return // not counted
 		}
 	}
-	s.applyShare(key, x, known, u.Consumed, sign)
-	s.apply(u.Driver, u.Pool, u.Device, "", sign)
-}
-
-// dedicated reports whether a device has allocations that are not
-// shares: a result without shareID (allocated before the device allowed
-// multiple allocations, or a device without it).
-func (s *State) dedicated(key string) bool {
-	n, _ := s.used.Get(key)
-	sh, _ := s.shares.Get(key)
-	return n > sh.n
+	s.applyShare(x, consumed, sign)
+	s.apply(x, "", sign)
 }

@@ -5,7 +5,8 @@
 // allocator's engine state, claim sets and simulations derive each
 // snapshot from the previous one this way.
 //
-// A caller does, in order: New(m) once (the Map takes m); then either
+// A caller does, in order: New(m) once (the Map takes m), or
+// NewFilling, Set and Del to fill an empty map in place, then Fold; then either
 // With(set, del) for a new version, leaving the old one readable, or
 // Derived (a version to write in place with Set and Del before anyone
 // else reads it) or Clone (an independent copy, for a single owner that

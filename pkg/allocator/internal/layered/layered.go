@@ -20,7 +20,9 @@ type Map[K cmp.Ordered, V any] struct {
 	delta map[K]entry[V] // deleted keys have ok false
 	// shared says delta is shared with a clone: the first write copies it.
 	shared bool
-	n      int // keys present
+	// filling: a map from NewFilling before its Fold, written in its base.
+	filling bool
+	n       int // keys present
 }
 
 type entry[V any] struct {
@@ -43,6 +45,15 @@ func foldAt(base int) int { return max(int(math.Sqrt(float64(2*base))), foldMin)
 // modified afterwards.
 func New[K cmp.Ordered, V any](m map[K]V) *Map[K, V] {
 	return &Map[K, V]{base: m, n: len(m)}
+}
+
+// NewFilling returns an empty map to fill in place before anyone else
+// reads it: Set and Del write straight into its base (no delta, no
+// folds: filling n keys costs n writes, where New's map folds its
+// growing delta O(√n) times), until Fold, after which it is a map like
+// New's. Derive nothing from it (Derived, Clone, With) before Fold.
+func NewFilling[K cmp.Ordered, V any]() *Map[K, V] {
+	return &Map[K, V]{base: map[K]V{}, filling: true}
 }
 
 func (l *Map[K, V]) Get(k K) (V, bool) {
@@ -84,6 +95,7 @@ func (l *Map[K, V]) Clone() *Map[K, V] {
 	if l.delta != nil {
 		l.shared = true
 	}
+	l.filling = false // both write deltas from now on
 	out := *l
 	return &out
 }
@@ -94,6 +106,21 @@ func (l *Map[K, V]) Del(k K) { l.put(k, entry[V]{}) }
 
 // put writes one key in place and folds the delta when it is too large.
 func (l *Map[K, V]) put(k K, e entry[V]) {
+	if l.filling {
+		_, had := l.base[k]
+		switch {
+		case e.ok && !had:
+			l.n++
+		case !e.ok && had:
+			l.n--
+		}
+		if e.ok {
+			l.base[k] = e.v
+		} else {
+			delete(l.base, k)
+		}
+		return
+	}
 	if l.shared || l.delta == nil {
 		l.delta = maps.Clone(l.delta)
 		if l.delta == nil {
@@ -118,8 +145,13 @@ func (l *Map[K, V]) put(k K, e entry[V]) {
 	}
 }
 
-// Fold merges the delta into a new base.
+// Fold merges the delta into a new base; a map from NewFilling stops
+// filling, keeping its base.
 func (l *Map[K, V]) Fold() {
+	if l.filling {
+		l.filling = false
+		return
+	}
 	flat := make(map[K]V, l.n)
 	l.Each(func(k K, v V) { flat[k] = v })
 	*l = Map[K, V]{base: flat, n: len(flat)}

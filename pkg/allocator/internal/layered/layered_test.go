@@ -142,3 +142,58 @@ func TestLayeredEmptiedDeltaIsNotShared(t *testing.T) {
 		})
 	}
 }
+
+// TestFillingMatchesMap fills a map from NewFilling at random (sets and
+// deletes) and compares it with a plain map, before and after Fold; the
+// versions derived from it after Fold leave it as it was.
+func TestFillingMatchesMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	l, want := NewFilling[int, int](), map[int]int{}
+	check := func(what string, l *Map[int, int], want map[int]int) {
+		t.Helper()
+		if l.Len() != len(want) {
+			t.Fatalf("%s: %d keys, want %d", what, l.Len(), len(want))
+		}
+		for k, v := range want {
+			if got, ok := l.Get(k); !ok || got != v {
+				t.Fatalf("%s: key %d = %d, %v; want %d", what, k, got, ok, v)
+			}
+		}
+		l.Each(func(k, v int) {
+			if w, ok := want[k]; !ok || w != v {
+				t.Fatalf("%s: key %d = %d present, want %d, %v", what, k, v, w, ok)
+			}
+		})
+	}
+	for i := range 3000 {
+		k := rng.IntN(1000)
+		if rng.IntN(4) == 0 {
+			l.Del(k)
+			delete(want, k)
+		} else {
+			l.Set(k, i)
+			want[k] = i
+		}
+	}
+	check("filled", l, want)
+	l.Fold()
+	check("folded", l, want)
+	d := l.Derived()
+	d.Set(-1, 1)
+	d.Del(rng.IntN(1000))
+	w := l.With(map[int]int{-2: 2}, []int{rng.IntN(1000)})
+	check("after deriving", l, want)
+	if _, ok := d.Get(-1); !ok {
+		t.Fatal("the derived version lost its own key")
+	}
+	if _, ok := w.Get(-2); !ok {
+		t.Fatal("the with version lost its own key")
+	}
+	c := NewFilling[int, int]()
+	c.Set(1, 1)
+	cl := c.Clone()
+	c.Set(2, 2)
+	cl.Set(3, 3)
+	check("filling, then cloned", c, map[int]int{1: 1, 2: 2})
+	check("its clone", cl, map[int]int{1: 1, 3: 3})
+}
