@@ -23,12 +23,16 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 	// its node: keep those decoded. They are few next to pods and claims,
 	// whose decoded copies would multiply the cache's memory.
 	keepObject := k.gvk.Group == "" && (k.resource == "namespaces" || k.resource == "nodes")
+	opts := cacheJSON
+	if keepObject {
+		opts = storedJSON // cachedGet hands out copies, managedFields and all
+	}
 	return func(key string, value []byte) (storage.Decoded, error) {
 		if k.lightDecode != nil {
 			return k.lightDecode(value)
 		}
 		if k.sibling != nil {
-			obj, sk, err := decodeNative(k, value, 0)
+			obj, sk, err := decodeNativeWith(k, value, 0, opts)
 			if err != nil {
 				return storage.Decoded{}, err
 			}
@@ -37,7 +41,7 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 			fs[StoredVersionField] = sk.gvk.GroupVersion().String()
 			return storage.Decoded{Labels: labelsOf(obj), Fields: fs}, nil
 		}
-		obj, err := decodeStored(k, value, 0)
+		obj, err := decodeStoredWith(k, value, 0, opts)
 		if err != nil {
 			return storage.Decoded{}, err
 		}
