@@ -296,9 +296,10 @@ func gvrOf(gv schema.GroupVersion, resource string) schema.GroupVersionResource 
 // lightPod is what the watch cache needs of a stored pod.
 type lightPod struct {
 	Metadata struct {
-		Name      string            `json:"name"`
-		Namespace string            `json:"namespace"`
-		Labels    map[string]string `json:"labels"`
+		Name          string            `json:"name"`
+		Namespace     string            `json:"namespace"`
+		Labels        map[string]string `json:"labels"`
+		ManagedFields mfOffsets         `json:"managedFields"`
 	} `json:"metadata"`
 	Spec struct {
 		NodeName      string `json:"nodeName"`
@@ -323,5 +324,5 @@ func lightPodDecode(stored []byte) (storage.Decoded, error) {
 		"metadata.name": p.Metadata.Name, "metadata.namespace": p.Metadata.Namespace,
 		"spec.nodeName": p.Spec.NodeName, "spec.schedulerName": p.Spec.SchedulerName,
 		"status.phase": p.Status.Phase, "spec.restartPolicy": p.Spec.RestartPolicy,
-	}}, nil
+	}, Omit: memberSpan(stored, p.Metadata.ManagedFields.v0, p.Metadata.ManagedFields.v1)}, nil
 }

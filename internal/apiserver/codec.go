@@ -146,7 +146,7 @@ func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
 }
 
 // decodeStoredWith is decodeStored with the typed decode's options
-// (storedJSON, or cacheJSON for the watch cache's own decode).
+// (storedJSON, or the watch cache's, mfSpan's).
 func decodeStoredWith(k *kind, stored []byte, rev int64, opts jsonv2.Options) (runtime.Object, error) {
 	if k.sibling != nil {
 		obj, sk, err := decodeNativeWith(k, stored, rev, opts)
@@ -179,17 +179,6 @@ func decodeStoredWith(k *kind, stored []byte, rev int64, opts jsonv2.Options) (r
 // second decode of the string through encoding/json v1 (every object has a
 // creationTimestamp, every managedFields entry a time).
 var storedJSON = jsonv2.WithUnmarshalers(unmarshalTime)
-
-// cacheJSON are the watch cache's: storedJSON's, and managedFields left
-// out (nil; their JSON value is skipped, never built). The watch cache
-// reads labels and selectable fields of what it decodes, and serves the
-// stored bytes, so what it does not keep decoded needs no managedFields;
-// what it keeps (decoderFor's keepObject) is decoded with storedJSON.
-var cacheJSON = jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(unmarshalTime,
-	jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *[]metav1.ManagedFieldsEntry) error {
-		*v = nil
-		return dec.SkipValue()
-	})))
 
 // unmarshalTime is metav1.Time.UnmarshalJSON for encoding/json v2: null is
 // the zero time, a string is parsed as RFC 3339 and kept in local time;

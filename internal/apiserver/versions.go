@@ -148,10 +148,16 @@ func viewJSON(k *kind, stored []byte, rev int64) ([]byte, error) {
 }
 
 // writeViewJSON writes viewJSON(k, stored, rev) to buf; an object stored
-// in k's version goes in without a copy of its own (writeWithRV).
-func writeViewJSON(buf *bytes.Buffer, k *kind, stored []byte, rev int64) error {
+// in k's version goes in without a copy of its own (writeWithRV), and
+// without its managedFields when omitMF (omit.go; a view keeps them).
+func writeViewJSON(buf *bytes.Buffer, k *kind, it listed, omitMF bool) error {
+	stored, rev := it.value, it.rev
 	if k.storedKind(stored) == k {
-		writeWithRV(buf, stored, rev)
+		if omitMF {
+			writeWithRVOmit(buf, stored, rev, it.omit)
+		} else {
+			writeWithRV(buf, stored, rev)
+		}
 		return nil
 	}
 	data, err := viewJSON(k, stored, rev)
