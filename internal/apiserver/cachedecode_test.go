@@ -166,3 +166,28 @@ func TestStoredDecodeIsEncodingJSONs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeStored is the decode of a stored object every update and
+// delete starts from (decodeStored: the whole object, managedFields
+// included), and (plain) the same decode without storedJSON's options.
+func BenchmarkDecodeStored(b *testing.B) {
+	for _, c := range cacheDecodeCases(b) {
+		for _, mode := range []string{"", "/plain"} {
+			b.Run(c.name+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(c.stored)))
+				for range b.N {
+					var err error
+					if mode == "" {
+						_, err = decodeStored(c.k, c.stored, 1)
+					} else {
+						err = jsonv2.Unmarshal(c.stored, c.k.storedKind(c.stored).newObj())
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
