@@ -27,7 +27,8 @@
 // client-go's cache, workqueue and event handler helpers apply unchanged;
 // Lister[T] is a typed read view over an informer's indexer. Informers keep
 // metadata.managedFields unless built WithoutManagedFields (a Factory
-// option, or Resource.WithoutManagedFields), which leaves them nil; such an
+// option, or Resource.WithoutManagedFields), which leaves them nil (and
+// asks allot's API server not to send them); such an
 // object sent back in an Update keeps the stored managedFields. EventRecorder
 // writes core/v1 Events without ever blocking its caller.
 package client
