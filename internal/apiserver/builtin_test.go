@@ -18,7 +18,7 @@ func TestLightPodDecodeMatchesFullDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	light, err := lightPodDecode(data)
+	light, err := testAPI.decoderFor(k)("k", data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -139,8 +142,14 @@ func rvAt(stored []byte) int {
 // engine (github.com/go-json-experiment/json), twice as fast as v1 on API
 // objects: what is stored is this server's own canonical output.
 func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
+	return decodeStoredWith(k, stored, rev, storedJSON)
+}
+
+// decodeStoredWith is decodeStored with the typed decode's options
+// (storedJSON, or the watch cache's, mfSpan's).
+func decodeStoredWith(k *kind, stored []byte, rev int64, opts jsonv2.Options) (runtime.Object, error) {
 	if k.sibling != nil {
-		obj, sk, err := decodeNative(k, stored, rev)
+		obj, sk, err := decodeNativeWith(k, stored, rev, opts)
 		if err != nil || sk == k {
 			return obj, err
 		}
@@ -153,7 +162,7 @@ func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
 		if err := utiljson.Unmarshal(stored, &u.Object); err != nil {
 			return nil, fmt.Errorf("decode stored %s: %w", k.gvk.Kind, err)
 		}
-	} else if err := jsonv2.Unmarshal(stored, obj); err != nil {
+	} else if err := jsonv2.Unmarshal(stored, obj, opts); err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", k.gvk.Kind, err)
 	}
 	acc, err := meta.Accessor(obj)
@@ -164,6 +173,35 @@ func decodeStored(k *kind, stored []byte, rev int64) (runtime.Object, error) {
 	obj.GetObjectKind().SetGroupVersionKind(k.gvk)
 	return obj, nil
 }
+
+// storedJSON are the options of a typed decode of a stored value:
+// metav1.Time read as metav1.Time.UnmarshalJSON reads it, without its
+// second decode of the string through encoding/json v1 (every object has a
+// creationTimestamp, every managedFields entry a time).
+var storedJSON = jsonv2.WithUnmarshalers(unmarshalTime)
+
+// unmarshalTime is metav1.Time.UnmarshalJSON for encoding/json v2: null is
+// the zero time, a string is parsed as RFC 3339 and kept in local time;
+// anything else is an error.
+var unmarshalTime = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, t *metav1.Time) error {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case 'n':
+		t.Time = time.Time{}
+		return nil
+	case '"':
+		pt, err := time.Parse(time.RFC3339, tok.String())
+		if err != nil {
+			return err
+		}
+		t.Time = pt.Local()
+		return nil
+	}
+	return fmt.Errorf("a time must be a JSON string or null, not %s", tok.Kind())
+})
 
 // parseRV parses a resourceVersion; "" is 0.
 func parseRV(s string) (int64, error) {

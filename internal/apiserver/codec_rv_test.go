@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "allot.dev/allot/api/core/v1"
+	"allot.dev/allot/internal/storage"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -55,7 +56,8 @@ func (d *discardResponse) WriteHeader(int)             {}
 // BenchmarkWatchEventEncode is one watch event of a stored pod (a bound
 // pod with three managedFields entries, ~4 KB) written into a watch
 // response's buffer, as the API server does for every watcher of every
-// write; and one list of 100 such pods.
+// write, whole and with managedFields left out; and one list of 100 such
+// pods.
 func BenchmarkWatchEventEncode(b *testing.B) {
 	var pods *kind
 	for _, k := range builtinKinds() {
@@ -86,18 +88,34 @@ func BenchmarkWatchEventEncode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("watch", func(b *testing.B) {
-		ww := &watchWriter{k: pods, w: &discardResponse{h: http.Header{}}}
-		b.ReportAllocs()
-		b.SetBytes(int64(len(stored)))
-		rev := int64(1)
-		for b.Loop() {
-			if !ww.send("MODIFIED", stored, rev) {
-				b.Fatal("send failed")
+	recorded, err := testAPI.decoderFor(pods)("k", stored)
+	if err != nil || recorded.Omit == (storage.Span{}) {
+		b.Fatalf("no managedFields recorded: %v", err)
+	}
+	for _, bc := range []struct {
+		name string
+		omit bool
+		span storage.Span
+	}{
+		{"watch", false, storage.Span{}},
+		// managedFields cut out as written (omit.go), where the watch
+		// cache recorded them, or found by a scan.
+		{"watch-omitManagedFields", true, recorded.Omit},
+		{"watch-omitManagedFields-scan", true, storage.Span{}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ww := &watchWriter{k: pods, w: &discardResponse{h: http.Header{}}, omitMF: bc.omit}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(stored)))
+			rev := int64(1)
+			for b.Loop() {
+				if !ww.send("MODIFIED", listed{value: stored, rev: rev, omit: bc.span}) {
+					b.Fatal("send failed")
+				}
+				rev++
 			}
-			rev++
-		}
-	})
+		})
+	}
 	b.Run("list100", func(b *testing.B) {
 		items := make([]listed, 100)
 		for i := range items {
@@ -105,7 +123,7 @@ func BenchmarkWatchEventEncode(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeList(pods, items, 200, ""); err != nil {
+			if _, err := encodeList(pods, items, 200, "", false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -53,7 +53,8 @@ type kind struct {
 	// cache computes them on every write: siblingFields).
 	viewFields func(obj runtime.Object) fields.Set
 	// lightDecode, when set, extracts labels and fields for the watch
-	// cache without decoding the whole object.
+	// cache without decoding the whole object (and records where its
+	// managedFields are, as decoderFor does).
 	lightDecode func(stored []byte) (storage.Decoded, error)
 	// columns and row produce `get` tables.
 	columns []column

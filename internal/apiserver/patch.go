@@ -1,14 +1,17 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -58,8 +61,9 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		writeError(w, err)
 		return
 	}
+	keepMF := patchMayTouchManagedFields(patch)
 	out, err := s.guaranteedUpdate(r.Context(), k, ri.namespace, ri.name, func(cur runtime.Object) (runtime.Object, []storage.Op, error) {
-		curJSON, err := json.Marshal(cur)
+		curJSON, kept, err := patchTarget(cur, keepMF)
 		if err != nil {
 			return nil, nil, apierrors.NewInternalError(err)
 		}
@@ -71,12 +75,54 @@ func (s *Server) servePatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		if err != nil {
 			return nil, nil, err
 		}
+		if kept != nil {
+			if acc, err := meta.Accessor(obj); err == nil {
+				acc.SetManagedFields(kept)
+			}
+		}
 		if err := checkPatchedIdentity(k, ri, obj, cur); err != nil {
 			return nil, nil, err
 		}
 		return s.prepareUpdate(r.Context(), k, ri, obj, cur)
 	})
 	s.answerWrite(r.Context(), w, k, ri, out, err)
+}
+
+// patchKeepsManagedFields forces patchTarget to keep managedFields in
+// the document (tests compare both paths).
+var patchKeepsManagedFields atomic.Bool
+
+// patchMayTouchManagedFields reports whether a patch might name
+// metadata.managedFields: it has the word, or a \u escape that could
+// spell it.
+func patchMayTouchManagedFields(patch []byte) bool {
+	return patchKeepsManagedFields.Load() || bytes.Contains(patch, []byte("managedFields")) || bytes.Contains(patch, []byte(`\u`))
+}
+
+// patchTarget is the JSON document a patch applies to: cur as it is, or,
+// for a typed object and a patch that does not name managedFields (keepMF
+// false), cur without them, with a copy of them to give the patched
+// object (the patch cannot have changed them). Every patch type would
+// otherwise carry them through its parse and encode (a merge patch as
+// nested maps), and the patched object's decode would build them again.
+// The answer is the same: the patched object has cur's entries either
+// way (TestPatchWithoutManagedFieldsIsTheSame).
+func patchTarget(cur runtime.Object, keepMF bool) ([]byte, []metav1.ManagedFieldsEntry, error) {
+	acc, err := meta.Accessor(cur)
+	_, isU := cur.(*unstructured.Unstructured)
+	if keepMF || isU || err != nil || len(acc.GetManagedFields()) == 0 {
+		data, err := json.Marshal(cur)
+		return data, nil, err
+	}
+	entries := acc.GetManagedFields()
+	acc.SetManagedFields(nil)
+	data, err := json.Marshal(cur)
+	acc.SetManagedFields(entries)
+	kept := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i := range entries {
+		entries[i].DeepCopyInto(&kept[i])
+	}
+	return data, kept, err
 }
 
 func applyPatch(ct string, cur, patch []byte, k *kind) ([]byte, error) {

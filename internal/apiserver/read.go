@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -22,13 +23,18 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 	// Admission reads namespaces on every create, and every binding reads
 	// its node: keep those decoded. They are few next to pods and claims,
 	// whose decoded copies would multiply the cache's memory.
+	//
+	// What it does not keep it decodes without managedFields (skipped,
+	// never built: it reads labels and fields, and serves the stored
+	// bytes), recording where they are (mfSpan) for lists and watches that
+	// ask for the objects without them.
 	keepObject := k.gvk.Group == "" && (k.resource == "namespaces" || k.resource == "nodes")
-	return func(key string, value []byte) (storage.Decoded, error) {
-		if k.lightDecode != nil {
-			return k.lightDecode(value)
-		}
+	if k.lightDecode != nil {
+		return func(_ string, value []byte) (storage.Decoded, error) { return k.lightDecode(value) }
+	}
+	decode := func(value []byte, opts jsonv2.Options) (storage.Decoded, error) {
 		if k.sibling != nil {
-			obj, sk, err := decodeNative(k, value, 0)
+			obj, sk, err := decodeNativeWith(k, value, 0, opts)
 			if err != nil {
 				return storage.Decoded{}, err
 			}
@@ -37,7 +43,7 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 			fs[StoredVersionField] = sk.gvk.GroupVersion().String()
 			return storage.Decoded{Labels: labelsOf(obj), Fields: fs}, nil
 		}
-		obj, err := decodeStored(k, value, 0)
+		obj, err := decodeStoredWith(k, value, 0, opts)
 		if err != nil {
 			return storage.Decoded{}, err
 		}
@@ -46,6 +52,12 @@ func (s *Server) decoderFor(k *kind) storage.DecodeFunc {
 			d.Object = obj
 		}
 		return d, nil
+	}
+	if keepObject { // cachedGet hands out copies, managedFields and all
+		return func(_ string, value []byte) (storage.Decoded, error) { return decode(value, storedJSON) }
+	}
+	return func(_ string, value []byte) (storage.Decoded, error) {
+		return decodeRecording(value, func(opts jsonv2.Options) (storage.Decoded, error) { return decode(value, opts) })
 	}
 }
 
@@ -104,7 +116,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 		return
 	}
 	if wantsMetadata(r) {
-		data, err := metadataJSON(k, []listed{{kv.Value, kv.ModRevision}}, "", "", false)
+		data, err := metadataJSON(k, []listed{{value: kv.Value, rev: kv.ModRevision}}, "", "", false)
 		if err != nil {
 			writeError(w, apierrors.NewInternalError(err))
 			return
@@ -133,6 +145,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request, k *kind, ri *r
 type listed struct {
 	value []byte
 	rev   int64
+	omit  storage.Span // managedFields in value, when the watch cache knows
 }
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *kind, ri *requestInfo) {
@@ -184,7 +197,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *kind, ri *
 		s.writeTable(w, r, k, objs, strconv.FormatInt(rev, 10), cont)
 		return
 	}
-	data, err := encodeList(k, items, rev, cont)
+	data, err := encodeList(k, items, rev, cont, wantsManagedFieldsOmitted(r))
 	if err != nil {
 		writeError(w, apierrors.NewInternalError(err))
 		return
@@ -192,7 +205,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *kind, ri *
 	writeRawJSON(w, http.StatusOK, data)
 }
 
-func encodeList(k *kind, items []listed, rev int64, cont string) ([]byte, error) {
+func encodeList(k *kind, items []listed, rev int64, cont string, omitMF bool) ([]byte, error) {
 	var buf bytes.Buffer
 	size := 128
 	for _, it := range items {
@@ -210,7 +223,7 @@ func encodeList(k *kind, items []listed, rev int64, cont string) ([]byte, error)
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := writeViewJSON(&buf, k, it.value, it.rev); err != nil {
+		if err := writeViewJSON(&buf, k, it, omitMF); err != nil {
 			return nil, err
 		}
 	}
@@ -235,7 +248,7 @@ func (s *Server) listFromCache(ctx context.Context, k *kind, ns, rvParam string,
 	}
 	out := make([]listed, len(objs))
 	for i, o := range objs {
-		out[i] = listed{value: o.KV.Value, rev: o.KV.ModRevision}
+		out[i] = listed{value: o.KV.Value, rev: o.KV.ModRevision, omit: o.Decoded.Omit}
 	}
 	return out, rev, nil
 }

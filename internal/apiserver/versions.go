@@ -97,16 +97,21 @@ const StoredVersionField = resourcev1alpha2.StoredVersionAnnotation
 // decodeNative decodes a stored object in its own version, whichever of k
 // and its sibling that is.
 func decodeNative(k *kind, stored []byte, rev int64) (runtime.Object, *kind, error) {
+	return decodeNativeWith(k, stored, rev, storedJSON)
+}
+
+// decodeNativeWith is decodeNative with the decode's options.
+func decodeNativeWith(k *kind, stored []byte, rev int64, opts jsonv2.Options) (runtime.Object, *kind, error) {
 	sk := k.storedKind(stored)
-	obj, err := decodeAs(sk, stored, rev)
+	obj, err := decodeAs(sk, stored, rev, opts)
 	return obj, sk, err
 }
 
 // decodeAs decodes stored JSON into a fresh object of the kind, whose
 // version it must be in.
-func decodeAs(k *kind, stored []byte, rev int64) (runtime.Object, error) {
+func decodeAs(k *kind, stored []byte, rev int64, opts jsonv2.Options) (runtime.Object, error) {
 	obj := k.newObj()
-	if err := jsonv2.Unmarshal(stored, obj); err != nil {
+	if err := jsonv2.Unmarshal(stored, obj, opts); err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", k.gvk.Kind, err)
 	}
 	acc, err := meta.Accessor(obj)
@@ -143,10 +148,16 @@ func viewJSON(k *kind, stored []byte, rev int64) ([]byte, error) {
 }
 
 // writeViewJSON writes viewJSON(k, stored, rev) to buf; an object stored
-// in k's version goes in without a copy of its own (writeWithRV).
-func writeViewJSON(buf *bytes.Buffer, k *kind, stored []byte, rev int64) error {
+// in k's version goes in without a copy of its own (writeWithRV), and
+// without its managedFields when omitMF (omit.go; a view keeps them).
+func writeViewJSON(buf *bytes.Buffer, k *kind, it listed, omitMF bool) error {
+	stored, rev := it.value, it.rev
 	if k.storedKind(stored) == k {
-		writeWithRV(buf, stored, rev)
+		if omitMF {
+			writeWithRVOmit(buf, stored, rev, it.omit)
+		} else {
+			writeWithRV(buf, stored, rev)
+		}
 		return nil
 	}
 	data, err := viewJSON(k, stored, rev)

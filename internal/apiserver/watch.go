@@ -80,10 +80,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *kind, ri 
 		writeError(w, apiError(k, "", err))
 		return
 	}
-	ww := &watchWriter{s: s, w: w, r: r, k: k, table: wantsTable(r), metadata: wantsMetadata(r), bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
+	ww := &watchWriter{s: s, w: w, r: r, k: k, table: wantsTable(r), metadata: wantsMetadata(r),
+		omitMF: wantsManagedFieldsOmitted(r), bookmarks: isTrue(q.Get("allowWatchBookmarks"))}
 	s.writeWatchStart(w)
 	for _, o := range initial {
-		if !ww.send("ADDED", o.KV.Value, o.KV.ModRevision) {
+		if !ww.send("ADDED", listed{o.KV.Value, o.KV.ModRevision, o.Decoded.Omit}) {
 			return
 		}
 	}
@@ -161,6 +162,7 @@ type watchWriter struct {
 	k         *kind
 	table     bool
 	metadata  bool
+	omitMF    bool // stored objects without managedFields (omit.go)
 	bookmarks bool
 	buf       bytes.Buffer
 }
@@ -169,7 +171,7 @@ type watchWriter struct {
 func (ww *watchWriter) event(ev storage.CacheEvent) bool {
 	switch ev.Type {
 	case storage.Added, storage.Modified, storage.Deleted:
-		return ww.send(string(ev.Type), ev.Object.KV.Value, ev.Object.KV.ModRevision)
+		return ww.send(string(ev.Type), listed{ev.Object.KV.Value, ev.Object.KV.ModRevision, ev.Object.Decoded.Omit})
 	case storage.Bookmark:
 		if ww.bookmarks {
 			ww.bookmark(ev.Revision, false)
@@ -178,12 +180,13 @@ func (ww *watchWriter) event(ev storage.CacheEvent) bool {
 	return true
 }
 
-func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
+func (ww *watchWriter) send(typ string, it listed) bool {
+	stored, rev := it.value, it.rev
 	ww.buf.WriteString(`{"type":"`)
 	ww.buf.WriteString(typ)
 	ww.buf.WriteString(`","object":`)
 	if ww.metadata {
-		data, err := metadataJSON(ww.k, []listed{{stored, rev}}, "", "", false)
+		data, err := metadataJSON(ww.k, []listed{it}, "", "", false)
 		if err != nil {
 			return false
 		}
@@ -198,7 +201,7 @@ func (ww *watchWriter) send(typ string, stored []byte, rev int64) bool {
 			return false
 		}
 		ww.buf.Write(data)
-	} else if err := writeViewJSON(&ww.buf, ww.k, stored, rev); err != nil {
+	} else if err := writeViewJSON(&ww.buf, ww.k, it, ww.omitMF); err != nil {
 		return false
 	}
 	ww.buf.WriteString("}\n")

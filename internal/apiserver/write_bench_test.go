@@ -109,6 +109,24 @@ func BenchmarkWrite(b *testing.B) {
 		p.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo(fmt.Sprintf("%s-gpu-%d", obj("r", i), i))}}
 		serve(b, "PUT", pods+"/"+obj("r", i)+"/status", js, string(mustJSONb(p)), 200)
 	})
+	// A delete of a pod with the managedFields of its create and of a
+	// status write: removed at once (not bound), as the benchmark's and
+	// the node agent's final deletes. Each deletes a pod of its own,
+	// written before the timer starts.
+	b.Run("pod/delete", func(b *testing.B) {
+		seq++
+		for i := range b.N {
+			serve(b, "POST", pods, js, podJSON(fmt.Sprintf("d-%d-%d", seq, i), 0), 201)
+			serve(b, "PATCH", pods+"/"+fmt.Sprintf("d-%d-%d", seq, i)+"/status", merge, `{"status":{"phase":"Running"}}`, 200)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		c0 := processCPU()
+		for i := range b.N {
+			serve(b, "DELETE", pods+"/"+fmt.Sprintf("d-%d-%d", seq, i), js, "", 200)
+		}
+		reportCPU(b, c0)
+	})
 	applyPod := func(b *testing.B, i, label, code int) {
 		serve(b, "PATCH", pods+"/"+obj("a", i)+"?fieldManager=bench", apply, fmt.Sprintf(
 			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","labels":{"i":"%d"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, obj("a", i), label), code)

@@ -16,12 +16,19 @@ import (
 var ErrNotReady = errors.New("storage: watch cache is not ready")
 
 // Decoded is what a DecodeFunc extracts from a stored value: the labels and
-// fields selectors match on, and an optional decoded object.
+// fields selectors match on, an optional decoded object, and optionally
+// a part of the value that readers may ask to have left out.
 type Decoded struct {
 	Labels map[string]string
 	Fields map[string]string
 	Object any
+	Omit   Span
 }
+
+// Span is the bytes [From, To) of a stored value; the zero Span is none.
+// The API server records where an object's metadata.managedFields are,
+// for lists and watches that ask for the objects without them.
+type Span struct{ From, To int32 }
 
 // DecodeFunc decodes a stored value. It must not modify value. The cacher
 // calls it from one goroutine at a time. Objects it rejects are invisible

@@ -27,9 +27,10 @@
 // client-go's cache, workqueue and event handler helpers apply unchanged;
 // Lister[T] is a typed read view over an informer's indexer. Informers keep
 // metadata.managedFields unless built WithoutManagedFields (a Factory
-// option, or Resource.WithoutManagedFields), which leaves them nil; such an
-// object sent back in an Update keeps the stored managedFields. The
-// factory's ResourceSlice informer shares equal device attribute and
-// capacity maps across devices and informers (InternDeviceMaps). EventRecorder
+// option, or Resource.WithoutManagedFields), which leaves them nil (and
+// asks allot's API server not to send them); such an object sent back in
+// an Update keeps the stored managedFields. The factory's ResourceSlice
+// informer shares equal device attribute and capacity maps across devices
+// and informers (InternDeviceMaps). EventRecorder
 // writes core/v1 Events without ever blocking its caller.
 package client

@@ -20,13 +20,21 @@ import (
 // WithoutManagedFields for a Factory, StripManagedFields for other
 // informers.
 //
-// The list and watch decoders skip the field's JSON value as they meet it
-// (skipManagedFields), so the entries are never allocated; anything the
+// Their lists and watches ask the API server to leave the field out
+// (omitManagedFieldsParam), and the decoders skip the field's JSON value
+// as they meet it (skipManagedFields), so the entries are never
+// allocated, whatever the server sends; anything the
 // fast decoders hand to the general serializer is stripped after decoding
 // instead (StripManagedFields). Objects from such an informer can be sent
 // back in an Update: a nil managedFields is left out on the wire, and the
 // API server then keeps the stored entries (and adds the updater's), as
 // Kubernetes does; only an explicit empty list clears them.
+
+// omitManagedFieldsParam asks allot's API server to leave managedFields
+// out of a list's or watch's objects (internal/apiserver's
+// OmitManagedFieldsParam): fewer bytes to send, decrypt and skip. Other
+// servers ignore it, and what they send is skipped as it is decoded.
+const omitManagedFieldsParam = "omitManagedFields"
 
 // skipManagedFields is the encoding/json v2 option that decodes every
 // []metav1.ManagedFieldsEntry (only ObjectMeta.ManagedFields has that type)

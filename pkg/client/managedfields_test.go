@@ -1,8 +1,15 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1 "allot.dev/allot/api/core/v1"
 	"allot.dev/allot/pkg/client"
@@ -85,4 +92,85 @@ func TestInformerWithoutManagedFields(t *testing.T) {
 		p, err := lister.Get(ns, "listed")
 		return err == nil && p.Labels["v"] == "2" && p.ManagedFields == nil
 	})
+}
+
+// tap keeps the bodies of a client's list and watch responses.
+type tap struct {
+	rt   http.RoundTripper
+	mu   sync.Mutex
+	seen []string // request queries
+	body bytes.Buffer
+}
+
+func (tp *tap) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := tp.rt.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet {
+		return res, err
+	}
+	tp.mu.Lock()
+	tp.seen = append(tp.seen, r.URL.RawQuery)
+	tp.mu.Unlock()
+	res.Body = &tapBody{ReadCloser: res.Body, tp: tp}
+	return res, nil
+}
+
+type tapBody struct {
+	io.ReadCloser
+	tp *tap
+}
+
+func (b *tapBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.tp.mu.Lock()
+	b.tp.body.Write(p[:n])
+	b.tp.mu.Unlock()
+	return n, err
+}
+
+// TestServerLeavesManagedFieldsOut: the lists and watches of a factory
+// made WithoutManagedFields ask allot's API server to leave managedFields
+// out, and what comes over the wire has none.
+func TestServerLeavesManagedFieldsOut(t *testing.T) {
+	creator := clientAs(t, "creator")
+	ctx := testContext(t)
+	ns := newNamespace(t, creator)
+	if _, err := creator.Pods(ns).Create(ctx, makePod("listed").obj()); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	tp := &tap{}
+	cfg := newClient(t).RESTConfig()
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { tp.rt = rt; return tp }
+	watcher, err := client.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("NewForConfig: %v", err)
+	}
+	f := client.NewFactory(watcher, 0, client.WithNamespace(ns), client.WithoutManagedFields())
+	lister := f.Pods().Lister()
+	runCtx, stop := context.WithCancel(ctx)
+	defer func() { stop(); f.Shutdown() }()
+	f.Start(runCtx)
+	if err := f.WaitForCacheSync(ctx); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if _, err := creator.Pods(ns).Create(ctx, makePod("watched").obj()); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	eventually(t, "pod watched in the cache", func() bool { _, err := lister.Get(ns, "watched"); return err == nil })
+	if l, err := watcher.Pods(ns).WithoutManagedFields().List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 2 {
+		t.Fatalf("list: %v, %v", l, err)
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for _, q := range tp.seen {
+		if !strings.Contains(q, "omitManagedFields=true") {
+			t.Errorf("request %q does not ask to leave managedFields out", q)
+		}
+	}
+	got := tp.body.String()
+	if len(tp.seen) < 2 || !strings.Contains(got, `"kind":"PodList"`) || !strings.Contains(got, `"name":"listed"`) || !strings.Contains(got, `"name":"watched"`) {
+		t.Fatalf("tapped %d requests, bodies %s", len(tp.seen), got)
+	}
+	if strings.Contains(got, "managedFields") {
+		t.Errorf("managedFields came over the wire: %s", got)
+	}
 }

@@ -102,7 +102,7 @@ func (r *Resource[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, 
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}
 	if r.noManagedFields {
-		return out, listWithoutManagedFields(req.Do(ctx), out)
+		return out, listWithoutManagedFields(req.Param(omitManagedFieldsParam, "true").Do(ctx), out)
 	}
 	err := req.Do(ctx).Into(out)
 	return out, err
@@ -117,6 +117,9 @@ func (r *Resource[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (wa
 	req := r.request(r.rc.Get, r.namespace).VersionedParams(&opts, parameterCodec)
 	if opts.TimeoutSeconds != nil {
 		req = req.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+	}
+	if r.noManagedFields {
+		req = req.Param(omitManagedFieldsParam, "true")
 	}
 	body, err := req.Stream(ctx)
 	if err != nil {
