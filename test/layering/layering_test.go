@@ -91,6 +91,11 @@ var rules = []rule{{
 	dirs:   []string{"pkg/allocator/internal/layered/..."},
 	forbid: []string{mod + "/"},
 }, {
+	name:   "devicemaps-leaf",
+	why:    "the shared device-map table (pkg/devicemaps) is used by pkg/client and the allocator, which may not import each other: it knows no allot package",
+	dirs:   []string{"pkg/devicemaps/..."},
+	forbid: []string{mod + "/"},
+}, {
 	name:   "apiserver-only",
 	why:    "the scheduler, the node agent and the dashboard reach storage only through the API server",
 	dirs:   []string{"internal/scheduler/...", "internal/node/...", "internal/dashboard/..."},
