@@ -131,14 +131,8 @@ func FuzzAsWrittenFastPath(f *testing.F) {
 // managedFields): with the scans, and as before them (the regular
 // expression; the generic decode and comparison of every quantity).
 func BenchmarkQuantityChecks(b *testing.B) {
-	p := &corev1.Pod{}
+	p := fourContainerPod()
 	p.Name, p.Namespace = "web-1", "default"
-	for _, c := range []string{"a", "b", "c", "d"} {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "registry.example/web:1.2.3", Command: []string{"sleep", "3600"},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("128Mi")},
-				Limits:   corev1.ResourceList{"cpu": resource.MustParse("1.5"), "memory": resource.MustParse("1Gi")}}})
-	}
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: "Ready", Status: "True"}}
 	data, err := json.Marshal(p)
@@ -187,17 +181,23 @@ func BenchmarkQuantityChecks(b *testing.B) {
 // BenchmarkValidateQuantities is the canonical-form check every write of a
 // kind with quantities runs, on the pod of BenchmarkQuantityChecks.
 func BenchmarkValidateQuantities(b *testing.B) {
-	p := &corev1.Pod{}
-	for _, c := range []string{"a", "b", "c", "d"} {
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "registry.example/web:1.2.3",
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("128Mi")},
-				Limits:   corev1.ResourceList{"cpu": resource.MustParse("1.5"), "memory": resource.MustParse("1Gi")}}})
-	}
+	p := fourContainerPod()
 	b.ReportAllocs()
 	for range b.N {
 		if ValidateQuantities(p) != nil {
 			b.Fatal("refused")
 		}
 	}
+}
+
+// fourContainerPod is a pod of four containers with requests and limits.
+func fourContainerPod() *corev1.Pod {
+	p := &corev1.Pod{}
+	for _, c := range []string{"a", "b", "c", "d"} {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "registry.example/web:1.2.3", Command: []string{"sleep", "3600"},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"cpu": resource.MustParse("100m"), "memory": resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{"cpu": resource.MustParse("1.5"), "memory": resource.MustParse("1Gi")}}})
+	}
+	return p
 }
