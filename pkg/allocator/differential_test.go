@@ -133,29 +133,50 @@ func bruteForce(dm *driverModel, existing []string, matches [][]bool) bool {
 	return rec(0)
 }
 
+// diffCase is one random node and pod of the differential tests: a
+// node's slice, the instances allocated before, and one or two claims of
+// the selectors in diffSelectors.
+type diffCase struct {
+	model    *Model
+	dm       *driverModel
+	existing []string
+	st       *NodeState
+	claims   []Claim
+}
+
+// randomDiffCase makes the case of seed; ok is false when the node has no
+// driver, or more than maxLeaves leaves (0: any number).
+func randomDiffCase(seed uint64, maxLeaves int) (c diffCase, ok bool) {
+	rng := rand.New(rand.NewPCG(seed, 42))
+	c.model = NewModel("node", []*resourceapi.NodeResourceSlice{randomSlice(rng)})
+	c.dm = c.model.drivers["drv"]
+	if c.dm == nil || (maxLeaves > 0 && len(c.dm.leaves) > maxLeaves) {
+		return c, false
+	}
+	c.existing = randomExisting(rng, c.dm)
+	c.st = NewNodeState(c.model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", c.existing...)})
+	var sels []string
+	for range 1 + rng.IntN(5) {
+		sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
+	}
+	c.claims = []Claim{makeClaim("c0", "drv", sels[:1+rng.IntN(len(sels))]...)}
+	if n := len(c.claims[0].ClaimParameters.Requests[0].Partitionable.Required); n < len(sels) {
+		c.claims = append(c.claims, makeClaim("c1", "drv", sels[n:]...))
+	}
+	return c, true
+}
+
 func TestDifferential(t *testing.T) {
 	const cases = 2500
 	fits, tried := 0, 0
 	for seed := range uint64(cases) {
-		rng := rand.New(rand.NewPCG(seed, 42))
-		slice := randomSlice(rng)
-		model := NewModel("node", []*resourceapi.NodeResourceSlice{slice})
-		dm := model.drivers["drv"]
-		if dm == nil || len(dm.leaves) > 16 {
+		c, ok := randomDiffCase(seed, 16)
+		if !ok {
 			continue
 		}
 		tried++
-		existing := randomExisting(rng, dm)
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", existing...)})
-		var sels []string
-		for range 1 + rng.IntN(5) {
-			sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
-		}
-		claims := []Claim{makeClaim("c0", "drv", sels[:1+rng.IntN(len(sels))]...)}
-		if n := len(claims[0].ClaimParameters.Requests[0].Partitionable.Required); n < len(sels) {
-			claims = append(claims, makeClaim("c1", "drv", sels[n:]...))
-		}
-		req := Prepare(nil, claims)
+		model, dm, existing, st := c.model, c.dm, c.existing, c.st
+		req := Prepare(nil, c.claims)
 		res, err := Allocate(context.Background(), req, st)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)

@@ -69,24 +69,11 @@ func sameAnswer(t *testing.T, name string, req *Request, st *NodeState) *Result 
 func TestSeedSearchDifferential(t *testing.T) {
 	n := 0
 	for seed := range uint64(2500) {
-		rng := rand.New(rand.NewPCG(seed, 42))
-		slice := randomSlice(rng)
-		model := NewModel("node", []*resourceapi.NodeResourceSlice{slice})
-		dm := model.drivers["drv"]
-		if dm == nil {
+		c, ok := randomDiffCase(seed, 0)
+		if !ok {
 			continue
 		}
-		existing := randomExisting(rng, dm)
-		st := NewNodeState(model, nil, []*resourceapi.ResourceClaim{allocatedClaim("old", "node", "drv", existing...)})
-		var sels []string
-		for range 1 + rng.IntN(5) {
-			sels = append(sels, diffSelectors[rng.IntN(len(diffSelectors))])
-		}
-		claims := []Claim{makeClaim("c0", "drv", sels[:1+rng.IntN(len(sels))]...)}
-		if k := len(claims[0].ClaimParameters.Requests[0].Partitionable.Required); k < len(sels) {
-			claims = append(claims, makeClaim("c1", "drv", sels[k:]...))
-		}
-		sameAnswer(t, fmt.Sprintf("differential seed %d", seed), Prepare(nil, claims), st)
+		sameAnswer(t, fmt.Sprintf("differential seed %d", seed), Prepare(nil, c.claims), c.st)
 		n++
 	}
 	t.Logf("%d cases", n)
